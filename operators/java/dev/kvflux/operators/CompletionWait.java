@@ -1,0 +1,247 @@
+package dev.kvflux.operators;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferStatus;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The completion wait: polls a request's transfer statuses every slice (10 ms by default) until all of
+ * them succeed, one fails, or the transfer timeout passes, and never blocks a thread while it waits.
+ *
+ * <p>This replaces one native {@code waitAll(statuses, transferTimeout)}. On MoRI's xGMI backend a status
+ * completes only when something queries it, and a bounded native wait queries once and then sleeps to
+ * its deadline, so every wait whose copies were still running at that query cost the whole timeout.
+ * Here the statuses are queried at subscription and then once per slice, so the wait ends within one
+ * slice of the last copy.
+ *
+ * <h2>What {@link #await} emits</h2>
+ * <ul>
+ *   <li>An empty list, or statuses that are all SUCCESS at subscription: completes at once, without
+ *       waiting a slice.</li>
+ *   <li>All statuses SUCCESS: completes at the first slice that sees it.</li>
+ *   <li>A status fails: with {@link #failFast} errors at the slice that sees it; with {@link #drain}
+ *       errors once no status is in flight any more, and not before. The error is a
+ *       {@link TransferException} with the failed status's code and message; when several failed, the
+ *       earliest in the list wins, and a failure always wins over a timeout.</li>
+ *   <li>Statuses still in flight (INIT or IN_PROGRESS) at {@code transferTimeout} after subscription:
+ *       one last query, then a {@link TransferException} with code IN_PROGRESS and the message
+ *       {@code MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out after 30s}.</li>
+ * </ul>
+ * Only statuses still in flight are queried. Cancelling the {@code Mono} stops all polling. Queries run
+ * on the wait's {@link Scheduler} ({@link Schedulers#parallel()} unless set, looked up at subscription so
+ * that {@code StepVerifier.withVirtualTime} drives it); {@link TransferStatus#code()} never blocks.
+ *
+ * <p>Instances are immutable; {@link #slice} and {@link #scheduler} return changed copies.
+ */
+public final class CompletionWait implements WaitStrategy {
+
+    /** How the wait treats a failed status while other statuses are still in flight. */
+    public enum Mode {
+        /** Error at once: the WRITE path, where decode should hear of the failure as soon as possible. */
+        FAIL_FAST,
+        /** Error once nothing is in flight: the READ barrier, where buffers may be reused right after. */
+        DRAIN
+    }
+
+    /** The slice the seed chose: short against a copy, long against a status query. */
+    public static final Duration DEFAULT_SLICE = Duration.ofMillis(10);
+
+    /** The longest transfer timeout accepted; anything longer is a configuration mistake. */
+    public static final Duration MAX_TRANSFER_TIMEOUT = Duration.ofHours(24);
+
+    private final Mode mode;
+    private final Duration transferTimeout;
+    private final Duration slice;
+    private final Scheduler scheduler;
+
+    private CompletionWait(Mode mode, Duration transferTimeout, Duration slice, Scheduler scheduler) {
+        this.mode = mode;
+        this.transferTimeout = transferTimeout;
+        this.slice = slice;
+        this.scheduler = scheduler;
+    }
+
+    /** A wait that errors as soon as a status fails (the WRITE path). */
+    public static CompletionWait failFast(Duration transferTimeout) {
+        return of(Mode.FAIL_FAST, transferTimeout);
+    }
+
+    /** A wait that, after a failure, still waits until nothing is in flight (the READ barrier). */
+    public static CompletionWait drain(Duration transferTimeout) {
+        return of(Mode.DRAIN, transferTimeout);
+    }
+
+    /**
+     * A wait in the given mode.
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static CompletionWait of(Mode mode, Duration transferTimeout) {
+        Objects.requireNonNull(mode, "mode");
+        checkTimeout(transferTimeout);
+        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null);
+    }
+
+    /**
+     * This wait with another slice.
+     *
+     * @throws IllegalArgumentException if {@code slice} is not positive or is longer than the timeout
+     */
+    public CompletionWait slice(Duration slice) {
+        Objects.requireNonNull(slice, "slice");
+        if (slice.isZero() || slice.isNegative()) {
+            throw new IllegalArgumentException("slice must be positive, got " + slice
+                    + "; the default is " + DEFAULT_SLICE.toMillis() + " ms");
+        }
+        if (slice.compareTo(transferTimeout) > 0) {
+            throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
+                    + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
+        }
+        return new CompletionWait(mode, transferTimeout, slice, scheduler);
+    }
+
+    /** This wait with its queries and its timer on {@code scheduler}. */
+    public CompletionWait scheduler(Scheduler scheduler) {
+        return new CompletionWait(mode, transferTimeout, slice, Objects.requireNonNull(scheduler, "scheduler"));
+    }
+
+    public Mode mode() {
+        return mode;
+    }
+
+    public Duration transferTimeout() {
+        return transferTimeout;
+    }
+
+    public Duration slice() {
+        return slice;
+    }
+
+    @Override
+    public String name() {
+        return "reactive";
+    }
+
+    @Override
+    public Mono<Void> await(List<? extends TransferStatus> statuses) {
+        Objects.requireNonNull(statuses, "statuses");
+        TransferStatus[] snapshot = statuses.toArray(TransferStatus[]::new);
+        for (int i = 0; i < snapshot.length; i++) {
+            Objects.requireNonNull(snapshot[i], "status " + i + " of the wait is null");
+        }
+        return Mono.defer(() -> {
+            Tracker tracker = new Tracker(snapshot, mode, transferTimeout);
+            if (tracker.poll()) {
+                return tracker.signal();
+            }
+            Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
+            return Flux.interval(slice, slice, on)
+                    .filter(tick -> tracker.poll())
+                    .next()
+                    .map(tick -> true)
+                    .timeout(transferTimeout, Mono.fromCallable(tracker::pollAtDeadline), on)
+                    .then(Mono.defer(tracker::signal));
+        });
+    }
+
+    @Override
+    public String toString() {
+        return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice + "]";
+    }
+
+    static void checkTimeout(Duration transferTimeout) {
+        Objects.requireNonNull(transferTimeout, "transferTimeout");
+        if (transferTimeout.isZero() || transferTimeout.isNegative()) {
+            throw new IllegalArgumentException("transfer timeout must be finite and greater than zero, got "
+                    + transferTimeout + "; the default is 30 s");
+        }
+        if (transferTimeout.compareTo(MAX_TRANSFER_TIMEOUT) > 0) {
+            throw new IllegalArgumentException("transfer timeout " + transferTimeout
+                    + " is longer than 24 hours; a stalled transfer would hold its request that long."
+                    + " Use seconds to minutes (the default is 30 s)");
+        }
+    }
+
+    /**
+     * The statuses still in flight and the first failure seen. Polled from the interval's worker and,
+     * once, from the timeout's timer, which may overlap a late tick: hence synchronized.
+     */
+    private static final class Tracker {
+        private final TransferStatus[] statuses;
+        private final Mode mode;
+        private final Duration transferTimeout;
+        private final int[] inFlight;
+        private int inFlightCount;
+        private int failedIndex = -1;
+        private StatusCode failedCode;
+        private String failedMessage;
+        private boolean settled;
+        private TransferException verdict;
+
+        Tracker(TransferStatus[] statuses, Mode mode, Duration transferTimeout) {
+            this.statuses = statuses;
+            this.mode = mode;
+            this.transferTimeout = transferTimeout;
+            this.inFlight = new int[statuses.length];
+            for (int i = 0; i < statuses.length; i++) {
+                inFlight[i] = i;
+            }
+            this.inFlightCount = statuses.length;
+        }
+
+        /** Queries every status still in flight; returns whether the wait is settled. */
+        synchronized boolean poll() {
+            if (settled) {
+                return true;
+            }
+            int kept = 0;
+            for (int i = 0; i < inFlightCount; i++) {
+                int index = inFlight[i];
+                StatusCode code = statuses[index].code();
+                if (code.isFailure()) {
+                    if (failedIndex < 0 || index < failedIndex) {
+                        failedIndex = index;
+                        failedCode = code;
+                        failedMessage = statuses[index].message();
+                    }
+                } else if (code != StatusCode.SUCCESS) {
+                    inFlight[kept++] = index;
+                }
+            }
+            inFlightCount = kept;
+            if (failedIndex >= 0 && (mode == Mode.FAIL_FAST || inFlightCount == 0)) {
+                settle(failure());
+            } else if (inFlightCount == 0) {
+                settle(null);
+            }
+            return settled;
+        }
+
+        /** The timeout's fallback: one last query; then a failure seen wins over the timeout. */
+        synchronized boolean pollAtDeadline() {
+            if (!poll()) {
+                settle(failedIndex >= 0 ? failure() : TransferException.timedOut(transferTimeout));
+            }
+            return true;
+        }
+
+        synchronized Mono<Void> signal() {
+            return verdict == null ? Mono.empty() : Mono.error(verdict);
+        }
+
+        private TransferException failure() {
+            return TransferException.failed(failedCode, failedMessage);
+        }
+
+        private void settle(TransferException error) {
+            settled = true;
+            verdict = error;
+        }
+    }
+}
