@@ -200,8 +200,8 @@ static int bad_handle(uint64_t h, int kind, const char *call) {
     }
     int hkind = (int)((h >> 24) & 0xff);
     if (hkind != kind) {
-        return fail(KVFLUX_MORI_E_BAD_HANDLE, "%s: handle 0x%llx is not a %s handle (it names a %s)", call,
-                    (unsigned long long)h, kind_name(kind), kind_name(hkind));
+        return fail(KVFLUX_MORI_E_BAD_HANDLE, "%s: handle 0x%llx is of kind '%s', not '%s'", call,
+                    (unsigned long long)h, kind_name(hkind), kind_name(kind));
     }
     return fail(KVFLUX_MORI_E_BAD_HANDLE, "%s: %s handle 0x%llx was released or never issued", call,
                 kind_name(kind), (unsigned long long)h);
@@ -325,7 +325,8 @@ struct status {
     struct obj o;
     int code;
     char message[256];
-    int64_t finish_ns;
+    int64_t finish_ns; /* modelled */
+    int64_t copied_ns; /* when the copy thread finished its bytes */
     int copied;
     int hang;
     int32_t fail_code;
@@ -542,6 +543,7 @@ static void *copy_thread(void *arg) {
                      "XGMI: memory was deregistered before the batch's copy ran");
         }
         j->status->copied = 1;
+        j->status->copied_ns = now_ns();
         pthread_cond_broadcast(&e->copy_cv);
         pthread_mutex_unlock(&e->mu);
         job_free(j);
@@ -1462,7 +1464,8 @@ int kvflux_sim_status_finish_ns(uint64_t status, int64_t *out_ns) {
         return KVFLUX_MORI_E_BAD_HANDLE;
     }
     pthread_mutex_lock(&o->owner->mu);
-    *out_ns = STATUS(o)->finish_ns;
+    struct status *st = STATUS(o);
+    *out_ns = st->copied && st->copied_ns > st->finish_ns ? st->copied_ns : st->finish_ns;
     pthread_mutex_unlock(&o->owner->mu);
     obj_put(o);
     return KVFLUX_MORI_OK;

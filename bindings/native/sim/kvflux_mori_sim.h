@@ -39,7 +39,10 @@ int kvflux_sim_fail_nth(uint64_t engine, uint32_t nth, int32_t code, const char 
 /* Makes the nth batch posted on this engine never complete: it stays IN_PROGRESS and copies nothing. */
 int kvflux_sim_hang_nth(uint64_t engine, uint32_t nth);
 
-/* The status's modelled finish time on CLOCK_MONOTONIC, in nanoseconds. */
+/*
+ * When the status's copy finished, on CLOCK_MONOTONIC, in nanoseconds: the modelled finish time, or the
+ * time the copy thread really finished the bytes if that was later (from then on a query completes it).
+ */
 int kvflux_sim_status_finish_ns(uint64_t status, int64_t *out_ns);
 
 /* CLOCK_MONOTONIC now, in nanoseconds (the simulator's clock). */

@@ -37,7 +37,10 @@ public final class MoriSimulator {
         sim.hangNth(engine.handle(), nth);
     }
 
-    /** When the status's copy is modelled to finish, on {@link #nowNanos()}'s clock. */
+    /**
+     * When the status's copy finished (or will, by the model), on {@link #nowNanos()}'s clock: the modelled
+     * time, or when the bytes were really copied if that was later. From then on a query completes it.
+     */
     public long finishNanos(MoriStatus status) {
         return sim.statusFinishNanos(status.handle());
     }
