@@ -31,6 +31,13 @@ extern "C" {
 
 #define KVFLUX_MORI_ABI_VERSION 1
 
+/* The library exports these functions only; both implementations build with hidden visibility. */
+#if defined(__GNUC__)
+#define KVFLUX_MORI_API __attribute__((visibility("default")))
+#else
+#define KVFLUX_MORI_API
+#endif
+
 /* ---- return codes ------------------------------------------------------------------------------ */
 #define KVFLUX_MORI_OK 0
 #define KVFLUX_MORI_E_NULL_ARG (-1)         /* a required pointer argument is NULL */
@@ -64,54 +71,54 @@ extern "C" {
 /* ---- library ----------------------------------------------------------------------------------- */
 
 /* Writes KVFLUX_MORI_ABI_VERSION of the library into *out_version. */
-int kvflux_mori_abi_version(uint32_t *out_version);
+KVFLUX_MORI_API int kvflux_mori_abi_version(uint32_t *out_version);
 
 /*
  * Writes the implementation's name ("mori" or "native-sim"), NUL-terminated, into buf.
  * If cap is too small, returns KVFLUX_MORI_E_BUFFER_TOO_SMALL; *out_len is always the length without NUL.
  */
-int kvflux_mori_implementation(char *buf, size_t cap, size_t *out_len);
+KVFLUX_MORI_API int kvflux_mori_implementation(char *buf, size_t cap, size_t *out_len);
 
 /*
  * Copies this thread's last error text, NUL-terminated and truncated to cap, into buf; *out_len is
  * the full length without NUL. Empty when the last failing call on this thread set none.
  */
-int kvflux_mori_last_error(char *buf, size_t cap, size_t *out_len);
+KVFLUX_MORI_API int kvflux_mori_last_error(char *buf, size_t cap, size_t *out_len);
 
 /* ---- engine ------------------------------------------------------------------------------------ */
 
 /* An IOEngine with the given key and out-of-band TCP host / port. */
-int kvflux_mori_engine_create(const char *key, const char *host, uint16_t port, uint64_t *out_engine);
+KVFLUX_MORI_API int kvflux_mori_engine_create(const char *key, const char *host, uint16_t port, uint64_t *out_engine);
 
 /*
  * Destroys the engine and everything still open on it: statuses (in-flight ones are waited for first,
  * except on the simulator, which drops them), sessions, memory registrations and unpacked descriptors.
  * Their handles become invalid.
  */
-int kvflux_mori_engine_destroy(uint64_t engine);
+KVFLUX_MORI_API int kvflux_mori_engine_destroy(uint64_t engine);
 
 /* XgmiBackendConfig(numStreams, numEvents); MoRI's defaults are 64 and 64. Both must be positive. */
-int kvflux_mori_engine_create_xgmi_backend(uint64_t engine, int32_t num_streams, int32_t num_events);
+KVFLUX_MORI_API int kvflux_mori_engine_create_xgmi_backend(uint64_t engine, int32_t num_streams, int32_t num_events);
 
 /*
  * RdmaBackendConfig(qpPerTransfer, postBatchSize, numWorkerThreads, pollCqMode, enableNotification);
  * MoRI's defaults are 1, -1, 1, POLLING (0), 1.
  */
-int kvflux_mori_engine_create_rdma_backend(uint64_t engine, int32_t qp_per_transfer,
+KVFLUX_MORI_API int kvflux_mori_engine_create_rdma_backend(uint64_t engine, int32_t qp_per_transfer,
                                            int32_t post_batch_size, int32_t num_worker_threads,
                                            uint32_t poll_cq_mode, int32_t enable_notification);
 
 /* The engine's EngineDesc, packed as MoRI packs it (msgpack array of 6). Two-call pattern via out_len. */
-int kvflux_mori_engine_desc_pack(uint64_t engine, uint8_t *buf, size_t cap, size_t *out_len);
+KVFLUX_MORI_API int kvflux_mori_engine_desc_pack(uint64_t engine, uint8_t *buf, size_t cap, size_t *out_len);
 
 /* Unpacks a peer's EngineDesc and registers it (IOEngine::RegisterRemoteEngine). */
-int kvflux_mori_engine_register_remote(uint64_t engine, const uint8_t *packed, size_t len);
+KVFLUX_MORI_API int kvflux_mori_engine_register_remote(uint64_t engine, const uint8_t *packed, size_t len);
 
 /* Unpacks a peer's EngineDesc and deregisters it. */
-int kvflux_mori_engine_deregister_remote(uint64_t engine, const uint8_t *packed, size_t len);
+KVFLUX_MORI_API int kvflux_mori_engine_deregister_remote(uint64_t engine, const uint8_t *packed, size_t len);
 
 /* IOEngine::AllocateTransferUniqueId. */
-int kvflux_mori_engine_allocate_uid(uint64_t engine, uint64_t *out_uid);
+KVFLUX_MORI_API int kvflux_mori_engine_allocate_uid(uint64_t engine, uint64_t *out_uid);
 
 /* ---- memory ------------------------------------------------------------------------------------ */
 
@@ -119,23 +126,23 @@ int kvflux_mori_engine_allocate_uid(uint64_t engine, uint64_t *out_uid);
  * Registers size bytes at data on device (-1 for host memory) and location (KVFLUX_MORI_LOC_*),
  * returning a memory descriptor handle. size must be positive and data non-NULL.
  */
-int kvflux_mori_mem_register(uint64_t engine, void *data, uint64_t size, int32_t device,
+KVFLUX_MORI_API int kvflux_mori_mem_register(uint64_t engine, void *data, uint64_t size, int32_t device,
                              uint32_t location, uint64_t *out_mem);
 
 /*
  * Releases a memory descriptor handle. A registration made here is deregistered from its engine
  * (IOEngine::DeregisterMemory); a descriptor from kvflux_mori_mem_unpack is only dropped.
  */
-int kvflux_mori_mem_deregister(uint64_t mem);
+KVFLUX_MORI_API int kvflux_mori_mem_deregister(uint64_t mem);
 
 /* The descriptor's MemoryDesc, packed as MoRI packs it (msgpack array of 15). Two-call via out_len. */
-int kvflux_mori_mem_pack(uint64_t mem, uint8_t *buf, size_t cap, size_t *out_len);
+KVFLUX_MORI_API int kvflux_mori_mem_pack(uint64_t mem, uint8_t *buf, size_t cap, size_t *out_len);
 
 /* Unpacks a peer's MemoryDesc into a descriptor handle owned by engine (a remote memory). */
-int kvflux_mori_mem_unpack(uint64_t engine, const uint8_t *packed, size_t len, uint64_t *out_mem);
+KVFLUX_MORI_API int kvflux_mori_mem_unpack(uint64_t engine, const uint8_t *packed, size_t len, uint64_t *out_mem);
 
 /* The descriptor's id, size in bytes, device and location. Any output pointer may be NULL. */
-int kvflux_mori_mem_query(uint64_t mem, uint32_t *out_id, uint64_t *out_size, int32_t *out_device,
+KVFLUX_MORI_API int kvflux_mori_mem_query(uint64_t mem, uint32_t *out_id, uint64_t *out_size, int32_t *out_device,
                           uint32_t *out_location);
 
 /* ---- sessions and transfers ------------------------------------------------------------------- */
@@ -144,13 +151,13 @@ int kvflux_mori_mem_query(uint64_t mem, uint32_t *out_id, uint64_t *out_size, in
  * IOEngine::CreateSession(local, remote): local must be registered on engine; remote must be a
  * descriptor of a remote engine that engine knows (kvflux_mori_engine_register_remote) or its own.
  */
-int kvflux_mori_session_create(uint64_t engine, uint64_t local_mem, uint64_t remote_mem,
+KVFLUX_MORI_API int kvflux_mori_session_create(uint64_t engine, uint64_t local_mem, uint64_t remote_mem,
                                uint64_t *out_session);
 
-int kvflux_mori_session_destroy(uint64_t session);
+KVFLUX_MORI_API int kvflux_mori_session_destroy(uint64_t session);
 
 /* IOEngineSession::AllocateTransferUniqueId. */
-int kvflux_mori_session_allocate_uid(uint64_t session, uint64_t *out_uid);
+KVFLUX_MORI_API int kvflux_mori_session_allocate_uid(uint64_t session, uint64_t *out_uid);
 
 /*
  * IOEngineSession::BatchWrite: copies block i, sizes[i] bytes, from local_offsets[i] in the local
@@ -158,13 +165,13 @@ int kvflux_mori_session_allocate_uid(uint64_t session, uint64_t *out_uid);
  * must be equal; every block must lie inside both registered regions. The status has been queried
  * once after posting, as MoRI does; release it with kvflux_mori_status_release.
  */
-int kvflux_mori_session_batch_write(uint64_t session, const uint64_t *local_offsets, size_t n_local,
+KVFLUX_MORI_API int kvflux_mori_session_batch_write(uint64_t session, const uint64_t *local_offsets, size_t n_local,
                                     const uint64_t *remote_offsets, size_t n_remote,
                                     const uint64_t *sizes, size_t n_sizes, uint64_t transfer_uid,
                                     uint64_t *out_status);
 
 /* IOEngineSession::BatchRead: the same from the remote region into the local one. */
-int kvflux_mori_session_batch_read(uint64_t session, const uint64_t *local_offsets, size_t n_local,
+KVFLUX_MORI_API int kvflux_mori_session_batch_read(uint64_t session, const uint64_t *local_offsets, size_t n_local,
                                    const uint64_t *remote_offsets, size_t n_remote,
                                    const uint64_t *sizes, size_t n_sizes, uint64_t transfer_uid,
                                    uint64_t *out_status);
@@ -175,16 +182,16 @@ int kvflux_mori_session_batch_read(uint64_t session, const uint64_t *local_offse
  * TransferStatus::Code(): queries the backend (which may complete the status) and returns the MoRI
  * status code (>= 0), or a negative KVFLUX_MORI_E_* code for a bad handle. Never blocks; cheap.
  */
-int kvflux_mori_status_code(uint64_t status);
+KVFLUX_MORI_API int kvflux_mori_status_code(uint64_t status);
 
 /* TransferStatus::Message(), NUL-terminated into buf; two-call via out_len. */
-int kvflux_mori_status_message(uint64_t status, char *buf, size_t cap, size_t *out_len);
+KVFLUX_MORI_API int kvflux_mori_status_message(uint64_t status, char *buf, size_t cap, size_t *out_len);
 
 /*
  * Releases a status. A status still in flight is kept by the library until its copy is over (so the
  * backend never touches freed memory), but its handle is invalid at once.
  */
-int kvflux_mori_status_release(uint64_t status);
+KVFLUX_MORI_API int kvflux_mori_status_release(uint64_t status);
 
 /*
  * IOEngine::WaitAll over count status handles, with MoRI's semantics: count 0 is SUCCESS; a 0 handle
@@ -192,7 +199,7 @@ int kvflux_mori_status_release(uint64_t status);
  * order against one deadline and yields IN_PROGRESS if one is still in flight at the deadline, a
  * failure taking precedence. The MoRI status code is written to *out_code. Blocks the calling thread.
  */
-int kvflux_mori_wait_all(uint64_t engine, const uint64_t *statuses, size_t count, int32_t timeout_ms,
+KVFLUX_MORI_API int kvflux_mori_wait_all(uint64_t engine, const uint64_t *statuses, size_t count, int32_t timeout_ms,
                          int32_t *out_code);
 
 #ifdef __cplusplus

@@ -10,5 +10,5 @@ command -v "${CC:-gcc}" >/dev/null 2>&1 || {
     exit 1
 }
 mkdir -p "$out"
-"${CC:-gcc}" -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -pthread \
+"${CC:-gcc}" -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -pthread -fvisibility=hidden \
     -o "$out/libkvflux_mori_sim.so" "$here"/kvflux_mori_sim.c "$here"/msgpack_lite.c

@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "../kvflux_mori.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -25,28 +27,28 @@ extern "C" {
 #define KVFLUX_SIM_MAX_FAULTS 16
 
 /* Number of handles of every kind (engines, memory, sessions, statuses) not yet released: >= 0. */
-int kvflux_sim_live_handles(void);
+KVFLUX_MORI_API int kvflux_sim_live_handles(void);
 
 /* Sets the engine's timing model; bytes_per_second must be positive. Applies to later posts. */
-int kvflux_sim_set_timing(uint64_t engine, uint64_t block_overhead_ns, uint64_t bytes_per_second);
+KVFLUX_MORI_API int kvflux_sim_set_timing(uint64_t engine, uint64_t block_overhead_ns, uint64_t bytes_per_second);
 
 /*
  * Makes the nth batch posted on this engine (1-based, counted from the engine's creation) fail with
  * code (a MoRI failure code, 11..15) and message, at its modelled finish time; its bytes are not copied.
  */
-int kvflux_sim_fail_nth(uint64_t engine, uint32_t nth, int32_t code, const char *message);
+KVFLUX_MORI_API int kvflux_sim_fail_nth(uint64_t engine, uint32_t nth, int32_t code, const char *message);
 
 /* Makes the nth batch posted on this engine never complete: it stays IN_PROGRESS and copies nothing. */
-int kvflux_sim_hang_nth(uint64_t engine, uint32_t nth);
+KVFLUX_MORI_API int kvflux_sim_hang_nth(uint64_t engine, uint32_t nth);
 
 /*
  * When the status's copy finished, on CLOCK_MONOTONIC, in nanoseconds: the modelled finish time, or the
  * time the copy thread really finished the bytes if that was later (from then on a query completes it).
  */
-int kvflux_sim_status_finish_ns(uint64_t status, int64_t *out_ns);
+KVFLUX_MORI_API int kvflux_sim_status_finish_ns(uint64_t status, int64_t *out_ns);
 
 /* CLOCK_MONOTONIC now, in nanoseconds (the simulator's clock). */
-int kvflux_sim_now_ns(int64_t *out_ns);
+KVFLUX_MORI_API int kvflux_sim_now_ns(int64_t *out_ns);
 
 #ifdef __cplusplus
 }
