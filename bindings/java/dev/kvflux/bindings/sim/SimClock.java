@@ -38,27 +38,25 @@ final class SimClock {
      * @return false if the thread was interrupted (its interrupt flag is set again)
      */
     boolean sleepUntil(long deadline) {
-        sleepers.incrementAndGet();
-        try {
-            for (long now = now(); now < deadline; now = now()) {
-                if (!sleepOnce(deadline - now)) {
-                    Thread.currentThread().interrupt();
-                    return false;
-                }
+        for (long now = now(); now < deadline; now = now()) {
+            if (!sleepOnce(deadline - now)) {
+                Thread.currentThread().interrupt();
+                return false;
             }
-            return true;
-        } finally {
-            sleepers.decrementAndGet();
         }
+        return true;
     }
 
     private boolean sleepOnce(long nanos) {
         if (nanos > TimeUnit.DAYS.toNanos(365)) {
             // A deadline this far off means "until interrupted"; no scheduler timer is needed for it.
+            sleepers.incrementAndGet();
             try {
                 new CountDownLatch(1).await();
             } catch (InterruptedException e) {
                 return false;
+            } finally {
+                sleepers.decrementAndGet();
             }
         }
         CountDownLatch latch = new CountDownLatch(1);
@@ -69,12 +67,16 @@ final class SimClock {
             LockSupport.parkNanos(nanos);
             return !Thread.interrupted();
         }
+        // Counted only once the wake-up is scheduled, so whoever sees the count may advance the clock.
+        sleepers.incrementAndGet();
         try {
             latch.await();
             return true;
         } catch (InterruptedException e) {
             wakeUp.dispose();
             return false;
+        } finally {
+            sleepers.decrementAndGet();
         }
     }
 }
