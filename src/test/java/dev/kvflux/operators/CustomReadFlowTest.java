@@ -18,13 +18,13 @@ class CustomReadFlowTest {
 
     @Test
     void aCustomReadFlowComposesFromOperatorsAlone() {
-        int layers = 6;
+        int layerCount = 6;
         long layerBytes = 1 << 20;
         StepVerifier.withVirtualTime(() -> {
                     VirtualTimeScheduler clock = VirtualTimeScheduler.get();
                     SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
-                    TransferSession session = engine.createSession(engine.registerMemory(layers * layerBytes, 1),
-                            engine.registerMemory(layers * layerBytes, 0));
+                    TransferSession session = engine.createSession(engine.registerMemory(layerCount * layerBytes, 1),
+                            engine.registerMemory(layerCount * layerBytes, 0));
                     CompletionWait barrier = CompletionWait.drain(Duration.ofSeconds(30));
 
                     // For each layer: wait for its event, post its reads, then a drain barrier; emit the layer.
@@ -35,7 +35,7 @@ class CustomReadFlowTest {
                                             session.allocateTransferUid())))
                                     .flatMap(status -> barrier.await(List.of(status)))
                                     .thenReturn(layer));
-                    return Flux.range(0, layers).transform(readLayers);
+                    return Flux.range(0, layerCount).transform(readLayers);
                 })
                 .expectSubscription()
                 .thenAwait(Duration.ofSeconds(1))
