@@ -22,7 +22,7 @@ import net.jqwik.api.constraints.Size;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /** Properties of {@link CompletionWait} over random completion times and failures, on virtual time. */
-class CompletionWaitProperties {
+class CompletionWaitPropertiesTest {
     private static final long SLICE_MS = 10;
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
