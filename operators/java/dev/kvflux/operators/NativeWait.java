@@ -19,7 +19,8 @@ import reactor.core.scheduler.Schedulers;
  * unless set, looked up at subscription), never on a non-blocking thread. It completes when
  * {@code waitAll} returns SUCCESS; otherwise it errors with a {@link TransferException}: IN_PROGRESS with
  * the seed's timeout message, or the returned failure code with the first failed status's message.
- * Cancelling interrupts the blocking call.
+ * Cancelling interrupts the blocking call. Each wait holds one thread of that scheduler for its whole
+ * length; {@code boundedElastic} has at most ten threads per core, and waits beyond that queue.
  */
 public final class NativeWait implements WaitStrategy {
     private final TransferEngine engine;
