@@ -150,6 +150,23 @@ class WritePipelineTest {
     }
 
     @Test
+    void cancellingARunningRequestGivesItsPlaceToTheNext() {
+        TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        WritePipeline serial = pipeline().maxInFlight(1).build();
+
+        reactor.core.Disposable stalled = serial.write(request("stalled", session)).subscribe(this::record);
+        serial.write(request("next", session)).subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+        assertThat(outcomes).isEmpty();
+        stalled.dispose();
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(outcomes).containsOnlyKeys("next");
+        assertThat(outcomeAt.get("next")).isLessThan(2_100);
+        assertThat(serial.requestsInFlight()).isZero();
+    }
+
+    @Test
     void theOutcomeComesWithinTheTransferTimeoutPlusOneSliceOfSealing() {
         TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.stall(1)));
         WriteRequest base = request("late-seal", session);
