@@ -12,6 +12,7 @@ public final class ReproBackends {
 
     static {
         BACKENDS.put("sim-xgmi", SimXgmiBackend::new);
+        BACKENDS.put("native-sim", NativeSimBackend::new);
     }
 
     private ReproBackends() {

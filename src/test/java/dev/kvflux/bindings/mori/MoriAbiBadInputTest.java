@@ -8,6 +8,7 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.mori.internal.MoriNative;
 import dev.kvflux.bindings.mori.internal.NativeLibraries;
 import java.util.List;
+import dev.kvflux.testing.NoLiveSimHandles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.function.Executable;
@@ -16,7 +17,7 @@ import org.junit.jupiter.api.function.Executable;
  * Bad input through the C ABI is a clear error code and message, never a crash: each test makes the
  * bad call, checks the error, then shows the library still works.
  */
-@ExtendWith(NoLiveHandles.class)
+@ExtendWith(NoLiveSimHandles.class)
 class MoriAbiBadInputTest {
     private static final MoriNative LIB = NativeLibraries.simulator();
 

@@ -7,6 +7,7 @@ import dev.kvflux.bindings.MemoryRegion;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import dev.kvflux.testing.NoLiveSimHandles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.msgpack.core.MessageBufferPacker;
@@ -15,7 +16,7 @@ import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessageUnpacker;
 
 /** Descriptors packed through the C ABI have MoRI's msgpack layout, field by field, and round-trip. */
-@ExtendWith(NoLiveHandles.class)
+@ExtendWith(NoLiveSimHandles.class)
 class MoriDescriptorTest {
 
     @Test

@@ -7,11 +7,12 @@ import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.StatusCode;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import dev.kvflux.testing.NoLiveSimHandles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /** The simulator really copies bytes between the registered host buffers. */
-@ExtendWith(NoLiveHandles.class)
+@ExtendWith(NoLiveSimHandles.class)
 class NativeCopyTest {
     private static final long REGION = 1 << 20;
     private static final long BLOCK = 4096;

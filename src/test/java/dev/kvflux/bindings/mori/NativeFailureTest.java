@@ -10,11 +10,12 @@ import dev.kvflux.operators.TransferException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import dev.kvflux.testing.NoLiveSimHandles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /** Failures injected in the native simulator, seen through FFM by kvflux's wait and by MoRI's own. */
-@ExtendWith(NoLiveHandles.class)
+@ExtendWith(NoLiveSimHandles.class)
 class NativeFailureTest {
     private static final long BLOCK = 4096;
     private static final Duration PER_BATCH = Duration.ofMillis(20);

@@ -9,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import dev.kvflux.testing.NoLiveSimHandles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -17,7 +18,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * batch write per layer, block b of a layer at {@code layer * 8 MiB + 2 * b * 32 KiB} on both sides.
  * Real time with a short transfer timeout; the claims are ratios against it.
  */
-@ExtendWith(NoLiveHandles.class)
+@ExtendWith(NoLiveSimHandles.class)
 class NativeSeedGeometryTest {
     private static final int LAYERS = 118;
     private static final int BLOCKS = 128;
