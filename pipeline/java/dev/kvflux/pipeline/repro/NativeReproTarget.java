@@ -18,19 +18,20 @@ import java.util.Optional;
 
 /**
  * A reproducer target on two {@link NativeTransferEngine}s of this process, prefill writing into decode
- * through FFM, with host buffers on both sides.
+ * through FFM.
  *
- * <p>Before each request's first layer the prefill buffer's blocks are filled with a pattern unique to
- * that request (the forward pass writing the KV cache), so after each wait the decode buffer can be
- * checked to hold exactly those bytes ({@code bytes_verified}). On the simulator each wait also reports
- * {@code copy_s}, from the end of posting to the last copy's finish, and {@code detection_lag_s}, from
- * that finish to the end of the wait. Each request's statuses are released after its wait.
+ * <p>With host buffers on both sides (the simulator), each request's prefill blocks are filled before
+ * its first layer with a pattern unique to that request (the forward pass writing the KV cache), so
+ * after each wait the decode buffer is checked to hold exactly those bytes ({@code bytes_verified}).
+ * On the simulator each wait also reports {@code copy_s}, from the end of posting to the last copy's
+ * finish, and {@code detection_lag_s}, from that finish to the end of the wait. Each request's
+ * statuses are released after its wait.
  */
 final class NativeReproTarget implements ReproTarget {
     private final NativeTransferEngine p;
     private final NativeTransferEngine d;
     private final ReproGeometry geometry;
-    private final MemorySegment src;
+    private final MemorySegment src; // null unless host memory
     private final MemorySegment dst;
     private final TransferSession session;
     private final Optional<MoriSimulator> sim;
@@ -39,19 +40,30 @@ final class NativeReproTarget implements ReproTarget {
     private int fills;
     private byte pattern;
 
-    /** Connects the two engines, registers a region of {@code g.regionBytes()} on each and opens the session. */
-    NativeReproTarget(NativeTransferEngine p, NativeTransferEngine d, ReproGeometry g) {
+    /**
+     * Connects the two engines and opens the session from {@code local} (registered on {@code p}) to
+     * {@code remote} (registered on {@code d}). {@code hostBuffers}: whether both regions are host memory
+     * this process may read and write.
+     */
+    NativeReproTarget(NativeTransferEngine p, NativeTransferEngine d, ReproGeometry g, MemoryRegion local,
+                      MemoryRegion remote, boolean hostBuffers) {
         this.p = p;
         this.d = d;
         this.geometry = g;
         this.sim = p.simulator();
         p.connect(d);
-        MemoryRegion local = p.registerMemory(g.regionBytes(), -1);
-        MemoryRegion remote = d.registerMemory(g.regionBytes(), -1);
-        this.src = p.buffer(local);
-        this.dst = d.buffer(remote);
-        forEachBlock(block -> dst.asSlice(block, g.blockBytes()).fill((byte) 0)); // resident, as GPU memory is
+        this.src = hostBuffers ? p.buffer(local) : null;
+        this.dst = hostBuffers ? d.buffer(remote) : null;
+        if (dst != null) {
+            forEachBlock(block -> dst.asSlice(block, g.blockBytes()).fill((byte) 0)); // resident, as GPU memory is
+        }
         this.session = p.createSession(local, p.importMemory(d.exportMemory(remote)));
+    }
+
+    /** Over host buffers of {@code g.regionBytes()} that the engines allocate. */
+    static NativeReproTarget overHostBuffers(NativeTransferEngine p, NativeTransferEngine d, ReproGeometry g) {
+        return new NativeReproTarget(p, d, g, p.registerMemory(g.regionBytes(), -1),
+                d.registerMemory(g.regionBytes(), -1), true);
     }
 
     @Override
@@ -66,7 +78,7 @@ final class NativeReproTarget implements ReproTarget {
 
     @Override
     public LayerEvent layerEvent(int request, int layer) {
-        if (layer == 0) {
+        if (layer == 0 && src != null) {
             pattern = (byte) (++fills * 37 + 1);
             forEachBlock(block -> src.asSlice(block, geometry.blockBytes()).fill(pattern));
         }
@@ -81,7 +93,9 @@ final class NativeReproTarget implements ReproTarget {
             figures.put("copy_s", Math.max(0, copied - postedAtNanos) / 1e9);
             figures.put("detection_lag_s", Math.max(0, s.nowNanos() - copied) / 1e9);
         });
-        figures.put("bytes_verified", decodeHoldsThePattern());
+        if (dst != null) {
+            figures.put("bytes_verified", decodeHoldsThePattern());
+        }
         posted.forEach(MoriStatus::close);
         posted.clear();
         return figures;

@@ -32,7 +32,7 @@ final class NativeSimBackend implements ReproBackend {
             d = NativeTransferEngine.simulated("kvflux-repro-d" + n);
             MoriSimulator sim = p.simulator().orElseThrow();
             sim.setTiming(p.engine(), timing.perBlockOverhead(), (long) (timing.bandwidthGbps() * 1e9));
-            return new NativeReproTarget(p, d, g);
+            return NativeReproTarget.overHostBuffers(p, d, g);
         } catch (RuntimeException e) {
             p.close();
             if (d != null) {
