@@ -147,7 +147,9 @@ public final class MoriNative {
      */
     public int check(int rc, String call) {
         if (rc < 0) {
-            throw new MoriIoException(rc, errorName(rc), call + " failed (" + errorName(rc) + "): " + lastError());
+            String text = lastError();
+            String reason = text.startsWith(call + ": ") ? text.substring(call.length() + 2) : text;
+            throw new MoriIoException(rc, errorName(rc), call + " failed (" + errorName(rc) + "): " + reason);
         }
         return rc;
     }
