@@ -7,11 +7,16 @@ import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.mori.internal.MoriNative;
 import dev.kvflux.bindings.mori.internal.NativeLibraries;
+import dev.kvflux.operators.CompletionWait;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import dev.kvflux.testing.NoLiveSimHandles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.function.Executable;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Bad input through the C ABI is a clear error code and message, never a crash: each test makes the
@@ -115,6 +120,19 @@ class MoriAbiBadInputTest {
             assertThat(error.getMessage()).contains("runs past the local region's 4096 bytes");
             assertStillWorks(pair);
         }
+    }
+
+    @Test
+    void closingTheEngineUnderARunningWaitFailsTheWaitWithABadHandle() {
+        SimPair pair = new SimPair("close-under-wait", 4096);
+        pair.sim.hangNth(pair.p.engine(), 1);
+        MoriStatus status = (MoriStatus) pair.session.batchWrite(BatchPlan.mirrored(new long[] {0}, 64), 1);
+        Mono<Void> wait = CompletionWait.failFast(Duration.ofSeconds(5)).await(List.of(status));
+        Schedulers.parallel().schedule(pair::close, 50, TimeUnit.MILLISECONDS);
+
+        MoriIoException error = abiError(wait::block);
+        assertThat(error.errorName()).isEqualTo("KVFLUX_MORI_E_BAD_HANDLE");
+        assertThat(error.getMessage()).contains("kvflux_mori_status_code", "was released");
     }
 
     @Test
