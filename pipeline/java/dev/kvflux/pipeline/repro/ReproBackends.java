@@ -13,6 +13,7 @@ public final class ReproBackends {
     static {
         BACKENDS.put("sim-xgmi", SimXgmiBackend::new);
         BACKENDS.put("native-sim", NativeSimBackend::new);
+        BACKENDS.put("mori", MoriBackend::new);
     }
 
     private ReproBackends() {
