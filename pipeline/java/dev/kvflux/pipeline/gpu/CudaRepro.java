@@ -1,0 +1,492 @@
+package dev.kvflux.pipeline.gpu;
+
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.gpu.DeviceBuffer;
+import dev.kvflux.bindings.gpu.GpuCopyEngine;
+import dev.kvflux.bindings.gpu.GpuCopyEngine.GpuSession;
+import dev.kvflux.bindings.gpu.GpuCopyEngine.WriteOptions;
+import dev.kvflux.bindings.gpu.GpuEvent;
+import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
+import dev.kvflux.bindings.gpu.GpuPlatform;
+import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.bindings.gpu.GpuStream;
+import dev.kvflux.bindings.gpu.PushedLayerEvent;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The seed's reproducer on real GPUs: a prefill process on one GPU writes the seed's geometry (118 layers
+ * × 128 blocks × 32 KiB, one batch per layer) into the buffer of a decode child process on another GPU,
+ * through {@link GpuCopyEngine} (IPC handle, pooled streams and events), and times each wait strategy.
+ *
+ * <p>Per request: a compute stream fills each layer's blocks (the stand-in forward pass, one fill value
+ * per block and request) and records the layer's event; the layer's batch waits for that event on the GPU,
+ * with timing events around its copies. The wait is timed from the last post to its end; the raw copy time
+ * is the GPU time from the first copy's start to the last copy's end; the detection lag is the wait's end
+ * minus the last copy's end (GPU times placed on the host clock through an event recorded on an idle
+ * stream when the request starts). Decode copies its buffer back and compares every byte.
+ *
+ * <pre>java --enable-native-access=ALL-UNNAMED -cp ... dev.kvflux.pipeline.gpu.CudaRepro --requests 30</pre>
+ */
+public final class CudaRepro {
+
+    private final Options options;
+    private final PrintStream out;
+
+    private CudaRepro(Options options, PrintStream out) {
+        this.options = options;
+        this.out = out;
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options options;
+        try {
+            options = Options.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("kvflux gpu repro: " + e.getMessage());
+            System.err.println(Options.USAGE);
+            System.exit(2);
+            return;
+        }
+        CudaRepro repro = new CudaRepro(options, System.out);
+        try {
+            int code = options.role.equals("decode") ? repro.decode() : repro.prefill();
+            System.exit(code);
+        } catch (dev.kvflux.bindings.gpu.GpuException | dev.kvflux.bindings.gpu.GpuLibraryNotFoundException e) {
+            System.out.flush();
+            System.err.println("kvflux gpu repro (" + options.role + "): " + e.getMessage());
+            System.exit(1);
+        }
+    }
+
+    // ---------------------------------------------------------------- decode
+
+    private int decode() throws IOException {
+        SeedLayout layout = options.layout;
+        GpuRuntime runtime = load();
+        try (GpuCopyEngine engine = GpuCopyEngine.open(runtime, "decode", options.dGpu, new GpuCopyEngine.Config(1, 0));
+                Arena arena = Arena.ofShared();
+                ControlChannel channel = new ControlChannel(
+                        new Socket(InetAddress.getLoopbackAddress(), options.port))) {
+            MemoryRegion region = engine.registerMemory(layout.bufferBytes(), options.dGpu);
+            DeviceBuffer buffer = engine.buffer(region);
+            channel.sendDescriptor(engine.describe(region).pack());
+            MemorySegment host = arena.allocate(layout.bufferBytes(), 4096);
+            ByteVerifier verifier = new ByteVerifier(layout, arena);
+            while (true) {
+                ControlChannel.Command command = channel.receiveCommand();
+                if (command.done()) {
+                    return 0;
+                }
+                long start = System.nanoTime();
+                runtime.setDevice(options.dGpu);
+                runtime.copyToHost(buffer.address(), host);
+                double copyBackMs = (System.nanoTime() - start) / 1e6;
+                ByteVerifier.Result r = verifier.check(host, command.request());
+                channel.sendVerdict(new ControlChannel.Verdict(command.request(), r.checkedBytes(),
+                        r.mismatchedBytes(), r.badLayers(), copyBackMs));
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- prefill
+
+    /** One request's figures. */
+    record Figures(ReproStrategy strategy, long request, double waitMs, String outcome, int succeeded, int statuses,
+            double rawCopyMs, double postMs, double copyEndAfterWaitStartMs, double lagMs, long mismatched,
+            int badLayers) {
+    }
+
+    private int prefill() throws Exception {
+        SeedLayout layout = options.layout;
+        GpuRuntime runtime = load();
+        out.printf(Locale.ROOT, "runtime: %s, runtime version %d, driver version %d%n", runtime,
+                runtime.runtimeVersion(), runtime.driverVersion());
+        int devices = runtime.deviceCount();
+        out.printf(Locale.ROOT, "devices: %d; prefill GPU %d, decode GPU %d; peer access %d->%d: %s%n", devices,
+                options.pGpu, options.dGpu, options.pGpu, options.dGpu,
+                runtime.canAccessPeer(options.pGpu, options.dGpu));
+        out.printf(Locale.ROOT, "geometry: %d layers x %d blocks x %d B = %.1f MiB per request, buffer %.1f MiB;"
+                + " transfer timeout %s%n", layout.layers(), layout.blocks(), layout.blockBytes(),
+                layout.bytesPerRequest() / 1048576.0, layout.bufferBytes() / 1048576.0, options.timeout);
+        out.println("gate: " + (options.gate ? "on (work is released when the wait begins)"
+                : "off (work runs while it is posted)"));
+        selfCheck(runtime);
+        out.flush();
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            server.setSoTimeout(120_000);
+            Process child = startDecode(server.getLocalPort());
+            try (Socket socket = server.accept(); ControlChannel channel = new ControlChannel(socket)) {
+                GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
+                out.printf(Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC handle%n",
+                        child.pid(), remote.size() / 1048576.0, remote.device());
+                List<Figures> all = run(runtime, channel, remote);
+                channel.sendDone();
+                report(all);
+                boolean exited = child.waitFor(60, TimeUnit.SECONDS);
+                out.println("decode exited: " + (exited ? "code " + child.exitValue() : "no, killed"));
+                if (!exited) {
+                    child.destroyForcibly();
+                }
+                long mismatched = all.stream().mapToLong(Figures::mismatched).sum();
+                return mismatched == 0 ? 0 : 1;
+            } finally {
+                if (child.isAlive()) {
+                    child.destroy();
+                }
+            }
+        }
+    }
+
+    /** Both layer events on the prefill GPU: the polled one and the pushed one (host function). */
+    private void selfCheck(GpuRuntime runtime) {
+        int gpu = options.pGpu;
+        try (DeviceBuffer scratch = runtime.allocate(gpu, 64L << 20);
+                GpuStream stream = runtime.createStream(gpu);
+                GpuEvent polled = runtime.createEvent(gpu, false);
+                GpuEvent pushedEvent = runtime.createEvent(gpu, false)) {
+            stream.memsetAsync(scratch.address(), 7, scratch.size());
+            polled.record(stream);
+            long start = System.nanoTime();
+            int polls = 1;
+            while (polled.query() != dev.kvflux.bindings.EventState.READY) {
+                polls++;
+            }
+            double polledUs = (System.nanoTime() - start) / 1e3;
+            stream.memsetAsync(scratch.address(), 9, scratch.size());
+            start = System.nanoTime();
+            PushedLayerEvent pushed = PushedLayerEvent.recordOn(stream, pushedEvent);
+            pushed.ready().block(Duration.ofSeconds(10));
+            double pushedUs = (System.nanoTime() - start) / 1e3;
+            out.printf(Locale.ROOT, "layer events: polled ready after %d queries (%.1f us); pushed ready after %.1f us,"
+                    + " query then says %s%n", polls, polledUs, pushedUs, pushed.query());
+        }
+    }
+
+    private Process startDecode(int port) throws IOException {
+        String java = ProcessHandle.current().info().command()
+                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path")));
+        for (String p : List.of(GpuRuntime.RUNTIME_PROPERTY, GpuRuntime.LIBRARY_PROPERTY)) {
+            if (System.getProperty(p) != null) {
+                command.add("-D" + p + "=" + System.getProperty(p));
+            }
+        }
+        command.addAll(List.of(CudaRepro.class.getName(), "--role", "decode", "--port", Integer.toString(port),
+                "--runtime", options.platform.prefix(), "--d-gpu", Integer.toString(options.dGpu),
+                "--layers", Integer.toString(options.layout.layers()),
+                "--blocks", Integer.toString(options.layout.blocks()),
+                "--block-bytes", Long.toString(options.layout.blockBytes())));
+        return new ProcessBuilder(command).inheritIO().start();
+    }
+
+    private List<Figures> run(GpuRuntime runtime, ControlChannel channel, GpuMemoryDescriptor remoteDescriptor)
+            throws IOException {
+        SeedLayout layout = options.layout;
+        int gpu = options.pGpu;
+        List<Figures> all = new ArrayList<>();
+        List<AutoCloseable> owned = new ArrayList<>();
+        try (GpuCopyEngine engine = GpuCopyEngine.open(runtime, "prefill", gpu)) {
+            MemoryRegion local = engine.registerMemory(layout.bufferBytes(), gpu);
+            MemoryRegion remote = engine.registerRemote(remoteDescriptor);
+            GpuSession session = engine.createSession(local, remote);
+            long base = engine.buffer(local).address();
+            GpuStream compute = own(owned, runtime.createStream(gpu));
+            GpuStream anchor = own(owned, runtime.createStream(gpu));
+            GpuEvent reference = own(owned, runtime.createEvent(gpu, true));
+            GpuEvent[] layerReady = new GpuEvent[layout.layers()];
+            GpuEvent[] copyStart = new GpuEvent[layout.layers()];
+            GpuEvent[] copyEnd = new GpuEvent[layout.layers()];
+            for (int l = 0; l < layout.layers(); l++) {
+                layerReady[l] = own(owned, runtime.createEvent(gpu, false));
+                copyStart[l] = own(owned, runtime.createEvent(gpu, true));
+                copyEnd[l] = own(owned, runtime.createEvent(gpu, true));
+            }
+            Request request = new Request(runtime, engine, session, base, compute, anchor, reference, layerReady,
+                    copyStart, copyEnd, channel);
+            long next = 0;
+            out.println("warm-up: 1 request, reactive wait (not counted)");
+            Figures warm = request.run(ReproStrategy.REACTIVE, next++);
+            print(warm);
+            for (ReproStrategy strategy : options.strategies) {
+                int n = strategy == ReproStrategy.NATIVE ? options.nativeRequests : options.requests;
+                for (int i = 0; i < n; i++) {
+                    Figures f = request.run(strategy, next++);
+                    print(f);
+                    all.add(f);
+                }
+            }
+        } finally {
+            for (int i = owned.size() - 1; i >= 0; i--) {
+                try {
+                    owned.get(i).close();
+                } catch (Exception ignored) {
+                    // The figures are what matter here; the process exits next.
+                }
+            }
+        }
+        return all;
+    }
+
+    private static <T extends AutoCloseable> T own(List<AutoCloseable> owned, T resource) {
+        owned.add(resource);
+        return resource;
+    }
+
+    /** What one request needs, reused from request to request. */
+    private final class Request {
+        private final GpuRuntime runtime;
+        private final GpuCopyEngine engine;
+        private final GpuSession session;
+        private final long base;
+        private final GpuStream compute;
+        private final GpuStream anchor;
+        private final GpuEvent reference;
+        private final GpuEvent[] layerReady;
+        private final GpuEvent[] copyStart;
+        private final GpuEvent[] copyEnd;
+        private final ControlChannel channel;
+
+        Request(GpuRuntime runtime, GpuCopyEngine engine, GpuSession session, long base, GpuStream compute,
+                GpuStream anchor, GpuEvent reference, GpuEvent[] layerReady, GpuEvent[] copyStart,
+                GpuEvent[] copyEnd, ControlChannel channel) {
+            this.runtime = runtime;
+            this.engine = engine;
+            this.session = session;
+            this.base = base;
+            this.compute = compute;
+            this.anchor = anchor;
+            this.reference = reference;
+            this.layerReady = layerReady;
+            this.copyStart = copyStart;
+            this.copyEnd = copyEnd;
+            this.channel = channel;
+        }
+
+        Figures run(ReproStrategy strategy, long request) throws IOException {
+            SeedLayout layout = options.layout;
+            runtime.setDevice(options.pGpu);
+            java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
+            if (options.gate) {
+                compute.holdUntil(gate);
+            }
+            long t0 = System.nanoTime();
+            long postStart = t0;
+            reference.record(anchor);
+            List<PushedStatus> statuses = new ArrayList<>(layout.layers());
+            for (int l = 0; l < layout.layers(); l++) {
+                for (int b = 0; b < layout.blocks(); b++) {
+                    compute.memsetAsync(base + layout.offset(l, b), SeedLayout.fill(request, l, b),
+                            layout.blockBytes());
+                }
+                layerReady[l].record(compute);
+                statuses.add(session.write(layout.layerPlan(l), session.allocateTransferUid(),
+                        new WriteOptions(layerReady[l], copyStart[l], copyEnd[l], strategy.push())));
+            }
+            long waitStart = System.nanoTime();
+            if (options.gate) {
+                reference.record(anchor);
+                t0 = waitStart;
+                gate.countDown();
+            }
+            String outcome = strategy.await(engine, statuses, options.timeout);
+            long waitEnd = System.nanoTime();
+            int succeeded = 0;
+            for (PushedStatus s : statuses) {
+                if (s.code() == StatusCode.SUCCESS) {
+                    succeeded++;
+                }
+            }
+            runtime.setDevice(options.pGpu);
+            double firstStart = Double.MAX_VALUE;
+            double lastEnd = 0;
+            for (int l = 0; l < layout.layers(); l++) {
+                copyEnd[l].synchronize();
+                firstStart = Math.min(firstStart, copyStart[l].elapsedMillisSince(reference));
+                lastEnd = Math.max(lastEnd, copyEnd[l].elapsedMillisSince(reference));
+            }
+            double waitStartMs = (waitStart - t0) / 1e6;
+            double waitEndMs = (waitEnd - t0) / 1e6;
+            channel.sendVerify(request);
+            ControlChannel.Verdict verdict = channel.receiveVerdict();
+            if (verdict.request() != request) {
+                throw new IOException("decode verified request " + verdict.request() + ", expected " + request);
+            }
+            return new Figures(strategy, request, (waitEnd - waitStart) / 1e6, outcome, succeeded, statuses.size(),
+                    lastEnd - firstStart, (waitStart - postStart) / 1e6, lastEnd - waitStartMs, waitEndMs - lastEnd,
+                    verdict.mismatchedBytes(), verdict.badLayers());
+        }
+    }
+
+    // ---------------------------------------------------------------- report
+
+    private void print(Figures f) {
+        out.printf(Locale.ROOT, "%-13s request %3d: wait %9.3f ms, %d/%d statuses succeeded, %s; raw copy %.3f ms,"
+                + " posting %.3f ms, copies ended %.3f ms after the wait began, detection lag %.3f ms;"
+                + " %d mismatched bytes%n", f.strategy().label(), f.request(), f.waitMs(), f.succeeded(),
+                f.statuses(), f.outcome(), f.rawCopyMs(), f.postMs(), f.copyEndAfterWaitStartMs(), f.lagMs(),
+                f.mismatched());
+        out.flush();
+    }
+
+    private void report(List<Figures> all) throws IOException {
+        Map<ReproStrategy, List<Figures>> by = new LinkedHashMap<>();
+        for (Figures f : all) {
+            by.computeIfAbsent(f.strategy(), k -> new ArrayList<>()).add(f);
+        }
+        StringBuilder md = new StringBuilder();
+        md.append("| strategy | waits timed | wait median (ms) | wait min / max (ms) | statuses succeeded"
+                + " | raw copy median (ms) | raw copy min / max (ms) | wait / raw copy (median) | detection lag"
+                + " median (ms) | lag min / max (ms) | mismatched bytes |\n");
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (var e : by.entrySet()) {
+            List<Figures> fs = e.getValue();
+            double[] wait = fs.stream().mapToDouble(Figures::waitMs).toArray();
+            double[] copy = fs.stream().mapToDouble(Figures::rawCopyMs).toArray();
+            double[] lag = fs.stream().mapToDouble(Figures::lagMs).toArray();
+            double[] ratio = fs.stream().mapToDouble(f -> f.waitMs() / f.rawCopyMs()).toArray();
+            long ok = fs.stream().filter(f -> f.succeeded() == f.statuses()).count();
+            long outcomesOk = fs.stream().filter(f -> f.outcome().equals("ok")).count();
+            long mismatched = fs.stream().mapToLong(Figures::mismatched).sum();
+            md.append(String.format(Locale.ROOT,
+                    "| %s | %d | %.3f | %.3f / %.3f | %d of %d requests all %d (%d waits ok) | %.3f | %.3f / %.3f"
+                            + " | %.3f | %.3f | %.3f / %.3f | %d |\n",
+                    e.getKey().label(), fs.size(), median(wait), min(wait), max(wait), ok, fs.size(),
+                    fs.get(0).statuses(), outcomesOk, median(copy), min(copy), max(copy), median(ratio),
+                    median(lag), min(lag), max(lag), mismatched));
+        }
+        out.println();
+        out.print(md);
+        out.flush();
+        if (options.report != null) {
+            Files.writeString(options.report, "<!-- " + Instant.now() + " -->\n" + md);
+        }
+    }
+
+    private static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
+    private static double min(double[] v) {
+        return Arrays.stream(v).min().orElse(Double.NaN);
+    }
+
+    private static double max(double[] v) {
+        return Arrays.stream(v).max().orElse(Double.NaN);
+    }
+
+    private GpuRuntime load() {
+        String library = System.getProperty(GpuRuntime.LIBRARY_PROPERTY);
+        return library != null ? GpuRuntime.load(options.platform, Path.of(library)) : GpuRuntime.load(options.platform);
+    }
+
+    // ---------------------------------------------------------------- options
+
+    /** Command-line options, with the seed's values as defaults. */
+    static final class Options {
+        static final String USAGE = """
+                usage: CudaRepro [--runtime cuda|hip] [--p-gpu 0] [--d-gpu 1] [--requests 20] [--native-requests 2]
+                                 [--transfer-timeout 30s] [--strategies native,sliced-native,reactive,reactive-push]
+                                 [--layers 118] [--blocks 128] [--block-bytes 32768] [--gate on|off] [--report FILE]
+                  --gate on (default): post a request's fills and copies behind a closed gate and open it when
+                  the wait begins, so the wait covers all of the request's GPU work; off: work starts as it
+                  is posted, as in the seed's reproducer, and the wait covers only what is left.""";
+        String role = "prefill";
+        GpuPlatform platform = GpuPlatform.CUDA;
+        int pGpu = 0;
+        int dGpu = 1;
+        int port;
+        int requests = 20;
+        int nativeRequests = 2;
+        Duration timeout = Duration.ofSeconds(30);
+        List<ReproStrategy> strategies = List.of(ReproStrategy.values());
+        SeedLayout layout = SeedLayout.SEED;
+        Path report;
+        boolean gate = true;
+
+        static Options parse(String[] args) {
+            Options o = new Options();
+            int layers = SeedLayout.SEED.layers();
+            int blocks = SeedLayout.SEED.blocks();
+            long blockBytes = SeedLayout.SEED.blockBytes();
+            for (int i = 0; i < args.length; i++) {
+                String name = args[i];
+                if (i + 1 >= args.length) {
+                    throw new IllegalArgumentException(name + " needs a value");
+                }
+                String value = args[++i];
+                try {
+                    switch (name) {
+                        case "--role" -> o.role = value;
+                        case "--runtime" -> o.platform = GpuPlatform.named(value);
+                        case "--p-gpu" -> o.pGpu = Integer.parseInt(value);
+                        case "--d-gpu" -> o.dGpu = Integer.parseInt(value);
+                        case "--port" -> o.port = Integer.parseInt(value);
+                        case "--requests" -> o.requests = Integer.parseInt(value);
+                        case "--native-requests" -> o.nativeRequests = Integer.parseInt(value);
+                        case "--transfer-timeout" -> o.timeout = duration(value);
+                        case "--strategies" -> o.strategies = Arrays.stream(value.split(","))
+                                .map(ReproStrategy::named).toList();
+                        case "--layers" -> layers = Integer.parseInt(value);
+                        case "--blocks" -> blocks = Integer.parseInt(value);
+                        case "--block-bytes" -> blockBytes = Long.parseLong(value);
+                        case "--report" -> o.report = Path.of(value);
+                        case "--gate" -> o.gate = switch (value) {
+                            case "on" -> true;
+                            case "off" -> false;
+                            default -> throw new IllegalArgumentException("--gate is on or off, got " + value);
+                        };
+                        default -> throw new IllegalArgumentException("unknown option " + name);
+                    }
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException(name + " takes a number, got '" + value + "'");
+                }
+            }
+            if (!o.role.equals("prefill") && !o.role.equals("decode")) {
+                throw new IllegalArgumentException("--role is prefill or decode, got " + o.role);
+            }
+            if (o.requests < 1 || o.nativeRequests < 1) {
+                throw new IllegalArgumentException("--requests and --native-requests must be at least 1");
+            }
+            o.layout = new SeedLayout(layers, blocks, blockBytes);
+            return o;
+        }
+
+        /** {@code 30s}, {@code 500ms}, or a number of seconds. */
+        static Duration duration(String value) {
+            String v = value.trim().toLowerCase(Locale.ROOT);
+            try {
+                if (v.endsWith("ms")) {
+                    return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+                }
+                if (v.endsWith("s")) {
+                    return Duration.ofMillis(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 1000));
+                }
+                return Duration.ofMillis(Math.round(Double.parseDouble(v) * 1000));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("--transfer-timeout takes 30s, 500ms or seconds, got '" + value + "'");
+            }
+        }
+    }
+}
