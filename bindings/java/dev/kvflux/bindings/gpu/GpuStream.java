@@ -58,21 +58,6 @@ public final class GpuStream implements AutoCloseable {
         HostFunctions.launch(runtime, this, callback);
     }
 
-    /**
-     * Holds this stream until {@code gate} opens: later work waits, and so does work on other streams that
-     * waits for this one's events. For measurements that must post everything before anything runs. The
-     * gate is awaited on the runtime's own thread; open it from the host, never from the runtime.
-     */
-    public void holdUntil(java.util.concurrent.CountDownLatch gate) {
-        HostFunctions.launchInline(runtime, this, () -> {
-            try {
-                gate.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-    }
-
     /** Blocks until all work queued on this stream is done. */
     public void synchronize() {
         runtime.check(runtime.calls().streamSynchronize(handle), "StreamSynchronize");

@@ -18,7 +18,6 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class HostFunctions {
     private static final Map<Long, Runnable> PENDING = new ConcurrentHashMap<>();
-    private static final Map<Long, Runnable> INLINE = new ConcurrentHashMap<>();
     private static final AtomicLong KEYS = new AtomicLong(1);
     private static final ExecutorService DISPATCH = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "kvflux-gpu-host-functions");
@@ -31,20 +30,11 @@ final class HostFunctions {
     }
 
     static void launch(GpuRuntime runtime, GpuStream stream, Runnable callback) {
-        launch(runtime, stream, callback, PENDING);
-    }
-
-    /** Runs {@code callback} on the runtime's own thread: it must not call the runtime. */
-    static void launchInline(GpuRuntime runtime, GpuStream stream, Runnable callback) {
-        launch(runtime, stream, callback, INLINE);
-    }
-
-    private static void launch(GpuRuntime runtime, GpuStream stream, Runnable callback, Map<Long, Runnable> into) {
         long key = KEYS.getAndIncrement();
-        into.put(key, callback);
+        PENDING.put(key, callback);
         int code = runtime.calls().launchHostFunc(stream.handle(), STUB, key);
         if (code != RuntimeCalls.SUCCESS) {
-            into.remove(key);
+            PENDING.remove(key);
             throw runtime.failure(code, "LaunchHostFunc");
         }
     }
@@ -53,15 +43,9 @@ final class HostFunctions {
     @SuppressWarnings("unused")
     private static void onHostFunction(MemorySegment userData) {
         try {
-            long key = userData.address();
-            Runnable callback = PENDING.remove(key);
+            Runnable callback = PENDING.remove(userData.address());
             if (callback != null) {
                 DISPATCH.execute(callback);
-                return;
-            }
-            Runnable inline = INLINE.remove(key);
-            if (inline != null) {
-                inline.run();
             }
         } catch (Throwable ignored) {
             // Nothing may unwind into the runtime's thread; a lost callback leaves its status to polling.

@@ -50,6 +50,7 @@ public final class CudaRepro {
 
     private final Options options;
     private final PrintStream out;
+    private volatile long lastProgress = System.nanoTime();
 
     private CudaRepro(Options options, PrintStream out) {
         this.options = options;
@@ -127,8 +128,7 @@ public final class CudaRepro {
         out.printf(Locale.ROOT, "geometry: %d layers x %d blocks x %d B = %.1f MiB per request, buffer %.1f MiB;"
                 + " transfer timeout %s%n", layout.layers(), layout.blocks(), layout.blockBytes(),
                 layout.bytesPerRequest() / 1048576.0, layout.bufferBytes() / 1048576.0, options.timeout);
-        out.println("gate: " + (options.gate ? "on (work is released when the wait begins)"
-                : "off (work runs while it is posted)"));
+        startWatchdog();
         selfCheck(runtime);
         out.flush();
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
@@ -285,10 +285,6 @@ public final class CudaRepro {
         Figures run(ReproStrategy strategy, long request) throws IOException {
             SeedLayout layout = options.layout;
             runtime.setDevice(options.pGpu);
-            java.util.concurrent.CountDownLatch gate = new java.util.concurrent.CountDownLatch(1);
-            if (options.gate) {
-                compute.holdUntil(gate);
-            }
             long t0 = System.nanoTime();
             long postStart = t0;
             reference.record(anchor);
@@ -303,11 +299,6 @@ public final class CudaRepro {
                         new WriteOptions(layerReady[l], copyStart[l], copyEnd[l], strategy.push())));
             }
             long waitStart = System.nanoTime();
-            if (options.gate) {
-                reference.record(anchor);
-                t0 = waitStart;
-                gate.countDown();
-            }
             String outcome = strategy.await(engine, statuses, options.timeout);
             long waitEnd = System.nanoTime();
             int succeeded = 0;
@@ -339,7 +330,35 @@ public final class CudaRepro {
 
     // ---------------------------------------------------------------- report
 
+    /** Ends the run with every thread's stack if nothing progresses for the timeout plus a minute. */
+    private void startWatchdog() {
+        long limit = options.timeout.toNanos() + Duration.ofSeconds(60).toNanos();
+        Thread t = new Thread(() -> {
+            while (true) {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (System.nanoTime() - lastProgress > limit) {
+                    out.println("no progress for " + Duration.ofNanos(limit) + "; threads:");
+                    Thread.getAllStackTraces().forEach((thread, stack) -> {
+                        out.println(thread);
+                        for (StackTraceElement e : stack) {
+                            out.println("    at " + e);
+                        }
+                    });
+                    out.flush();
+                    Runtime.getRuntime().halt(3);
+                }
+            }
+        }, "kvflux-repro-watchdog");
+        t.setDaemon(true);
+        t.start();
+    }
+
     private void print(Figures f) {
+        lastProgress = System.nanoTime();
         out.printf(Locale.ROOT, "%-13s request %3d: wait %9.3f ms, %d/%d statuses succeeded, %s; raw copy %.3f ms,"
                 + " posting %.3f ms, copies ended %.3f ms after the wait began, detection lag %.3f ms;"
                 + " %d mismatched bytes%n", f.strategy().label(), f.request(), f.waitMs(), f.succeeded(),
@@ -408,10 +427,7 @@ public final class CudaRepro {
         static final String USAGE = """
                 usage: CudaRepro [--runtime cuda|hip] [--p-gpu 0] [--d-gpu 1] [--requests 20] [--native-requests 2]
                                  [--transfer-timeout 30s] [--strategies native,sliced-native,reactive,reactive-push]
-                                 [--layers 118] [--blocks 128] [--block-bytes 32768] [--gate on|off] [--report FILE]
-                  --gate on (default): post a request's fills and copies behind a closed gate and open it when
-                  the wait begins, so the wait covers all of the request's GPU work; off: work starts as it
-                  is posted, as in the seed's reproducer, and the wait covers only what is left.""";
+                                 [--layers 118] [--blocks 128] [--block-bytes 32768] [--report FILE]""";
         String role = "prefill";
         GpuPlatform platform = GpuPlatform.CUDA;
         int pGpu = 0;
@@ -423,7 +439,6 @@ public final class CudaRepro {
         List<ReproStrategy> strategies = List.of(ReproStrategy.values());
         SeedLayout layout = SeedLayout.SEED;
         Path report;
-        boolean gate = true;
 
         static Options parse(String[] args) {
             Options o = new Options();
@@ -452,11 +467,6 @@ public final class CudaRepro {
                         case "--blocks" -> blocks = Integer.parseInt(value);
                         case "--block-bytes" -> blockBytes = Long.parseLong(value);
                         case "--report" -> o.report = Path.of(value);
-                        case "--gate" -> o.gate = switch (value) {
-                            case "on" -> true;
-                            case "off" -> false;
-                            default -> throw new IllegalArgumentException("--gate is on or off, got " + value);
-                        };
                         default -> throw new IllegalArgumentException("unknown option " + name);
                     }
                 } catch (NumberFormatException e) {
