@@ -13,9 +13,10 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * The completion wait for backends that push completion ({@code reactive-push}): each
- * {@link PushedStatus} is awaited through its {@link PushedStatus#pushed()} publisher, so the wait ends as
- * soon as the backend announces the last copy, with no poll loop and no slice. A status that does not
+ * The completion wait for backends that push completion ({@code reactive-push}): every status is queried
+ * once at subscription (those already done need no push), then each {@link PushedStatus} still in flight
+ * is awaited through its {@link PushedStatus#pushed()} publisher, so the wait ends as soon as the backend
+ * announces the last copy, with no poll loop and no slice. A status that does not
  * push is polled every slice, as {@link CompletionWait} does.
  *
  * <h2>What {@link #await} emits</h2>
@@ -76,9 +77,14 @@ public final class PushWait implements WaitStrategy {
             Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
             List<Mono<StatusCode>> terminals = new ArrayList<>(snapshot.size());
             for (TransferStatus status : snapshot) {
-                terminals.add(status instanceof PushedStatus pushed
-                        ? pushed.pushed()
-                        : Signals.terminal(status, slice, on));
+                StatusCode now = status.code();
+                if (now.isTerminal()) {
+                    terminals.add(Mono.just(now));
+                } else {
+                    terminals.add(status instanceof PushedStatus pushed
+                            ? pushed.pushed()
+                            : Signals.terminal(status, slice, on));
+                }
             }
             return Flux.merge(terminals)
                     .concatMap(code -> code.isFailure()

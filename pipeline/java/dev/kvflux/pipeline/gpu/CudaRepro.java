@@ -125,6 +125,8 @@ public final class CudaRepro {
         out.printf(Locale.ROOT, "devices: %d; prefill GPU %d, decode GPU %d; peer access %d->%d: %s%n", devices,
                 options.pGpu, options.dGpu, options.pGpu, options.dGpu,
                 runtime.canAccessPeer(options.pGpu, options.dGpu));
+        out.printf(Locale.ROOT, "stand-in forward pass: %d bytes written per layer before its fills%n",
+                options.forwardBytes);
         out.printf(Locale.ROOT, "geometry: %d layers x %d blocks x %d B = %.1f MiB per request, buffer %.1f MiB;"
                 + " transfer timeout %s%n", layout.layers(), layout.blocks(), layout.blockBytes(),
                 layout.bytesPerRequest() / 1048576.0, layout.bufferBytes() / 1048576.0, options.timeout);
@@ -211,6 +213,8 @@ public final class CudaRepro {
             GpuSession session = engine.createSession(local, remote);
             long base = engine.buffer(local).address();
             GpuStream compute = own(owned, runtime.createStream(gpu));
+            DeviceBuffer forward = options.forwardBytes > 0 ? own(owned, runtime.allocate(gpu, options.forwardBytes))
+                    : null;
             GpuStream anchor = own(owned, runtime.createStream(gpu));
             GpuEvent reference = own(owned, runtime.createEvent(gpu, true));
             GpuEvent[] layerReady = new GpuEvent[layout.layers()];
@@ -221,8 +225,8 @@ public final class CudaRepro {
                 copyStart[l] = own(owned, runtime.createEvent(gpu, true));
                 copyEnd[l] = own(owned, runtime.createEvent(gpu, true));
             }
-            Request request = new Request(runtime, engine, session, base, compute, anchor, reference, layerReady,
-                    copyStart, copyEnd, channel);
+            Request request = new Request(runtime, engine, session, base, compute, forward, anchor, reference,
+                    layerReady, copyStart, copyEnd, channel);
             long next = 0;
             out.println("warm-up: 1 request, reactive wait (not counted)");
             Figures warm = request.run(ReproStrategy.REACTIVE, next++);
@@ -259,6 +263,7 @@ public final class CudaRepro {
         private final GpuSession session;
         private final long base;
         private final GpuStream compute;
+        private final DeviceBuffer forward;
         private final GpuStream anchor;
         private final GpuEvent reference;
         private final GpuEvent[] layerReady;
@@ -267,13 +272,14 @@ public final class CudaRepro {
         private final ControlChannel channel;
 
         Request(GpuRuntime runtime, GpuCopyEngine engine, GpuSession session, long base, GpuStream compute,
-                GpuStream anchor, GpuEvent reference, GpuEvent[] layerReady, GpuEvent[] copyStart,
+                DeviceBuffer forward, GpuStream anchor, GpuEvent reference, GpuEvent[] layerReady, GpuEvent[] copyStart,
                 GpuEvent[] copyEnd, ControlChannel channel) {
             this.runtime = runtime;
             this.engine = engine;
             this.session = session;
             this.base = base;
             this.compute = compute;
+            this.forward = forward;
             this.anchor = anchor;
             this.reference = reference;
             this.layerReady = layerReady;
@@ -290,6 +296,9 @@ public final class CudaRepro {
             reference.record(anchor);
             List<PushedStatus> statuses = new ArrayList<>(layout.layers());
             for (int l = 0; l < layout.layers(); l++) {
+                if (forward != null) {
+                    compute.memsetAsync(forward.address(), l & 0xFF, forward.size());
+                }
                 for (int b = 0; b < layout.blocks(); b++) {
                     compute.memsetAsync(base + layout.offset(l, b), SeedLayout.fill(request, l, b),
                             layout.blockBytes());
@@ -427,7 +436,10 @@ public final class CudaRepro {
         static final String USAGE = """
                 usage: CudaRepro [--runtime cuda|hip] [--p-gpu 0] [--d-gpu 1] [--requests 20] [--native-requests 2]
                                  [--transfer-timeout 30s] [--strategies native,sliced-native,reactive,reactive-push]
-                                 [--layers 118] [--blocks 128] [--block-bytes 32768] [--report FILE]""";
+                                 [--layers 118] [--blocks 128] [--block-bytes 32768] [--forward-bytes 0] [--report FILE]
+                  --forward-bytes N: before each layer's fills, the compute stream also writes N bytes of a
+                  scratch buffer, a stand-in for the layer's forward pass, so the GPU runs behind the posting
+                  as in a real prefill (0: the GPU only fills the blocks and keeps up with the posting).""";
         String role = "prefill";
         GpuPlatform platform = GpuPlatform.CUDA;
         int pGpu = 0;
@@ -439,6 +451,7 @@ public final class CudaRepro {
         List<ReproStrategy> strategies = List.of(ReproStrategy.values());
         SeedLayout layout = SeedLayout.SEED;
         Path report;
+        long forwardBytes;
 
         static Options parse(String[] args) {
             Options o = new Options();
@@ -467,6 +480,7 @@ public final class CudaRepro {
                         case "--blocks" -> blocks = Integer.parseInt(value);
                         case "--block-bytes" -> blockBytes = Long.parseLong(value);
                         case "--report" -> o.report = Path.of(value);
+                        case "--forward-bytes" -> o.forwardBytes = Long.parseLong(value);
                         default -> throw new IllegalArgumentException("unknown option " + name);
                     }
                 } catch (NumberFormatException e) {
