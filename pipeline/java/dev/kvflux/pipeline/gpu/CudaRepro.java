@@ -5,10 +5,7 @@ import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.gpu.DeviceBuffer;
 import dev.kvflux.bindings.gpu.GpuCopyEngine;
-import dev.kvflux.bindings.gpu.GpuCopyEngine.GpuSession;
-import dev.kvflux.bindings.gpu.GpuCopyEngine.WriteOptions;
 import dev.kvflux.bindings.gpu.GpuEvent;
-import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
 import dev.kvflux.bindings.gpu.GpuPlatform;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
@@ -18,7 +15,6 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,7 +26,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The seed's reproducer on real GPUs: a prefill process on one GPU writes the seed's geometry (118 layers
@@ -133,29 +128,18 @@ public final class CudaRepro {
         startWatchdog();
         selfCheck(runtime);
         out.flush();
-        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            server.setSoTimeout(120_000);
-            Process child = startDecode(server.getLocalPort());
-            try (Socket socket = server.accept(); ControlChannel channel = new ControlChannel(socket)) {
-                GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
-                out.printf(Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC handle%n",
-                        child.pid(), remote.size() / 1048576.0, remote.device());
-                List<Figures> all = run(runtime, channel, remote);
-                channel.sendDone();
-                report(all);
-                boolean exited = child.waitFor(60, TimeUnit.SECONDS);
-                out.println("decode exited: " + (exited ? "code " + child.exitValue() : "no, killed"));
-                if (!exited) {
-                    child.destroyForcibly();
-                }
-                long mismatched = all.stream().mapToLong(Figures::mismatched).sum();
-                return mismatched == 0 ? 0 : 1;
-            } finally {
-                if (child.isAlive()) {
-                    child.destroy();
-                }
-            }
+        List<Figures> all;
+        int decodeExit;
+        try (PrefillPair pair = PrefillPair.open(runtime, layout, options.pGpu, options.dGpu, options.forwardBytes,
+                out)) {
+            all = run(pair);
+            pair.close();
+            decodeExit = pair.decodeExitCode();
         }
+        report(all);
+        out.println("decode exited: code " + decodeExit);
+        long mismatched = all.stream().mapToLong(Figures::mismatched).sum();
+        return mismatched == 0 ? 0 : 1;
     }
 
     /** Both layer events on the prefill GPU: the polled one and the pushed one (host function). */
@@ -183,158 +167,46 @@ public final class CudaRepro {
         }
     }
 
-    private Process startDecode(int port) throws IOException {
-        String java = ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path")));
-        for (String p : List.of(GpuRuntime.RUNTIME_PROPERTY, GpuRuntime.LIBRARY_PROPERTY)) {
-            if (System.getProperty(p) != null) {
-                command.add("-D" + p + "=" + System.getProperty(p));
-            }
-        }
-        command.addAll(List.of(CudaRepro.class.getName(), "--role", "decode", "--port", Integer.toString(port),
-                "--runtime", options.platform.prefix(), "--d-gpu", Integer.toString(options.dGpu),
-                "--layers", Integer.toString(options.layout.layers()),
-                "--blocks", Integer.toString(options.layout.blocks()),
-                "--block-bytes", Long.toString(options.layout.blockBytes())));
-        return new ProcessBuilder(command).inheritIO().start();
-    }
-
-    private List<Figures> run(GpuRuntime runtime, ControlChannel channel, GpuMemoryDescriptor remoteDescriptor)
-            throws IOException {
-        SeedLayout layout = options.layout;
-        int gpu = options.pGpu;
+    private List<Figures> run(PrefillPair pair) {
         List<Figures> all = new ArrayList<>();
-        List<AutoCloseable> owned = new ArrayList<>();
-        try (GpuCopyEngine engine = GpuCopyEngine.open(runtime, "prefill", gpu)) {
-            MemoryRegion local = engine.registerMemory(layout.bufferBytes(), gpu);
-            MemoryRegion remote = engine.registerRemote(remoteDescriptor);
-            GpuSession session = engine.createSession(local, remote);
-            long base = engine.buffer(local).address();
-            GpuStream compute = own(owned, runtime.createStream(gpu));
-            DeviceBuffer forward = options.forwardBytes > 0 ? own(owned, runtime.allocate(gpu, options.forwardBytes))
-                    : null;
-            GpuStream anchor = own(owned, runtime.createStream(gpu));
-            GpuEvent reference = own(owned, runtime.createEvent(gpu, true));
-            GpuEvent[] layerReady = new GpuEvent[layout.layers()];
-            GpuEvent[] copyStart = new GpuEvent[layout.layers()];
-            GpuEvent[] copyEnd = new GpuEvent[layout.layers()];
-            for (int l = 0; l < layout.layers(); l++) {
-                layerReady[l] = own(owned, runtime.createEvent(gpu, false));
-                copyStart[l] = own(owned, runtime.createEvent(gpu, true));
-                copyEnd[l] = own(owned, runtime.createEvent(gpu, true));
-            }
-            Request request = new Request(runtime, engine, session, base, compute, forward, anchor, reference,
-                    layerReady, copyStart, copyEnd, channel);
-            long next = 0;
-            out.println("warm-up: 1 request, reactive wait (not counted)");
-            Figures warm = request.run(ReproStrategy.REACTIVE, next++);
-            print(warm);
-            for (ReproStrategy strategy : options.strategies) {
-                int n = strategy == ReproStrategy.NATIVE ? options.nativeRequests : options.requests;
-                for (int i = 0; i < n; i++) {
-                    Figures f = request.run(strategy, next++);
-                    print(f);
-                    all.add(f);
-                }
-            }
-        } finally {
-            for (int i = owned.size() - 1; i >= 0; i--) {
-                try {
-                    owned.get(i).close();
-                } catch (Exception ignored) {
-                    // The figures are what matter here; the process exits next.
-                }
+        long next = 0;
+        out.println("warm-up: 1 request, reactive wait, and 1 request, reactive-push wait (not counted)");
+        print(request(pair, ReproStrategy.REACTIVE, next++));
+        print(request(pair, ReproStrategy.REACTIVE_PUSH, next++));
+        for (ReproStrategy strategy : options.strategies) {
+            int n = strategy == ReproStrategy.NATIVE ? options.nativeRequests : options.requests;
+            for (int i = 0; i < n; i++) {
+                Figures f = request(pair, strategy, next++);
+                print(f);
+                all.add(f);
             }
         }
         return all;
     }
 
-    private static <T extends AutoCloseable> T own(List<AutoCloseable> owned, T resource) {
-        owned.add(resource);
-        return resource;
-    }
-
-    /** What one request needs, reused from request to request. */
-    private final class Request {
-        private final GpuRuntime runtime;
-        private final GpuCopyEngine engine;
-        private final GpuSession session;
-        private final long base;
-        private final GpuStream compute;
-        private final DeviceBuffer forward;
-        private final GpuStream anchor;
-        private final GpuEvent reference;
-        private final GpuEvent[] layerReady;
-        private final GpuEvent[] copyStart;
-        private final GpuEvent[] copyEnd;
-        private final ControlChannel channel;
-
-        Request(GpuRuntime runtime, GpuCopyEngine engine, GpuSession session, long base, GpuStream compute,
-                DeviceBuffer forward, GpuStream anchor, GpuEvent reference, GpuEvent[] layerReady, GpuEvent[] copyStart,
-                GpuEvent[] copyEnd, ControlChannel channel) {
-            this.runtime = runtime;
-            this.engine = engine;
-            this.session = session;
-            this.base = base;
-            this.compute = compute;
-            this.forward = forward;
-            this.anchor = anchor;
-            this.reference = reference;
-            this.layerReady = layerReady;
-            this.copyStart = copyStart;
-            this.copyEnd = copyEnd;
-            this.channel = channel;
+    /** One request: post every layer behind its fill, time the strategy's wait, measure, verify. */
+    private Figures request(PrefillPair pair, ReproStrategy strategy, long request) {
+        SeedLayout layout = options.layout;
+        pair.startRequest();
+        long postStart = System.nanoTime();
+        List<PushedStatus> statuses = new ArrayList<>(layout.layers());
+        for (int l = 0; l < layout.layers(); l++) {
+            pair.fill(request, l);
+            statuses.add(pair.write(l, pair.session().allocateTransferUid(), strategy.push()));
         }
-
-        Figures run(ReproStrategy strategy, long request) throws IOException {
-            SeedLayout layout = options.layout;
-            runtime.setDevice(options.pGpu);
-            long t0 = System.nanoTime();
-            long postStart = t0;
-            reference.record(anchor);
-            List<PushedStatus> statuses = new ArrayList<>(layout.layers());
-            for (int l = 0; l < layout.layers(); l++) {
-                if (forward != null) {
-                    compute.memsetAsync(forward.address(), l & 0xFF, forward.size());
-                }
-                for (int b = 0; b < layout.blocks(); b++) {
-                    compute.memsetAsync(base + layout.offset(l, b), SeedLayout.fill(request, l, b),
-                            layout.blockBytes());
-                }
-                layerReady[l].record(compute);
-                statuses.add(session.write(layout.layerPlan(l), session.allocateTransferUid(),
-                        new WriteOptions(layerReady[l], copyStart[l], copyEnd[l], strategy.push())));
+        long waitStart = System.nanoTime();
+        String outcome = strategy.await(pair.engine(), statuses, options.timeout);
+        long waitEnd = System.nanoTime();
+        int succeeded = 0;
+        for (PushedStatus s : statuses) {
+            if (s.code() == StatusCode.SUCCESS) {
+                succeeded++;
             }
-            long waitStart = System.nanoTime();
-            String outcome = strategy.await(engine, statuses, options.timeout);
-            long waitEnd = System.nanoTime();
-            int succeeded = 0;
-            for (PushedStatus s : statuses) {
-                if (s.code() == StatusCode.SUCCESS) {
-                    succeeded++;
-                }
-            }
-            runtime.setDevice(options.pGpu);
-            double firstStart = Double.MAX_VALUE;
-            double lastEnd = 0;
-            for (int l = 0; l < layout.layers(); l++) {
-                copyEnd[l].synchronize();
-                firstStart = Math.min(firstStart, copyStart[l].elapsedMillisSince(reference));
-                lastEnd = Math.max(lastEnd, copyEnd[l].elapsedMillisSince(reference));
-            }
-            double waitStartMs = (waitStart - t0) / 1e6;
-            double waitEndMs = (waitEnd - t0) / 1e6;
-            channel.sendVerify(request);
-            ControlChannel.Verdict verdict = channel.receiveVerdict();
-            if (verdict.request() != request) {
-                throw new IOException("decode verified request " + verdict.request() + ", expected " + request);
-            }
-            return new Figures(strategy, request, (waitEnd - waitStart) / 1e6, outcome, succeeded, statuses.size(),
-                    lastEnd - firstStart, (waitStart - postStart) / 1e6, lastEnd - waitStartMs, waitEndMs - lastEnd,
-                    verdict.mismatchedBytes(), verdict.badLayers());
         }
+        PrefillPair.Measurement m = pair.finish(request, waitStart, waitEnd);
+        return new Figures(strategy, request, (waitEnd - waitStart) / 1e6, outcome, succeeded, statuses.size(),
+                m.rawCopyMs(), (waitStart - postStart) / 1e6, m.copyEndAfterWaitStartMs(), m.lagMs(),
+                m.mismatchedBytes(), m.badLayers());
     }
 
     // ---------------------------------------------------------------- report
