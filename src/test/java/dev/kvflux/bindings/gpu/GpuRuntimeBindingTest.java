@@ -92,6 +92,39 @@ class GpuRuntimeBindingTest {
     }
 
     @Test
+    void theRuntimePropertyPicksTheRuntime() {
+        String before = System.getProperty(GpuRuntime.RUNTIME_PROPERTY);
+        System.setProperty(GpuRuntime.RUNTIME_PROPERTY, "hip");
+        try {
+            assertThat(GpuRuntime.load().platform()).isEqualTo(GpuPlatform.HIP);
+        } finally {
+            restore(GpuRuntime.RUNTIME_PROPERTY, before);
+        }
+    }
+
+    @Test
+    void theLibraryPropertyOverridesTheSearch() {
+        String before = System.getProperty(GpuRuntime.LIBRARY_PROPERTY);
+        System.setProperty(GpuRuntime.LIBRARY_PROPERTY, "/opt/elsewhere/libamdhip64.so");
+        try {
+            assertThatThrownBy(GpuRuntime::load)
+                    .isInstanceOf(GpuLibraryNotFoundException.class)
+                    .hasMessageContaining("tried /opt/elsewhere/libamdhip64.so: no such file")
+                    .hasMessageNotContaining("/usr/local/cuda/lib64/libcudart.so:");
+        } finally {
+            restore(GpuRuntime.LIBRARY_PROPERTY, before);
+        }
+    }
+
+    private static void restore(String key, String value) {
+        if (value == null) {
+            System.clearProperty(key);
+        } else {
+            System.setProperty(key, value);
+        }
+    }
+
+    @Test
     void unknownRuntimeNameSaysWhichNamesWork() {
         assertThatThrownBy(() -> GpuPlatform.named("opencl"))
                 .isInstanceOf(IllegalArgumentException.class)
