@@ -51,7 +51,7 @@ public final class ReproCommand implements Callable<Integer> {
     Duration slice;
 
     @Option(names = "--backend", paramLabel = "NAME",
-            description = "Where to run: sim-xgmi, cuda or hip (default: engine.backend).")
+            description = "Where to run: sim-xgmi, native-sim, mori, cuda or hip (default: engine.backend).")
     String backend;
 
     @Option(names = "--json", description = "Print one JSON document on stdout instead of the table.")

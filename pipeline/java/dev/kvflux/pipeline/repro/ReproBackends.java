@@ -14,6 +14,8 @@ public final class ReproBackends {
 
     static {
         BACKENDS.put("sim-xgmi", SimXgmiBackend::new);
+        BACKENDS.put("native-sim", NativeSimBackend::new);
+        BACKENDS.put("mori", MoriBackend::new);
         BACKENDS.put("cuda", config -> new GpuBackend(GpuPlatform.CUDA, config));
         BACKENDS.put("hip", config -> new GpuBackend(GpuPlatform.HIP, config));
     }

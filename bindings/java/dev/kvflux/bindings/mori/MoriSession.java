@@ -1,0 +1,75 @@
+package dev.kvflux.bindings.mori;
+
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.mori.internal.MoriNative;
+import java.util.Objects;
+
+/**
+ * A MoRI {@code IOEngineSession}: one local × remote memory pair, the fast path for posting batches.
+ * Each batch returns one {@link MoriStatus}, which the caller closes when done with it.
+ */
+public final class MoriSession extends EngineHandle implements TransferSession {
+    private final MoriMemory local;
+    private final MoriMemory remote;
+
+    MoriSession(MoriNative lib, MoriEngine engine, long handle, MoriMemory local, MoriMemory remote) {
+        super(lib, engine, handle);
+        this.local = local;
+        this.remote = remote;
+    }
+
+    @Override
+    public long allocateTransferUid() {
+        return lib.sessionAllocateUid(handle);
+    }
+
+    /** {@inheritDoc} The plan is checked against both regions before anything reaches the library. */
+    @Override
+    public MoriStatus batchWrite(BatchPlan plan, long transferUid) {
+        return post(false, plan, transferUid);
+    }
+
+    @Override
+    public MoriStatus batchRead(BatchPlan plan, long transferUid) {
+        return post(true, plan, transferUid);
+    }
+
+    /**
+     * Posts a batch write with the three arrays passed to the library as they are; the library checks
+     * their lengths and ranges.
+     *
+     * @throws MoriIoException ({@code KVFLUX_MORI_E_INVALID_ARG}) for arrays that disagree or run past a region
+     */
+    public MoriStatus batchWrite(long[] localOffsets, long[] remoteOffsets, long[] sizes, long transferUid) {
+        return new MoriStatus(lib, engine, lib.batch(false, handle, localOffsets, remoteOffsets, sizes, transferUid));
+    }
+
+    /** The read counterpart of {@link #batchWrite(long[], long[], long[], long)}. */
+    public MoriStatus batchRead(long[] localOffsets, long[] remoteOffsets, long[] sizes, long transferUid) {
+        return new MoriStatus(lib, engine, lib.batch(true, handle, localOffsets, remoteOffsets, sizes, transferUid));
+    }
+
+    private MoriStatus post(boolean read, BatchPlan plan, long transferUid) {
+        Objects.requireNonNull(plan, "plan").checkWithin(local.region().size(), remote.region().size());
+        long status = lib.batch(read, handle, plan.localOffsets(), plan.remoteOffsets(), plan.sizes(), transferUid);
+        return new MoriStatus(lib, engine, status);
+    }
+
+    @Override
+    public MemoryRegion local() {
+        return local.region();
+    }
+
+    @Override
+    public MemoryRegion remote() {
+        return remote.region();
+    }
+
+    /** Destroys the session. */
+    @Override
+    void release() {
+        lib.sessionDestroy(handle);
+    }
+}

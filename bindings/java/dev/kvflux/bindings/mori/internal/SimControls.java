@@ -1,0 +1,103 @@
+package dev.kvflux.bindings.mori.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+
+/** The raw downcalls of the simulator's extra functions ({@code kvflux_mori_sim.h}). */
+public final class SimControls {
+    private final MoriNative lib;
+    private final MethodHandle liveHandles;
+    private final MethodHandle setTiming;
+    private final MethodHandle failNth;
+    private final MethodHandle hangNth;
+    private final MethodHandle statusFinishNs;
+    private final MethodHandle nowNs;
+
+    private SimControls(MoriNative lib, MethodHandle liveHandles, MethodHandle setTiming, MethodHandle failNth,
+            MethodHandle hangNth, MethodHandle statusFinishNs, MethodHandle nowNs) {
+        this.lib = lib;
+        this.liveHandles = liveHandles;
+        this.setTiming = setTiming;
+        this.failNth = failNth;
+        this.hangNth = hangNth;
+        this.statusFinishNs = statusFinishNs;
+        this.nowNs = nowNs;
+    }
+
+    /** The controls if the library has all of them (it is the simulator), else null. */
+    static SimControls bindIfPresent(SymbolLookup lookup, MoriNative lib) {
+        MethodHandle live = MoriNative.bindOptional(lookup, "kvflux_sim_live_handles", FunctionDescriptor.of(JAVA_INT));
+        MethodHandle timing = MoriNative.bindOptional(lookup, "kvflux_sim_set_timing",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+        MethodHandle fail = MoriNative.bindOptional(lookup, "kvflux_sim_fail_nth",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, ADDRESS));
+        MethodHandle hang = MoriNative.bindOptional(lookup, "kvflux_sim_hang_nth",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
+        MethodHandle finish = MoriNative.bindOptional(lookup, "kvflux_sim_status_finish_ns",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
+        MethodHandle now = MoriNative.bindOptional(lookup, "kvflux_sim_now_ns", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        if (live == null || timing == null || fail == null || hang == null || finish == null || now == null) {
+            return null;
+        }
+        return new SimControls(lib, live, timing, fail, hang, finish, now);
+    }
+
+    public int liveHandles() {
+        try {
+            return lib.check((int) liveHandles.invokeExact(), "kvflux_sim_live_handles");
+        } catch (Throwable t) {
+            throw MoriNative.rethrow(t);
+        }
+    }
+
+    public void setTiming(long engine, long blockOverheadNs, long bytesPerSecond) {
+        try {
+            lib.check((int) setTiming.invokeExact(engine, blockOverheadNs, bytesPerSecond), "kvflux_sim_set_timing");
+        } catch (Throwable t) {
+            throw MoriNative.rethrow(t);
+        }
+    }
+
+    public void failNth(long engine, int nth, int code, String message) {
+        try (Arena arena = Arena.ofConfined()) {
+            lib.check((int) failNth.invokeExact(engine, nth, code, arena.allocateFrom(message)), "kvflux_sim_fail_nth");
+        } catch (Throwable t) {
+            throw MoriNative.rethrow(t);
+        }
+    }
+
+    public void hangNth(long engine, int nth) {
+        try {
+            lib.check((int) hangNth.invokeExact(engine, nth), "kvflux_sim_hang_nth");
+        } catch (Throwable t) {
+            throw MoriNative.rethrow(t);
+        }
+    }
+
+    public long statusFinishNanos(long status) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_LONG);
+            lib.check((int) statusFinishNs.invokeExact(status, out), "kvflux_sim_status_finish_ns");
+            return out.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw MoriNative.rethrow(t);
+        }
+    }
+
+    public long nowNanos() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_LONG);
+            lib.check((int) nowNs.invokeExact(out), "kvflux_sim_now_ns");
+            return out.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw MoriNative.rethrow(t);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+package dev.kvflux.bindings.mori;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.operators.CompletionWait;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import dev.kvflux.testing.NoLiveSimHandles;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The seed's reproducer through FFM on the native simulator: 118 layers × 128 blocks × 32 KiB, one
+ * batch write per layer, block b of a layer at {@code layer * 8 MiB + 2 * b * 32 KiB} on both sides.
+ * Real time with a short transfer timeout; the claims are ratios against it.
+ */
+@ExtendWith(NoLiveSimHandles.class)
+class NativeSeedGeometryTest {
+    private static final int LAYERS = 118;
+    private static final int BLOCKS = 128;
+    private static final long BLOCK_BYTES = 32 * 1024;
+    private static final long LAYER_BYTES = 2 * BLOCKS * BLOCK_BYTES;
+    private static final Duration TIMEOUT = Duration.ofSeconds(1);
+
+    /**
+     * Posts the request's 118 batch writes. The blocks' pages are touched first on both sides, as GPU
+     * memory is resident, so the copies are not dominated by the host's first-touch page faults.
+     */
+    private static List<MoriStatus> postRequest(SimPair pair) {
+        MemorySegment src = pair.p.buffer(pair.pRegion);
+        MemorySegment dst = pair.d.buffer(pair.dRegion);
+        List<MoriStatus> statuses = new ArrayList<>(LAYERS);
+        for (int layer = 0; layer < LAYERS; layer++) {
+            long[] offsets = new long[BLOCKS];
+            for (int b = 0; b < BLOCKS; b++) {
+                offsets[b] = layer * LAYER_BYTES + 2 * b * BLOCK_BYTES;
+                src.asSlice(offsets[b], BLOCK_BYTES).fill((byte) layer);
+                dst.asSlice(offsets[b], BLOCK_BYTES).fill((byte) 0);
+            }
+        }
+        for (int layer = 0; layer < LAYERS; layer++) {
+            long[] offsets = new long[BLOCKS];
+            for (int b = 0; b < BLOCKS; b++) {
+                offsets[b] = layer * LAYER_BYTES + 2 * b * BLOCK_BYTES;
+            }
+            long uid = pair.session.allocateTransferUid();
+            statuses.add((MoriStatus) pair.session.batchWrite(BatchPlan.mirrored(offsets, BLOCK_BYTES), uid));
+        }
+        return statuses;
+    }
+
+    @Test
+    void nativeWaitAllCostsTheWholeTimeoutThoughTheCopiesFinishedLongBefore() {
+        try (SimPair pair = new SimPair("seed-native", LAYERS * LAYER_BYTES)) {
+            List<MoriStatus> statuses = postRequest(pair);
+            long start = pair.sim.nowNanos();
+            StatusCode code = pair.p.waitAll(statuses, TIMEOUT.toMillis());
+            long waited = pair.sim.nowNanos() - start;
+            long copiesDone = pair.sim.finishNanos(statuses.getLast()) - start;
+
+            // The first status's wait ends at the deadline truncated to whole milliseconds (MoRI's 29.999 s);
+            // the other 117 are then polled once each, and all had long finished.
+            assertThat(waited).isGreaterThanOrEqualTo(TIMEOUT.minusMillis(1).toNanos());
+            assertThat(copiesDone).isLessThan(TIMEOUT.toNanos() / 2);
+            // Whether those polls beat the deadline's last sub-millisecond decides SUCCESS or IN_PROGRESS.
+            assertThat(code).isIn(StatusCode.SUCCESS, StatusCode.IN_PROGRESS);
+            assertThat(statuses).allSatisfy(s -> assertThat(s.code()).isEqualTo(StatusCode.SUCCESS));
+        }
+    }
+
+    @Test
+    void reactiveWaitCostsAboutTheCopyTime() {
+        try (SimPair pair = new SimPair("seed-reactive", LAYERS * LAYER_BYTES)) {
+            List<MoriStatus> statuses = postRequest(pair);
+            long start = pair.sim.nowNanos();
+            CompletionWait.failFast(TIMEOUT).await(statuses).block();
+            long waited = pair.sim.nowNanos() - start;
+            long copiesDone = pair.sim.finishNanos(statuses.getLast()) - start;
+
+            // Within a few slices of the last copy finishing, and far from the timeout.
+            assertThat(waited).isBetween(copiesDone, copiesDone + Duration.ofMillis(60).toNanos());
+            assertThat(waited).isLessThan(TIMEOUT.toNanos() / 2);
+            assertThat(statuses).allSatisfy(s -> assertThat(s.code()).isEqualTo(StatusCode.SUCCESS));
+        }
+    }
+}
