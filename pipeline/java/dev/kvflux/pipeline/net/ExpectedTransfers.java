@@ -63,10 +63,14 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
         return new ExpectedTransfers(null, null, new NotifyMetrics());
     }
 
-    /** The default receive deadline for a transfer timeout: the timeout plus a quarter of it, at least 1 s more. */
+    /**
+     * The default receive deadline for a transfer timeout: the timeout plus half of it, and at least 5 s
+     * more. Decode's clock starts when it gets the request, before prefill has run the prompt, so the
+     * margin must cover prefill's queue as well; prefill's own {@code write_failed} then arrives first.
+     */
     public static Duration defaultDeadline(Duration transferTimeout) {
-        Duration margin = transferTimeout.dividedBy(4);
-        return transferTimeout.plus(margin.compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : margin);
+        Duration margin = transferTimeout.dividedBy(2);
+        return transferTimeout.plus(margin.compareTo(Duration.ofSeconds(5)) < 0 ? Duration.ofSeconds(5) : margin);
     }
 
     /** This registry's deadlines on {@code scheduler}. Call before the first {@link #expect}. */

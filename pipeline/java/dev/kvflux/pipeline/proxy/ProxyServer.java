@@ -41,10 +41,12 @@ public final class ProxyServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ProxyServer.class);
 
     private final DisposableServer server;
+    private final DisposableServer discovery;
     private final ConnectionProvider connections;
 
-    private ProxyServer(DisposableServer server, ConnectionProvider connections) {
+    private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections) {
         this.server = server;
+        this.discovery = discovery;
         this.connections = connections;
     }
 
@@ -54,6 +56,17 @@ public final class ProxyServer implements AutoCloseable {
      * @throws IllegalStateException if the port cannot be bound
      */
     public static ProxyServer start(String host, int port, InstanceRegistry registry) {
+        return start(host, port, -1, registry);
+    }
+
+    /**
+     * Starts a proxy on {@code host:port} that also takes registrations ({@code POST /register},
+     * {@code GET /health}) on {@code discoveryPort}, as vLLM's proxy has a service-discovery port;
+     * {@code -1} for none.
+     *
+     * @throws IllegalStateException if a port cannot be bound
+     */
+    public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry) {
         Objects.requireNonNull(registry, "registry");
         ConnectionProvider connections = ConnectionProvider.builder("kvflux-proxy")
                 .maxConnections(2048).pendingAcquireMaxCount(-1).build();
@@ -66,11 +79,25 @@ public final class ProxyServer implements AutoCloseable {
                             .post("/register", handlers::register)
                             .get("/health", handlers::health))
                     .bindNow();
-            LOG.info("proxy listening on http://{}:{}", host, ((InetSocketAddress) server.address()).getPort());
-            return new ProxyServer(server, connections);
+            DisposableServer discovery = null;
+            if (discoveryPort >= 0) {
+                try {
+                    discovery = HttpServer.create().host(host).port(discoveryPort)
+                            .route(routes -> routes.post("/register", handlers::register).get("/health", handlers::health))
+                            .bindNow();
+                } catch (RuntimeException e) {
+                    server.disposeNow();
+                    throw e;
+                }
+            }
+            LOG.info("proxy listening on http://{}:{}{}", host, ((InetSocketAddress) server.address()).getPort(),
+                    discovery == null ? "" : ", registrations also on port "
+                            + ((InetSocketAddress) discovery.address()).getPort());
+            return new ProxyServer(server, discovery, connections);
         } catch (RuntimeException e) {
             connections.dispose();
-            throw new IllegalStateException("cannot start the proxy on " + host + ":" + port + " ("
+            throw new IllegalStateException("cannot start the proxy on " + host + ":" + port
+                    + (discoveryPort >= 0 ? " and " + discoveryPort : "") + " ("
                     + e.getMessage() + "); is another process using the port?", e);
         }
     }
@@ -82,6 +109,9 @@ public final class ProxyServer implements AutoCloseable {
     @Override
     public void close() {
         server.disposeNow();
+        if (discovery != null) {
+            discovery.disposeNow();
+        }
         connections.dispose();
     }
 
