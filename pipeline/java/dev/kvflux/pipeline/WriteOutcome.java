@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline;
 
 import dev.kvflux.bindings.StatusCode;
+import io.vavr.control.Either;
 import java.util.Objects;
 
 /**
@@ -10,6 +11,14 @@ import java.util.Objects;
 public sealed interface WriteOutcome {
 
     String transferId();
+
+    /** This outcome as a Vavr {@code Either}: right for {@link WriteDone}, left for {@link WriteFailed}. */
+    default Either<WriteFailed, WriteDone> toEither() {
+        return switch (this) {
+            case WriteDone done -> Either.right(done);
+            case WriteFailed failed -> Either.left(failed);
+        };
+    }
 
     /** Every status of the request succeeded: decode may start. */
     record WriteDone(String transferId) implements WriteOutcome {

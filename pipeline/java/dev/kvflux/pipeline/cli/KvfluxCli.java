@@ -8,6 +8,7 @@ import picocli.CommandLine.Command;
         description = "Moves an LLM request's KV cache from prefill to decode and tells decode when it has arrived.",
         subcommands = {
             // Each job registers its subcommand class here, one line each.
+            ReproCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 

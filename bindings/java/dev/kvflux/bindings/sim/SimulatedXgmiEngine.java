@@ -1,0 +1,409 @@
+package dev.kvflux.bindings.sim;
+
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * MoRI's xGMI backend, simulated in pure Java: the embedded default engine of kvflux.
+ *
+ * <h2>Completion model (as MoRI over xGMI)</h2>
+ * <ul>
+ *   <li>{@code batchWrite}/{@code batchRead} post one batch and return its one status, IN_PROGRESS. No
+ *       bytes move: the engine computes when the copy finishes (see {@link CopyTiming}; copies are
+ *       serialized on the link in posting order).</li>
+ *   <li>A status turns terminal only when something queries it ({@link TransferStatus#code()}) at or
+ *       after its copy's finish time. Nothing completes it in the background.</li>
+ *   <li>{@link #waitAll} has MoRI's semantics. {@code timeoutMs == 0} polls each status once.
+ *       {@code timeoutMs > 0} waits the statuses in order against one deadline; for each it polls once
+ *       and, if the status is still in flight, sleeps to the deadline and polls again, because nothing
+ *       wakes a sleeping xGMI wait; a status still in flight at the deadline makes it return IN_PROGRESS
+ *       (after one poll of the rest, a failure taking precedence). {@code timeoutMs < 0} blocks until
+ *       every status is terminal. A failure wins, and the first failed status in the list gives the
+ *       code. A status never posted (INIT) is an error: {@code waitAll} returns ERR_BAD_STATE for it.</li>
+ *   <li>Failures are sticky: once a status failed it stays failed.</li>
+ * </ul>
+ *
+ * <h2>Time</h2>
+ * The clock is a Reactor {@link Scheduler}'s {@code now(NANOSECONDS)} ({@link Schedulers#parallel()}
+ * unless set), so a {@code VirtualTimeScheduler} drives the whole engine. The blocking sleep inside
+ * {@code waitAll} schedules its wake-up on that scheduler: under virtual time it ends when another
+ * thread advances the clock past the deadline, so run the blocking call on a real thread
+ * ({@code Schedulers.boundedElastic()}) and advance time from the test thread;
+ * {@link #sleepingWaits()} tells when the call has gone to sleep.
+ *
+ * <h2>Faults</h2>
+ * {@link Fault}s chosen by batch ordinal make a batch fail with a given code and message at a given time
+ * after its post, or never complete.
+ *
+ * <h2>Scatter/gather under load</h2>
+ * With {@link CopyPath#SCATTER_GATHER}, a batch's copy is a kernel on the compute queue.
+ * {@link #prefillStepQueued(Duration)} tells the engine that prefill has just queued a step of the given
+ * length on the GPU; steps run one after another. A copy that would finish while a step is queued or
+ * running (the step was queued at or before the copy's finish and ends after it) becomes observable only
+ * when that step ends, and then after any step queued before that end, and so on. On the default path
+ * the copy engines do not share the compute queue and prefill steps change nothing.
+ *
+ * <p>Thread-safe: sessions may post from any thread, statuses may be queried from any thread.
+ */
+public final class SimulatedXgmiEngine implements TransferEngine {
+    /** The backend name reports print. */
+    public static final String BACKEND = "sim-xgmi";
+
+    private static final AtomicInteger ENGINES = new AtomicInteger();
+
+    private final String engineKey;
+    private final SimClock clock;
+    private final CopyTiming timing;
+    private final CopyPath copyPath;
+    private final Map<Long, Fault> faults;
+    private final Map<Integer, MemoryRegion> regions = new ConcurrentHashMap<>();
+    private final AtomicInteger nextRegion = new AtomicInteger();
+    private final AtomicLong nextUid = new AtomicLong();
+    private final List<long[]> prefillSteps = new ArrayList<>();
+    private long ordinals;
+    private long hostFreeAt = Long.MIN_VALUE;
+    private long linkFreeAt = Long.MIN_VALUE;
+    private long stepsEndAt = Long.MIN_VALUE;
+    private volatile boolean closed;
+
+    private SimulatedXgmiEngine(Builder b) {
+        this.engineKey = b.engineKey != null ? b.engineKey : BACKEND + "-" + ENGINES.incrementAndGet();
+        this.clock = new SimClock(b.scheduler != null ? b.scheduler : Schedulers.parallel());
+        this.timing = b.timing;
+        this.copyPath = b.copyPath;
+        this.faults = Map.copyOf(b.faults);
+    }
+
+    /** An engine with the MI355X timing on the default copy path, timed by {@link Schedulers#parallel()}. */
+    public static SimulatedXgmiEngine create() {
+        return builder().build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    @Override
+    public String backend() {
+        return BACKEND;
+    }
+
+    public String engineKey() {
+        return engineKey;
+    }
+
+    public CopyTiming timing() {
+        return timing;
+    }
+
+    public CopyPath copyPath() {
+        return copyPath;
+    }
+
+    /** No buffer is allocated: the region is bookkeeping for bounds checks. */
+    @Override
+    public MemoryRegion registerMemory(long size, int device) {
+        checkOpen();
+        MemoryRegion region = new MemoryRegion(engineKey, nextRegion.getAndIncrement(), size, device);
+        regions.put(region.id(), region);
+        return region;
+    }
+
+    /**
+     * A session from one of this engine's regions to any region (a peer's, or another of this engine's).
+     *
+     * @throws IllegalArgumentException if {@code local} was not registered with this engine
+     */
+    @Override
+    public TransferSession createSession(MemoryRegion local, MemoryRegion remote) {
+        checkOpen();
+        Objects.requireNonNull(local, "local");
+        Objects.requireNonNull(remote, "remote");
+        if (!local.equals(regions.get(local.id())) || !local.engineKey().equals(engineKey)) {
+            throw new IllegalArgumentException("local region " + local + " was not registered with engine "
+                    + engineKey + "; register it with this engine's registerMemory first");
+        }
+        return new SimSession(this, local, remote);
+    }
+
+    /**
+     * Tells the engine that prefill has just queued a step of {@code length} on the GPU (see the class
+     * comment). Steps run in the order they are queued; a step queued while another is pending starts
+     * when that one ends. Only the {@linkplain CopyPath#SCATTER_GATHER scatter/gather path} is affected.
+     *
+     * @return when the step ends, in the engine's clock nanoseconds
+     */
+    public long prefillStepQueued(Duration length) {
+        Objects.requireNonNull(length, "length");
+        if (length.isNegative() || length.isZero()) {
+            throw new IllegalArgumentException("a prefill step must last a positive time, got " + length);
+        }
+        synchronized (prefillSteps) {
+            long now = clock.now();
+            long end = Math.max(now, stepsEndAt) + length.toNanos();
+            prefillSteps.add(new long[] {now, end});
+            stepsEndAt = end;
+            return end;
+        }
+    }
+
+    /** How many threads are asleep inside {@link #waitAll} right now (for tests and progress displays). */
+    public int sleepingWaits() {
+        return clock.sleepers();
+    }
+
+    /** How many batches the engine has accepted. */
+    public synchronized long batchesPosted() {
+        return ordinals;
+    }
+
+    /**
+     * When a status of this engine finished its copy on the link, in clock nanoseconds, or empty for a
+     * status from elsewhere, a stalled one or a failing one. On the scatter/gather path under load the
+     * status is observable only later ({@link #observableAt}).
+     */
+    public OptionalLong copyFinishedAt(TransferStatus status) {
+        if (status instanceof SimStatus s && s.finishAt() != SimStatus.NEVER) {
+            return OptionalLong.of(s.finishAt());
+        }
+        return OptionalLong.empty();
+    }
+
+    /** The engine's clock, in nanoseconds. */
+    public long nowNanos() {
+        return clock.now();
+    }
+
+    @Override
+    public StatusCode waitAll(List<? extends TransferStatus> statuses, long timeoutMs) {
+        Objects.requireNonNull(statuses, "statuses");
+        if (statuses.isEmpty()) {
+            return StatusCode.SUCCESS;
+        }
+        if (timeoutMs == 0) {
+            return pollOnce(statuses, 0);
+        }
+        if (timeoutMs < 0) {
+            return blockUntilTerminal(statuses);
+        }
+        long now = clock.now();
+        long deadline = timeoutMs > (Long.MAX_VALUE - now) / 1_000_000 ? Long.MAX_VALUE : now + timeoutMs * 1_000_000;
+        for (int i = 0; i < statuses.size(); i++) {
+            TransferStatus status = statuses.get(i);
+            if (status == null) {
+                continue;
+            }
+            StatusCode code = waitFor(status, deadline);
+            if (code == StatusCode.INIT) {
+                return StatusCode.ERR_BAD_STATE;
+            }
+            if (code.isFailure()) {
+                return code;
+            }
+            if (code != StatusCode.SUCCESS) {
+                StatusCode rest = pollOnce(statuses, i + 1);
+                return rest.isFailure() ? rest : StatusCode.IN_PROGRESS;
+            }
+        }
+        return StatusCode.SUCCESS;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+    }
+
+    /** MoRI's {@code WaitFor(ms > 0)}: poll; if in flight, sleep to the deadline (nobody wakes us); poll. */
+    private StatusCode waitFor(TransferStatus status, long deadline) {
+        StatusCode code = status.code();
+        while (code == StatusCode.IN_PROGRESS && clock.now() < deadline) {
+            if (!clock.sleepUntil(deadline)) {
+                return status.code();
+            }
+            code = status.code();
+        }
+        return code;
+    }
+
+    private static StatusCode pollOnce(List<? extends TransferStatus> statuses, int from) {
+        boolean inFlight = false;
+        for (int i = from; i < statuses.size(); i++) {
+            TransferStatus status = statuses.get(i);
+            if (status == null) {
+                continue;
+            }
+            StatusCode code = status.code();
+            if (code.isFailure()) {
+                return code;
+            }
+            if (code == StatusCode.INIT) {
+                return StatusCode.ERR_BAD_STATE;
+            }
+            inFlight |= code != StatusCode.SUCCESS;
+        }
+        return inFlight ? StatusCode.IN_PROGRESS : StatusCode.SUCCESS;
+    }
+
+    /** MoRI's {@code WaitAll(-1)}: every status until terminal (xGMI's wait callback synchronizes the event). */
+    private StatusCode blockUntilTerminal(List<? extends TransferStatus> statuses) {
+        StatusCode first = StatusCode.SUCCESS;
+        for (TransferStatus status : statuses) {
+            if (status == null) {
+                continue;
+            }
+            StatusCode code = status.code();
+            while (code == StatusCode.IN_PROGRESS) {
+                long wake = status instanceof SimStatus s ? s.nextChangeAt() : clock.now() + 1_000_000;
+                if (!clock.sleepUntil(wake)) {
+                    return StatusCode.IN_PROGRESS;
+                }
+                code = status.code();
+            }
+            if (code == StatusCode.INIT) {
+                code = StatusCode.ERR_BAD_STATE;
+            }
+            if (code.isFailure() && first == StatusCode.SUCCESS) {
+                first = code;
+            }
+        }
+        return first;
+    }
+
+    SimClock clock() {
+        return clock;
+    }
+
+    long allocateUid() {
+        return nextUid.getAndIncrement();
+    }
+
+    /** Accepts one batch: bounds, ordinal, fault, timing; then queries the status once, as MoRI does. */
+    SimStatus post(SimSession session, BatchPlan plan) {
+        checkOpen();
+        Objects.requireNonNull(plan, "plan");
+        plan.checkWithin(session.local().size(), session.remote().size());
+        SimStatus status;
+        synchronized (this) {
+            long ordinal = ordinals++;
+            long now = clock.now();
+            long submitted = Math.max(now, hostFreeAt) + timing.postNanos(plan.blocks());
+            hostFreeAt = submitted;
+            long finish = Math.max(submitted, linkFreeAt) + timing.linkNanos(copyPath, plan.blocks(), plan.totalBytes());
+            linkFreeAt = finish;
+            Fault fault = faults.get(ordinal);
+            if (fault == null) {
+                status = new SimStatus(this, ordinal, now, finish, SimStatus.NEVER, null, "");
+            } else if (fault.kind() == Fault.Kind.STALL) {
+                status = new SimStatus(this, ordinal, now, SimStatus.NEVER, SimStatus.NEVER, null, "");
+            } else {
+                status = new SimStatus(this, ordinal, now, SimStatus.NEVER, now + fault.afterPost().toNanos(),
+                        fault.code(), fault.message());
+            }
+        }
+        status.code();
+        return status;
+    }
+
+    /** When a copy that finishes at {@code finish} can first be seen by a query. */
+    long observableAt(long finish) {
+        if (copyPath != CopyPath.SCATTER_GATHER) {
+            return finish;
+        }
+        synchronized (prefillSteps) {
+            long at = finish;
+            int lo = 0;
+            int hi = prefillSteps.size();
+            while (lo < hi) {
+                int mid = (lo + hi) >>> 1;
+                if (prefillSteps.get(mid)[1] <= at) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            for (int i = lo; i < prefillSteps.size(); i++) {
+                long[] step = prefillSteps.get(i);
+                if (step[0] > at) {
+                    break;
+                }
+                if (step[1] > at) {
+                    at = step[1];
+                }
+            }
+            return at;
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("engine " + engineKey + " is closed; create a new one");
+        }
+    }
+
+    /** Settings for a {@link SimulatedXgmiEngine}. */
+    public static final class Builder {
+        private Scheduler scheduler;
+        private CopyTiming timing = CopyTiming.MI355X_XGMI;
+        private CopyPath copyPath = CopyPath.DEFAULT;
+        private final Map<Long, Fault> faults = new HashMap<>();
+        private String engineKey;
+
+        private Builder() {
+        }
+
+        /** The clock (and the sleeps of {@code waitAll}); default {@link Schedulers#parallel()}. */
+        public Builder scheduler(Scheduler scheduler) {
+            this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+            return this;
+        }
+
+        public Builder timing(CopyTiming timing) {
+            this.timing = Objects.requireNonNull(timing, "timing");
+            return this;
+        }
+
+        public Builder copyPath(CopyPath copyPath) {
+            this.copyPath = Objects.requireNonNull(copyPath, "copyPath");
+            return this;
+        }
+
+        /**
+         * Adds a fault; at most one per batch ordinal.
+         *
+         * @throws IllegalArgumentException if that batch already has a fault
+         */
+        public Builder fault(Fault fault) {
+            Objects.requireNonNull(fault, "fault");
+            if (faults.putIfAbsent(fault.batchOrdinal(), fault) != null) {
+                throw new IllegalArgumentException("batch " + fault.batchOrdinal()
+                        + " already has a fault; give each batch at most one");
+            }
+            return this;
+        }
+
+        public Builder engineKey(String engineKey) {
+            this.engineKey = Objects.requireNonNull(engineKey, "engineKey");
+            return this;
+        }
+
+        public SimulatedXgmiEngine build() {
+            return new SimulatedXgmiEngine(this);
+        }
+    }
+}

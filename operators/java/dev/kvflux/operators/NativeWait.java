@@ -1,0 +1,81 @@
+package dev.kvflux.operators;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.bindings.TransferStatus;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The reference strategy {@code native}: one {@link TransferEngine#waitAll} with the whole transfer
+ * timeout, as vLLM waited before the seed's change. On an xGMI engine a copy still running at the
+ * call's first poll makes it cost the whole timeout.
+ *
+ * <p>{@link #await} runs the blocking call on its blocking scheduler ({@link Schedulers#boundedElastic()}
+ * unless set, looked up at subscription), never on a non-blocking thread. It completes when
+ * {@code waitAll} returns SUCCESS; otherwise it errors with a {@link TransferException}: IN_PROGRESS with
+ * the seed's timeout message, or the returned failure code with the first failed status's message.
+ * Cancelling interrupts the blocking call. Each wait holds one thread of that scheduler for its whole
+ * length; {@code boundedElastic} has at most ten threads per core, and waits beyond that queue.
+ */
+public final class NativeWait implements WaitStrategy {
+    private final TransferEngine engine;
+    private final Duration transferTimeout;
+    private final Scheduler scheduler;
+
+    private NativeWait(TransferEngine engine, Duration transferTimeout, Scheduler scheduler) {
+        this.engine = engine;
+        this.transferTimeout = transferTimeout;
+        this.scheduler = scheduler;
+    }
+
+    /**
+     * One {@code waitAll(statuses, transferTimeout)} on {@code engine}.
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static NativeWait of(TransferEngine engine, Duration transferTimeout) {
+        CompletionWait.checkTimeout(transferTimeout);
+        return new NativeWait(Objects.requireNonNull(engine, "engine"), transferTimeout, null);
+    }
+
+    /** This wait with its blocking call on {@code scheduler}, which must allow blocking. */
+    public NativeWait scheduler(Scheduler scheduler) {
+        return new NativeWait(engine, transferTimeout, Objects.requireNonNull(scheduler, "scheduler"));
+    }
+
+    public Duration transferTimeout() {
+        return transferTimeout;
+    }
+
+    @Override
+    public String name() {
+        return "native";
+    }
+
+    @Override
+    public Mono<Void> await(List<? extends TransferStatus> statuses) {
+        List<TransferStatus> snapshot = List.copyOf(statuses);
+        long timeoutMs = ceilMillis(transferTimeout);
+        return Mono.defer(() -> Mono.fromCallable(() -> engine.waitAll(snapshot, timeoutMs))
+                        .subscribeOn(scheduler != null ? scheduler : Schedulers.boundedElastic()))
+                .flatMap(code -> code == StatusCode.SUCCESS
+                        ? Mono.<Void>empty()
+                        : Mono.error(NativeResults.toException(code, snapshot, transferTimeout)));
+    }
+
+    @Override
+    public String toString() {
+        return "NativeWait[timeout " + transferTimeout + "]";
+    }
+
+    /** Whole milliseconds, rounded up, as vLLM's {@code ceil(timeout * 1000)}. */
+    static long ceilMillis(Duration d) {
+        long ms = d.toMillis();
+        return d.minusMillis(ms).isZero() ? ms : ms + 1;
+    }
+}

@@ -1,0 +1,169 @@
+package dev.kvflux.operators;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.bindings.TransferStatus;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The reference strategy {@code sliced-native}, the seed's algorithm: {@link TransferEngine#waitAll} with
+ * at most one slice (10 ms by default) on the statuses still in flight, the statuses checked without
+ * blocking between calls, until the transfer timeout.
+ *
+ * <p>Between calls: every status SUCCESS → complete; a status failed → error at once
+ * ({@link CompletionWait.Mode#FAIL_FAST}) or once nothing is in flight ({@link CompletionWait.Mode#DRAIN}),
+ * the earliest failed status in the list giving the code and message; {@code waitAll} returned an error
+ * that no status shows → error with that code; the deadline passed with statuses in flight → error
+ * IN_PROGRESS with the seed's timeout message. Errors are {@link TransferException}s with the same
+ * messages as {@link CompletionWait}.
+ *
+ * <p>The loop blocks a thread for the whole wait: it runs on the blocking scheduler
+ * ({@link Schedulers#boundedElastic()} unless set, looked up at subscription). The deadline is read on
+ * the clock scheduler's {@code now()} (the blocking scheduler unless set), so a test can drive it with a
+ * {@code VirtualTimeScheduler}. Cancelling interrupts the loop.
+ */
+public final class SlicedNativeWait implements WaitStrategy {
+    private final TransferEngine engine;
+    private final CompletionWait.Mode mode;
+    private final Duration transferTimeout;
+    private final Duration slice;
+    private final Scheduler scheduler;
+    private final Scheduler clock;
+
+    private SlicedNativeWait(TransferEngine engine, CompletionWait.Mode mode, Duration transferTimeout,
+                             Duration slice, Scheduler scheduler, Scheduler clock) {
+        this.engine = engine;
+        this.mode = mode;
+        this.transferTimeout = transferTimeout;
+        this.slice = slice;
+        this.scheduler = scheduler;
+        this.clock = clock;
+    }
+
+    /** The seed's WRITE wait ({@code fail_fast=True}). */
+    public static SlicedNativeWait failFast(TransferEngine engine, Duration transferTimeout) {
+        return of(engine, CompletionWait.Mode.FAIL_FAST, transferTimeout);
+    }
+
+    /** The seed's READ barrier wait ({@code fail_fast=False}). */
+    public static SlicedNativeWait drain(TransferEngine engine, Duration transferTimeout) {
+        return of(engine, CompletionWait.Mode.DRAIN, transferTimeout);
+    }
+
+    /**
+     * A sliced native wait in the given mode.
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static SlicedNativeWait of(TransferEngine engine, CompletionWait.Mode mode, Duration transferTimeout) {
+        CompletionWait.checkTimeout(transferTimeout);
+        return new SlicedNativeWait(Objects.requireNonNull(engine, "engine"), Objects.requireNonNull(mode, "mode"),
+                transferTimeout, CompletionWait.DEFAULT_SLICE, null, null);
+    }
+
+    /**
+     * This wait with another slice, the longest {@code waitAll} it makes.
+     *
+     * @throws IllegalArgumentException if {@code slice} is under 1 ms or longer than the timeout
+     */
+    public SlicedNativeWait slice(Duration slice) {
+        Objects.requireNonNull(slice, "slice");
+        if (slice.compareTo(Duration.ofMillis(1)) < 0) {
+            throw new IllegalArgumentException("a native slice is whole milliseconds and at least 1 ms, got "
+                    + slice + "; the default is 10 ms");
+        }
+        if (slice.compareTo(transferTimeout) > 0) {
+            throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
+                    + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
+        }
+        return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler, clock);
+    }
+
+    /** This wait with its blocking loop on {@code scheduler}, which must allow blocking. */
+    public SlicedNativeWait scheduler(Scheduler scheduler) {
+        return new SlicedNativeWait(engine, mode, transferTimeout, slice,
+                Objects.requireNonNull(scheduler, "scheduler"), clock);
+    }
+
+    /** This wait with its deadline read on {@code clock}. */
+    public SlicedNativeWait clock(Scheduler clock) {
+        return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler,
+                Objects.requireNonNull(clock, "clock"));
+    }
+
+    public CompletionWait.Mode mode() {
+        return mode;
+    }
+
+    public Duration slice() {
+        return slice;
+    }
+
+    @Override
+    public String name() {
+        return "sliced-native";
+    }
+
+    @Override
+    public Mono<Void> await(List<? extends TransferStatus> statuses) {
+        List<TransferStatus> snapshot = List.copyOf(statuses);
+        return Mono.defer(() -> {
+            Scheduler on = scheduler != null ? scheduler : Schedulers.boundedElastic();
+            Scheduler time = clock != null ? clock : on;
+            return Mono.<Void>fromRunnable(() -> loop(snapshot, time)).subscribeOn(on);
+        });
+    }
+
+    private void loop(List<TransferStatus> statuses, Scheduler time) {
+        long deadline = time.now(TimeUnit.NANOSECONDS) + transferTimeout.toNanos();
+        long sliceMs = NativeWait.ceilMillis(slice);
+        List<TransferStatus> inFlight = new ArrayList<>(statuses);
+        while (true) {
+            StatusCode result = StatusCode.SUCCESS;
+            long remaining = deadline - time.now(TimeUnit.NANOSECONDS);
+            if (remaining > 0 && !inFlight.isEmpty()) {
+                long ms = Math.min(sliceMs, Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining + 999_999)));
+                result = engine.waitAll(inFlight, ms);
+            }
+            if (Thread.currentThread().isInterrupted()) {
+                return;
+            }
+            TransferStatus failed = null;
+            List<TransferStatus> still = new ArrayList<>(inFlight.size());
+            for (TransferStatus status : statuses) {
+                StatusCode code = status.code();
+                if (code.isFailure()) {
+                    failed = failed == null ? status : failed;
+                } else if (code != StatusCode.SUCCESS) {
+                    still.add(status);
+                }
+            }
+            inFlight = still;
+            if (failed != null && (mode == CompletionWait.Mode.FAIL_FAST || still.isEmpty())) {
+                throw TransferException.failed(failed.code(), failed.message());
+            }
+            if (failed == null && still.isEmpty()) {
+                return;
+            }
+            if (failed == null && result.isFailure()) {
+                throw NativeResults.toException(result, statuses, transferTimeout);
+            }
+            if (time.now(TimeUnit.NANOSECONDS) >= deadline) {
+                throw failed != null ? TransferException.failed(failed.code(), failed.message())
+                        : TransferException.timedOut(transferTimeout);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "SlicedNativeWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice + "]";
+    }
+}

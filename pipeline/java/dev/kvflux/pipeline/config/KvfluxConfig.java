@@ -1,0 +1,256 @@
+package dev.kvflux.pipeline.config;
+
+import dev.kvflux.bindings.sim.CopyPath;
+import dev.kvflux.bindings.sim.CopyTiming;
+import dev.kvflux.operators.CompletionWait;
+import io.vavr.collection.List;
+import io.vavr.collection.Seq;
+import io.vavr.control.Validation;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.SafeConstructor;
+
+/**
+ * kvflux's configuration: {@code kvflux.yaml} from the classpath ({@code config/} in the source tree),
+ * with the keys of an optional file of the user's laid over it one by one.
+ *
+ * <p>{@link #load} and {@link #parse} return a Vavr {@code Validation} that, when invalid, holds one
+ * message per bad key (unknown keys included), all at once, each naming the key, what it holds and what
+ * it should hold.
+ */
+public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
+
+    /** The completion wait and the WRITE pipeline. */
+    public record Transfer(Duration timeout, Duration slice, CompletionWait.Mode failMode, int maxInFlight,
+                           Duration eventPoll, Duration eventTimeout) {
+
+        /** The configured completion wait, fail-fast or drain. */
+        public CompletionWait completionWait() {
+            return CompletionWait.of(failMode, timeout).slice(slice);
+        }
+    }
+
+    /** Which engine backend, and the simulated engine's timing. */
+    public record Engine(String backend, Sim sim) {
+    }
+
+    /** The simulated xGMI engine's copy timing and path. */
+    public record Sim(Duration postCostPerBlock, Duration perBlockOverhead, Duration kernelLaunch,
+                      double bandwidthGbps, CopyPath copyPath) {
+
+        public CopyTiming timing() {
+            return new CopyTiming(postCostPerBlock, perBlockOverhead, kernelLaunch, bandwidthGbps * 1e9);
+        }
+    }
+
+    /** The ports of the proxy, prefill and decode for serving. */
+    public record Ports(int proxy, int proxyDiscovery, int prefillHttp, int decodeHttp, int prefillNotify,
+                        int decodeNotify) {
+    }
+
+    /** The classpath resource holding the defaults. */
+    public static final String DEFAULT_RESOURCE = "kvflux.yaml";
+
+    private static final Set<String> KEYS = Set.of(
+            "transfer.timeout", "transfer.slice", "transfer.fail-mode", "transfer.max-in-flight",
+            "transfer.event-poll", "transfer.event-timeout", "engine.backend", "engine.sim.post-cost-per-block",
+            "engine.sim.per-block-overhead", "engine.sim.kernel-launch", "engine.sim.bandwidth-gbps",
+            "engine.sim.copy-path", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
+            "ports.decode-http", "ports.prefill-notify", "ports.decode-notify");
+
+    /** The defaults alone. */
+    public static KvfluxConfig defaults() {
+        return load(Optional.empty()).fold(errors -> {
+            throw new IllegalStateException("the built-in " + DEFAULT_RESOURCE + " is invalid: " + errors.mkString("; "));
+        }, Function.identity());
+    }
+
+    /**
+     * The defaults with {@code override}'s keys laid over them.
+     *
+     * @return valid, or invalid with every problem (a missing or unreadable file is one problem)
+     */
+    public static Validation<Seq<String>, KvfluxConfig> load(Optional<Path> override) {
+        Map<String, Object> keys = new LinkedHashMap<>();
+        try (InputStream in = KvfluxConfig.class.getClassLoader().getResourceAsStream(DEFAULT_RESOURCE)) {
+            if (in == null) {
+                return Validation.invalid(List.of(DEFAULT_RESOURCE + " is not on the classpath; run kvflux from"
+                        + " its jar or add the config/ folder to the classpath"));
+            }
+            flatten("", yaml().load(in), keys);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        if (override.isPresent()) {
+            Path path = override.get();
+            if (!Files.isReadable(path)) {
+                return Validation.invalid(List.of("configuration file " + path + " does not exist or cannot be read"));
+            }
+            try (InputStream in = Files.newInputStream(path)) {
+                flatten("", yaml().load(in), keys);
+            } catch (IOException | RuntimeException e) {
+                return Validation.invalid(List.of("configuration file " + path + " is not valid YAML: " + e.getMessage()));
+            }
+        }
+        return parse(keys);
+    }
+
+    /** Parses flat dotted keys ({@code transfer.timeout: 30s}). */
+    public static Validation<Seq<String>, KvfluxConfig> parse(Map<String, ?> keys) {
+        Validation<Seq<String>, Transfer> transfer = Validation.combine(
+                        durationKey(keys, "transfer.timeout", KvfluxConfig::transferTimeout),
+                        durationKey(keys, "transfer.slice", KvfluxConfig::positive),
+                        key(keys, "transfer.fail-mode", KvfluxConfig::failMode),
+                        key(keys, "transfer.max-in-flight", v -> intIn(v, 1, 1 << 20)),
+                        durationKey(keys, "transfer.event-poll", KvfluxConfig::positive),
+                        durationKey(keys, "transfer.event-timeout", KvfluxConfig::transferTimeout))
+                .ap(Transfer::new)
+                .flatMap(t -> t.slice().compareTo(t.timeout()) < 0 ? Validation.valid(t)
+                        : Validation.invalid(List.of("transfer.slice (" + Durations.format(t.slice())
+                                + ") must be shorter than transfer.timeout (" + Durations.format(t.timeout()) + ")")));
+        Validation<Seq<String>, Sim> sim = Validation.combine(
+                        durationKey(keys, "engine.sim.post-cost-per-block", Function.identity()),
+                        durationKey(keys, "engine.sim.per-block-overhead", Function.identity()),
+                        durationKey(keys, "engine.sim.kernel-launch", Function.identity()),
+                        key(keys, "engine.sim.bandwidth-gbps", KvfluxConfig::bandwidth),
+                        key(keys, "engine.sim.copy-path", KvfluxConfig::copyPath))
+                .ap(Sim::new);
+        Validation<Seq<String>, Engine> engine = Validation.combine(
+                        key(keys, "engine.backend", KvfluxConfig::backend).mapError(List::of), sim)
+                .ap(Engine::new)
+                .mapError(KvfluxConfig::flattenErrors);
+        Validation<Seq<String>, Ports> ports = Validation.combine(
+                        key(keys, "ports.proxy", KvfluxConfig::port),
+                        key(keys, "ports.proxy-discovery", KvfluxConfig::port),
+                        key(keys, "ports.prefill-http", KvfluxConfig::port),
+                        key(keys, "ports.decode-http", KvfluxConfig::port),
+                        key(keys, "ports.prefill-notify", KvfluxConfig::port),
+                        key(keys, "ports.decode-notify", KvfluxConfig::port))
+                .ap(Ports::new);
+        Seq<String> unknown = List.ofAll(keys.keySet()).filter(k -> !KEYS.contains(k)).sorted()
+                .map(k -> "unknown key " + k + "; known keys are " + List.ofAll(KEYS).sorted().mkString(", "));
+        Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports)
+                .ap(KvfluxConfig::new).mapError(KvfluxConfig::flattenErrors);
+        if (unknown.isEmpty()) {
+            return config;
+        }
+        return Validation.invalid(config.isInvalid() ? config.getError().appendAll(unknown) : unknown);
+    }
+
+    private static Seq<String> flattenErrors(Seq<Seq<String>> nested) {
+        return nested.flatMap(Function.identity());
+    }
+
+    private static Yaml yaml() {
+        return new Yaml(new SafeConstructor(new LoaderOptions()));
+    }
+
+    private static void flatten(String prefix, Object node, Map<String, Object> out) {
+        if (node instanceof Map<?, ?> map) {
+            for (Map.Entry<?, ?> e : map.entrySet()) {
+                flatten(prefix.isEmpty() ? String.valueOf(e.getKey()) : prefix + "." + e.getKey(), e.getValue(), out);
+            }
+        } else if (!prefix.isEmpty()) {
+            out.put(prefix, node);
+        }
+    }
+
+    private static <T> Validation<String, T> key(Map<String, ?> keys, String key, Function<Object, T> parse) {
+        if (!keys.containsKey(key) || keys.get(key) == null) {
+            return Validation.invalid(key + " is missing");
+        }
+        Object value = keys.get(key);
+        try {
+            return Validation.valid(parse.apply(value));
+        } catch (IllegalArgumentException e) {
+            return Validation.invalid(key + ": " + e.getMessage());
+        }
+    }
+
+    private static Validation<String, Duration> durationKey(Map<String, ?> keys, String key,
+                                                           Function<Duration, Duration> check) {
+        return key(keys, key, v -> check.apply(Durations.parse(String.valueOf(v))));
+    }
+
+    private static Duration positive(Duration d) {
+        if (d.isZero() || d.isNegative()) {
+            throw new IllegalArgumentException("must be greater than zero, got " + Durations.format(d));
+        }
+        return d;
+    }
+
+    private static Duration transferTimeout(Duration d) {
+        positive(d);
+        if (d.compareTo(CompletionWait.MAX_TRANSFER_TIMEOUT) > 0) {
+            throw new IllegalArgumentException("must be at most 24h, got " + Durations.format(d)
+                    + "; a stalled transfer would hold its request that long");
+        }
+        return d;
+    }
+
+    private static CompletionWait.Mode failMode(Object v) {
+        return switch (String.valueOf(v).toLowerCase(Locale.ROOT)) {
+            case "fail-fast" -> CompletionWait.Mode.FAIL_FAST;
+            case "drain" -> CompletionWait.Mode.DRAIN;
+            default -> throw new IllegalArgumentException("'" + v + "' is not a fail mode; use fail-fast or drain");
+        };
+    }
+
+    private static CopyPath copyPath(Object v) {
+        return switch (String.valueOf(v).toLowerCase(Locale.ROOT)) {
+            case "default" -> CopyPath.DEFAULT;
+            case "scatter-gather" -> CopyPath.SCATTER_GATHER;
+            default -> throw new IllegalArgumentException("'" + v + "' is not a copy path; use default or scatter-gather");
+        };
+    }
+
+    private static String backend(Object v) {
+        String name = String.valueOf(v).trim();
+        if (name.isEmpty()) {
+            throw new IllegalArgumentException("is empty; name a backend, such as sim-xgmi");
+        }
+        return name;
+    }
+
+    private static double bandwidth(Object v) {
+        double gbps;
+        try {
+            gbps = Double.parseDouble(String.valueOf(v));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + v + "' is not a number of GB/s");
+        }
+        if (!(gbps > 0) || Double.isInfinite(gbps)) {
+            throw new IllegalArgumentException("must be a positive number of GB/s, got " + v);
+        }
+        return gbps;
+    }
+
+    private static int intIn(Object v, int min, int max) {
+        int n;
+        try {
+            n = Integer.parseInt(String.valueOf(v).trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + v + "' is not a whole number");
+        }
+        if (n < min || n > max) {
+            throw new IllegalArgumentException("must be between " + min + " and " + max + ", got " + n);
+        }
+        return n;
+    }
+
+    private static int port(Object v) {
+        return intIn(v, 1, 65535);
+    }
+}

@@ -1,0 +1,217 @@
+package dev.kvflux.pipeline.write;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.Signals;
+import dev.kvflux.operators.TransferException;
+import dev.kvflux.operators.WaitStrategy;
+import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.WriteOutcome.WriteDone;
+import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
+import io.vavr.control.Either;
+import java.time.Duration;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The prefill side's WRITE path: for each request, every layer's GPU event, then that layer's
+ * {@code batchWrite}, then, once the request is sealed and its last layer posted, one completion wait
+ * over all its statuses, then exactly one {@link WriteOutcome}.
+ *
+ * <h2>What {@link #write} emits</h2>
+ * One {@link WriteDone} when every status succeeded, or one {@link WriteFailed}; never an error, never
+ * empty (unless cancelled). The failure's code and reason:
+ * <ul>
+ *   <li>the wait's {@link TransferException}: the failed status's code and message, or IN_PROGRESS with
+ *       {@code RDMA transfer timed out after 30s};</li>
+ *   <li>a layer's event failed, or was not ready within the event timeout: ERR_GPU_OP;</li>
+ *   <li>a layer's block plan runs past a buffer: ERR_INVALID_ARGS;</li>
+ *   <li>the layer stream itself failed, or anything else: ERR_BAD_STATE.</li>
+ * </ul>
+ * A wait that fails fast stops the request at its first failure; statuses already posted are left to
+ * the engine. With the default {@code CompletionWait.failFast(30s)} the outcome comes within the
+ * transfer timeout plus one slice of the last layer's post (of sealing, when the events are ready by
+ * then).
+ *
+ * <h2>Concurrency</h2>
+ * Layers of one request are posted in order. Requests run independently: one request's wait, even one
+ * that runs to its timeout, delays no other request's outcome. At most {@code maxInFlight} requests
+ * run at once; the others wait in arrival order, whether they came through {@link #write} or
+ * {@link #writeAll}. {@code maxInFlight(1)} gives vLLM's single serial write worker, for comparison.
+ * Event polls and their timeouts run on the scheduler ({@link Schedulers#parallel()} unless set, looked
+ * up at subscription); the wait runs where its strategy runs it.
+ */
+public final class WritePipeline {
+    private static final Logger LOG = LoggerFactory.getLogger(WritePipeline.class);
+
+    private final WaitStrategy waitStrategy;
+    private final int maxInFlight;
+    private final Duration eventPollPeriod;
+    private final Duration eventTimeout;
+    private final Scheduler scheduler;
+    private final InFlightGate gate;
+
+    private WritePipeline(Builder b) {
+        this.waitStrategy = b.waitStrategy;
+        this.maxInFlight = b.maxInFlight;
+        this.eventPollPeriod = b.eventPollPeriod;
+        this.eventTimeout = b.eventTimeout;
+        this.scheduler = b.scheduler;
+        this.gate = new InFlightGate(b.maxInFlight);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A pipeline with the defaults: {@code CompletionWait.failFast(30s)}, 64 requests in flight. */
+    public static WritePipeline create() {
+        return builder().build();
+    }
+
+    public WaitStrategy waitStrategy() {
+        return waitStrategy;
+    }
+
+    public int maxInFlight() {
+        return maxInFlight;
+    }
+
+    /** Requests running now (holding one of the {@code maxInFlight} places). */
+    public int requestsInFlight() {
+        return gate.active();
+    }
+
+    /** Requests waiting for a place. */
+    public int requestsQueued() {
+        return gate.waiting();
+    }
+
+    /** The request's one outcome (see the class comment). Nothing happens until subscribed. */
+    public Mono<WriteOutcome> write(WriteRequest request) {
+        Objects.requireNonNull(request, "request");
+        return gate.run(Mono.defer(() -> run(request)));
+    }
+
+    /** {@link #write}'s outcome as a Vavr {@code Either}: right for done, left for failed. */
+    public Mono<Either<WriteFailed, WriteDone>> writeEither(WriteRequest request) {
+        return write(request).map(WriteOutcome::toEither);
+    }
+
+    /**
+     * One outcome per request, in the order they end (not the order they came). Completes when
+     * {@code requests} has completed and every outcome is out; an error of {@code requests} itself is
+     * passed on after the outcomes of the requests already taken.
+     */
+    public Flux<WriteOutcome> writeAll(Flux<WriteRequest> requests) {
+        return requests.flatMap(this::write, maxInFlight, 1);
+    }
+
+    private Mono<WriteOutcome> run(WriteRequest request) {
+        Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
+        String id = request.transferId();
+        return request.layers()
+                .onErrorMap(e -> !(e instanceof TransferException), e -> new TransferException(StatusCode.ERR_BAD_STATE,
+                        "the layer stream of transfer " + id + " failed: " + e))
+                .concatMap(layer -> post(request, layer, on))
+                .collectList()
+                .flatMap(statuses -> waitStrategy.await(statuses))
+                .thenReturn((WriteOutcome) new WriteDone(id))
+                .onErrorResume(e -> Mono.just(failed(id, e)))
+                .doOnNext(outcome -> LOG.debug("transfer {}: {}", id, outcome));
+    }
+
+    private Mono<TransferStatus> post(WriteRequest request, LayerWrite layer, Scheduler on) {
+        return Signals.layerReady(layer.event(), eventPollPeriod, on)
+                .timeout(eventTimeout, on)
+                .onErrorMap(e -> new TransferException(StatusCode.ERR_GPU_OP, "layer " + layer.layer()
+                        + "'s event " + (e instanceof java.util.concurrent.TimeoutException
+                                ? "was not ready after " + eventTimeout.toMillis() + " ms" : "failed: " + e.getMessage())))
+                .then(Mono.fromCallable(() -> {
+                    try {
+                        return request.session().batchWrite(layer.plan(), request.session().allocateTransferUid());
+                    } catch (IllegalArgumentException e) {
+                        throw new TransferException(StatusCode.ERR_INVALID_ARGS,
+                                "layer " + layer.layer() + ": " + e.getMessage());
+                    }
+                }));
+    }
+
+    private static WriteFailed failed(String id, Throwable e) {
+        if (e instanceof TransferException t) {
+            return new WriteFailed(id, t.code(), t.reason());
+        }
+        return new WriteFailed(id, StatusCode.ERR_BAD_STATE, String.valueOf(e));
+    }
+
+    /** Settings for a {@link WritePipeline}. */
+    public static final class Builder {
+        private WaitStrategy waitStrategy = CompletionWait.failFast(Duration.ofSeconds(30));
+        private int maxInFlight = 64;
+        private Duration eventPollPeriod = Duration.ofMillis(1);
+        private Duration eventTimeout = Duration.ofSeconds(30);
+        private Scheduler scheduler;
+
+        private Builder() {
+        }
+
+        /** How a sealed request waits for its statuses; default {@code CompletionWait.failFast(30s)}. */
+        public Builder waitStrategy(WaitStrategy waitStrategy) {
+            this.waitStrategy = Objects.requireNonNull(waitStrategy, "waitStrategy");
+            return this;
+        }
+
+        /**
+         * The most requests running at once (default 64); more wait their turn.
+         *
+         * @throws IllegalArgumentException if {@code maxInFlight} is under 1
+         */
+        public Builder maxInFlight(int maxInFlight) {
+            if (maxInFlight < 1) {
+                throw new IllegalArgumentException("maxInFlight must be at least 1, got " + maxInFlight
+                        + "; 1 writes one request at a time, as vLLM's write worker does");
+            }
+            this.maxInFlight = maxInFlight;
+            return this;
+        }
+
+        /** How often a layer's event is queried until ready (default 1 ms). */
+        public Builder eventPollPeriod(Duration eventPollPeriod) {
+            Objects.requireNonNull(eventPollPeriod, "eventPollPeriod");
+            if (eventPollPeriod.isZero() || eventPollPeriod.isNegative()) {
+                throw new IllegalArgumentException("event poll period must be positive, got " + eventPollPeriod);
+            }
+            this.eventPollPeriod = eventPollPeriod;
+            return this;
+        }
+
+        /**
+         * How long a layer's event may stay not ready once the previous layer is posted (default 30 s);
+         * past it the request fails with ERR_GPU_OP.
+         */
+        public Builder eventTimeout(Duration eventTimeout) {
+            Objects.requireNonNull(eventTimeout, "eventTimeout");
+            if (eventTimeout.isZero() || eventTimeout.isNegative()) {
+                throw new IllegalArgumentException("event timeout must be positive, got " + eventTimeout);
+            }
+            this.eventTimeout = eventTimeout;
+            return this;
+        }
+
+        /** Where event polls and their timeouts run; default {@link Schedulers#parallel()}. */
+        public Builder scheduler(Scheduler scheduler) {
+            this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+            return this;
+        }
+
+        public WritePipeline build() {
+            return new WritePipeline(this);
+        }
+    }
+}

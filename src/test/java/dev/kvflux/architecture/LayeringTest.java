@@ -1,0 +1,29 @@
+package dev.kvflux.architecture;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.Test;
+
+/** The three layers depend one way: pipeline → operators → bindings. */
+class LayeringTest {
+    private static final JavaClasses MAIN = new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("dev.kvflux");
+
+    @Test
+    void bindingsUseNeitherOperatorsNorPipeline() {
+        noClasses().that().resideInAPackage("dev.kvflux.bindings..")
+                .should().dependOnClassesThat().resideInAnyPackage("dev.kvflux.operators..", "dev.kvflux.pipeline..")
+                .check(MAIN);
+    }
+
+    @Test
+    void operatorsDoNotUseThePipeline() {
+        noClasses().that().resideInAPackage("dev.kvflux.operators..")
+                .should().dependOnClassesThat().resideInAPackage("dev.kvflux.pipeline..")
+                .check(MAIN);
+    }
+}

@@ -1,0 +1,221 @@
+package dev.kvflux.bindings.sim;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.testing.Blocking;
+import dev.kvflux.testing.ScriptedStatus;
+import dev.kvflux.testing.SeedGeometry;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+class SimulatedXgmiEngineTest {
+    private final VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+
+    private SimulatedXgmiEngine engine(SimulatedXgmiEngine.Builder builder) {
+        return builder.scheduler(clock).build();
+    }
+
+    private static TransferSession session(SimulatedXgmiEngine engine) {
+        long bytes = SeedGeometry.SEED.regionBytes();
+        return engine.createSession(engine.registerMemory(bytes, 0), engine.registerMemory(bytes, 1));
+    }
+
+    private long now() {
+        return clock.now(TimeUnit.NANOSECONDS);
+    }
+
+    private void advanceTo(long nanos) {
+        clock.advanceTimeBy(Duration.ofNanos(nanos - now()));
+    }
+
+    @Test
+    void aStatusTurnsSuccessfulOnlyWhenQueriedAtOrAfterItsCopysFinish() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
+        long finish = engine.copyFinishedAt(status).orElseThrow();
+
+        advanceTo(finish - 1);
+        assertThat(status.code()).isEqualTo(StatusCode.IN_PROGRESS);
+        advanceTo(finish);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
+    void theSeedGeometryFinishesAboutPointTwoSecondsAfterTheLastPost() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));
+        long lastPost = now();
+        long lastFinish = engine.copyFinishedAt(statuses.getLast()).orElseThrow();
+
+        assertThat(Duration.ofNanos(lastFinish - lastPost))
+                .isBetween(Duration.ofMillis(183), Duration.ofMillis(210));
+    }
+
+    @Test
+    void copiesAreSerializedOnTheLinkInPostingOrder() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));
+        BatchPlan plan = SeedGeometry.SEED.plan(0);
+        long linkNanos = engine.timing().linkNanos(CopyPath.DEFAULT, plan.blocks(), plan.totalBytes());
+
+        for (int i = 1; i < statuses.size(); i++) {
+            long previous = engine.copyFinishedAt(statuses.get(i - 1)).orElseThrow();
+            assertThat(engine.copyFinishedAt(statuses.get(i)).orElseThrow() - previous).isEqualTo(linkNanos);
+        }
+    }
+
+    @Test
+    void aZeroTimeoutPollsOnceWithoutSleeping() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));
+
+        assertThat(engine.waitAll(statuses, 0)).isEqualTo(StatusCode.IN_PROGRESS);
+        assertThat(now()).isZero();
+        clock.advanceTimeBy(Duration.ofMillis(250));
+        assertThat(engine.waitAll(statuses, 0)).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
+    void aBoundedWaitAllPollsOnceSleepsToItsDeadlineAndPollsAgain() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));
+
+        CompletableFuture<StatusCode> call = Blocking.start(() -> engine.waitAll(statuses, 3_000));
+        Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
+        clock.advanceTimeBy(Duration.ofMillis(3_000).minusNanos(1));
+        Blocking.assertStillBlocked(call);
+        assertThat(statuses.getLast().code()).as("every copy finished long before the deadline")
+                .isEqualTo(StatusCode.SUCCESS);
+        clock.advanceTimeBy(Duration.ofNanos(1));
+
+        assertThat(Blocking.result(call)).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
+    void aBoundedWaitAllReturnsInProgressWhenAStatusIsStillInFlightAtItsDeadline() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));
+
+        CompletableFuture<StatusCode> call = Blocking.start(() -> engine.waitAll(statuses, 500));
+        Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
+        clock.advanceTimeBy(Duration.ofMillis(500));
+
+        assertThat(Blocking.result(call)).isEqualTo(StatusCode.IN_PROGRESS);
+    }
+
+    @Test
+    void aNegativeTimeoutBlocksUntilEveryStatusIsTerminal() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        TransferSession session = session(engine);
+        List<TransferStatus> statuses = List.of(session.batchWrite(SeedGeometry.SEED.plan(0), 0),
+                session.batchWrite(SeedGeometry.SEED.plan(1), 1), session.batchWrite(SeedGeometry.SEED.plan(2), 2));
+        long lastFinish = engine.copyFinishedAt(statuses.getLast()).orElseThrow();
+
+        CompletableFuture<StatusCode> call = Blocking.start(() -> engine.waitAll(statuses, -1));
+        Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
+        advanceTo(lastFinish - 1);
+        Blocking.assertStillBlocked(call);
+        advanceTo(lastFinish);
+
+        assertThat(Blocking.result(call)).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
+    void aFailureWinsOverStatusesInFlightAndIsSticky() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder()
+                .fault(Fault.stall(0))
+                .fault(Fault.fail(1, Duration.ofMillis(5), StatusCode.ERR_GPU_OP, "hipErrorIllegalAddress")));
+        TransferSession session = session(engine);
+        List<TransferStatus> statuses = List.of(session.batchWrite(SeedGeometry.SEED.plan(0), 0),
+                session.batchWrite(SeedGeometry.SEED.plan(1), 1));
+        clock.advanceTimeBy(Duration.ofMillis(5));
+
+        assertThat(engine.waitAll(statuses, 0)).isEqualTo(StatusCode.ERR_GPU_OP);
+        CompletableFuture<StatusCode> call = Blocking.start(() -> engine.waitAll(statuses, 100));
+        Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
+        clock.advanceTimeBy(Duration.ofMillis(100));
+        assertThat(Blocking.result(call)).isEqualTo(StatusCode.ERR_GPU_OP);
+        clock.advanceTimeBy(Duration.ofHours(1));
+        assertThat(statuses.get(1).code()).isEqualTo(StatusCode.ERR_GPU_OP);
+    }
+
+    @Test
+    void anInitStatusCountsAsAnErrorInWaitAll() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        ScriptedStatus neverPosted = ScriptedStatus.initUntil(clock, Duration.ofHours(1));
+
+        assertThat(engine.waitAll(List.of(neverPosted), 0)).isEqualTo(StatusCode.ERR_BAD_STATE);
+        assertThat(engine.waitAll(List.of(neverPosted), 10)).isEqualTo(StatusCode.ERR_BAD_STATE);
+    }
+
+    @Test
+    void aBatchRunningPastARegionIsRejectedWithAClearMessage() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        TransferSession small = engine.createSession(engine.registerMemory(1 << 20, 0),
+                engine.registerMemory(SeedGeometry.SEED.regionBytes(), 1));
+
+        assertThatThrownBy(() -> small.batchWrite(SeedGeometry.SEED.plan(1), 0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("past the local region's 1048576 bytes");
+        assertThat(engine.batchesPosted()).isZero();
+    }
+
+    @Test
+    void anInjectedFaultFailsTheChosenBatchWithItsCodeAndMessageAtItsTime() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder()
+                .fault(Fault.fail(2, Duration.ofMillis(40), StatusCode.ERR_RDMA_OP, "link reset")));
+        List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));
+
+        clock.advanceTimeBy(Duration.ofMillis(40).minusNanos(1));
+        assertThat(statuses.get(2).code()).isEqualTo(StatusCode.IN_PROGRESS);
+        clock.advanceTimeBy(Duration.ofNanos(1));
+        assertThat(statuses.get(2).code()).isEqualTo(StatusCode.ERR_RDMA_OP);
+        assertThat(statuses.get(2).message()).isEqualTo("link reset");
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+        assertThat(statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS)).hasSize(117);
+    }
+
+    @Test
+    void aStalledBatchNeverCompletes() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
+
+        clock.advanceTimeBy(Duration.ofDays(1));
+        assertThat(status.code()).isEqualTo(StatusCode.IN_PROGRESS);
+    }
+
+    @Test
+    void onTheScatterGatherPathACopyIsObservableOnlyAfterTheQueuedPrefillStepEnds() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder().copyPath(CopyPath.SCATTER_GATHER));
+        TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
+        long finish = engine.copyFinishedAt(status).orElseThrow();
+        long stepEnd = engine.prefillStepQueued(Duration.ofMillis(300));
+
+        advanceTo(finish);
+        assertThat(status.code()).isEqualTo(StatusCode.IN_PROGRESS);
+        advanceTo(stepEnd - 1);
+        assertThat(status.code()).isEqualTo(StatusCode.IN_PROGRESS);
+        advanceTo(stepEnd);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
+    void onTheDefaultPathPrefillStepsDelayNoCopy() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
+        long finish = engine.copyFinishedAt(status).orElseThrow();
+        engine.prefillStepQueued(Duration.ofMillis(300));
+
+        advanceTo(finish);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+    }
+}

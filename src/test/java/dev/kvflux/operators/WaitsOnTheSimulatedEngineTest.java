@@ -1,0 +1,56 @@
+package dev.kvflux.operators;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.testing.Blocking;
+import dev.kvflux.testing.SeedGeometry;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+class WaitsOnTheSimulatedEngineTest {
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    private final VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+    private final SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
+    private final TransferSession session = engine.createSession(
+            engine.registerMemory(SeedGeometry.SEED.regionBytes(), 0),
+            engine.registerMemory(SeedGeometry.SEED.regionBytes(), 1));
+
+    private Duration now() {
+        return Duration.ofNanos(clock.now(TimeUnit.NANOSECONDS));
+    }
+
+    @Test
+    void theNativeWaitCostsTheWholeTimeoutWhileTheReactiveWaitCostsTheCopyTime() {
+        List<TransferStatus> first = SeedGeometry.writeAll(session);
+        Duration start = now();
+        CompletableFuture<Duration> nativeWait = Blocking.start(
+                () -> NativeWait.of(engine, TIMEOUT).await(first).then(reactor.core.publisher.Mono.fromCallable(this::now))
+                        .block());
+        Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
+        clock.advanceTimeBy(TIMEOUT.minusNanos(1));
+        Blocking.assertStillBlocked(nativeWait);
+        clock.advanceTimeBy(Duration.ofNanos(1));
+        Duration nativeCost = Blocking.result(nativeWait).minus(start);
+
+        List<TransferStatus> second = SeedGeometry.writeAll(session);
+        Duration restart = now();
+        CompletableFuture<Duration> reactive = CompletionWait.failFast(TIMEOUT).scheduler(clock)
+                .await(second).then(reactor.core.publisher.Mono.fromCallable(this::now)).toFuture();
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+        Duration reactiveCost = Blocking.result(reactive).minus(restart);
+
+        assertThat(nativeCost).isEqualTo(TIMEOUT);
+        assertThat(first).allSatisfy(s -> assertThat(s.code()).isEqualTo(StatusCode.SUCCESS));
+        assertThat(reactiveCost).isBetween(Duration.ofMillis(183), Duration.ofMillis(210));
+        assertThat(second).allSatisfy(s -> assertThat(s.code()).isEqualTo(StatusCode.SUCCESS));
+    }
+}

@@ -1,0 +1,97 @@
+package dev.kvflux.pipeline.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvflux.bindings.sim.CopyPath;
+import dev.kvflux.operators.CompletionWait;
+import io.vavr.collection.Seq;
+import io.vavr.control.Validation;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class KvfluxConfigTest {
+    @TempDir
+    Path dir;
+
+    private Path file(String yaml) throws IOException {
+        return Files.writeString(dir.resolve("kvflux.yaml"), yaml);
+    }
+
+    @Test
+    void theDefaultsLoadFromTheClasspath() {
+        KvfluxConfig config = KvfluxConfig.defaults();
+
+        assertThat(config.transfer().timeout()).isEqualTo(Duration.ofSeconds(30));
+        assertThat(config.transfer().slice()).isEqualTo(Duration.ofMillis(10));
+        assertThat(config.transfer().failMode()).isEqualTo(CompletionWait.Mode.FAIL_FAST);
+        assertThat(config.engine().backend()).isEqualTo("sim-xgmi");
+        assertThat(config.engine().sim().perBlockOverhead()).isEqualTo(Duration.ofNanos(12_500));
+        assertThat(config.ports().proxy()).isEqualTo(11350);
+    }
+
+    @Test
+    void aUserFileOverridesTheDefaultsKeyByKey() throws IOException {
+        Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(file("""
+                transfer:
+                  timeout: 3
+                engine:
+                  sim:
+                    copy-path: scatter-gather
+                """)));
+
+        assertThat(config.isValid()).as(config.toString()).isTrue();
+        assertThat(config.get().transfer().timeout()).isEqualTo(Duration.ofSeconds(3));
+        assertThat(config.get().transfer().slice()).isEqualTo(Duration.ofMillis(10));
+        assertThat(config.get().engine().sim().copyPath()).isEqualTo(CopyPath.SCATTER_GATHER);
+    }
+
+    @Test
+    void validationReportsEveryBadKeyAtOnce() throws IOException {
+        Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(file("""
+                transfer:
+                  timeout: soon
+                  fail-mode: sometimes
+                  max-in-flight: 0
+                engine:
+                  sim:
+                    bandwidth-gbps: -3
+                ports:
+                  decode-http: 70000
+                  notfy: 1
+                """)));
+
+        assertThat(config.isInvalid()).isTrue();
+        assertThat(config.getError().toJavaList()).hasSize(6).satisfiesExactlyInAnyOrder(
+                e -> assertThat(e).startsWith("transfer.timeout: 'soon' is not a duration"),
+                e -> assertThat(e).startsWith("transfer.fail-mode: 'sometimes' is not a fail mode"),
+                e -> assertThat(e).startsWith("transfer.max-in-flight: must be between 1 and"),
+                e -> assertThat(e).startsWith("engine.sim.bandwidth-gbps: must be a positive number"),
+                e -> assertThat(e).startsWith("ports.decode-http: must be between 1 and 65535, got 70000"),
+                e -> assertThat(e).startsWith("unknown key ports.notfy; known keys are"));
+    }
+
+    @Test
+    void aMissingFileIsReportedByItsPath() {
+        Path missing = dir.resolve("nope.yaml");
+
+        assertThat(KvfluxConfig.load(Optional.of(missing)).getError().head())
+                .isEqualTo("configuration file " + missing + " does not exist or cannot be read");
+    }
+
+    @Test
+    void durationsAcceptUnitsAndBareSeconds() {
+        assertThat(Durations.parse("3s")).isEqualTo(Duration.ofSeconds(3));
+        assertThat(Durations.parse("500ms")).isEqualTo(Duration.ofMillis(500));
+        assertThat(Durations.parse("30")).isEqualTo(Duration.ofSeconds(30));
+        assertThat(Durations.parse("0.5")).isEqualTo(Duration.ofMillis(500));
+        assertThat(Durations.parse("12.5us")).isEqualTo(Duration.ofNanos(12_500));
+        assertThat(Durations.format(Duration.ofNanos(12_500))).isEqualTo("12.5us");
+        assertThatThrownBy(() -> Durations.parse("3 parsecs")).hasMessageContaining("like 30s, 500ms");
+    }
+}

@@ -1,0 +1,196 @@
+package dev.kvflux.pipeline.write;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.sim.Fault;
+import dev.kvflux.bindings.sim.SimulatedLayerEvent;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.WriteOutcome.WriteDone;
+import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
+import dev.kvflux.testing.SeedGeometry;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntFunction;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+class WritePipelineTest {
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    private static final int LAYERS = 4;
+
+    private final VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+    private final Map<String, Long> outcomeAt = new ConcurrentHashMap<>();
+    private final Map<String, WriteOutcome> outcomes = new ConcurrentHashMap<>();
+
+    private TransferSession session(SimulatedXgmiEngine.Builder builder) {
+        SimulatedXgmiEngine engine = builder.scheduler(clock).build();
+        long bytes = SeedGeometry.SEED.regionBytes();
+        return engine.createSession(engine.registerMemory(bytes, 0), engine.registerMemory(bytes, 1));
+    }
+
+    private WritePipeline.Builder pipeline() {
+        return WritePipeline.builder().scheduler(clock)
+                .waitStrategy(CompletionWait.failFast(TIMEOUT).scheduler(clock));
+    }
+
+    private static WriteRequest request(String id, TransferSession session, IntFunction<LayerEvent> events) {
+        return new WriteRequest(id, session, Flux.range(0, LAYERS)
+                .map(layer -> new LayerWrite(layer, events.apply(layer), SeedGeometry.SEED.plan(layer))));
+    }
+
+    private static WriteRequest request(String id, TransferSession session) {
+        return request(id, session, layer -> SimulatedLayerEvent.ready());
+    }
+
+    private void record(WriteOutcome outcome) {
+        assertThat(outcomes.putIfAbsent(outcome.transferId(), outcome)).as("second outcome for " + outcome).isNull();
+        outcomeAt.put(outcome.transferId(), clock.now(TimeUnit.MILLISECONDS));
+    }
+
+    @Test
+    void eachRequestGetsExactlyOneOutcome() {
+        TransferSession session = session(SimulatedXgmiEngine.builder()
+                .fault(Fault.stall(LAYERS))
+                .fault(Fault.fail(2 * LAYERS + 1, Duration.ofMillis(3), StatusCode.ERR_RDMA_OP, "link down")));
+        List<WriteRequest> requests = List.of(request("ok-0", session), request("stalled", session),
+                request("failing", session), request("bad-event", session,
+                        layer -> layer == 2 ? SimulatedLayerEvent.failsAfter(clock, Duration.ofMillis(1), "hipErrorLaunchFailure")
+                                : SimulatedLayerEvent.ready()),
+                request("ok-4", session));
+        AtomicInteger completed = new AtomicInteger();
+
+        pipeline().build().writeAll(Flux.fromIterable(requests)).subscribe(this::record, e -> { }, completed::incrementAndGet);
+        clock.advanceTimeBy(TIMEOUT.plusSeconds(5));
+
+        assertThat(completed).hasValue(1);
+        assertThat(outcomes).hasSize(5);
+        assertThat(outcomes.get("ok-0")).isEqualTo(new WriteDone("ok-0"));
+        assertThat(outcomes.get("ok-4")).isEqualTo(new WriteDone("ok-4"));
+        assertThat(outcomes.get("stalled")).isEqualTo(new WriteFailed("stalled", StatusCode.IN_PROGRESS,
+                "RDMA transfer timed out after 30s"));
+        assertThat(outcomes.get("failing")).isEqualTo(new WriteFailed("failing", StatusCode.ERR_RDMA_OP, "link down"));
+        assertThat(((WriteFailed) outcomes.get("bad-event")).code()).isEqualTo(StatusCode.ERR_GPU_OP);
+    }
+
+    @Test
+    void aLayerEventErrorBecomesWriteFailedWithErrGpuOp() {
+        TransferSession session = session(SimulatedXgmiEngine.builder());
+
+        pipeline().build().write(request("r", session, layer -> layer == 1
+                        ? SimulatedLayerEvent.failsAfter(clock, Duration.ofMillis(2), "hipErrorIllegalAddress")
+                        : SimulatedLayerEvent.ready()))
+                .subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(outcomes.get("r")).isEqualTo(new WriteFailed("r", StatusCode.ERR_GPU_OP,
+                "layer 1's event failed: hipErrorIllegalAddress"));
+    }
+
+    @Test
+    void aTimedOutRequestDoesNotDelayAnothersSignal() {
+        TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        WritePipeline pipeline = pipeline().build();
+
+        pipeline.write(request("stalled", session)).subscribe(this::record);
+        pipeline.write(request("quick", session)).subscribe(this::record);
+        clock.advanceTimeBy(TIMEOUT.plusSeconds(1));
+
+        assertThat(outcomes.get("quick")).isInstanceOf(WriteDone.class);
+        assertThat(outcomeAt.get("quick")).isLessThan(100);
+        assertThat(outcomes.get("stalled")).isInstanceOf(WriteFailed.class);
+        assertThat(outcomeAt.get("stalled")).isEqualTo(TIMEOUT.toMillis());
+    }
+
+    @Test
+    void withMaxInFlightOneRequestsRunOneAfterAnotherAsVllmsWriteWorker() {
+        TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        WritePipeline serial = pipeline().maxInFlight(1).build();
+
+        serial.write(request("stalled", session)).subscribe(this::record);
+        serial.write(request("queued", session)).subscribe(this::record);
+        clock.advanceTimeBy(TIMEOUT.plusSeconds(1));
+
+        assertThat(outcomes.get("queued")).isInstanceOf(WriteDone.class);
+        assertThat(outcomeAt.get("queued")).isGreaterThanOrEqualTo(TIMEOUT.toMillis());
+    }
+
+    @Test
+    void maxInFlightBoundsTheRequestsRunningAtOnce() {
+        TransferSession session = session(SimulatedXgmiEngine.builder());
+        WritePipeline pipeline = pipeline().maxInFlight(2).build();
+        AtomicInteger running = new AtomicInteger();
+        AtomicInteger mostRunning = new AtomicInteger();
+        List<WriteRequest> requests = Flux.range(0, 5).map(i -> {
+            WriteRequest r = request("r" + i, session);
+            return new WriteRequest(r.transferId(), session, r.layers()
+                    .doOnSubscribe(s -> mostRunning.accumulateAndGet(running.incrementAndGet(), Math::max)));
+        }).collectList().block();
+
+        for (WriteRequest r : requests) {
+            pipeline.write(r).doOnNext(o -> running.decrementAndGet()).subscribe(this::record);
+        }
+        assertThat(pipeline.requestsInFlight()).isEqualTo(2);
+        assertThat(pipeline.requestsQueued()).isEqualTo(3);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(outcomes).hasSize(5).allSatisfy((id, o) -> assertThat(o).isInstanceOf(WriteDone.class));
+        assertThat(mostRunning).hasValue(2);
+        assertThat(pipeline.requestsInFlight()).isZero();
+    }
+
+    @Test
+    void cancellingARunningRequestGivesItsPlaceToTheNext() {
+        TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        WritePipeline serial = pipeline().maxInFlight(1).build();
+
+        reactor.core.Disposable stalled = serial.write(request("stalled", session)).subscribe(this::record);
+        serial.write(request("next", session)).subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+        assertThat(outcomes).isEmpty();
+        stalled.dispose();
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(outcomes).containsOnlyKeys("next");
+        assertThat(outcomeAt.get("next")).isLessThan(2_100);
+        assertThat(serial.requestsInFlight()).isZero();
+    }
+
+    @Test
+    void theOutcomeComesWithinTheTransferTimeoutPlusOneSliceOfSealing() {
+        TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.stall(1)));
+        WriteRequest base = request("late-seal", session);
+        Duration sealAt = Duration.ofSeconds(5);
+        WriteRequest request = new WriteRequest("late-seal", session,
+                base.layers().concatWith(Mono.delay(sealAt, clock).then(Mono.empty())));
+
+        pipeline().build().write(request).subscribe(this::record);
+        clock.advanceTimeBy(sealAt.plus(TIMEOUT).plusSeconds(5));
+
+        assertThat(outcomes.get("late-seal")).isInstanceOf(WriteFailed.class);
+        assertThat(outcomeAt.get("late-seal"))
+                .isBetween(sealAt.plus(TIMEOUT).toMillis(), sealAt.plus(TIMEOUT).plusMillis(10).toMillis());
+    }
+
+    @Test
+    void theOutcomeIsAlsoAVavrEither() {
+        TransferSession session = session(SimulatedXgmiEngine.builder());
+        Map<String, Object> eithers = new ConcurrentHashMap<>();
+
+        pipeline().build().writeEither(request("r", session)).subscribe(e -> eithers.put("r", e));
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(eithers.get("r")).isEqualTo(io.vavr.control.Either.right(new WriteDone("r")));
+        assertThat(new WriteFailed("x", StatusCode.ERR_GPU_OP, "y").toEither().isLeft()).isTrue();
+    }
+}
