@@ -86,20 +86,14 @@ public final class BenchReport {
                     secs(r.ttftPercentile(50)), secs(r.ttftPercentile(90)), secs(r.ttftPercentile(99))));
         }
         page.append("</table>\n");
-        double xMax = transferTimeoutSeconds * 1.1;
-        for (BenchRow row : rows) {
-            double[] t = row.load().ttfts();
-            if (t.length > 0) {
-                xMax = Math.max(xMax, t[t.length - 1] * 1.05);
-            }
-        }
         Map<Policy, List<BenchRow>> byPolicy = new LinkedHashMap<>();
         for (BenchRow row : rows) {
             byPolicy.computeIfAbsent(row.policy(), p -> new ArrayList<>()).add(row);
         }
         for (Map.Entry<Policy, List<BenchRow>> entry : byPolicy.entrySet()) {
             page.append("<h2>").append(entry.getKey().wireName()).append(": client TTFT distribution</h2>\n")
-                    .append(cdf(entry.getValue(), xMax, transferTimeoutSeconds));
+                    .append(cdf(entry.getValue(), axisEnd(entry.getValue(), transferTimeoutSeconds),
+                            transferTimeoutSeconds));
             for (BenchRow row : entry.getValue()) {
                 List<String> errors = row.load().sampleErrors(3);
                 if (!errors.isEmpty()) {
@@ -111,8 +105,20 @@ public final class BenchReport {
         }
         page.append("<p class=\"note\">Each curve is the share of all sent requests (y) whose first token came")
                 .append(" within x seconds; requests that failed or never finished never reach the curve, so it")
-                .append(" stops below 1. The dashed line is the transfer timeout.</p>\n</body></html>\n");
+                .append(" stops below 1. The dashed line is the transfer timeout; each plot has its own time axis.</p>\n</body></html>\n");
         return page.toString();
+    }
+
+    /** The x axis of a policy's plot: past its slowest first token and past the transfer timeout. */
+    private static double axisEnd(List<BenchRow> rows, double timeout) {
+        double end = timeout * 1.1;
+        for (BenchRow row : rows) {
+            double[] t = row.load().ttfts();
+            if (t.length > 0) {
+                end = Math.max(end, t[t.length - 1] * 1.05);
+            }
+        }
+        return end;
     }
 
     /** An empirical CDF per row, over all sent requests, as an SVG. */
