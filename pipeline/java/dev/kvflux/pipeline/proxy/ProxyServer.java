@@ -30,7 +30,9 @@ import reactor.netty.resources.ConnectionProvider;
  *   <li>{@code POST /v1/completions}: gives the request a transfer id, sends it to a prefill instance
  *       with {@code max_tokens=1} and to a decode instance at the same time, each with
  *       {@code kv_transfer_params} naming the other's notify address, and streams decode's answer back
- *       (status, content type and body as decode sent them). The prefill answer is read and dropped.
+ *       (status, content type and body as decode sent them). Prefill's answer is dropped, unless it is
+ *       an error or prefill cannot be reached: then decode's request is cancelled and the client gets
+ *       502 at once, since the KV will never come.
  *       503 when no instance of a role is live; 400 for a body that is not a JSON object.</li>
  *   <li>{@code POST /register}: an instance's ping, {@code {"role", "http", "notify"}} with
  *       {@code host:port} addresses.</li>
@@ -115,6 +117,13 @@ public final class ProxyServer implements AutoCloseable {
         connections.dispose();
     }
 
+    /** Prefill could not be reached or answered with an error, so the request's KV will never come. */
+    private static final class PrefillFailedException extends RuntimeException {
+        PrefillFailedException(Instance prefill, String what) {
+            super("prefill instance " + prefill.baseUrl() + " failed: " + what, null, false, false);
+        }
+    }
+
     private record Handlers(InstanceRegistry registry, HttpClient client) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
@@ -146,15 +155,19 @@ public final class ProxyServer implements AutoCloseable {
             ObjectNode toDecode = new KvTransferParams(transferId, Role.PREFILL, prefill.get().notifyAddress())
                     .into(json.deepCopy());
 
-            post(prefill.get(), toPrefill)
+            // Prefill's answer only matters when it is an error: then the KV will never come, and decode's
+            // request is cancelled at once instead of waiting for its receive deadline.
+            Mono<Void> prefillFailed = post(prefill.get(), toPrefill)
                     .responseSingle((status, content) -> content.asString().defaultIfEmpty("")
-                            .map(text -> status.status().code() + " " + text))
-                    .subscribe(answer -> LOG.debug("prefill answered {} for {}", answer, transferId),
-                            error -> LOG.warn("prefill {} failed for {}: {}", prefill.get().baseUrl(), transferId,
-                                    error.toString()));
+                            .flatMap(text -> status.status().code() == 200
+                                    ? Mono.<Void>never()
+                                    : Mono.<Void>error(new PrefillFailedException(prefill.get(),
+                                            status.status().code() + " " + text))))
+                    .onErrorMap(e -> !(e instanceof PrefillFailedException),
+                            e -> new PrefillFailedException(prefill.get(), e.toString()));
 
             response.header("x-kvflux-transfer-id", transferId);
-            return post(decode.get(), toDecode)
+            Mono<Void> decoded = post(decode.get(), toDecode)
                     .response((status, content) -> {
                         response.status(status.status());
                         String type = status.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE);
@@ -163,12 +176,22 @@ public final class ProxyServer implements AutoCloseable {
                         }
                         return response.send(content.retain(), buf -> true).then();
                     })
-                    .then()
-                    .onErrorResume(error -> response.hasSentHeaders()
-                            ? Mono.error(error)
-                            : Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
-                                    "decode_unreachable", "decode instance " + decode.get().baseUrl()
-                                            + " did not answer: " + error.getMessage())));
+                    .then();
+            return Mono.firstWithSignal(decoded, prefillFailed)
+                    .onErrorResume(error -> {
+                        if (error instanceof PrefillFailedException) {
+                            LOG.warn("transfer {}: {}", transferId, error.getMessage());
+                        }
+                        if (response.hasSentHeaders()) {
+                            return Mono.error(error);
+                        }
+                        return error instanceof PrefillFailedException
+                                ? Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
+                                        "prefill_failed", error.getMessage()))
+                                : Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
+                                        "decode_unreachable", "decode instance " + decode.get().baseUrl()
+                                                + " did not answer: " + error.getMessage()));
+                    });
         }
 
         private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body) {

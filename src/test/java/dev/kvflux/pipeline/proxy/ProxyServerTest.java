@@ -87,6 +87,26 @@ class ProxyServerTest {
     }
 
     @Test
+    void proxyFailsTheRequestAtOnceWhenPrefillCannotBeReached() throws java.io.IOException {
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()))
+                .bindNow();
+        int closedPort;
+        try (var probe = new java.net.ServerSocket(0)) {
+            closedPort = probe.getLocalPort();
+        }
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(new Instance(Role.PREFILL, new InetSocketAddress("127.0.0.1", closedPort),
+                new InetSocketAddress("127.0.0.1", 7001)));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(answer).startsWith("502 ").contains("prefill_failed").contains(":" + closedPort);
+    }
+
+    @Test
     void proxyAnswers503WhenNoDecodeIsRegistered() {
         prefill = recording(toPrefill, Flux.just("{}"));
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
