@@ -176,14 +176,15 @@ public final class PrefillServer implements AutoCloseable {
                                     "invalid_request_error", "bad_request", e.getMessage()));
                         }
                         stats.requests.increment();
-                        return loop.submit(parsed.promptTokens(), stepLength -> startWrite(parsed, stepLength))
+                        return loop.submit(parsed.promptTokens(),
+                                        (startsIn, length) -> startWrite(parsed, startsIn, length))
                                 .then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
                                         firstToken(parsed)))));
                     });
         }
 
-        /** Called when the prompt's last prefill step starts: its layers finish across the step. */
-        private void startWrite(CompletionRequest request, Duration stepLength) {
+        /** Called when the prompt's last prefill step is queued: its layers finish across the step. */
+        private void startWrite(CompletionRequest request, Duration startsIn, Duration stepLength) {
             String id = request.params().transferId();
             InetSocketAddress decode = request.params().remoteNotify();
             List<Long> localBlocks = cache.allocate(model.blocksFor(request.promptTokens()));
@@ -191,7 +192,7 @@ public final class PrefillServer implements AutoCloseable {
             SimulatedLayerEvent[] events = new SimulatedLayerEvent[layers];
             for (int l = 0; l < layers; l++) {
                 events[l] = SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
-                        stepLength.multipliedBy(l + 1).dividedBy(layers));
+                        startsIn.plus(stepLength.multipliedBy(l + 1).dividedBy(layers)));
             }
             Flux<LayerWrite> layerWrites = board.blocks(id)
                     .timeout(DEFER_TIMEOUT, Mono.error(() -> new IllegalStateException("decode's block list for "
