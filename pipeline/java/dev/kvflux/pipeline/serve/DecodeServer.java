@@ -39,7 +39,7 @@ import reactor.netty.http.server.HttpServerResponse;
  * <p>When prefill reports {@code write_failed}, the request fails with 503 and an OpenAI-style error
  * naming prefill's code and reason; when the receive deadline passes first, with 504. Without a receive
  * deadline (vLLM's behaviour before kvflux) a request whose notice never comes waits until its client
- * gives up. {@code GET /health} answers 200.
+ * gives up. {@code GET /health} answers 200; {@code GET /metrics} gives the notify channel's counters.
  */
 public final class DecodeServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeServer.class);
@@ -82,7 +82,9 @@ public final class DecodeServer implements AutoCloseable {
         try {
             DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
                     .route(routes -> routes.post("/v1/completions", handler::completions)
-                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}"))))
+                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
+                            .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
+                                    HttpJson.MAPPER.valueToTree(metrics.snapshot()))))
                     .bindNow();
             DecodeServer server = new DecodeServer(http, notify, client, expected, where.host());
             LOG.info("decode listening: http {}, notify {}, model {}, receive deadline {}",

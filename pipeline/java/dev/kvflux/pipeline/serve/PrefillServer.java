@@ -44,6 +44,7 @@ import reactor.netty.http.server.HttpServerResponse;
  * {@code remote_blocks}) go through the {@link WritePipeline} on the simulated xGMI engine. The HTTP
  * answer (one token) comes when prefill ends; the WRITE's outcome goes to decode's notify address as
  * {@code write_done}, or as {@code write_failed} when the {@link Policy} sends failure notices.
+ * {@code GET /metrics} gives the write counters and the notify channel's.
  */
 public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
@@ -104,7 +105,9 @@ public final class PrefillServer implements AutoCloseable {
         try {
             DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
                     .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
-                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}"))))
+                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
+                            .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
+                                    metricsJson(stats, metrics))))
                     .bindNow();
             PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, where.host());
             LOG.info("prefill listening: http {}, notify {}, policy {}, transfer timeout {} ms, copy path {}, model {}",
@@ -119,6 +122,15 @@ public final class PrefillServer implements AutoCloseable {
             throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
                     + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
         }
+    }
+
+    private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics) {
+        ObjectNode json = HttpJson.MAPPER.createObjectNode();
+        json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
+                .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
+                .put("failures_not_notified", stats.failuresNotNotified());
+        json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
+        return json;
     }
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */

@@ -18,16 +18,21 @@ class ServingStackTest {
     private static final ServingModel SMALL = new ServingModel("small", 1_000_000, 4096, 4, Duration.ofMillis(5), 16, 64);
 
     private static LoadResult serve(Policy policy, SimulatedXgmiEngine engine, int prompts) {
+        return serve(policy, engine, prompts, Duration.ofSeconds(5));
+    }
+
+    private static LoadResult serve(Policy policy, SimulatedXgmiEngine engine, int prompts, Duration requestTimeout) {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         try (engine;
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL, Duration.ofSeconds(3));
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL,
+                     policy.decodeDeadline() ? Duration.ofSeconds(3) : null);
              PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), SMALL, policy, engine,
-                     Duration.ofSeconds(1), Duration.ofSeconds(3));
+                     Duration.ofMillis(300), Duration.ofSeconds(3));
              ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
             registry.ping(decode.instance());
             registry.ping(prefill.instance());
             return new LoadGenerator("http://127.0.0.1:" + proxy.address().getPort(), prompts, 2, 64, 3,
-                    Duration.ofSeconds(5)).run(progress -> { });
+                    requestTimeout).run(progress -> { });
         }
     }
 
@@ -53,5 +58,16 @@ class ServingStackTest {
         assertThat(result.sampleErrors(1)).singleElement().asString()
                 .startsWith("503 prefill reported write_failed")
                 .contains("StatusCode.ERR_GPU_OP").contains("injected copy failure");
+    }
+
+    @Test
+    void legacyPolicyLeavesAFailedTransfersRequestUnfinished() {
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
+                .fault(Fault.fail(3, Duration.ofMillis(1), StatusCode.ERR_GPU_OP, "injected copy failure")).build();
+
+        LoadResult result = serve(Policy.LEGACY, engine, 1, Duration.ofMillis(1500));
+
+        assertThat(result.neverFinished()).isEqualTo(1);
+        assertThat(result.failed()).isZero();
     }
 }
