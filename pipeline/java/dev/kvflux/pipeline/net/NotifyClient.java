@@ -65,7 +65,8 @@ public final class NotifyClient implements AutoCloseable {
      *
      * @return a {@code Mono} that emits {@code true} once the peer acknowledged the message, or
      *     {@code false} when {@code within} (counted from subscription) passed first; then the message is
-     *     counted as undeliverable and logged. It never errors.
+     *     counted as undeliverable and logged. It errors only with an {@link IllegalArgumentException}
+     *     when the message is larger than the frame limit, which no retry could fix.
      */
     public Mono<Boolean> send(InetSocketAddress to, NotifyMessage message, Duration within) {
         Objects.requireNonNull(to, "to");
