@@ -34,8 +34,8 @@ public final class ReproCommand implements Callable<Integer> {
     ConfigOptions configOptions;
 
     @Option(names = "--wait", split = ",", paramLabel = "STRATEGY",
-            description = "Strategies to time, in order, comma separated: native, sliced-native, reactive"
-                    + " (default: native,reactive).")
+            description = "Strategies to time, in order, comma separated: native, sliced-native, reactive,"
+                    + " reactive-push (default: native,reactive).")
     List<String> waits;
 
     @Option(names = "--requests", paramLabel = "N",
@@ -51,7 +51,7 @@ public final class ReproCommand implements Callable<Integer> {
     Duration slice;
 
     @Option(names = "--backend", paramLabel = "NAME",
-            description = "Where to run: sim-xgmi (default: engine.backend).")
+            description = "Where to run: sim-xgmi, cuda or hip (default: engine.backend).")
     String backend;
 
     @Option(names = "--json", description = "Print one JSON document on stdout instead of the table.")

@@ -1,6 +1,8 @@
 package dev.kvflux.pipeline.repro;
 
+import dev.kvflux.bindings.gpu.GpuPlatform;
 import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.gpu.GpuBackend;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -12,6 +14,8 @@ public final class ReproBackends {
 
     static {
         BACKENDS.put("sim-xgmi", SimXgmiBackend::new);
+        BACKENDS.put("cuda", config -> new GpuBackend(GpuPlatform.CUDA, config));
+        BACKENDS.put("hip", config -> new GpuBackend(GpuPlatform.HIP, config));
     }
 
     private ReproBackends() {

@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.repro;
 
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.NativeWait;
+import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.SlicedNativeWait;
 import dev.kvflux.operators.WaitStrategy;
 import java.util.LinkedHashMap;
@@ -33,6 +34,7 @@ public final class ReproStrategies {
         add("native", 2, (t, s) -> NativeWait.of(t.engine(), s.transferTimeout()));
         add("sliced-native", 100, (t, s) -> SlicedNativeWait.failFast(t.engine(), s.transferTimeout()).slice(s.slice()));
         add("reactive", 100, (t, s) -> CompletionWait.failFast(s.transferTimeout()).slice(s.slice()));
+        add("reactive-push", 100, (t, s) -> PushWait.of(s.transferTimeout()));
     }
 
     private ReproStrategies() {

@@ -1,0 +1,43 @@
+package dev.kvflux.bindings.gpu;
+
+import dev.kvflux.bindings.BatchPlan;
+import java.util.Arrays;
+import java.util.Comparator;
+
+/**
+ * The copies a batch becomes, as MoRI's xGMI backend plans them: blocks sorted by remote offset, and
+ * neighbours that are contiguous on both sides merged into one copy. The seed's geometry (every other
+ * 32 KiB block) merges nothing: 128 blocks stay 128 copies.
+ */
+record CopyPlan(long[] localOffsets, long[] remoteOffsets, long[] sizes) {
+
+    static CopyPlan of(BatchPlan plan) {
+        int n = plan.blocks();
+        Integer[] order = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            order[i] = i;
+        }
+        Arrays.sort(order, Comparator.comparingLong(plan::remoteOffset));
+        long[] local = new long[n];
+        long[] remote = new long[n];
+        long[] sizes = new long[n];
+        int copies = 0;
+        for (int k = 0; k < n; k++) {
+            int b = order[k];
+            if (copies > 0 && local[copies - 1] + sizes[copies - 1] == plan.localOffset(b)
+                    && remote[copies - 1] + sizes[copies - 1] == plan.remoteOffset(b)) {
+                sizes[copies - 1] += plan.size(b);
+            } else {
+                local[copies] = plan.localOffset(b);
+                remote[copies] = plan.remoteOffset(b);
+                sizes[copies] = plan.size(b);
+                copies++;
+            }
+        }
+        return new CopyPlan(Arrays.copyOf(local, copies), Arrays.copyOf(remote, copies), Arrays.copyOf(sizes, copies));
+    }
+
+    int copies() {
+        return sizes.length;
+    }
+}

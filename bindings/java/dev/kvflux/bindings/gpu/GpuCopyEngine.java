@@ -1,0 +1,337 @@
+package dev.kvflux.bindings.gpu;
+
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A transfer engine over the HIP or CUDA runtime with MoRI xGMI's design. The destination registers its
+ * buffer and sends its {@link GpuMemoryDescriptor} (with the IPC handle); the source registers that as a
+ * remote region and opens the handle with lazy peer access. Each batch posts its block copies on a stream
+ * from a pool and records one event from a pool (timing disabled); its status completes when a query of
+ * that event says so, and only then. {@link #waitAll} is MoRI's bounded wait: poll once, sleep to the
+ * deadline, poll again.
+ *
+ * <p>On top of MoRI's model, a batch may be posted with push completion: a host function behind the
+ * batch's event completes the status's {@link PushedStatus#pushed()} publisher, with no polling.
+ *
+ * <p>Thread-safe. Posting never blocks on the copies.
+ */
+public final class GpuCopyEngine implements TransferEngine {
+
+    /** Pool sizes: MoRI's xGMI backend defaults to 64 streams and 64 events per device. */
+    public record Config(int streams, int events) {
+        public static final Config DEFAULT = new Config(64, 64);
+
+        public Config {
+            if (streams < 1 || events < 0) {
+                throw new IllegalArgumentException("a GPU copy engine needs at least one stream and no negative"
+                        + " event count, got " + streams + " streams and " + events + " events");
+            }
+        }
+    }
+
+    /**
+     * How one batch is posted: wait on the GPU for {@code after} (a layer's event) before copying; record
+     * {@code copyStart} / {@code copyEnd} (timing events the caller owns) around the copies; complete the
+     * status by a host function ({@code push}). Any may be null / false.
+     */
+    public record WriteOptions(GpuEvent after, GpuEvent copyStart, GpuEvent copyEnd, boolean push) {
+        public static final WriteOptions NONE = new WriteOptions(null, null, null, false);
+    }
+
+    private final GpuRuntime runtime;
+    private final String key;
+    private final int device;
+    private final GpuStream[] streams;
+    private final AtomicLong nextStream = new AtomicLong();
+    private final Queue<GpuEvent> events = new ConcurrentLinkedQueue<>();
+    private final List<GpuEvent> allEvents = new ArrayList<>();
+    private final AtomicInteger nextRegion = new AtomicInteger();
+    private final AtomicLong nextUid = new AtomicLong();
+    private final Map<Integer, Local> locals = new ConcurrentHashMap<>();
+    private final Map<String, GpuMemoryDescriptor> remotes = new ConcurrentHashMap<>();
+    private final Map<String, PeerBuffer> opened = new ConcurrentHashMap<>();
+    private final MoriWaitAll waitAll = new MoriWaitAll(MoriWaitAll.Clock.SYSTEM);
+
+    private record Local(DeviceBuffer buffer, GpuMemoryDescriptor descriptor) {
+    }
+
+    private GpuCopyEngine(GpuRuntime runtime, String key, int device, Config config) {
+        this.runtime = runtime;
+        this.key = key;
+        this.device = device;
+        this.streams = new GpuStream[config.streams()];
+        try {
+            for (int i = 0; i < streams.length; i++) {
+                streams[i] = runtime.createStream(device);
+            }
+            for (int i = 0; i < config.events(); i++) {
+                events.add(newEvent());
+            }
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /** An engine named {@code key} copying from {@code device}, with MoRI's default pools. */
+    public static GpuCopyEngine open(GpuRuntime runtime, String key, int device) {
+        return open(runtime, key, device, Config.DEFAULT);
+    }
+
+    /** An engine named {@code key} copying from {@code device}. */
+    public static GpuCopyEngine open(GpuRuntime runtime, String key, int device, Config config) {
+        Objects.requireNonNull(runtime, "runtime");
+        Objects.requireNonNull(key, "key");
+        Objects.requireNonNull(config, "config");
+        return new GpuCopyEngine(runtime, key, device, config);
+    }
+
+    @Override
+    public String backend() {
+        return runtime.platform().prefix();
+    }
+
+    public String key() {
+        return key;
+    }
+
+    public int device() {
+        return device;
+    }
+
+    public GpuRuntime runtime() {
+        return runtime;
+    }
+
+    /**
+     * Allocates {@code size} zeroed bytes on this engine's device and exports them for IPC.
+     *
+     * @throws IllegalArgumentException if {@code device} is not this engine's device
+     */
+    @Override
+    public MemoryRegion registerMemory(long size, int device) {
+        if (device != this.device) {
+            throw new IllegalArgumentException("this GPU copy engine works on device " + this.device
+                    + ", not " + device + "; open one engine per device");
+        }
+        DeviceBuffer buffer = runtime.allocate(device, size);
+        try {
+            int id = nextRegion.getAndIncrement();
+            GpuMemoryDescriptor descriptor = new GpuMemoryDescriptor(key, id, device, buffer.address(), size,
+                    runtime.exportIpc(buffer));
+            locals.put(id, new Local(buffer, descriptor));
+            return new MemoryRegion(key, id, size, device);
+        } catch (RuntimeException e) {
+            buffer.close();
+            throw e;
+        }
+    }
+
+    /** The device buffer behind a region this engine registered (to fill it, or read it back). */
+    public DeviceBuffer buffer(MemoryRegion local) {
+        return local(local).buffer();
+    }
+
+    /** The descriptor to send to the peer for a region this engine registered. */
+    public GpuMemoryDescriptor describe(MemoryRegion local) {
+        return local(local).descriptor();
+    }
+
+    /** Registers a region the peer described; its IPC handle is opened when a session first needs it. */
+    public MemoryRegion registerRemote(GpuMemoryDescriptor remote) {
+        remotes.put(remoteKey(remote.engineKey(), remote.id()), remote);
+        return new MemoryRegion(remote.engineKey(), remote.id(), remote.size(), remote.device());
+    }
+
+    @Override
+    public GpuSession createSession(MemoryRegion local, MemoryRegion remote) {
+        Local mine = local(local);
+        String remoteKey = remoteKey(remote.engineKey(), remote.id());
+        GpuMemoryDescriptor theirs = remotes.get(remoteKey);
+        if (theirs == null) {
+            throw new IllegalArgumentException("remote region " + remote.id() + " of engine " + remote.engineKey()
+                    + " is not registered; call registerRemote with the peer's descriptor first");
+        }
+        PeerBuffer mapped = opened.computeIfAbsent(remoteKey,
+                k -> runtime.openIpc(theirs.ipcHandle(), device, theirs.size()));
+        return new GpuSession(local, remote, mine.buffer().address(), mapped.address());
+    }
+
+    @Override
+    public StatusCode waitAll(List<? extends TransferStatus> statuses, long timeoutMs) {
+        return waitAll.waitAll(statuses, timeoutMs);
+    }
+
+    /** Events in the completion pool now (idle ones; in-flight batches hold the rest). */
+    public int idleEvents() {
+        return events.size();
+    }
+
+    @Override
+    public void close() {
+        RuntimeException first = null;
+        List<AutoCloseable> all = new ArrayList<>();
+        all.addAll(opened.values());
+        locals.values().forEach(l -> all.add(l.buffer()));
+        synchronized (allEvents) {
+            all.addAll(allEvents);
+        }
+        for (GpuStream s : streams) {
+            if (s != null) {
+                all.add(s);
+            }
+        }
+        for (AutoCloseable c : all) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                if (first == null) {
+                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
+                }
+            }
+        }
+        opened.clear();
+        locals.clear();
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    private Local local(MemoryRegion region) {
+        Local l = region.engineKey().equals(key) ? locals.get(region.id()) : null;
+        if (l == null) {
+            throw new IllegalArgumentException("region " + region.id() + " of engine " + region.engineKey()
+                    + " was not registered with engine " + key);
+        }
+        return l;
+    }
+
+    private static String remoteKey(String engine, int id) {
+        return engine + "#" + id;
+    }
+
+    private GpuEvent newEvent() {
+        GpuEvent e = runtime.createEvent(device, false);
+        synchronized (allEvents) {
+            allEvents.add(e);
+        }
+        return e;
+    }
+
+    private GpuEvent acquireEvent() {
+        GpuEvent e = events.poll();
+        return e != null ? e : newEvent();
+    }
+
+    private void releaseEvent(LayerEvent e) {
+        events.add((GpuEvent) e);
+    }
+
+    /** One local × remote pair: posts batches as MoRI's {@code IOEngineSession} does. */
+    public final class GpuSession implements TransferSession {
+        private final MemoryRegion local;
+        private final MemoryRegion remote;
+        private final long localBase;
+        private final long remoteBase;
+
+        GpuSession(MemoryRegion local, MemoryRegion remote, long localBase, long remoteBase) {
+            this.local = local;
+            this.remote = remote;
+            this.localBase = localBase;
+            this.remoteBase = remoteBase;
+        }
+
+        @Override
+        public long allocateTransferUid() {
+            return nextUid.getAndIncrement();
+        }
+
+        @Override
+        public PushedStatus batchWrite(BatchPlan plan, long transferUid) {
+            return write(plan, transferUid, WriteOptions.NONE);
+        }
+
+        @Override
+        public PushedStatus batchRead(BatchPlan plan, long transferUid) {
+            return post(plan, transferUid, WriteOptions.NONE, false);
+        }
+
+        /** {@link #batchWrite} with the options: a layer event to wait for, timing events, push. */
+        public PushedStatus write(BatchPlan plan, long transferUid, WriteOptions options) {
+            return post(plan, transferUid, options, true);
+        }
+
+        @Override
+        public MemoryRegion local() {
+            return local;
+        }
+
+        @Override
+        public MemoryRegion remote() {
+            return remote;
+        }
+
+        private PushedStatus post(BatchPlan plan, long transferUid, WriteOptions options, boolean write) {
+            Objects.requireNonNull(options, "options");
+            plan.checkWithin(local.size(), remote.size());
+            CopyPlan copies = CopyPlan.of(plan);
+            GpuTransferStatus status = new GpuTransferStatus(transferUid);
+            GpuEvent done = null;
+            try {
+                runtime.setDevice(device);
+                done = acquireEvent();
+                GpuStream stream = streams[(int) (nextStream.getAndIncrement() % streams.length)];
+                synchronized (stream) {
+                    if (options.after() != null) {
+                        stream.waitEvent(options.after());
+                    }
+                    if (options.copyStart() != null) {
+                        options.copyStart().record(stream);
+                    }
+                    long[] lo = copies.localOffsets();
+                    long[] ro = copies.remoteOffsets();
+                    long[] sz = copies.sizes();
+                    for (int i = 0; i < sz.length; i++) {
+                        if (write) {
+                            stream.copyAsync(remoteBase + ro[i], localBase + lo[i], sz[i]);
+                        } else {
+                            stream.copyAsync(localBase + lo[i], remoteBase + ro[i], sz[i]);
+                        }
+                    }
+                    if (options.copyEnd() != null) {
+                        options.copyEnd().record(stream);
+                    }
+                    done.record(stream);
+                    status.posted(done, GpuCopyEngine.this::releaseEvent, done::synchronize);
+                    done = null;
+                    if (options.push()) {
+                        stream.launchHostFunction(status::onPushed);
+                    }
+                }
+            } catch (RuntimeException failed) {
+                if (done != null) {
+                    releaseEvent(done);
+                }
+                status.fail(StatusCode.ERR_GPU_OP, failed.getMessage());
+            }
+            status.code();
+            return status;
+        }
+    }
+}

@@ -1,0 +1,138 @@
+package dev.kvflux.bindings.gpu;
+
+import dev.kvflux.bindings.EventState;
+import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.StatusCode;
+import java.util.function.Consumer;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * The status of one batch posted by {@link GpuCopyEngine}: IN_PROGRESS once posted; a query of the
+ * batch's completion event moves it to SUCCESS (or ERR_GPU_OP with the runtime's error), exactly as MoRI's
+ * xGMI status does, and nothing else completes it unless the batch was posted with push completion, in
+ * which case a host function behind the batch completes it and emits on {@link #pushed()}.
+ *
+ * <p>Thread-safe: queries, the push and the blocking wait may race; the event goes back to its pool once.
+ */
+final class GpuTransferStatus implements PushedStatus, MoriWaitAll.Blocking {
+    private final long transferUid;
+    private final Sinks.One<StatusCode> pushed = Sinks.one();
+    private LayerEvent event;
+    private Consumer<LayerEvent> release;
+    private Runnable blockingWait;
+    private volatile StatusCode code = StatusCode.INIT;
+    private volatile String message = "";
+
+    GpuTransferStatus(long transferUid) {
+        this.transferUid = transferUid;
+    }
+
+    long transferUid() {
+        return transferUid;
+    }
+
+    /** Arms the status once the batch is posted: {@code event} completes it, then goes to {@code release}. */
+    synchronized void posted(LayerEvent event, Consumer<LayerEvent> release, Runnable blockingWait) {
+        this.event = event;
+        this.release = release;
+        this.blockingWait = blockingWait;
+        code = StatusCode.IN_PROGRESS;
+    }
+
+    /** Fails the status (posting failed, or its work did). Failure is sticky, as in MoRI. */
+    void fail(StatusCode failure, String why) {
+        boolean failed;
+        synchronized (this) {
+            failed = !code.isTerminal();
+            if (failed) {
+                finish(failure, why);
+            }
+        }
+        if (failed) {
+            pushed.tryEmitValue(failure);
+        }
+    }
+
+    @Override
+    public StatusCode code() {
+        StatusCode now = code;
+        if (now != StatusCode.IN_PROGRESS) {
+            return now;
+        }
+        synchronized (this) {
+            if (code != StatusCode.IN_PROGRESS) {
+                return code;
+            }
+            try {
+                if (event.query() != EventState.READY) {
+                    return StatusCode.IN_PROGRESS;
+                }
+                finish(StatusCode.SUCCESS, "");
+            } catch (RuntimeException failed) {
+                finish(StatusCode.ERR_GPU_OP, failed.getMessage());
+            }
+            now = code;
+        }
+        // Emitted outside the lock: subscribers may query other statuses.
+        pushed.tryEmitValue(now);
+        return now;
+    }
+
+    @Override
+    public String message() {
+        return message;
+    }
+
+    @Override
+    public Mono<StatusCode> pushed() {
+        return pushed.asMono();
+    }
+
+    /**
+     * The host function behind the batch ran: the stream has passed the batch's event, so one query
+     * settles the status. Runs on the host-function thread, never inside the runtime's callback.
+     */
+    void onPushed() {
+        StatusCode now = code();
+        for (int i = 0; i < 1000 && now == StatusCode.IN_PROGRESS; i++) {
+            Thread.onSpinWait();
+            now = code();
+        }
+        if (now == StatusCode.IN_PROGRESS) {
+            awaitTerminal();
+        }
+    }
+
+    @Override
+    public void awaitTerminal() {
+        Runnable wait;
+        synchronized (this) {
+            wait = code == StatusCode.IN_PROGRESS ? blockingWait : null;
+        }
+        if (wait != null) {
+            try {
+                wait.run();
+            } catch (RuntimeException failed) {
+                fail(StatusCode.ERR_GPU_OP, failed.getMessage());
+            }
+            code();
+        }
+    }
+
+    private void finish(StatusCode terminal, String why) {
+        message = why == null ? "" : why;
+        code = terminal;
+        if (event != null) {
+            LayerEvent done = event;
+            event = null;
+            release.accept(done);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "GpuTransferStatus[uid " + transferUid + ", " + code + "]";
+    }
+}

@@ -1,0 +1,226 @@
+package dev.kvflux.pipeline.gpu;
+
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.gpu.DeviceBuffer;
+import dev.kvflux.bindings.gpu.GpuCopyEngine;
+import dev.kvflux.bindings.gpu.GpuCopyEngine.GpuSession;
+import dev.kvflux.bindings.gpu.GpuCopyEngine.WriteOptions;
+import dev.kvflux.bindings.gpu.GpuEvent;
+import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
+import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.bindings.gpu.GpuStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The prefill side of a two-process GPU pair: it starts the decode child on the decode GPU (same java,
+ * same class path), receives its memory descriptor over loopback TCP, opens it through a
+ * {@link GpuCopyEngine}, and then, request by request, fills each layer's blocks on a compute stream (the
+ * stand-in forward pass), posts the layer's batch behind the layer's event with timing events around its
+ * copies, and after the wait measures the copy time and the detection lag and has decode check the bytes.
+ *
+ * <p>Not thread-safe: one request at a time, from one thread.
+ */
+final class PrefillPair implements AutoCloseable {
+
+    /** What one request measured once its wait ended. */
+    record Measurement(double rawCopyMs, double copyEndAfterWaitStartMs, double lagMs, long mismatchedBytes,
+            int badLayers) {
+    }
+
+    private final GpuRuntime runtime;
+    private final SeedLayout layout;
+    private final int gpu;
+    private final Process child;
+    private final ControlChannel channel;
+    private final GpuCopyEngine engine;
+    private final GpuSession session;
+    private final long base;
+    private final List<AutoCloseable> owned = new ArrayList<>();
+    private final GpuStream compute;
+    private final GpuStream anchor;
+    private final DeviceBuffer forward;
+    private final GpuEvent reference;
+    private final GpuEvent[] layerReady;
+    private final GpuEvent[] copyStart;
+    private final GpuEvent[] copyEnd;
+    private long t0;
+    private boolean closed;
+
+    private PrefillPair(GpuRuntime runtime, SeedLayout layout, int gpu, Process child, ControlChannel channel,
+            GpuMemoryDescriptor remoteDescriptor, long forwardBytes) {
+        this.runtime = runtime;
+        this.layout = layout;
+        this.gpu = gpu;
+        this.child = child;
+        this.channel = channel;
+        this.engine = GpuCopyEngine.open(runtime, "prefill", gpu);
+        MemoryRegion local = engine.registerMemory(layout.bufferBytes(), gpu);
+        MemoryRegion remote = engine.registerRemote(remoteDescriptor);
+        this.session = engine.createSession(local, remote);
+        this.base = engine.buffer(local).address();
+        this.compute = own(runtime.createStream(gpu));
+        this.anchor = own(runtime.createStream(gpu));
+        this.forward = forwardBytes > 0 ? own(runtime.allocate(gpu, forwardBytes)) : null;
+        this.reference = own(runtime.createEvent(gpu, true));
+        this.layerReady = new GpuEvent[layout.layers()];
+        this.copyStart = new GpuEvent[layout.layers()];
+        this.copyEnd = new GpuEvent[layout.layers()];
+        for (int l = 0; l < layout.layers(); l++) {
+            layerReady[l] = own(runtime.createEvent(gpu, false));
+            copyStart[l] = own(runtime.createEvent(gpu, true));
+            copyEnd[l] = own(runtime.createEvent(gpu, true));
+        }
+    }
+
+    /**
+     * Starts the decode child on {@code decodeGpu} and opens its buffer from {@code prefillGpu}.
+     *
+     * @param forwardBytes bytes of scratch the compute stream writes per layer before the layer's fills (0: none)
+     * @param log where the decode child's start is reported
+     */
+    static PrefillPair open(GpuRuntime runtime, SeedLayout layout, int prefillGpu, int decodeGpu, long forwardBytes,
+            java.io.PrintStream log) throws IOException {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            server.setSoTimeout(120_000);
+            Process child = startDecode(runtime, layout, decodeGpu, server.getLocalPort());
+            ControlChannel channel = null;
+            try {
+                channel = new ControlChannel(server.accept());
+                GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
+                log.printf(java.util.Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC"
+                        + " handle%n", child.pid(), remote.size() / 1048576.0, remote.device());
+                return new PrefillPair(runtime, layout, prefillGpu, child, channel, remote, forwardBytes);
+            } catch (IOException | RuntimeException e) {
+                if (channel != null) {
+                    channel.close();
+                }
+                child.destroyForcibly();
+                throw e;
+            }
+        }
+    }
+
+    private static Process startDecode(GpuRuntime runtime, SeedLayout layout, int decodeGpu, int port)
+            throws IOException {
+        String launcher = ProcessHandle.current().info().command()
+                .orElse(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        List<String> command = new ArrayList<>(List.of(launcher, "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path")));
+        if (System.getProperty(GpuRuntime.LIBRARY_PROPERTY) != null) {
+            command.add("-D" + GpuRuntime.LIBRARY_PROPERTY + "=" + System.getProperty(GpuRuntime.LIBRARY_PROPERTY));
+        }
+        command.addAll(List.of(CudaRepro.class.getName(), "--role", "decode", "--port", Integer.toString(port),
+                "--runtime", runtime.platform().prefix(), "--d-gpu", Integer.toString(decodeGpu),
+                "--layers", Integer.toString(layout.layers()),
+                "--blocks", Integer.toString(layout.blocks()),
+                "--block-bytes", Long.toString(layout.blockBytes())));
+        return new ProcessBuilder(command).inheritIO().start();
+    }
+
+    GpuCopyEngine engine() {
+        return engine;
+    }
+
+    GpuSession session() {
+        return session;
+    }
+
+    /** Marks the start of a request on the GPU clock and the host clock. */
+    void startRequest() {
+        runtime.setDevice(gpu);
+        reference.record(anchor);
+        t0 = System.nanoTime();
+    }
+
+    /** The stand-in forward pass of one layer: scratch work, then each block filled, then the layer's event. */
+    void fill(long request, int layer) {
+        runtime.setDevice(gpu);
+        if (forward != null) {
+            compute.memsetAsync(forward.address(), layer & 0xFF, forward.size());
+        }
+        for (int b = 0; b < layout.blocks(); b++) {
+            compute.memsetAsync(base + layout.offset(layer, b), SeedLayout.fill(request, layer, b), layout.blockBytes());
+        }
+        layerReady[layer].record(compute);
+    }
+
+    /** Posts layer {@code layer}'s batch behind its event, with timing events around its copies. */
+    PushedStatus write(int layer, long transferUid, boolean push) {
+        return session.write(layout.layerPlan(layer), transferUid,
+                new WriteOptions(layerReady[layer], copyStart[layer], copyEnd[layer], push));
+    }
+
+    /**
+     * After a request's wait (which ran from {@code waitStart} to {@code waitEnd}, host nanoseconds):
+     * waits for its copies, reads the timing events, and has decode check its bytes.
+     */
+    Measurement finish(long request, long waitStart, long waitEnd) {
+        runtime.setDevice(gpu);
+        double firstStart = Double.MAX_VALUE;
+        double lastEnd = 0;
+        for (int l = 0; l < layout.layers(); l++) {
+            copyEnd[l].synchronize();
+            firstStart = Math.min(firstStart, copyStart[l].elapsedMillisSince(reference));
+            lastEnd = Math.max(lastEnd, copyEnd[l].elapsedMillisSince(reference));
+        }
+        double waitStartMs = (waitStart - t0) / 1e6;
+        double waitEndMs = (waitEnd - t0) / 1e6;
+        try {
+            channel.sendVerify(request);
+            ControlChannel.Verdict verdict = channel.receiveVerdict();
+            if (verdict.request() != request) {
+                throw new IOException("decode verified request " + verdict.request() + ", expected " + request);
+            }
+            return new Measurement(lastEnd - firstStart, lastEnd - waitStartMs, waitEndMs - lastEnd,
+                    verdict.mismatchedBytes(), verdict.badLayers());
+        } catch (IOException e) {
+            throw new UncheckedIOException("the decode process did not answer: " + e.getMessage(), e);
+        }
+    }
+
+    /** Frees the GPU resources, tells decode to stop, and waits for it (a minute at most). */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (int i = owned.size() - 1; i >= 0; i--) {
+            try {
+                owned.get(i).close();
+            } catch (Exception ignored) {
+                // Best effort: the engine below and the process exit release the rest.
+            }
+        }
+        engine.close();
+        try {
+            channel.sendDone();
+            channel.close();
+            if (!child.waitFor(60, TimeUnit.SECONDS)) {
+                child.destroyForcibly();
+            }
+        } catch (IOException e) {
+            child.destroyForcibly();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            child.destroyForcibly();
+        }
+    }
+
+    /** The decode child's exit code, once it has exited. */
+    int decodeExitCode() {
+        return child.isAlive() ? -1 : child.exitValue();
+    }
+
+    private <T extends AutoCloseable> T own(T resource) {
+        owned.add(resource);
+        return resource;
+    }
+}

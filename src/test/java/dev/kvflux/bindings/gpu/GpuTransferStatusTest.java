@@ -1,0 +1,116 @@
+package dev.kvflux.bindings.gpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.EventState;
+import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.StatusCode;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+
+/** The batch status's completion model, over a fake completion event. */
+class GpuTransferStatusTest {
+
+    /** A completion event the test completes or fails; counts queries. */
+    private static final class FakeEvent implements LayerEvent {
+        volatile EventState state = EventState.NOT_READY;
+        volatile RuntimeException failure;
+        final AtomicInteger queries = new AtomicInteger();
+
+        @Override
+        public EventState query() {
+            queries.incrementAndGet();
+            if (failure != null) {
+                throw failure;
+            }
+            return state;
+        }
+    }
+
+    private final FakeEvent event = new FakeEvent();
+    private final List<LayerEvent> released = new ArrayList<>();
+
+    private GpuTransferStatus posted() {
+        GpuTransferStatus status = new GpuTransferStatus(7);
+        status.posted(event, released::add, () -> event.state = EventState.READY);
+        return status;
+    }
+
+    @Test
+    void aNewStatusIsInitUntilPosted() {
+        assertThat(new GpuTransferStatus(1).code()).isEqualTo(StatusCode.INIT);
+    }
+
+    @Test
+    void aPostedStatusStaysInProgressWhileItsEventIsNotReady() {
+        GpuTransferStatus status = posted();
+        assertThat(status.code()).isEqualTo(StatusCode.IN_PROGRESS);
+        assertThat(released).isEmpty();
+    }
+
+    @Test
+    void theStatusCompletesOnlyWhenAQueryFindsItsEventReady() {
+        GpuTransferStatus status = posted();
+        event.state = EventState.READY;
+        assertThat(event.queries).hasValue(0);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+        assertThat(event.queries).hasValue(1);
+    }
+
+    @Test
+    void theEventGoesBackToItsPoolOnceWhenTheStatusCompletes() {
+        GpuTransferStatus status = posted();
+        event.state = EventState.READY;
+        status.code();
+        status.code();
+        assertThat(released).containsExactly(event);
+    }
+
+    @Test
+    void aFailedEventFailsTheStatusWithTheRuntimesMessage() {
+        GpuTransferStatus status = posted();
+        event.failure = new IllegalStateException("cudaEventQuery failed: cudaErrorLaunchFailure (719)");
+        assertThat(status.code()).isEqualTo(StatusCode.ERR_GPU_OP);
+        assertThat(status.message()).contains("cudaErrorLaunchFailure");
+    }
+
+    @Test
+    void failureIsSticky() {
+        GpuTransferStatus status = posted();
+        status.fail(StatusCode.ERR_GPU_OP, "posting failed");
+        event.state = EventState.READY;
+        assertThat(status.code()).isEqualTo(StatusCode.ERR_GPU_OP);
+        assertThat(status.message()).isEqualTo("posting failed");
+    }
+
+    @Test
+    void thePushEmitsTheTerminalCodeWithoutAnyoneQuerying() {
+        GpuTransferStatus status = posted();
+        StepVerifier.create(status.pushed())
+                .then(() -> {
+                    event.state = EventState.READY;
+                    status.onPushed();
+                })
+                .expectNext(StatusCode.SUCCESS)
+                .verifyComplete();
+    }
+
+    @Test
+    void aPushBeforeTheEventReadsReadyFallsBackToTheBlockingWait() {
+        GpuTransferStatus status = posted();
+        status.onPushed();
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
+    void aSubscriberAfterCompletionGetsTheCodeAtOnce() {
+        GpuTransferStatus status = posted();
+        event.state = EventState.READY;
+        status.code();
+        StepVerifier.create(status.pushed()).expectNext(StatusCode.SUCCESS).verifyComplete();
+    }
+}
