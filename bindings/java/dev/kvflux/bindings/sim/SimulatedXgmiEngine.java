@@ -56,8 +56,10 @@ import reactor.core.scheduler.Schedulers;
  * {@link #prefillStepQueued(Duration)} tells the engine that prefill has just queued a step of the given
  * length on the GPU; steps run one after another. A copy that would finish while a step is queued or
  * running (the step was queued at or before the copy's finish and ends after it) becomes observable only
- * when that step ends, and then after any step queued before that end, and so on. On the default path
- * the copy engines do not share the compute queue and prefill steps change nothing.
+ * when the last such step ends. Steps queued after the copy finished delay it no further: the copy's
+ * kernel is already ahead of them on the GPU, so a busy prefill delays a copy by at most the steps
+ * already queued, never for as long as it stays busy. On the default path the copy engines do not share
+ * the compute queue and prefill steps change nothing.
  *
  * <p>Thread-safe: sessions may post from any thread, statuses may be queried from any thread.
  */
@@ -339,12 +341,10 @@ public final class SimulatedXgmiEngine implements TransferEngine {
             }
             for (int i = lo; i < prefillSteps.size(); i++) {
                 long[] step = prefillSteps.get(i);
-                if (step[0] > at) {
+                if (step[0] > finish) {
                     break;
                 }
-                if (step[1] > at) {
-                    at = step[1];
-                }
+                at = Math.max(at, step[1]);
             }
             return at;
         }

@@ -209,6 +209,22 @@ class SimulatedXgmiEngineTest {
     }
 
     @Test
+    void stepsQueuedAfterACopyFinishedDelayItNoFurther() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder().copyPath(CopyPath.SCATTER_GATHER));
+        TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
+        long finish = engine.copyFinishedAt(status).orElseThrow();
+        long firstStepEnd = engine.prefillStepQueued(Duration.ofMillis(300));
+
+        advanceTo(finish + 1);
+        engine.prefillStepQueued(Duration.ofMillis(300));
+        advanceTo(firstStepEnd - 1);
+        engine.prefillStepQueued(Duration.ofMillis(300));
+        assertThat(status.code()).isEqualTo(StatusCode.IN_PROGRESS);
+        advanceTo(firstStepEnd);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
     void onTheDefaultPathPrefillStepsDelayNoCopy() {
         SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
         TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
