@@ -37,6 +37,7 @@ public final class NotifyClient implements AutoCloseable {
     private final Scheduler scheduler;
     private final int maxFrameBytes;
     private final Map<InetSocketAddress, Mono<Peer>> peers = new ConcurrentHashMap<>();
+    private volatile boolean closed;
 
     private NotifyClient(Builder b) {
         this.metrics = b.metrics;
@@ -65,8 +66,9 @@ public final class NotifyClient implements AutoCloseable {
      *
      * @return a {@code Mono} that emits {@code true} once the peer acknowledged the message, or
      *     {@code false} when {@code within} (counted from subscription) passed first; then the message is
-     *     counted as undeliverable and logged. It errors only with an {@link IllegalArgumentException}
-     *     when the message is larger than the frame limit, which no retry could fix.
+     *     counted as undeliverable and logged. It also emits {@code false}, at once, once the client is
+     *     closed. It errors only with an {@link IllegalArgumentException} when the message is larger than
+     *     the frame limit, which no retry could fix.
      */
     public Mono<Boolean> send(InetSocketAddress to, NotifyMessage message, Duration within) {
         Objects.requireNonNull(to, "to");
@@ -82,6 +84,7 @@ public final class NotifyClient implements AutoCloseable {
             return Mono.defer(() -> peer(to).flatMap(peer -> peer.send(payload, message.transferId())))
                     .timeout(ackTimeout, on)
                     .retryWhen(Retry.backoff(Long.MAX_VALUE, minBackoff).maxBackoff(maxBackoff).scheduler(on)
+                            .filter(error -> !closed)
                             .doBeforeRetry(signal -> {
                                 metrics.sendRetries.increment();
                                 LOG.debug("retrying {} for {} to {}: {}", message.type(), message.transferId(), to,
@@ -92,16 +95,17 @@ public final class NotifyClient implements AutoCloseable {
                     .thenReturn(true)
                     .onErrorResume(error -> {
                         metrics.undeliverable.increment();
-                        LOG.warn("{} for transfer {} is undeliverable to {}: no acknowledgement within {}",
-                                message.type(), message.transferId(), to, within);
+                        LOG.warn("{} for transfer {} is undeliverable to {}: {}", message.type(), message.transferId(),
+                                to, closed ? "the notify client was closed" : "no acknowledgement within " + within);
                         return Mono.just(false);
                     });
         });
     }
 
-    /** Closes every connection. */
+    /** Closes every connection; sends still retrying give up, and later sends emit {@code false} at once. */
     @Override
     public void close() {
+        closed = true;
         for (Mono<Peer> peer : peers.values()) {
             peer.subscribe(Peer::close, error -> { });
         }
@@ -110,6 +114,9 @@ public final class NotifyClient implements AutoCloseable {
 
     /** The open connection to {@code to}, or a new one if there is none or it was closed. */
     private Mono<Peer> peer(InetSocketAddress to) {
+        if (closed) {
+            return Mono.error(new ClosedChannelException());
+        }
         Mono<Peer> slot = peers.computeIfAbsent(to, this::connect);
         return slot.onErrorResume(error -> {
             peers.remove(to, slot);
@@ -131,6 +138,10 @@ public final class NotifyClient implements AutoCloseable {
                 .doOnConnected(connection -> connection.addHandlerLast("kvflux-frames", Frames.decoder(max)))
                 .connect()
                 .map(connection -> {
+                    if (closed) {
+                        connection.dispose();
+                        throw new IllegalStateException("the notify client was closed while connecting to " + address);
+                    }
                     metrics.connectionsOpened.increment();
                     Peer peer = new Peer(connection);
                     connection.inbound().receive().asByteArray()

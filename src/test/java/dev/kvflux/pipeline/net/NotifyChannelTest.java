@@ -111,6 +111,13 @@ class NotifyChannelTest {
         return registry.metrics();
     }
 
+    /** A port nothing listens on. */
+    private static int closedPort() throws IOException {
+        try (var probe = new java.net.ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
     /** The transfer's expectation, already subscribed so that it is registered now. */
     private static Mono<Void> awaiting(ExpectedTransfers registry, String transferId) {
         Mono<Void> expected = registry.expect(transferId).cache();
@@ -155,10 +162,7 @@ class NotifyChannelTest {
 
     @Test
     void sendIsCountedUndeliverableAtItsDeadline() throws IOException {
-        int closedPort;
-        try (var probe = new java.net.ServerSocket(0)) {
-            closedPort = probe.getLocalPort();
-        }
+        int closedPort = closedPort();
         NotifyClient client = client();
 
         Boolean delivered = client.send(new InetSocketAddress("127.0.0.1", closedPort),
@@ -169,15 +173,52 @@ class NotifyChannelTest {
         assertThat(client.metrics().sendRetries()).isPositive();
     }
 
-    /** A TCP forwarder whose connections the test can cut, while it keeps accepting new ones. */
+    @Test
+    void closedClientSendsNothingMore() {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = decode(registry, 0);
+        NotifyClient client = client();
+        assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
+
+        client.close();
+
+        assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-2"), WAIT).block(WAIT)).isFalse();
+        assertThat(client.metrics().connectionsOpened()).as("no connection reopened after close").isEqualTo(1);
+        assertThat(registry.metrics().received()).isEqualTo(1);
+    }
+
+    @Test
+    void closingTheClientEndsASendThatIsStillRetrying() throws IOException {
+        int closedPort = closedPort();
+        NotifyClient client = client();
+        Mono<Boolean> send = client.send(new InetSocketAddress("127.0.0.1", closedPort),
+                new NotifyMessage.WriteDone("t-1"), Duration.ofMinutes(5)).cache();
+        send.subscribe();
+        Mono.delay(Duration.ofMillis(100)).block();
+
+        client.close();
+
+        assertThat(send.block(WAIT)).as("ended long before its 5 min deadline").isFalse();
+        assertThat(client.metrics().undeliverable()).isEqualTo(1);
+    }
+
+    /**
+     * A TCP forwarder whose connections the test can cut, while it keeps accepting new ones; its first
+     * {@code swallow} connections read everything and forward nothing.
+     */
     private static final class Relay implements AutoCloseable {
         private final DisposableServer server;
         private final List<Connection> connections = new CopyOnWriteArrayList<>();
 
         Relay(InetSocketAddress target) {
+            this(target, 0);
+        }
+
+        Relay(InetSocketAddress target, int swallow) {
+            java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
             server = TcpServer.create().host("127.0.0.1").port(0)
                     .doOnConnection(connections::add)
-                    .handle((in, out) -> TcpClient.create().remoteAddress(() -> target).connect()
+                    .handle((in, out) -> accepted.getAndIncrement() < swallow ? in.receive().then() : TcpClient.create().remoteAddress(() -> target).connect()
                             .flatMap(upstream -> {
                                 connections.add(upstream);
                                 upstream.inbound().receive().retain()
