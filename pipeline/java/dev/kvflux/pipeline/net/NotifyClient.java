@@ -8,6 +8,7 @@ import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -20,7 +21,7 @@ import reactor.util.retry.Retry;
 
 /**
  * The sending end of the notify channel. Keeps one connection per peer address, opened on first use and
- * opened again after it fails; a message counts as sent only when the peer acknowledged it, so a
+ * opened again after it fails or an acknowledgement does not come within the ack timeout; a message counts as sent only when the peer acknowledged it, so a
  * message written into a connection the peer had already closed is sent again.
  *
  * <p>{@link #send} retries a failed attempt with backoff until the message's deadline; past it the
@@ -81,8 +82,8 @@ public final class NotifyClient implements AutoCloseable {
         }
         return Mono.defer(() -> {
             Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            return Mono.defer(() -> peer(to).flatMap(peer -> peer.send(payload, message.transferId())))
-                    .timeout(ackTimeout, on)
+            return Mono.defer(() -> peer(to).flatMap(peer -> peer.send(payload, message.transferId())
+                            .timeout(ackTimeout, Mono.defer(() -> peer.ackTimedOut(to, ackTimeout)), on)))
                     .retryWhen(Retry.backoff(Long.MAX_VALUE, minBackoff).maxBackoff(maxBackoff).scheduler(on)
                             .filter(error -> !closed)
                             .doBeforeRetry(signal -> {
@@ -200,6 +201,17 @@ public final class NotifyClient implements AutoCloseable {
                 return;
             }
             head.acked.tryEmitEmpty();
+        }
+
+        /**
+         * No acknowledgement came in time: the peer may be wedged or the connection half-open, so the
+         * connection is dropped and the next attempt opens a fresh one.
+         */
+        Mono<Void> ackTimedOut(InetSocketAddress to, Duration ackTimeout) {
+            TimeoutException timeout = new TimeoutException("no acknowledgement from " + to + " within "
+                    + ackTimeout.toMillis() + " ms; reconnecting");
+            failAll(timeout);
+            return Mono.error(timeout);
         }
 
         void failAllClosed() {

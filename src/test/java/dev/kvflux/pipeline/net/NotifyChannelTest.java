@@ -174,6 +174,23 @@ class NotifyChannelTest {
     }
 
     @Test
+    void connectionWhosePeerNeverAcknowledgesIsReplaced() {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = decode(registry, 0);
+        Relay relay = new Relay(server.address(), 1);
+        open.add(relay);
+        NotifyClient client = NotifyClient.builder().backoff(Duration.ofMillis(10), Duration.ofMillis(50))
+                .ackTimeout(Duration.ofMillis(200)).build();
+        open.add(client);
+        Mono<Void> expected = awaiting(registry, "t-1");
+
+        // the first connection swallows every byte and stays open, as a wedged or half-open peer would
+        assertThat(client.send(relay.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
+        expected.block(WAIT);
+        assertThat(client.metrics().connectionsOpened()).as("a fresh connection after the ack timeout").isEqualTo(2);
+    }
+
+    @Test
     void closedClientSendsNothingMore() {
         ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
         NotifyServer server = decode(registry, 0);
