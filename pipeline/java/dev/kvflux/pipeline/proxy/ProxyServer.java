@@ -127,8 +127,7 @@ public final class ProxyServer implements AutoCloseable {
     private record Handlers(InstanceRegistry registry, HttpClient client) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
-            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                    .flatMap(body -> Mono.from(route(body, response)));
+            return HttpJson.withBody(request, response, body -> route(body, response));
         }
 
         private Publisher<Void> route(String body, HttpServerResponse response) {
@@ -202,20 +201,19 @@ public final class ProxyServer implements AutoCloseable {
         }
 
         Publisher<Void> register(HttpServerRequest request, HttpServerResponse response) {
-            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                    .flatMap(body -> {
-                        try {
-                            ObjectNode json = HttpJson.object(body);
-                            Instance instance = new Instance(Role.of(text(json, "role")),
-                                    Instance.address(text(json, "http")), Instance.address(text(json, "notify")));
-                            registry.ping(instance);
-                            return Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
-                                    HttpJson.MAPPER.createObjectNode().put("status", "registered")));
-                        } catch (IllegalArgumentException e) {
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
-                                    "invalid_request_error", "bad_registration", e.getMessage()));
-                        }
-                    });
+            return HttpJson.withBody(request, response, body -> {
+                try {
+                    ObjectNode json = HttpJson.object(body);
+                    Instance instance = new Instance(Role.of(text(json, "role")),
+                            Instance.address(text(json, "http")), Instance.address(text(json, "notify")));
+                    registry.ping(instance);
+                    return Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                            HttpJson.MAPPER.createObjectNode().put("status", "registered")));
+                } catch (IllegalArgumentException e) {
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
+                            "invalid_request_error", "bad_registration", e.getMessage()));
+                }
+            });
         }
 
         Publisher<Void> health(HttpServerRequest request, HttpServerResponse response) {

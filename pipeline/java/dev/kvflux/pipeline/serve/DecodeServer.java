@@ -136,8 +136,7 @@ public final class DecodeServer implements AutoCloseable {
                            Duration blocksWithin) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
-            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                    .flatMap(body -> Mono.from(serve(body, response)));
+            return HttpJson.withBody(request, response, body -> serve(body, response));
         }
 
         private Publisher<Void> serve(String body, HttpServerResponse response) {

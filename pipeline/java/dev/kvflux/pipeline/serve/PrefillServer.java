@@ -19,7 +19,6 @@ import dev.kvflux.pipeline.write.WritePipeline;
 import dev.kvflux.pipeline.write.WriteRequest;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -178,21 +177,20 @@ public final class PrefillServer implements AutoCloseable {
                           Duration notifyWithin, PrefillStats stats, Disposable.Composite writes) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response, PrefillLoop loop) {
-            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                    .flatMap(body -> {
-                        CompletionRequest parsed;
-                        try {
-                            parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL);
-                        } catch (IllegalArgumentException e) {
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
-                                    "invalid_request_error", "bad_request", e.getMessage()));
-                        }
-                        stats.requests.increment();
-                        return loop.submit(parsed.promptTokens(),
-                                        (startsIn, length) -> startWrite(parsed, startsIn, length))
-                                .then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
-                                        firstToken(parsed)))));
-                    });
+            return HttpJson.withBody(request, response, body -> {
+                CompletionRequest parsed;
+                try {
+                    parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL);
+                } catch (IllegalArgumentException e) {
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
+                            "invalid_request_error", "bad_request", e.getMessage()));
+                }
+                stats.requests.increment();
+                return loop.submit(parsed.promptTokens(),
+                                (startsIn, length) -> startWrite(parsed, startsIn, length))
+                        .then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                                firstToken(parsed)))));
+            });
         }
 
         /** Called when the prompt's last prefill step is queued: its layers finish across the step. */

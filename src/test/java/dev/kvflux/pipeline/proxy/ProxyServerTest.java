@@ -119,6 +119,18 @@ class ProxyServerTest {
     }
 
     @Test
+    void bodyOverTheLimitIsRefusedAloneAndTheProxyKeepsServing() {
+        proxy = ProxyServer.start("127.0.0.1", 0, new InstanceRegistry(Duration.ofSeconds(30)));
+        String huge = "{\"prompt\": \"" + "w ".repeat(HttpJson.MAX_BODY_BYTES / 2) + "\"}";
+
+        String refused = post("/v1/completions", huge);
+        String next = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(refused).startsWith("413 ").contains("body_too_large").contains("16 MiB limit");
+        assertThat(next).startsWith("503 ");
+    }
+
+    @Test
     void registrationThroughHttpShowsInHealth() {
         proxy = ProxyServer.start("127.0.0.1", 0, new InstanceRegistry(Duration.ofSeconds(30)));
 
