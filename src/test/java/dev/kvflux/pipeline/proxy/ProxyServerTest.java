@@ -107,6 +107,22 @@ class ProxyServerTest {
     }
 
     @Test
+    void decodeThatNeverAnswersGets504AtTheUpstreamTimeout() {
+        prefill = recording(toPrefill, Flux.just("{\"choices\":[]}"));
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()))
+                .bindNow();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefill, 7001));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        proxy = ProxyServer.start("127.0.0.1", 0, -1, registry, Duration.ofMillis(300));
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(answer).startsWith("504 ").contains("upstream_timeout");
+    }
+
+    @Test
     void proxyAnswers503WhenNoDecodeIsRegistered() {
         prefill = recording(toPrefill, Flux.just("{}"));
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
