@@ -87,9 +87,11 @@ class ProxyServerTest {
     }
 
     @Test
-    void proxyFailsTheRequestAtOnceWhenPrefillCannotBeReached() throws java.io.IOException {
+    void proxyFailsTheRequestAtOnceWhenPrefillCannotBeReached() throws Exception {
+        java.util.concurrent.CountDownLatch decodeCancelled = new java.util.concurrent.CountDownLatch(1);
         decode = HttpServer.create().host("127.0.0.1").port(0)
-                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()))
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()
+                        .doOnCancel(decodeCancelled::countDown).then()))
                 .bindNow();
         int closedPort;
         try (var probe = new java.net.ServerSocket(0)) {
@@ -104,6 +106,7 @@ class ProxyServerTest {
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
         assertThat(answer).startsWith("502 ").contains("prefill_failed").contains(":" + closedPort);
+        assertThat(decodeCancelled.await(5, TimeUnit.SECONDS)).as("decode's request is cancelled").isTrue();
     }
 
     @Test
