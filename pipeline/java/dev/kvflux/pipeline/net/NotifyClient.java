@@ -37,6 +37,7 @@ public final class NotifyClient implements AutoCloseable {
     private final Duration ackTimeout;
     private final Scheduler scheduler;
     private final int maxFrameBytes;
+    private final NotifyAuth auth;
     private final Map<InetSocketAddress, Mono<Peer>> peers = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
@@ -47,6 +48,7 @@ public final class NotifyClient implements AutoCloseable {
         this.ackTimeout = b.ackTimeout;
         this.scheduler = b.scheduler;
         this.maxFrameBytes = b.maxFrameBytes;
+        this.auth = b.auth;
     }
 
     public static Builder builder() {
@@ -75,14 +77,14 @@ public final class NotifyClient implements AutoCloseable {
         Objects.requireNonNull(to, "to");
         Objects.requireNonNull(message, "message");
         Objects.requireNonNull(within, "within");
-        byte[] payload = NotifyCodec.encode(message);
-        if (payload.length > maxFrameBytes) {
+        int length = payload(message).length;
+        if (length > maxFrameBytes) {
             return Mono.error(new IllegalArgumentException(message.type() + " for " + message.transferId() + " is "
-                    + payload.length + " bytes, over the " + maxFrameBytes + "-byte frame limit"));
+                    + length + " bytes, over the " + maxFrameBytes + "-byte frame limit"));
         }
         return Mono.defer(() -> {
             Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            return Mono.defer(() -> peer(to).flatMap(peer -> peer.send(payload, message.transferId())
+            return Mono.defer(() -> peer(to).flatMap(peer -> peer.send(payload(message), message.transferId())
                             .timeout(ackTimeout, Mono.defer(() -> peer.ackTimedOut(to, ackTimeout)), on)))
                     .retryWhen(Retry.backoff(Long.MAX_VALUE, minBackoff).maxBackoff(maxBackoff).scheduler(on)
                             .filter(error -> !closed)
@@ -101,6 +103,11 @@ public final class NotifyClient implements AutoCloseable {
                         return Mono.just(false);
                     });
         });
+    }
+
+    /** The frame payload, signed afresh for each attempt when the client has a secret. */
+    private byte[] payload(NotifyMessage message) {
+        return auth == null ? NotifyCodec.encode(message) : auth.sign(message);
     }
 
     /** Closes every connection; sends still retrying give up, and later sends emit {@code false} at once. */
@@ -246,8 +253,15 @@ public final class NotifyClient implements AutoCloseable {
         private Duration ackTimeout = Duration.ofSeconds(2);
         private Scheduler scheduler;
         private int maxFrameBytes = Frames.DEFAULT_MAX_FRAME_BYTES;
+        private NotifyAuth auth;
 
         private Builder() {
+        }
+
+        /** Sign every message with this secret; {@code null} (the default) sends unsigned messages. */
+        public Builder auth(NotifyAuth auth) {
+            this.auth = auth;
+            return this;
         }
 
         public Builder metrics(NotifyMetrics metrics) {
