@@ -44,7 +44,7 @@ public final class DecodeCommand implements Callable<Integer> {
                 : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());
         DecodeServer decode = DecodeServer.start(
                 roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()),
-                modelOptions.model(), deadline);
+                modelOptions.model(), deadline, NotifySecret.resolve(config, spec.commandLine()));
         decode.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
         return RoleRunner.runUntilStopped(decode);
     }

@@ -53,7 +53,8 @@ public final class PrefillCommand implements Callable<Integer> {
                 .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath()).build();
         PrefillServer prefill = PrefillServer.start(
                 roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()),
-                modelOptions.model(), policy, engine, timeout, ExpectedTransfers.defaultDeadline(timeout));
+                modelOptions.model(), policy, engine, timeout, ExpectedTransfers.defaultDeadline(timeout),
+                NotifySecret.resolve(config, spec.commandLine()));
         prefill.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
         return RoleRunner.runUntilStopped(() -> {
             prefill.close();

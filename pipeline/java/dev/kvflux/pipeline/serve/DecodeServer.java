@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
@@ -68,6 +69,15 @@ public final class DecodeServer implements AutoCloseable {
      * @throws IllegalStateException if a port cannot be bound
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline) {
+        return start(where, model, receiveDeadline, null);
+    }
+
+    /**
+     * As {@link #start(RoleAddresses, ServingModel, Duration)}, signing its notifications and accepting only
+     * signed ones with {@code auth}; {@code null} for none.
+     */
+    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
+            NotifyAuth auth) {
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(model, "model");
         NotifyMetrics metrics = new NotifyMetrics();
@@ -75,8 +85,8 @@ public final class DecodeServer implements AutoCloseable {
                 ? ExpectedTransfers.withoutDeadline()
                 : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics);
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
-                .metrics(metrics).handler(expected).bind().block(Duration.ofSeconds(10));
-        NotifyClient client = NotifyClient.builder().metrics(metrics).build();
+                .metrics(metrics).auth(auth).handler(expected).bind().block(Duration.ofSeconds(10));
+        NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, new KvCache(model, BLOCK_CAPACITY),
                 receiveDeadline != null ? receiveDeadline : Duration.ofSeconds(60));
         try {
@@ -87,8 +97,9 @@ public final class DecodeServer implements AutoCloseable {
                                     HttpJson.MAPPER.valueToTree(metrics.snapshot()))))
                     .bindNow();
             DecodeServer server = new DecodeServer(http, notify, client, expected, where.host());
-            LOG.info("decode listening: http {}, notify {}, model {}, receive deadline {}",
-                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()), model,
+            LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}",
+                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
+                    auth == null ? "unsigned" : "signed", model,
                     receiveDeadline == null ? "none" : receiveDeadline.toMillis() + " ms");
             return server;
         } catch (RuntimeException e) {

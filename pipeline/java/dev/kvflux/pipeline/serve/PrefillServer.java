@@ -7,6 +7,7 @@ import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
@@ -81,6 +82,15 @@ public final class PrefillServer implements AutoCloseable {
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin) {
+        return start(where, model, policy, engine, transferTimeout, notifyWithin, null);
+    }
+
+    /**
+     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, Duration, Duration)}, signing
+     * its notifications and accepting only signed ones with {@code auth}; {@code null} for none.
+     */
+    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
+            SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin, NotifyAuth auth) {
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(policy, "policy");
@@ -88,8 +98,8 @@ public final class PrefillServer implements AutoCloseable {
         NotifyMetrics metrics = new NotifyMetrics();
         RemoteBlockBoard board = new RemoteBlockBoard();
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
-                .metrics(metrics).handler(board).bind().block(Duration.ofSeconds(10));
-        NotifyClient client = NotifyClient.builder().metrics(metrics).build();
+                .metrics(metrics).auth(auth).handler(board).bind().block(Duration.ofSeconds(10));
+        NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Scheduler loopScheduler = Schedulers.newSingle("kvflux-prefill");
         PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler);
         KvCache cache = new KvCache(model, BLOCK_CAPACITY);
@@ -109,9 +119,10 @@ public final class PrefillServer implements AutoCloseable {
                                     metricsJson(stats, metrics))))
                     .bindNow();
             PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, where.host());
-            LOG.info("prefill listening: http {}, notify {}, policy {}, transfer timeout {} ms, copy path {}, model {}",
-                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
-                    policy.wireName(), transferTimeout.toMillis(), engine.copyPath(), model);
+            LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, copy path {},"
+                    + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
+                    auth == null ? "unsigned" : "signed", policy.wireName(), transferTimeout.toMillis(),
+                    engine.copyPath(), model);
             return server;
         } catch (RuntimeException e) {
             notify.close();
