@@ -102,22 +102,28 @@ public final class PrefillServer implements AutoCloseable {
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Scheduler loopScheduler = Schedulers.newSingle("kvflux-prefill");
         PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler);
-        KvCache cache = new KvCache(model, BLOCK_CAPACITY);
-        MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
-        MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
-        PrefillStats stats = new PrefillStats();
-        Disposable.Composite writes = Disposables.composite();
-        Writer writer = new Writer(model, policy, cache, board, engine.createSession(local, remote),
-                WritePipeline.builder().waitStrategy(policy.waitStrategy(engine, transferTimeout))
-                        .maxInFlight(policy.maxInFlight()).build(),
-                client, notifyWithin, stats, writes);
         try {
-            DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
-                    .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
-                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                            .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                    metricsJson(stats, metrics))))
-                    .bindNow();
+            KvCache cache = new KvCache(model, BLOCK_CAPACITY);
+            MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
+            MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
+            PrefillStats stats = new PrefillStats();
+            Disposable.Composite writes = Disposables.composite();
+            Writer writer = new Writer(model, policy, cache, board, engine.createSession(local, remote),
+                    WritePipeline.builder().waitStrategy(policy.waitStrategy(engine, transferTimeout))
+                            .maxInFlight(policy.maxInFlight()).build(),
+                    client, notifyWithin, stats, writes);
+            DisposableServer http;
+            try {
+                http = HttpServer.create().host(where.host()).port(where.httpPort())
+                        .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
+                                .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
+                                .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
+                                        metricsJson(stats, metrics))))
+                        .bindNow();
+            } catch (RuntimeException e) {
+                throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
+                        + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+            }
             PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, where.host());
             LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, copy path {},"
                     + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
@@ -125,12 +131,12 @@ public final class PrefillServer implements AutoCloseable {
                     engine.copyPath(), model);
             return server;
         } catch (RuntimeException e) {
+            // whatever failed after the notify server was bound must not leave its port, connections or thread
             notify.close();
             client.close();
             loop.close();
             loopScheduler.dispose();
-            throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
-                    + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+            throw e;
         }
     }
 
