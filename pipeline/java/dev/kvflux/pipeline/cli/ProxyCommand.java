@@ -44,9 +44,16 @@ public final class ProxyCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         KvfluxConfig config = configOptions.load(spec.commandLine());
-        ProxyServer proxy = ProxyServer.start(host, port != null ? port : config.ports().proxy(),
-                discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery(),
-                new InstanceRegistry(instanceTtl), upstreamTimeout);
+        ProxyServer proxy;
+        try {
+            proxy = ProxyServer.start(host, port != null ? port : config.ports().proxy(),
+                    discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery(),
+                    new InstanceRegistry(instanceTtl), upstreamTimeout);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        } catch (IllegalStateException e) {
+            return RoleRunner.cannotStart(spec.commandLine(), e);
+        }
         return RoleRunner.runUntilStopped(proxy);
     }
 }

@@ -105,7 +105,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());
         }
-        ServingModel model = modelOptions.model();
+        ServingModel model = modelOptions.model(cmd);
         ServeBench.Settings settings;
         try {
             settings = new ServeBench.Settings(policies, concurrencies, numPrompts, inputLen, outputLen, timeout,
