@@ -38,7 +38,8 @@ import reactor.netty.http.server.HttpServerResponse;
  * server-sent events when {@code stream} is true.
  *
  * <p>When prefill reports {@code write_failed}, the request fails with 503 and an OpenAI-style error
- * naming prefill's code and reason; when the receive deadline passes first, with 504. Without a receive
+ * naming prefill's code and reason; when the receive deadline passes first, with 504; a request whose
+ * transfer id is already in use, with 409. Without a receive
  * deadline (vLLM's behaviour before kvflux) a request whose notice never comes waits until its client
  * gives up. {@code GET /health} answers 200; {@code GET /metrics} gives the notify channel's counters.
  */
@@ -171,7 +172,11 @@ public final class DecodeServer implements AutoCloseable {
                             e.getMessage())))
                     .onErrorResume(ReceiveDeadlineException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.GATEWAY_TIMEOUT, "kv_transfer_timeout", "RECEIVE_DEADLINE",
-                            e.getMessage())));
+                            e.getMessage())))
+                    // expect() refuses a transfer id that is already waiting or finished
+                    .onErrorResume(e -> e instanceof IllegalStateException && !response.hasSentHeaders(),
+                            e -> Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT,
+                                    "invalid_request_error", "duplicate_transfer_id", e.getMessage())));
         }
 
         private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response) {
