@@ -12,6 +12,7 @@ import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
 import io.vavr.control.Either;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -32,7 +33,9 @@ import reactor.core.scheduler.Schedulers;
  *       {@code RDMA transfer timed out after 30s};</li>
  *   <li>a layer's event failed, or was not ready within the event timeout: ERR_GPU_OP;</li>
  *   <li>a layer's block plan runs past a buffer: ERR_INVALID_ARGS;</li>
- *   <li>the layer stream itself failed, or anything else: ERR_BAD_STATE.</li>
+ *   <li>the layer stream itself failed, or went the event timeout without a layer or its completion
+ *       (a request never sealed): ERR_BAD_STATE;</li>
+ *   <li>anything else: ERR_BAD_STATE.</li>
  * </ul>
  * A wait that fails fast stops the request at its first failure; statuses already posted are left to
  * the engine. With the default {@code CompletionWait.failFast(30s)} the outcome comes within the
@@ -117,8 +120,13 @@ public final class WritePipeline {
         Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
         String id = request.transferId();
         return request.layers()
+                .timeout(eventTimeout, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE,
+                        "the layer stream of transfer " + id + " gave no layer and did not complete for "
+                                + eventTimeout.toMillis() + " ms; complete it once the last layer is out")), on)
                 .onErrorMap(e -> !(e instanceof TransferException), e -> new TransferException(StatusCode.ERR_BAD_STATE,
                         "the layer stream of transfer " + id + " failed: " + e))
+                // Layers are taken as they come, so the silence above is the producer's, not our posting's.
+                .onBackpressureBuffer()
                 .concatMap(layer -> post(request, layer, on))
                 .collectList()
                 .flatMap(statuses -> waitStrategy.await(statuses))
@@ -131,7 +139,7 @@ public final class WritePipeline {
         return Signals.layerReady(layer.event(), eventPollPeriod, on)
                 .timeout(eventTimeout, on)
                 .onErrorMap(e -> new TransferException(StatusCode.ERR_GPU_OP, "layer " + layer.layer()
-                        + "'s event " + (e instanceof java.util.concurrent.TimeoutException
+                        + "'s event " + (e instanceof TimeoutException
                                 ? "was not ready after " + eventTimeout.toMillis() + " ms" : "failed: " + e.getMessage())))
                 .then(Mono.fromCallable(() -> {
                     try {
@@ -192,8 +200,9 @@ public final class WritePipeline {
         }
 
         /**
-         * How long a layer's event may stay not ready once the previous layer is posted (default 30 s);
-         * past it the request fails with ERR_GPU_OP.
+         * How long a layer's event may stay not ready once the previous layer is posted, past which the
+         * request fails with ERR_GPU_OP; and how long the layer stream may go without a layer or its
+         * completion, past which the request fails with ERR_BAD_STATE (default 30 s for both).
          */
         public Builder eventTimeout(Duration eventTimeout) {
             Objects.requireNonNull(eventTimeout, "eventTimeout");
