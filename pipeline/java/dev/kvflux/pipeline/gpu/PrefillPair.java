@@ -61,21 +61,26 @@ final class PrefillPair implements AutoCloseable {
         this.child = child;
         this.channel = channel;
         this.engine = GpuCopyEngine.open(runtime, "prefill", gpu);
-        MemoryRegion local = engine.registerMemory(layout.bufferBytes(), gpu);
-        MemoryRegion remote = engine.registerRemote(remoteDescriptor);
-        this.session = engine.createSession(local, remote);
-        this.base = engine.buffer(local).address();
-        this.compute = own(runtime.createStream(gpu));
-        this.anchor = own(runtime.createStream(gpu));
-        this.forward = forwardBytes > 0 ? own(runtime.allocate(gpu, forwardBytes)) : null;
-        this.reference = own(runtime.createEvent(gpu, true));
-        this.layerReady = new GpuEvent[layout.layers()];
-        this.copyStart = new GpuEvent[layout.layers()];
-        this.copyEnd = new GpuEvent[layout.layers()];
-        for (int l = 0; l < layout.layers(); l++) {
-            layerReady[l] = own(runtime.createEvent(gpu, false));
-            copyStart[l] = own(runtime.createEvent(gpu, true));
-            copyEnd[l] = own(runtime.createEvent(gpu, true));
+        try {
+            MemoryRegion local = engine.registerMemory(layout.bufferBytes(), gpu);
+            MemoryRegion remote = engine.registerRemote(remoteDescriptor);
+            this.session = engine.createSession(local, remote);
+            this.base = engine.buffer(local).address();
+            this.compute = own(runtime.createStream(gpu));
+            this.anchor = own(runtime.createStream(gpu));
+            this.forward = forwardBytes > 0 ? own(runtime.allocate(gpu, forwardBytes)) : null;
+            this.reference = own(runtime.createEvent(gpu, true));
+            this.layerReady = new GpuEvent[layout.layers()];
+            this.copyStart = new GpuEvent[layout.layers()];
+            this.copyEnd = new GpuEvent[layout.layers()];
+            for (int l = 0; l < layout.layers(); l++) {
+                layerReady[l] = own(runtime.createEvent(gpu, false));
+                copyStart[l] = own(runtime.createEvent(gpu, true));
+                copyEnd[l] = own(runtime.createEvent(gpu, true));
+            }
+        } catch (RuntimeException e) {
+            releaseGpu();
+            throw e;
         }
     }
 
@@ -192,6 +197,15 @@ final class PrefillPair implements AutoCloseable {
             return;
         }
         closed = true;
+        try {
+            releaseGpu();
+        } finally {
+            stopDecode();
+        }
+    }
+
+    /** Everything this pair created on the GPU, newest first, then the engine (its buffer, the peer mapping). */
+    private void releaseGpu() {
         for (int i = owned.size() - 1; i >= 0; i--) {
             try {
                 owned.get(i).close();
@@ -200,6 +214,9 @@ final class PrefillPair implements AutoCloseable {
             }
         }
         engine.close();
+    }
+
+    private void stopDecode() {
         try {
             channel.sendDone();
             channel.close();
