@@ -10,6 +10,7 @@ import dev.kvflux.bindings.gpu.GpuEvent;
 import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
+import dev.kvflux.pipeline.repro.ReproGeometry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
@@ -35,7 +36,7 @@ final class PrefillPair implements AutoCloseable {
     }
 
     private final GpuRuntime runtime;
-    private final SeedLayout layout;
+    private final ReproGeometry layout;
     private final int gpu;
     private final Process child;
     private final ControlChannel channel;
@@ -53,7 +54,7 @@ final class PrefillPair implements AutoCloseable {
     private long t0;
     private boolean closed;
 
-    private PrefillPair(GpuRuntime runtime, SeedLayout layout, int gpu, Process child, ControlChannel channel,
+    private PrefillPair(GpuRuntime runtime, ReproGeometry layout, int gpu, Process child, ControlChannel channel,
             GpuMemoryDescriptor remoteDescriptor, long forwardBytes) {
         this.runtime = runtime;
         this.layout = layout;
@@ -62,7 +63,7 @@ final class PrefillPair implements AutoCloseable {
         this.channel = channel;
         this.engine = GpuCopyEngine.open(runtime, "prefill", gpu);
         try {
-            MemoryRegion local = engine.registerMemory(layout.bufferBytes(), gpu);
+            MemoryRegion local = engine.registerMemory(layout.regionBytes(), gpu);
             MemoryRegion remote = engine.registerRemote(remoteDescriptor);
             this.session = engine.createSession(local, remote);
             this.base = engine.buffer(local).address();
@@ -90,7 +91,7 @@ final class PrefillPair implements AutoCloseable {
      * @param forwardBytes bytes of scratch the compute stream writes per layer before the layer's fills (0: none)
      * @param log where the decode child's start is reported
      */
-    static PrefillPair open(GpuRuntime runtime, SeedLayout layout, int prefillGpu, int decodeGpu, long forwardBytes,
+    static PrefillPair open(GpuRuntime runtime, ReproGeometry layout, int prefillGpu, int decodeGpu, long forwardBytes,
             java.io.PrintStream log) throws IOException {
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             server.setSoTimeout(120_000);
@@ -112,7 +113,7 @@ final class PrefillPair implements AutoCloseable {
         }
     }
 
-    private static Process startDecode(GpuRuntime runtime, SeedLayout layout, int decodeGpu, int port)
+    private static Process startDecode(GpuRuntime runtime, ReproGeometry layout, int decodeGpu, int port)
             throws IOException {
         String launcher = ProcessHandle.current().info().command()
                 .orElse(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -151,14 +152,14 @@ final class PrefillPair implements AutoCloseable {
             compute.memsetAsync(forward.address(), layer & 0xFF, forward.size());
         }
         for (int b = 0; b < layout.blocks(); b++) {
-            compute.memsetAsync(base + layout.offset(layer, b), SeedLayout.fill(request, layer, b), layout.blockBytes());
+            compute.memsetAsync(base + layout.offset(layer, b), ByteVerifier.fill(request, layer, b), layout.blockBytes());
         }
         layerReady[layer].record(compute);
     }
 
     /** Posts layer {@code layer}'s batch behind its event, with timing events around its copies. */
     PushedStatus write(int layer, long transferUid, boolean push) {
-        return session.write(layout.layerPlan(layer), transferUid,
+        return session.write(layout.plan(layer), transferUid,
                 new WriteOptions(layerReady[layer], copyStart[layer], copyEnd[layer], push));
     }
 

@@ -8,6 +8,7 @@ import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.NativeWait;
 import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.SlicedNativeWait;
+import dev.kvflux.pipeline.repro.ReproGeometry;
 import dev.kvflux.testing.RecordingEngine;
 import dev.kvflux.testing.ScriptedStatus;
 import java.time.Duration;
@@ -42,7 +43,7 @@ class ReproStrategyTest {
     @Test
     void theDefaultsAreTheSeedsGeometryAndTimeout() {
         CudaRepro.Options o = CudaRepro.Options.parse(new String[0]);
-        assertThat(o.layout).isEqualTo(SeedLayout.SEED);
+        assertThat(o.layout).isEqualTo(ReproGeometry.SEED);
         assertThat(o.timeout).isEqualTo(Duration.ofSeconds(30));
         assertThat(o.strategies).containsExactly(ReproStrategy.values());
     }
