@@ -83,4 +83,17 @@ class ReproRunTest {
         assertThat(code).isEqualTo(2);
         assertThat(err.toString()).contains("unknown wait strategy 'psychic'; known strategies: native, sliced-native, reactive");
     }
+
+    @Test
+    void badTimeoutsAndSlicesAreRefusedAsBadOptionsBeforeAnyBackendOpens() {
+        StringWriter err = new StringWriter();
+        CommandLine cli = new CommandLine(new KvfluxCli()).setErr(new PrintWriter(err));
+
+        assertThat(cli.execute("repro", "--transfer-timeout", "25h")).isEqualTo(2);
+        assertThat(cli.execute("repro", "--wait", "sliced-native", "--slice", "500us")).isEqualTo(2);
+
+        assertThat(err.toString()).contains("--transfer-timeout must be at most 24h, got 90000s")
+                .contains("--slice must be at least 1ms for sliced-native")
+                .doesNotContain("failed:");
+    }
 }
