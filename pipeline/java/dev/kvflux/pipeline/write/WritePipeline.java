@@ -193,7 +193,8 @@ public final class WritePipeline {
         public Builder eventPollPeriod(Duration eventPollPeriod) {
             Objects.requireNonNull(eventPollPeriod, "eventPollPeriod");
             if (eventPollPeriod.isZero() || eventPollPeriod.isNegative()) {
-                throw new IllegalArgumentException("event poll period must be positive, got " + eventPollPeriod);
+                throw new IllegalArgumentException("event poll period must be positive, got " + eventPollPeriod
+                        + "; the default is 1 ms");
             }
             this.eventPollPeriod = eventPollPeriod;
             return this;
@@ -207,7 +208,8 @@ public final class WritePipeline {
         public Builder eventTimeout(Duration eventTimeout) {
             Objects.requireNonNull(eventTimeout, "eventTimeout");
             if (eventTimeout.isZero() || eventTimeout.isNegative()) {
-                throw new IllegalArgumentException("event timeout must be positive, got " + eventTimeout);
+                throw new IllegalArgumentException("event timeout must be positive, got " + eventTimeout
+                        + "; the default is 30 s");
             }
             this.eventTimeout = eventTimeout;
             return this;
