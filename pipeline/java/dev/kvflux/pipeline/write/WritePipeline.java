@@ -191,12 +191,7 @@ public final class WritePipeline {
 
         /** How often a layer's event is queried until ready (default 1 ms). */
         public Builder eventPollPeriod(Duration eventPollPeriod) {
-            Objects.requireNonNull(eventPollPeriod, "eventPollPeriod");
-            if (eventPollPeriod.isZero() || eventPollPeriod.isNegative()) {
-                throw new IllegalArgumentException("event poll period must be positive, got " + eventPollPeriod
-                        + "; the default is 1 ms");
-            }
-            this.eventPollPeriod = eventPollPeriod;
+            this.eventPollPeriod = positive(eventPollPeriod, "event poll period", "1 ms");
             return this;
         }
 
@@ -206,12 +201,7 @@ public final class WritePipeline {
          * completion, past which the request fails with ERR_BAD_STATE (default 30 s for both).
          */
         public Builder eventTimeout(Duration eventTimeout) {
-            Objects.requireNonNull(eventTimeout, "eventTimeout");
-            if (eventTimeout.isZero() || eventTimeout.isNegative()) {
-                throw new IllegalArgumentException("event timeout must be positive, got " + eventTimeout
-                        + "; the default is 30 s");
-            }
-            this.eventTimeout = eventTimeout;
+            this.eventTimeout = positive(eventTimeout, "event timeout", "30 s");
             return this;
         }
 
@@ -223,6 +213,14 @@ public final class WritePipeline {
 
         public WritePipeline build() {
             return new WritePipeline(this);
+        }
+
+        private static Duration positive(Duration d, String what, String byDefault) {
+            Objects.requireNonNull(d, what);
+            if (d.isZero() || d.isNegative()) {
+                throw new IllegalArgumentException(what + " must be positive, got " + d + "; the default is " + byDefault);
+            }
+            return d;
         }
     }
 }
