@@ -9,6 +9,10 @@ import picocli.CommandLine.Command;
         subcommands = {
             // Each job registers its subcommand class here, one line each.
             ReproCommand.class,
+            PrefillCommand.class,
+            DecodeCommand.class,
+            ProxyCommand.class,
+            ServeBenchCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 

@@ -1,0 +1,51 @@
+package dev.kvflux.pipeline.cli;
+
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.serve.DecodeServer;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code kvflux decode}: a simulated decode instance. */
+@Command(name = "decode", mixinStandardHelpOptions = true,
+        description = {"Runs a simulated decode instance: it waits for each request's write_done from prefill, then"
+                + " decodes one token per decode step; a write_failed or its receive deadline fails the request"
+                + " with a clear error. Registers with the proxy every 3s."})
+public final class DecodeCommand implements Callable<Integer> {
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    ConfigOptions configOptions;
+
+    @Mixin
+    ModelOptions modelOptions;
+
+    @Mixin
+    RoleOptions roleOptions;
+
+    @Option(names = "--receive-deadline", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long a request waits for its notice (default: transfer.timeout plus half, at least 5s more).")
+    Duration receiveDeadline;
+
+    @Option(names = "--no-receive-deadline",
+            description = "Wait for a notice for ever, as vLLM's WRITE mode does (for comparison only).")
+    boolean noDeadline;
+
+    @Override
+    public Integer call() {
+        KvfluxConfig config = configOptions.load(spec.commandLine());
+        Duration deadline = noDeadline ? null
+                : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());
+        DecodeServer decode = DecodeServer.start(
+                roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()),
+                modelOptions.model(), deadline);
+        decode.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
+        return RoleRunner.runUntilStopped(decode);
+    }
+}

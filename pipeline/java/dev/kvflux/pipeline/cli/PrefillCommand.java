@@ -1,0 +1,63 @@
+package dev.kvflux.pipeline.cli;
+
+import dev.kvflux.bindings.sim.CopyPath;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.serve.Policy;
+import dev.kvflux.pipeline.serve.PrefillServer;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code kvflux prefill}: a simulated prefill instance writing KV through the simulated xGMI engine. */
+@Command(name = "prefill", mixinStandardHelpOptions = true,
+        description = {"Runs a simulated prefill instance: prompts go through a simulated model, each layer's KV"
+                + " is written to decode through the WRITE pipeline on the simulated xGMI engine, and the outcome"
+                + " is sent to decode (write_done, or write_failed under the kvflux policy). Registers with the"
+                + " proxy every 3s."})
+public final class PrefillCommand implements Callable<Integer> {
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    ConfigOptions configOptions;
+
+    @Mixin
+    ModelOptions modelOptions;
+
+    @Mixin
+    RoleOptions roleOptions;
+
+    @Option(names = "--policy", paramLabel = "NAME", converter = PolicyConverter.class,
+            description = "legacy, seed or kvflux (default ${DEFAULT-VALUE}).")
+    Policy policy = Policy.KVFLUX;
+
+    @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "The completion wait's timeout (default: transfer.timeout).")
+    Duration transferTimeout;
+
+    @Option(names = "--sg-under-load",
+            description = "Use the scatter/gather copy path, whose copies are seen only after prefill's queued steps.")
+    boolean sgUnderLoad;
+
+    @Override
+    public Integer call() {
+        KvfluxConfig config = configOptions.load(spec.commandLine());
+        Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
+                .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath()).build();
+        PrefillServer prefill = PrefillServer.start(
+                roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()),
+                modelOptions.model(), policy, engine, timeout, ExpectedTransfers.defaultDeadline(timeout));
+        prefill.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
+        return RoleRunner.runUntilStopped(() -> {
+            prefill.close();
+            engine.close();
+        });
+    }
+}

@@ -1,0 +1,48 @@
+package dev.kvflux.pipeline.cli;
+
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.proxy.InstanceRegistry;
+import dev.kvflux.pipeline.proxy.ProxyServer;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code kvflux proxy}: the OpenAI-style front that pairs a prefill and a decode instance per request. */
+@Command(name = "proxy", mixinStandardHelpOptions = true,
+        description = {"Runs the disaggregated-serving proxy: POST /v1/completions goes to a prefill (max_tokens=1)"
+                + " and a decode instance, decode's answer streams back. Instances register on the discovery"
+                + " port and are dropped when they stop pinging. Ports default to the configuration's."})
+public final class ProxyCommand implements Callable<Integer> {
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    ConfigOptions configOptions;
+
+    @Option(names = "--host", description = "Address to bind (default ${DEFAULT-VALUE}).")
+    String host = "127.0.0.1";
+
+    @Option(names = "--port", paramLabel = "PORT", description = "HTTP port for clients (default: ports.proxy).")
+    Integer port;
+
+    @Option(names = "--discovery-port", paramLabel = "PORT",
+            description = "Port where instances register (default: ports.proxy-discovery).")
+    Integer discoveryPort;
+
+    @Option(names = "--instance-ttl", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Drop an instance this long after its last ping (default 10s; instances ping every 3s).")
+    Duration instanceTtl = Duration.ofSeconds(10);
+
+    @Override
+    public Integer call() {
+        KvfluxConfig config = configOptions.load(spec.commandLine());
+        ProxyServer proxy = ProxyServer.start(host, port != null ? port : config.ports().proxy(),
+                discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery(),
+                new InstanceRegistry(instanceTtl));
+        return RoleRunner.runUntilStopped(proxy);
+    }
+}

@@ -1,0 +1,31 @@
+package dev.kvflux.pipeline.cli;
+
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.serve.RoleAddresses;
+import picocli.CommandLine.Option;
+
+/** Where a prefill or decode instance listens and which proxy it registers with ({@code @Mixin RoleOptions}). */
+public final class RoleOptions {
+    @Option(names = "--host", description = "Address to bind and advertise (default ${DEFAULT-VALUE}).")
+    String host = "127.0.0.1";
+
+    @Option(names = "--http-port", paramLabel = "PORT", description = "HTTP port (default: the configuration's).")
+    Integer httpPort;
+
+    @Option(names = "--notify-port", paramLabel = "PORT", description = "Notify port (default: the configuration's).")
+    Integer notifyPort;
+
+    @Option(names = "--proxy", paramLabel = "URL",
+            description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>).")
+    String proxy;
+
+    /** The addresses, with the given configured ports where none was given. */
+    RoleAddresses addresses(int configuredHttp, int configuredNotify) {
+        return new RoleAddresses(host, httpPort != null ? httpPort : configuredHttp,
+                notifyPort != null ? notifyPort : configuredNotify);
+    }
+
+    String proxyUrl(KvfluxConfig config) {
+        return proxy != null ? proxy : "http://127.0.0.1:" + config.ports().proxyDiscovery();
+    }
+}

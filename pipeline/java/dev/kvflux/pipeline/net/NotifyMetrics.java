@@ -1,0 +1,115 @@
+package dev.kvflux.pipeline.net;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Counters of one notify endpoint (server, client and registry may share one). All counters only grow;
+ * they are safe to update and read from any thread. {@link #snapshot()} gives them by name for logs and
+ * reports.
+ */
+public final class NotifyMetrics {
+    /** Messages that decoded and were handed on. */
+    final LongAdder received = new LongAdder();
+    /** Frames that were not one message kvflux understands; each closed its connection. */
+    final LongAdder malformedFrames = new LongAdder();
+    /** Frames whose length prefix was negative or above the maximum; each closed its connection. */
+    final LongAdder oversizedFrames = new LongAdder();
+    /** Inbound connections accepted. */
+    final LongAdder connectionsAccepted = new LongAdder();
+    /** write_done that completed an expected transfer. */
+    final LongAdder writeDone = new LongAdder();
+    /** write_failed that failed an expected transfer. */
+    final LongAdder writeFailed = new LongAdder();
+    /** Notifications for a transfer that had already finished (late or duplicate); ignored. */
+    final LongAdder lateOrDuplicate = new LongAdder();
+    /** Notifications for a transfer nobody expects yet; kept until it is expected. */
+    final LongAdder unmatched = new LongAdder();
+    /** Expected transfers that reached their receive deadline without a notification. */
+    final LongAdder deadlinesExpired = new LongAdder();
+    /** Messages written to a peer. */
+    final LongAdder sent = new LongAdder();
+    /** Send attempts that failed and were tried again. */
+    final LongAdder sendRetries = new LongAdder();
+    /** Outbound connections opened (the first, and each one re-established after a failure). */
+    final LongAdder connectionsOpened = new LongAdder();
+    /** Messages given up at their deadline after every attempt failed. */
+    final LongAdder undeliverable = new LongAdder();
+
+    public long received() {
+        return received.sum();
+    }
+
+    public long malformedFrames() {
+        return malformedFrames.sum();
+    }
+
+    public long oversizedFrames() {
+        return oversizedFrames.sum();
+    }
+
+    public long connectionsAccepted() {
+        return connectionsAccepted.sum();
+    }
+
+    public long writeDone() {
+        return writeDone.sum();
+    }
+
+    public long writeFailed() {
+        return writeFailed.sum();
+    }
+
+    public long lateOrDuplicate() {
+        return lateOrDuplicate.sum();
+    }
+
+    public long unmatched() {
+        return unmatched.sum();
+    }
+
+    public long deadlinesExpired() {
+        return deadlinesExpired.sum();
+    }
+
+    public long sent() {
+        return sent.sum();
+    }
+
+    public long sendRetries() {
+        return sendRetries.sum();
+    }
+
+    public long connectionsOpened() {
+        return connectionsOpened.sum();
+    }
+
+    public long undeliverable() {
+        return undeliverable.sum();
+    }
+
+    /** Every counter by its snake_case name, in a stable order. */
+    public Map<String, Long> snapshot() {
+        Map<String, Long> all = new LinkedHashMap<>();
+        all.put("received", received());
+        all.put("malformed_frames", malformedFrames());
+        all.put("oversized_frames", oversizedFrames());
+        all.put("connections_accepted", connectionsAccepted());
+        all.put("write_done", writeDone());
+        all.put("write_failed", writeFailed());
+        all.put("late_or_duplicate", lateOrDuplicate());
+        all.put("unmatched", unmatched());
+        all.put("deadlines_expired", deadlinesExpired());
+        all.put("sent", sent());
+        all.put("send_retries", sendRetries());
+        all.put("connections_opened", connectionsOpened());
+        all.put("undeliverable", undeliverable());
+        return all;
+    }
+
+    @Override
+    public String toString() {
+        return "NotifyMetrics" + snapshot();
+    }
+}

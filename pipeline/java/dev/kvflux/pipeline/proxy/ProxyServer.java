@@ -1,0 +1,242 @@
+package dev.kvflux.pipeline.proxy;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.UUID;
+import org.reactivestreams.Publisher;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.server.HttpServer;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+import reactor.netty.resources.ConnectionProvider;
+
+/**
+ * The disaggregated-serving proxy: an OpenAI-style HTTP front that splits each completion between a
+ * prefill and a decode instance.
+ *
+ * <ul>
+ *   <li>{@code POST /v1/completions}: gives the request a transfer id, sends it to a prefill instance
+ *       with {@code max_tokens=1} and to a decode instance at the same time, each with
+ *       {@code kv_transfer_params} naming the other's notify address, and streams decode's answer back
+ *       (status, content type and body as decode sent them). Prefill's answer is dropped, unless it is
+ *       an error or prefill cannot be reached: then decode's request is cancelled and the client gets
+ *       502 at once, since the KV will never come.
+ *       503 when no instance of a role is live; 400 for a body that is not a JSON object.</li>
+ *   <li>{@code POST /register}: an instance's ping, {@code {"role", "http", "notify"}} with
+ *       {@code host:port} addresses.</li>
+ *   <li>{@code GET /health}: 200 with the live instances.</li>
+ * </ul>
+ */
+public final class ProxyServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(ProxyServer.class);
+
+    private final DisposableServer server;
+    private final DisposableServer discovery;
+    private final ConnectionProvider connections;
+
+    private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections) {
+        this.server = server;
+        this.discovery = discovery;
+        this.connections = connections;
+    }
+
+    /**
+     * Starts a proxy on {@code host:port} (0 picks a free port) over {@code registry}.
+     *
+     * @throws IllegalStateException if the port cannot be bound
+     */
+    public static ProxyServer start(String host, int port, InstanceRegistry registry) {
+        return start(host, port, -1, registry);
+    }
+
+    /**
+     * Starts a proxy on {@code host:port} that also takes registrations ({@code POST /register},
+     * {@code GET /health}) on {@code discoveryPort}, as vLLM's proxy has a service-discovery port;
+     * {@code -1} for none.
+     *
+     * @throws IllegalStateException if a port cannot be bound
+     */
+    public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry) {
+        Objects.requireNonNull(registry, "registry");
+        ConnectionProvider connections = ConnectionProvider.builder("kvflux-proxy")
+                .maxConnections(2048).pendingAcquireMaxCount(-1).build();
+        HttpClient client = HttpClient.create(connections);
+        Handlers handlers = new Handlers(registry, client);
+        try {
+            DisposableServer server = HttpServer.create().host(host).port(port)
+                    .route(routes -> routes
+                            .post("/v1/completions", handlers::completions)
+                            .post("/register", handlers::register)
+                            .get("/health", handlers::health))
+                    .bindNow();
+            DisposableServer discovery = null;
+            if (discoveryPort >= 0) {
+                try {
+                    discovery = HttpServer.create().host(host).port(discoveryPort)
+                            .route(routes -> routes.post("/register", handlers::register).get("/health", handlers::health))
+                            .bindNow();
+                } catch (RuntimeException e) {
+                    server.disposeNow();
+                    throw e;
+                }
+            }
+            LOG.info("proxy listening on http://{}:{}{}", host, ((InetSocketAddress) server.address()).getPort(),
+                    discovery == null ? "" : ", registrations also on port "
+                            + ((InetSocketAddress) discovery.address()).getPort());
+            return new ProxyServer(server, discovery, connections);
+        } catch (RuntimeException e) {
+            connections.dispose();
+            throw new IllegalStateException("cannot start the proxy on " + host + ":" + port
+                    + (discoveryPort >= 0 ? " and " + discoveryPort : "") + " ("
+                    + e.getMessage() + "); is another process using the port?", e);
+        }
+    }
+
+    public InetSocketAddress address() {
+        return (InetSocketAddress) server.address();
+    }
+
+    @Override
+    public void close() {
+        server.disposeNow();
+        if (discovery != null) {
+            discovery.disposeNow();
+        }
+        connections.dispose();
+    }
+
+    /** Prefill could not be reached or answered with an error, so the request's KV will never come. */
+    private static final class PrefillFailedException extends RuntimeException {
+        PrefillFailedException(Instance prefill, String what) {
+            super("prefill instance " + prefill.baseUrl() + " failed: " + what, null, false, false);
+        }
+    }
+
+    private record Handlers(InstanceRegistry registry, HttpClient client) {
+
+        Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
+            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
+                    .flatMap(body -> Mono.from(route(body, response)));
+        }
+
+        private Publisher<Void> route(String body, HttpServerResponse response) {
+            ObjectNode json;
+            try {
+                json = HttpJson.object(body);
+            } catch (IllegalArgumentException e) {
+                return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "bad_json",
+                        e.getMessage());
+            }
+            Optional<Instance> prefill = registry.pick(Role.PREFILL);
+            Optional<Instance> decode = registry.pick(Role.DECODE);
+            if (prefill.isEmpty() || decode.isEmpty()) {
+                String missing = prefill.isEmpty() ? "prefill" : "decode";
+                return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                        "no_" + missing, "no " + missing + " instance is registered; start one with `kvflux "
+                                + missing + "` pointed at this proxy");
+            }
+            String transferId = "kvflux-" + UUID.randomUUID();
+            ObjectNode toPrefill = new KvTransferParams(transferId, Role.DECODE, decode.get().notifyAddress())
+                    .into(json.deepCopy());
+            toPrefill.put("max_tokens", 1);
+            toPrefill.put("stream", false);
+            ObjectNode toDecode = new KvTransferParams(transferId, Role.PREFILL, prefill.get().notifyAddress())
+                    .into(json.deepCopy());
+
+            // Prefill's answer only matters when it is an error: then the KV will never come, and decode's
+            // request is cancelled at once instead of waiting for its receive deadline.
+            Mono<Void> prefillFailed = post(prefill.get(), toPrefill)
+                    .responseSingle((status, content) -> content.asString().defaultIfEmpty("")
+                            .flatMap(text -> status.status().code() == 200
+                                    ? Mono.<Void>never()
+                                    : Mono.<Void>error(new PrefillFailedException(prefill.get(),
+                                            status.status().code() + " " + text))))
+                    .onErrorMap(e -> !(e instanceof PrefillFailedException),
+                            e -> new PrefillFailedException(prefill.get(), e.toString()));
+
+            response.header("x-kvflux-transfer-id", transferId);
+            Mono<Void> decoded = post(decode.get(), toDecode)
+                    .response((status, content) -> {
+                        response.status(status.status());
+                        String type = status.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE);
+                        if (type != null) {
+                            response.header(HttpHeaderNames.CONTENT_TYPE, type);
+                        }
+                        return response.send(content.retain(), buf -> true).then();
+                    })
+                    .then();
+            return Mono.firstWithSignal(decoded, prefillFailed)
+                    .onErrorResume(error -> {
+                        if (error instanceof PrefillFailedException) {
+                            LOG.warn("transfer {}: {}", transferId, error.getMessage());
+                        }
+                        if (response.hasSentHeaders()) {
+                            return Mono.error(error);
+                        }
+                        return error instanceof PrefillFailedException
+                                ? Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
+                                        "prefill_failed", error.getMessage()))
+                                : Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
+                                        "decode_unreachable", "decode instance " + decode.get().baseUrl()
+                                                + " did not answer: " + error.getMessage()));
+                    });
+        }
+
+        private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body) {
+            byte[] bytes = HttpJson.write(body).getBytes(StandardCharsets.UTF_8);
+            return client.headers(h -> h.set(HttpHeaderNames.CONTENT_TYPE, "application/json"))
+                    .post().uri(instance.baseUrl() + "/v1/completions")
+                    .send(Mono.fromSupplier(() -> Unpooled.wrappedBuffer(bytes)));
+        }
+
+        Publisher<Void> register(HttpServerRequest request, HttpServerResponse response) {
+            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
+                    .flatMap(body -> {
+                        try {
+                            ObjectNode json = HttpJson.object(body);
+                            Instance instance = new Instance(Role.of(text(json, "role")),
+                                    Instance.address(text(json, "http")), Instance.address(text(json, "notify")));
+                            registry.ping(instance);
+                            return Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                                    HttpJson.MAPPER.createObjectNode().put("status", "registered")));
+                        } catch (IllegalArgumentException e) {
+                            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
+                                    "invalid_request_error", "bad_registration", e.getMessage()));
+                        }
+                    });
+        }
+
+        Publisher<Void> health(HttpServerRequest request, HttpServerResponse response) {
+            ObjectNode body = HttpJson.MAPPER.createObjectNode().put("status", "ok");
+            for (Role role : Role.values()) {
+                ArrayNode list = body.putArray(role.wireName());
+                for (Instance instance : registry.live(role)) {
+                    list.addObject().put("http", Instance.hostPort(instance.httpAddress()))
+                            .put("notify", Instance.hostPort(instance.notifyAddress()));
+                }
+            }
+            return HttpJson.reply(response, HttpResponseStatus.OK, body);
+        }
+
+        private static String text(JsonNode json, String key) {
+            JsonNode value = json.get(key);
+            if (value == null || !value.isTextual()) {
+                throw new IllegalArgumentException("registration needs \"" + key + "\" as a string, e.g. "
+                        + "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
+            }
+            return value.asText();
+        }
+    }
+}

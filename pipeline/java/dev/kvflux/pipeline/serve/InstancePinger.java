@@ -1,0 +1,65 @@
+package dev.kvflux.pipeline.serve;
+
+import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.Instance;
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.http.client.HttpClient;
+
+/**
+ * Registers an instance with the proxy and keeps it registered: posts {@code {"role", "http", "notify"}}
+ * to the proxy's {@code /register} at once and then every {@code interval}. A failed ping is logged and
+ * the next one tried; the proxy drops the instance if pings stop.
+ */
+final class InstancePinger implements Disposable {
+    private static final Logger LOG = LoggerFactory.getLogger(InstancePinger.class);
+
+    private final Disposable pings;
+
+    private InstancePinger(Disposable pings) {
+        this.pings = pings;
+    }
+
+    static InstancePinger start(String proxyBaseUrl, Instance self, Duration interval) {
+        byte[] body = HttpJson.write(HttpJson.MAPPER.createObjectNode()
+                .put("role", self.role().wireName())
+                .put("http", Instance.hostPort(self.httpAddress()))
+                .put("notify", Instance.hostPort(self.notifyAddress()))).getBytes(StandardCharsets.UTF_8);
+        HttpClient client = HttpClient.create()
+                .headers(h -> h.set(HttpHeaderNames.CONTENT_TYPE, "application/json"))
+                .responseTimeout(interval);
+        boolean[] warned = {false};
+        Disposable pings = Flux.interval(Duration.ZERO, interval, Schedulers.parallel())
+                .concatMap(tick -> client.post().uri(proxyBaseUrl + "/register")
+                        .send(Mono.fromSupplier(() -> Unpooled.wrappedBuffer(body)))
+                        .responseSingle((response, content) -> content.asString().defaultIfEmpty("")
+                                .map(text -> response.status().code() == 200 ? "" : response.status() + " " + text))
+                        .onErrorResume(error -> Mono.just(error.toString())))
+                .subscribe(problem -> {
+                    if (!problem.isEmpty() && !warned[0]) {
+                        LOG.warn("cannot register with the proxy at {}: {}; retrying every {} ms", proxyBaseUrl,
+                                problem, interval.toMillis());
+                    }
+                    warned[0] = !problem.isEmpty();
+                });
+        return new InstancePinger(pings);
+    }
+
+    @Override
+    public void dispose() {
+        pings.dispose();
+    }
+
+    @Override
+    public boolean isDisposed() {
+        return pings.isDisposed();
+    }
+}

@@ -1,0 +1,255 @@
+package dev.kvflux.pipeline.serve;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.sim.SimulatedLayerEvent;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.net.NotifyClient;
+import dev.kvflux.pipeline.net.NotifyMessage;
+import dev.kvflux.pipeline.net.NotifyMetrics;
+import dev.kvflux.pipeline.net.NotifyServer;
+import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.Instance;
+import dev.kvflux.pipeline.proxy.Role;
+import dev.kvflux.pipeline.write.LayerWrite;
+import dev.kvflux.pipeline.write.WritePipeline;
+import dev.kvflux.pipeline.write.WriteRequest;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import org.reactivestreams.Publisher;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+
+/**
+ * A simulated prefill instance. For each {@code POST /v1/completions} that came through the proxy it
+ * runs the prompt through the {@linkplain PrefillLoop simulated model}; during the prompt's last step
+ * each layer's event turns ready in turn, and the layers' copies into decode's blocks (from decode's
+ * {@code remote_blocks}) go through the {@link WritePipeline} on the simulated xGMI engine. The HTTP
+ * answer (one token) comes when prefill ends; the WRITE's outcome goes to decode's notify address as
+ * {@code write_done}, or as {@code write_failed} when the {@link Policy} sends failure notices.
+ * {@code GET /metrics} gives the write counters and the notify channel's.
+ */
+public final class PrefillServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
+    private static final int BLOCK_CAPACITY = 1 << 16;
+    /** How long a write waits for decode's block list, as vLLM's {@code defer_timeout}. */
+    private static final Duration DEFER_TIMEOUT = Duration.ofSeconds(60);
+
+    private final DisposableServer http;
+    private final NotifyServer notify;
+    private final NotifyClient client;
+    private final PrefillLoop loop;
+    private final Scheduler loopScheduler;
+    private final PrefillStats stats;
+    private final Disposable.Composite writes;
+    private final String host;
+    private Disposable pinger = Disposables.disposed();
+
+    private PrefillServer(DisposableServer http, NotifyServer notify, NotifyClient client, PrefillLoop loop,
+            Scheduler loopScheduler, PrefillStats stats, Disposable.Composite writes, String host) {
+        this.http = http;
+        this.notify = notify;
+        this.client = client;
+        this.loop = loop;
+        this.loopScheduler = loopScheduler;
+        this.stats = stats;
+        this.writes = writes;
+        this.host = host;
+    }
+
+    /**
+     * Starts a prefill instance writing through {@code engine}.
+     *
+     * @param notifyWithin how long a write's outcome is retried towards decode before it counts as undeliverable
+     * @throws IllegalStateException if a port cannot be bound
+     */
+    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
+            SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin) {
+        Objects.requireNonNull(where, "where");
+        Objects.requireNonNull(model, "model");
+        Objects.requireNonNull(policy, "policy");
+        Objects.requireNonNull(engine, "engine");
+        NotifyMetrics metrics = new NotifyMetrics();
+        RemoteBlockBoard board = new RemoteBlockBoard();
+        NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
+                .metrics(metrics).handler(board).bind().block(Duration.ofSeconds(10));
+        NotifyClient client = NotifyClient.builder().metrics(metrics).build();
+        Scheduler loopScheduler = Schedulers.newSingle("kvflux-prefill");
+        PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler);
+        KvCache cache = new KvCache(model, BLOCK_CAPACITY);
+        MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
+        MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
+        PrefillStats stats = new PrefillStats();
+        Disposable.Composite writes = Disposables.composite();
+        Writer writer = new Writer(model, policy, cache, board, engine.createSession(local, remote),
+                WritePipeline.builder().waitStrategy(policy.waitStrategy(engine, transferTimeout))
+                        .maxInFlight(policy.maxInFlight()).build(),
+                client, notifyWithin, stats, writes);
+        try {
+            DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
+                    .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
+                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
+                            .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
+                                    metricsJson(stats, metrics))))
+                    .bindNow();
+            PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, where.host());
+            LOG.info("prefill listening: http {}, notify {}, policy {}, transfer timeout {} ms, copy path {}, model {}",
+                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
+                    policy.wireName(), transferTimeout.toMillis(), engine.copyPath(), model);
+            return server;
+        } catch (RuntimeException e) {
+            notify.close();
+            client.close();
+            loop.close();
+            loopScheduler.dispose();
+            throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
+                    + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+        }
+    }
+
+    private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics) {
+        ObjectNode json = HttpJson.MAPPER.createObjectNode();
+        json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
+                .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
+                .put("failures_not_notified", stats.failuresNotNotified());
+        json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
+        return json;
+    }
+
+    /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
+    public PrefillServer pingProxy(String proxyBaseUrl, Duration interval) {
+        pinger.dispose();
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval);
+        return this;
+    }
+
+    public Instance instance() {
+        return new Instance(Role.PREFILL, httpAddress(), notifyAddress());
+    }
+
+    public InetSocketAddress httpAddress() {
+        return InetSocketAddress.createUnresolved(host, ((InetSocketAddress) http.address()).getPort());
+    }
+
+    public InetSocketAddress notifyAddress() {
+        return InetSocketAddress.createUnresolved(host, notify.address().getPort());
+    }
+
+    public PrefillStats stats() {
+        return stats;
+    }
+
+    /** The notify channel's counters (sends, retries, undeliverable). */
+    public NotifyMetrics notifyMetrics() {
+        return client.metrics();
+    }
+
+    /** Stops serving; writes still queued or waiting are cancelled and decode is not told of them. */
+    @Override
+    public void close() {
+        pinger.dispose();
+        writes.dispose();
+        http.disposeNow();
+        notify.close();
+        client.close();
+        loop.close();
+        loopScheduler.dispose();
+    }
+
+    private record Writer(ServingModel model, Policy policy, KvCache cache, RemoteBlockBoard board,
+                          TransferSession session, WritePipeline pipeline, NotifyClient client,
+                          Duration notifyWithin, PrefillStats stats, Disposable.Composite writes) {
+
+        Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response, PrefillLoop loop) {
+            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
+                    .flatMap(body -> {
+                        CompletionRequest parsed;
+                        try {
+                            parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL);
+                        } catch (IllegalArgumentException e) {
+                            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
+                                    "invalid_request_error", "bad_request", e.getMessage()));
+                        }
+                        stats.requests.increment();
+                        return loop.submit(parsed.promptTokens(),
+                                        (startsIn, length) -> startWrite(parsed, startsIn, length))
+                                .then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                                        firstToken(parsed)))));
+                    });
+        }
+
+        /** Called when the prompt's last prefill step is queued: its layers finish across the step. */
+        private void startWrite(CompletionRequest request, Duration startsIn, Duration stepLength) {
+            String id = request.params().transferId();
+            InetSocketAddress decode = request.params().remoteNotify();
+            List<Long> localBlocks = cache.allocate(model.blocksFor(request.promptTokens()));
+            int layers = model.layers();
+            SimulatedLayerEvent[] events = new SimulatedLayerEvent[layers];
+            for (int l = 0; l < layers; l++) {
+                events[l] = SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
+                        startsIn.plus(stepLength.multipliedBy(l + 1).dividedBy(layers)));
+            }
+            Flux<LayerWrite> layerWrites = board.blocks(id)
+                    .timeout(DEFER_TIMEOUT, Mono.error(() -> new IllegalStateException("decode's block list for "
+                            + id + " did not arrive within " + DEFER_TIMEOUT.toSeconds() + " s")))
+                    .flatMapMany(remoteBlocks -> Flux.range(0, layers)
+                            .map(l -> new LayerWrite(l, events[l], cache.layerPlan(l, localBlocks, remoteBlocks))));
+            Disposable[] self = new Disposable[1];
+            self[0] = pipeline.write(new WriteRequest(id, session, layerWrites))
+                    .doFinally(signal -> {
+                        if (self[0] != null) {
+                            writes.remove(self[0]);
+                        }
+                    })
+                    .subscribe(outcome -> finish(outcome, decode));
+            if (!self[0].isDisposed()) {
+                writes.add(self[0]);
+            }
+        }
+
+        private void finish(WriteOutcome outcome, InetSocketAddress decode) {
+            if (outcome instanceof WriteOutcome.WriteFailed failed) {
+                stats.writesFailed.increment();
+                if (failed.code() == StatusCode.IN_PROGRESS) {
+                    stats.failedWaitsInProgress.increment();
+                }
+                LOG.warn("transfer {}: MoRIIO batch wait failed ({}): {}{}", failed.transferId(),
+                        failed.code().qualifiedName(), failed.reason(),
+                        policy.failureNotice() ? "" : "; decode is not told (policy " + policy.wireName() + ")");
+                if (!policy.failureNotice()) {
+                    stats.failuresNotNotified.increment();
+                    return;
+                }
+            } else {
+                stats.writesDone.increment();
+            }
+            client.send(decode, NotifyMessage.of(outcome), notifyWithin).subscribe();
+        }
+
+        private static ObjectNode firstToken(CompletionRequest request) {
+            ObjectNode body = HttpJson.MAPPER.createObjectNode()
+                    .put("id", "cmpl-" + request.params().transferId()).put("object", "text_completion");
+            body.putArray("choices").addObject().put("index", 0).put("text", " t0").put("finish_reason", "length");
+            body.putObject("usage").put("prompt_tokens", request.promptTokens()).put("completion_tokens", 1)
+                    .put("total_tokens", request.promptTokens() + 1);
+            return body;
+        }
+    }
+}

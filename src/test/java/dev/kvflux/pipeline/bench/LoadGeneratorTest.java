@@ -1,0 +1,58 @@
+package dev.kvflux.pipeline.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.pipeline.proxy.HttpJson;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+
+/** The load generator against a stand-in server that completes, fails or never answers by prompt. */
+class LoadGeneratorTest {
+
+    @Test
+    void completedPlusFailedPlusNeverFinishedEqualsSent() {
+        DisposableServer server = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> req.receive().aggregate().asString()
+                        .flatMap(body -> {
+                            String prompt = HttpJson.object(body).get("prompt").asText();
+                            int index = Integer.parseInt(prompt.substring(1, prompt.indexOf(' ')));
+                            return switch (index % 3) {
+                                case 0 -> res.header("content-type", "text/event-stream")
+                                        .sendString(Flux.just("data: {\"t\":0}\n\n", "data: [DONE]\n\n")).then();
+                                case 1 -> Mono.from(HttpJson.error(res,
+                                        io.netty.handler.codec.http.HttpResponseStatus.SERVICE_UNAVAILABLE,
+                                        "kv_transfer_failed", "ERR_RDMA_OP", "prefill reported write_failed"));
+                                default -> Mono.never();
+                            };
+                        })))
+                .bindNow();
+        try {
+            String url = "http://127.0.0.1:" + server.port();
+            LoadResult result = new LoadGenerator(url, 7, 3, 8, 2, Duration.ofMillis(400)).run(progress -> { });
+
+            assertThat(result.sent()).isEqualTo(7);
+            assertThat(result.completed()).isEqualTo(3);
+            assertThat(result.failed()).isEqualTo(2);
+            assertThat(result.neverFinished()).isEqualTo(2);
+            assertThat(result.completed() + result.failed() + result.neverFinished()).isEqualTo(result.sent());
+            assertThat(result.sampleErrors(5)).containsExactly("503 prefill reported write_failed");
+            assertThat(result.ttfts()).hasSize(3);
+            assertThat(result.ttfts()[0]).isPositive();
+        } finally {
+            server.disposeNow();
+        }
+    }
+
+    @Test
+    void percentilesInterpolateBetweenOrderStatistics() {
+        double[] sorted = {1, 2, 3, 4};
+        assertThat(LoadResult.percentile(sorted, 50)).isEqualTo(2.5);
+        assertThat(LoadResult.percentile(sorted, 90)).isEqualTo(3.7, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(LoadResult.percentile(sorted, 100)).isEqualTo(4);
+        assertThat(LoadResult.percentile(new double[0], 50)).isNaN();
+    }
+}

@@ -1,0 +1,56 @@
+package dev.kvflux.pipeline.net;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvflux.bindings.StatusCode;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+
+/** The msgpack shapes of the notify messages. */
+class NotifyCodecTest {
+
+    @Test
+    void everyMessageSurvivesARoundTrip() {
+        List<NotifyMessage> messages = List.of(
+                new NotifyMessage.RemoteBlocks("req-1", "t-1", List.of(3L, 4L, 9L), 0),
+                new NotifyMessage.WriteDone("t-1"),
+                new NotifyMessage.WriteFailed("t-1", StatusCode.ERR_RDMA_OP, "RDMA transfer failed: qp error (code=13)"),
+                new NotifyMessage.Release("t-1"));
+        for (NotifyMessage message : messages) {
+            assertThat(NotifyCodec.decode(NotifyCodec.encode(message))).isEqualTo(message);
+        }
+    }
+
+    @Test
+    void writeDoneHasMoriioShape() throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(3).packString("type").packString("write_done")
+                    .packString("transfer_id").packString("t-9").packString("extra").packInt(1);
+            assertThat(NotifyCodec.decode(packer.toByteArray())).isEqualTo(new NotifyMessage.WriteDone("t-9"));
+        }
+    }
+
+    @Test
+    void unknownTypeIsMalformedAndNamed() throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(2).packString("type").packString("write_maybe")
+                    .packString("transfer_id").packString("t-9");
+            assertThatThrownBy(() -> NotifyCodec.decode(packer.toByteArray()))
+                    .isInstanceOf(MalformedFrameException.class).hasMessageContaining("write_maybe");
+        }
+    }
+
+    @Test
+    void writeFailedWithSuccessCodeIsMalformed() throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(4).packString("type").packString("write_failed")
+                    .packString("transfer_id").packString("t-9").packString("code").packInt(0)
+                    .packString("reason").packString("?");
+            assertThatThrownBy(() -> NotifyCodec.decode(packer.toByteArray()))
+                    .isInstanceOf(MalformedFrameException.class).hasMessageContaining("not a failure");
+        }
+    }
+}

@@ -1,0 +1,150 @@
+package dev.kvflux.pipeline.proxy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.netty.buffer.Unpooled;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.server.HttpServer;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/** The proxy over loopback, with stand-in prefill and decode instances that record what they receive. */
+class ProxyServerTest {
+    private static final Duration WAIT = Duration.ofSeconds(5);
+
+    private final BlockingQueue<JsonNode> toPrefill = new ArrayBlockingQueue<>(4);
+    private final BlockingQueue<JsonNode> toDecode = new ArrayBlockingQueue<>(4);
+    private DisposableServer prefill;
+    private DisposableServer decode;
+    private ProxyServer proxy;
+
+    @AfterEach
+    void close() {
+        for (var server : new DisposableServer[] {prefill, decode}) {
+            if (server != null) {
+                server.disposeNow();
+            }
+        }
+        if (proxy != null) {
+            proxy.close();
+        }
+    }
+
+    private DisposableServer recording(BlockingQueue<JsonNode> into, Flux<String> answer) {
+        return HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> req.receive().aggregate().asString()
+                        .doOnNext(body -> into.add(HttpJson.object(body)))
+                        .then(res.header("content-type", "text/event-stream").sendString(answer).then())))
+                .bindNow();
+    }
+
+    private static Instance instance(Role role, DisposableServer server, int notifyPort) {
+        return new Instance(role, new InetSocketAddress("127.0.0.1", ((InetSocketAddress) server.address()).getPort()),
+                new InetSocketAddress("127.0.0.1", notifyPort));
+    }
+
+    private String post(String path, String body) {
+        return HttpClient.create().post().uri("http://127.0.0.1:" + proxy.address().getPort() + path)
+                .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .map(text -> res.status().code() + " " + text))
+                .block(WAIT);
+    }
+
+    @Test
+    void proxyRoutesToPrefillAndDecodeAndStreamsDecodesAnswer() throws InterruptedException {
+        prefill = recording(toPrefill, Flux.just("{\"choices\":[]}"));
+        decode = recording(toDecode, Flux.just("data: {\"a\":1}\n\n", "data: [DONE]\n\n"));
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefill, 7001));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 16, \"stream\": true}");
+
+        assertThat(answer).isEqualTo("200 data: {\"a\":1}\n\ndata: [DONE]\n\n");
+        JsonNode p = toPrefill.poll(5, TimeUnit.SECONDS);
+        JsonNode d = toDecode.poll(5, TimeUnit.SECONDS);
+        assertThat(p.get("max_tokens").asInt()).isEqualTo(1);
+        assertThat(d.get("max_tokens").asInt()).isEqualTo(16);
+        assertThat(p.at("/kv_transfer_params/remote_notify").asText()).isEqualTo("127.0.0.1:7002");
+        assertThat(d.at("/kv_transfer_params/remote_notify").asText()).isEqualTo("127.0.0.1:7001");
+        assertThat(p.at("/kv_transfer_params/transfer_id").asText())
+                .isNotEmpty().isEqualTo(d.at("/kv_transfer_params/transfer_id").asText());
+        assertThat(p.at("/kv_transfer_params/do_remote_decode").asBoolean()).isTrue();
+        assertThat(d.at("/kv_transfer_params/do_remote_prefill").asBoolean()).isTrue();
+    }
+
+    @Test
+    void proxyFailsTheRequestAtOnceWhenPrefillCannotBeReached() throws java.io.IOException {
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()))
+                .bindNow();
+        int closedPort;
+        try (var probe = new java.net.ServerSocket(0)) {
+            closedPort = probe.getLocalPort();
+        }
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(new Instance(Role.PREFILL, new InetSocketAddress("127.0.0.1", closedPort),
+                new InetSocketAddress("127.0.0.1", 7001)));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(answer).startsWith("502 ").contains("prefill_failed").contains(":" + closedPort);
+    }
+
+    @Test
+    void proxyAnswers503WhenNoDecodeIsRegistered() {
+        prefill = recording(toPrefill, Flux.just("{}"));
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefill, 7001));
+        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(answer).startsWith("503 ").contains("no decode instance is registered");
+    }
+
+    @Test
+    void registrationThroughHttpShowsInHealth() {
+        proxy = ProxyServer.start("127.0.0.1", 0, new InstanceRegistry(Duration.ofSeconds(30)));
+
+        String registered = post("/register", "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
+        String health = HttpClient.create().get().uri("http://127.0.0.1:" + proxy.address().getPort() + "/health")
+                .responseContent().aggregate().asString().block(WAIT);
+
+        assertThat(registered).startsWith("200 ");
+        assertThat(HttpJson.object(health).at("/decode/0/notify").asText()).isEqualTo("127.0.0.1:8201");
+    }
+
+    @Test
+    void instanceThatStopsPingingIsDropped() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(10), clock);
+        Instance decodeInstance = new Instance(Role.DECODE, new InetSocketAddress("127.0.0.1", 8200),
+                new InetSocketAddress("127.0.0.1", 8201));
+        registry.ping(decodeInstance);
+        clock.advanceTimeBy(Duration.ofSeconds(9));
+        registry.ping(decodeInstance);
+        clock.advanceTimeBy(Duration.ofSeconds(10));
+        assertThat(registry.live(Role.DECODE)).containsExactly(decodeInstance);
+
+        clock.advanceTimeBy(Duration.ofMillis(1));
+
+        assertThat(registry.live(Role.DECODE)).isEmpty();
+        assertThat(registry.pick(Role.DECODE)).isEmpty();
+    }
+}

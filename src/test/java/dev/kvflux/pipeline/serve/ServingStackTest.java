@@ -1,0 +1,73 @@
+package dev.kvflux.pipeline.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.sim.Fault;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.pipeline.bench.LoadGenerator;
+import dev.kvflux.pipeline.bench.LoadResult;
+import dev.kvflux.pipeline.proxy.InstanceRegistry;
+import dev.kvflux.pipeline.proxy.ProxyServer;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** Proxy, prefill and decode over loopback with a small, fast simulated model. */
+class ServingStackTest {
+    /** 4 layers, 64-token prompts prefilled in well under a millisecond, 5 ms decode steps. */
+    private static final ServingModel SMALL = new ServingModel("small", 1_000_000, 4096, 4, Duration.ofMillis(5), 16, 64);
+
+    private static LoadResult serve(Policy policy, SimulatedXgmiEngine engine, int prompts) {
+        return serve(policy, engine, prompts, Duration.ofSeconds(5));
+    }
+
+    private static LoadResult serve(Policy policy, SimulatedXgmiEngine engine, int prompts, Duration requestTimeout) {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        try (engine;
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL,
+                     policy.decodeDeadline() ? Duration.ofSeconds(3) : null);
+             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), SMALL, policy, engine,
+                     Duration.ofMillis(300), Duration.ofSeconds(3));
+             ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
+            registry.ping(decode.instance());
+            registry.ping(prefill.instance());
+            return new LoadGenerator("http://127.0.0.1:" + proxy.address().getPort(), prompts, 2, 64, 3,
+                    requestTimeout).run(progress -> { });
+        }
+    }
+
+    @Test
+    void requestsFlowThroughProxyPrefillAndDecode() {
+        LoadResult result = serve(Policy.KVFLUX, SimulatedXgmiEngine.create(), 4);
+
+        assertThat(result.completed()).isEqualTo(4);
+        assertThat(result.ttfts()).hasSize(4);
+    }
+
+    @Test
+    void injectedStatusFailureReachesTheClientAsAClearError() {
+        // batch 3 is the last layer of the first request written
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
+                .fault(Fault.fail(3, Duration.ofMillis(1), StatusCode.ERR_GPU_OP, "injected copy failure")).build();
+
+        LoadResult result = serve(Policy.KVFLUX, engine, 3);
+
+        assertThat(result.failed()).isEqualTo(1);
+        assertThat(result.neverFinished()).isZero();
+        assertThat(result.completed()).isEqualTo(2);
+        assertThat(result.sampleErrors(1)).singleElement().asString()
+                .startsWith("503 prefill reported write_failed")
+                .contains("StatusCode.ERR_GPU_OP").contains("injected copy failure");
+    }
+
+    @Test
+    void legacyPolicyLeavesAFailedTransfersRequestUnfinished() {
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
+                .fault(Fault.fail(3, Duration.ofMillis(1), StatusCode.ERR_GPU_OP, "injected copy failure")).build();
+
+        LoadResult result = serve(Policy.LEGACY, engine, 1, Duration.ofMillis(1500));
+
+        assertThat(result.neverFinished()).isEqualTo(1);
+        assertThat(result.failed()).isZero();
+    }
+}
