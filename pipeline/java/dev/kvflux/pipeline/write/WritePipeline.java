@@ -33,8 +33,8 @@ import reactor.core.scheduler.Schedulers;
  *       {@code RDMA transfer timed out after 30s};</li>
  *   <li>a layer's event failed, or was not ready within the event timeout: ERR_GPU_OP;</li>
  *   <li>a layer's block plan runs past a buffer: ERR_INVALID_ARGS;</li>
- *   <li>the layer stream itself failed, or went the event timeout without a layer or its completion
- *       (a request never sealed): ERR_BAD_STATE;</li>
+ *   <li>the layer stream itself failed, or went the layer timeout (2 min by default) without a layer
+ *       or its completion (a request never sealed): ERR_BAD_STATE;</li>
  *   <li>anything else: ERR_BAD_STATE.</li>
  * </ul>
  * A wait that fails fast stops the request at its first failure; statuses already posted are left to
@@ -57,6 +57,7 @@ public final class WritePipeline {
     private final int maxInFlight;
     private final Duration eventPollPeriod;
     private final Duration eventTimeout;
+    private final Duration layerTimeout;
     private final Scheduler scheduler;
     private final InFlightGate gate;
 
@@ -65,6 +66,7 @@ public final class WritePipeline {
         this.maxInFlight = b.maxInFlight;
         this.eventPollPeriod = b.eventPollPeriod;
         this.eventTimeout = b.eventTimeout;
+        this.layerTimeout = b.layerTimeout;
         this.scheduler = b.scheduler;
         this.gate = new InFlightGate(b.maxInFlight);
     }
@@ -120,9 +122,9 @@ public final class WritePipeline {
         Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
         String id = request.transferId();
         return request.layers()
-                .timeout(eventTimeout, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE,
+                .timeout(layerTimeout, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE,
                         "the layer stream of transfer " + id + " gave no layer and did not complete for "
-                                + eventTimeout.toMillis() + " ms; complete it once the last layer is out")), on)
+                                + layerTimeout.toMillis() + " ms; complete it once the last layer is out")), on)
                 .onErrorMap(e -> !(e instanceof TransferException), e -> new TransferException(StatusCode.ERR_BAD_STATE,
                         "the layer stream of transfer " + id + " failed: " + e))
                 // Layers are taken as they come, so the silence above is the producer's, not our posting's.
@@ -164,6 +166,7 @@ public final class WritePipeline {
         private int maxInFlight = 64;
         private Duration eventPollPeriod = Duration.ofMillis(1);
         private Duration eventTimeout = Duration.ofSeconds(30);
+        private Duration layerTimeout = Duration.ofMinutes(2);
         private Scheduler scheduler;
 
         private Builder() {
@@ -196,12 +199,21 @@ public final class WritePipeline {
         }
 
         /**
-         * How long a layer's event may stay not ready once the previous layer is posted, past which the
-         * request fails with ERR_GPU_OP; and how long the layer stream may go without a layer or its
-         * completion, past which the request fails with ERR_BAD_STATE (default 30 s for both).
+         * How long a layer's event may stay not ready once the previous layer is posted (default 30 s);
+         * past it the request fails with ERR_GPU_OP.
          */
         public Builder eventTimeout(Duration eventTimeout) {
             this.eventTimeout = positive(eventTimeout, "event timeout", "30 s");
+            return this;
+        }
+
+        /**
+         * How long a request's layer stream may go without a layer or its completion, from subscription
+         * or from its last layer (default 2 min): past it the request fails with ERR_BAD_STATE, so a
+         * request that is never sealed still gets its outcome and gives its place back.
+         */
+        public Builder layerTimeout(Duration layerTimeout) {
+            this.layerTimeout = positive(layerTimeout, "layer timeout", "2 min");
             return this;
         }
 

@@ -195,10 +195,10 @@ class WritePipelineTest {
     }
 
     @Test
-    void aLayerStreamThatNeitherEmitsNorCompletesFailsAtTheEventTimeoutAndFreesItsPlace() {
+    void aLayerStreamThatNeitherEmitsNorCompletesFailsAtTheLayerTimeoutAndFreesItsPlace() {
         TransferSession session = session(SimulatedXgmiEngine.builder());
         WriteRequest base = request("never-sealed", session);
-        WritePipeline serial = pipeline().maxInFlight(1).eventTimeout(Duration.ofSeconds(5)).build();
+        WritePipeline serial = pipeline().maxInFlight(1).layerTimeout(Duration.ofSeconds(5)).build();
 
         serial.write(new WriteRequest("never-sealed", session, base.layers().concatWith(Flux.never())))
                 .subscribe(this::record);
@@ -221,7 +221,8 @@ class WritePipelineTest {
         WriteRequest slow = new WriteRequest("slow", session, Flux.range(0, layers).map(layer -> new LayerWrite(layer,
                 SimulatedLayerEvent.readyAfter(clock, Duration.ofSeconds(layer + 1)), SeedGeometry.SEED.plan(layer))));
 
-        pipeline().eventTimeout(Duration.ofSeconds(5)).build().write(slow).subscribe(this::record);
+        pipeline().eventTimeout(Duration.ofSeconds(5)).layerTimeout(Duration.ofSeconds(5)).build().write(slow)
+                .subscribe(this::record);
         clock.advanceTimeBy(Duration.ofSeconds(layers + 1));
 
         assertThat(outcomes.get("slow")).isEqualTo(new WriteDone("slow"));
