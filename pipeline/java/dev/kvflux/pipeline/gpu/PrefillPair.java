@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -34,6 +35,9 @@ final class PrefillPair implements AutoCloseable {
     record Measurement(double rawCopyMs, double copyEndAfterWaitStartMs, double lagMs, long mismatchedBytes,
             int badLayers) {
     }
+
+    /** How long decode may take to connect, or to answer a message, before it is taken as gone. */
+    private static final int DECODE_ANSWER_MS = 120_000;
 
     private final GpuRuntime runtime;
     private final ReproGeometry layout;
@@ -94,11 +98,13 @@ final class PrefillPair implements AutoCloseable {
     static PrefillPair open(GpuRuntime runtime, ReproGeometry layout, int prefillGpu, int decodeGpu, long forwardBytes,
             java.io.PrintStream log) throws IOException {
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            server.setSoTimeout(120_000);
+            server.setSoTimeout(DECODE_ANSWER_MS);
             Process child = startDecode(runtime, layout, decodeGpu, server.getLocalPort());
             ControlChannel channel = null;
             try {
-                channel = new ControlChannel(server.accept());
+                Socket socket = server.accept();
+                socket.setSoTimeout(DECODE_ANSWER_MS);
+                channel = new ControlChannel(socket);
                 GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
                 log.printf(java.util.Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC"
                         + " handle%n", child.pid(), remote.size() / 1048576.0, remote.device());
