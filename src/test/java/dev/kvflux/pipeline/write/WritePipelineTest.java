@@ -227,4 +227,27 @@ class WritePipelineTest {
 
         assertThat(outcomes.get("slow")).isEqualTo(new WriteDone("slow"));
     }
+
+    @Test
+    void cancellingAQueuedRequestTakesItOutOfTheQueueWithoutRunningIt() {
+        TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        WritePipeline serial = pipeline().maxInFlight(1).build();
+        AtomicInteger cancelledStarts = new AtomicInteger();
+        WriteRequest base = request("cancelled", session);
+        WriteRequest cancelled = new WriteRequest("cancelled", session,
+                base.layers().doOnSubscribe(s -> cancelledStarts.incrementAndGet()));
+
+        serial.write(request("stalled", session)).subscribe(this::record);
+        reactor.core.Disposable queued = serial.write(cancelled).subscribe(this::record);
+        serial.write(request("next", session)).subscribe(this::record);
+        assertThat(serial.requestsQueued()).isEqualTo(2);
+        queued.dispose();
+        assertThat(serial.requestsQueued()).isEqualTo(1);
+        clock.advanceTimeBy(TIMEOUT.plusSeconds(1));
+
+        assertThat(outcomes).containsOnlyKeys("stalled", "next");
+        assertThat(cancelledStarts).hasValue(0);
+        assertThat(serial.requestsInFlight()).isZero();
+        assertThat(serial.requestsQueued()).isZero();
+    }
 }
