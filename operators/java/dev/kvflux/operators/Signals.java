@@ -55,7 +55,8 @@ public final class Signals {
     static <T> Mono<T> poll(Supplier<Optional<T>> check, Duration every, Scheduler scheduler) {
         Objects.requireNonNull(every, "every");
         if (every.isZero() || every.isNegative()) {
-            throw new IllegalArgumentException("poll period must be positive, got " + every);
+            throw new IllegalArgumentException("poll period must be positive, got " + every
+                    + "; the operators poll every 10 ms by default");
         }
         return Mono.defer(() -> {
             Optional<T> now = check.get();

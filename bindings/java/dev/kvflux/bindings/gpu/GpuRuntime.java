@@ -1,6 +1,7 @@
 package dev.kvflux.bindings.gpu;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
@@ -12,6 +13,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.ToIntFunction;
 
 /**
  * The HIP or CUDA runtime, bound through FFM: devices, memory, streams, events, IPC handles and host
@@ -148,12 +150,7 @@ public final class GpuRuntime {
             throw new IllegalArgumentException("device buffer size must be positive, got " + size);
         }
         setDevice(device);
-        long address;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            check(calls.malloc(out, size), "Malloc");
-            address = out.get(ADDRESS, 0).address();
-        }
+        long address = addressOut("Malloc", out -> calls.malloc(out, size));
         DeviceBuffer buffer = new DeviceBuffer(this, address, size, device);
         try {
             check(calls.memset(address, 0, size), "Memset");
@@ -167,22 +164,17 @@ public final class GpuRuntime {
     /** A non-blocking stream on {@code device}. */
     public GpuStream createStream(int device) {
         setDevice(device);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            check(calls.streamCreateWithFlags(out, RuntimeCalls.STREAM_NON_BLOCKING), "StreamCreateWithFlags");
-            return new GpuStream(this, out.get(ADDRESS, 0).address(), device);
-        }
+        long handle = addressOut("StreamCreateWithFlags",
+                out -> calls.streamCreateWithFlags(out, RuntimeCalls.STREAM_NON_BLOCKING));
+        return new GpuStream(this, handle, device);
     }
 
     /** An event on {@code device}; {@code timing} false gives the cheap kind MoRI's pool uses. */
     public GpuEvent createEvent(int device, boolean timing) {
         setDevice(device);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
-            check(calls.eventCreateWithFlags(out, timing ? 0 : RuntimeCalls.EVENT_DISABLE_TIMING),
-                    "EventCreateWithFlags");
-            return new GpuEvent(this, out.get(ADDRESS, 0).address(), device, timing);
-        }
+        long handle = addressOut("EventCreateWithFlags",
+                out -> calls.eventCreateWithFlags(out, timing ? 0 : RuntimeCalls.EVENT_DISABLE_TIMING));
+        return new GpuEvent(this, handle, device, timing);
     }
 
     /** Exports {@code buffer} for another process on this host. */
@@ -190,7 +182,7 @@ public final class GpuRuntime {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment handle = arena.allocate(RuntimeCalls.Layouts.IPC_HANDLE);
             check(calls.ipcGetMemHandle(handle, buffer.address()), "IpcGetMemHandle");
-            return new IpcMemHandle(handle.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
+            return new IpcMemHandle(handle.toArray(JAVA_BYTE));
         }
     }
 
@@ -202,12 +194,11 @@ public final class GpuRuntime {
     public PeerBuffer openIpc(IpcMemHandle handle, int device, long size) {
         setDevice(device);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment out = arena.allocate(ADDRESS);
             MemorySegment bytes = arena.allocate(RuntimeCalls.Layouts.IPC_HANDLE);
-            MemorySegment.copy(handle.bytes(), 0, bytes, java.lang.foreign.ValueLayout.JAVA_BYTE, 0,
-                    RuntimeCalls.Layouts.IPC_HANDLE_BYTES);
-            check(calls.ipcOpenMemHandle(out, bytes, RuntimeCalls.IPC_LAZY_ENABLE_PEER_ACCESS), "IpcOpenMemHandle");
-            return new PeerBuffer(this, out.get(ADDRESS, 0).address(), size, device);
+            MemorySegment.copy(handle.bytes(), 0, bytes, JAVA_BYTE, 0, RuntimeCalls.Layouts.IPC_HANDLE_BYTES);
+            long address = addressOut("IpcOpenMemHandle",
+                    out -> calls.ipcOpenMemHandle(out, bytes, RuntimeCalls.IPC_LAZY_ENABLE_PEER_ACCESS));
+            return new PeerBuffer(this, address, size, device);
         }
     }
 
@@ -252,7 +243,7 @@ public final class GpuRuntime {
         return new GpuException(code, errorName(code), errorString(code), calls.symbol(call));
     }
 
-    float floatOut(String call, java.util.function.ToIntFunction<MemorySegment> body) {
+    float floatOut(String call, ToIntFunction<MemorySegment> body) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(JAVA_FLOAT);
             check(body.applyAsInt(out), call);
@@ -260,7 +251,16 @@ public final class GpuRuntime {
         }
     }
 
-    private int intOut(String call, java.util.function.ToIntFunction<MemorySegment> body) {
+    /** A handle or device address the call writes through its pointer argument. */
+    private long addressOut(String call, ToIntFunction<MemorySegment> body) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            check(body.applyAsInt(out), call);
+            return out.get(ADDRESS, 0).address();
+        }
+    }
+
+    private int intOut(String call, ToIntFunction<MemorySegment> body) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(JAVA_INT);
             check(body.applyAsInt(out), call);

@@ -17,8 +17,12 @@ final class MoriWaitAll {
     interface Clock {
         long nanoTime();
 
-        /** Sleeps until {@code deadlineNanos} on this clock (nothing wakes it earlier). */
-        void sleepUntil(long deadlineNanos);
+        /**
+         * Sleeps until {@code deadlineNanos} on this clock (nothing but an interrupt wakes it earlier).
+         *
+         * @return false if the thread was interrupted (its interrupt flag stays set)
+         */
+        boolean sleepUntil(long deadlineNanos);
 
         Clock SYSTEM = new Clock() {
             @Override
@@ -27,15 +31,15 @@ final class MoriWaitAll {
             }
 
             @Override
-            public void sleepUntil(long deadlineNanos) {
+            public boolean sleepUntil(long deadlineNanos) {
                 long left;
                 while ((left = deadlineNanos - System.nanoTime()) > 0) {
                     LockSupport.parkNanos(left);
-                    if (Thread.interrupted()) {
-                        Thread.currentThread().interrupt();
-                        return;
+                    if (Thread.currentThread().isInterrupted()) {
+                        return false;
                     }
                 }
+                return true;
             }
         };
     }
@@ -51,7 +55,11 @@ final class MoriWaitAll {
         this.clock = clock;
     }
 
-    /** See {@link dev.kvflux.bindings.TransferEngine#waitAll}. */
+    /**
+     * See {@link dev.kvflux.bindings.TransferEngine#waitAll}. An interrupt ends a sleep: the wait then
+     * returns what one more poll finds (IN_PROGRESS while a status is in flight), with the thread's
+     * interrupt flag still set, so a cancelled wait gives its thread back at once.
+     */
     StatusCode waitAll(List<? extends TransferStatus> statuses, long timeoutMs) {
         if (statuses.isEmpty()) {
             return StatusCode.SUCCESS;
@@ -63,6 +71,9 @@ final class MoriWaitAll {
             StatusCode first = StatusCode.SUCCESS;
             for (TransferStatus status : statuses) {
                 StatusCode code = blockingWait(status);
+                if (code == StatusCode.IN_PROGRESS) {
+                    return code;
+                }
                 if (code.isFailure() && first == StatusCode.SUCCESS) {
                     first = code;
                 }
@@ -94,8 +105,11 @@ final class MoriWaitAll {
             if (clock.nanoTime() - deadline >= 0) {
                 break;
             }
-            clock.sleepUntil(deadline);
+            boolean slept = clock.sleepUntil(deadline);
             code = status.code();
+            if (!slept) {
+                break;
+            }
         }
         return code;
     }
@@ -131,8 +145,11 @@ final class MoriWaitAll {
             code = status.code();
         }
         while (code == StatusCode.IN_PROGRESS) {
-            clock.sleepUntil(clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1));
+            boolean slept = clock.sleepUntil(clock.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1));
             code = status.code();
+            if (!slept) {
+                break;
+            }
         }
         return code;
     }

@@ -1,6 +1,7 @@
 package dev.kvflux.bindings.mori;
 
 import dev.kvflux.bindings.mori.internal.MoriNative;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A native handle that lives on an engine: closing it releases it once; after its engine was closed
@@ -10,7 +11,7 @@ abstract class EngineHandle implements AutoCloseable {
     final MoriNative lib;
     final MoriEngine engine;
     final long handle;
-    private volatile boolean closed;
+    private final AtomicBoolean closed = new AtomicBoolean();
 
     EngineHandle(MoriNative lib, MoriEngine engine, long handle) {
         this.lib = lib;
@@ -21,8 +22,7 @@ abstract class EngineHandle implements AutoCloseable {
     /** Releases the native handle. Idempotent; a no-op once the engine is closed. */
     @Override
     public final void close() {
-        if (!closed) {
-            closed = true;
+        if (closed.compareAndSet(false, true)) {
             if (!engine.isClosed()) {
                 release();
             }
@@ -30,7 +30,7 @@ abstract class EngineHandle implements AutoCloseable {
     }
 
     final boolean isClosed() {
-        return closed;
+        return closed.get();
     }
 
     final long handle() {

@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.msgpack.core.MessagePack;
 import org.msgpack.core.MessageUnpacker;
 
@@ -21,7 +22,7 @@ public final class MoriEngine implements AutoCloseable {
     private final MoriNative lib;
     private final long handle;
     private final String key;
-    private volatile boolean closed;
+    private final AtomicBoolean closed = new AtomicBoolean();
 
     MoriEngine(MoriNative lib, long handle, String key) {
         this.lib = lib;
@@ -114,14 +115,13 @@ public final class MoriEngine implements AutoCloseable {
     /** Destroys the engine and everything still open on it. Idempotent. */
     @Override
     public void close() {
-        if (!closed) {
-            closed = true;
+        if (closed.compareAndSet(false, true)) {
             lib.engineDestroy(handle);
         }
     }
 
     boolean isClosed() {
-        return closed;
+        return closed.get();
     }
 
     long handle() {
@@ -140,6 +140,6 @@ public final class MoriEngine implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "MoriEngine[" + key + (closed ? ", closed]" : "]");
+        return "MoriEngine[" + key + (closed.get() ? ", closed]" : "]");
     }
 }

@@ -158,10 +158,31 @@ public final class SimulatedXgmiEngine implements TransferEngine {
         }
         synchronized (prefillSteps) {
             long now = clock.now();
+            forgetStepsEndedBefore(now);
             long end = Math.max(now, stepsEndAt) + length.toNanos();
             prefillSteps.add(new long[] {now, end});
             stepsEndAt = end;
             return end;
+        }
+    }
+
+    /**
+     * Drops the steps that ended before {@code now}, so a long-running server keeps only the few steps
+     * still queued or running. Nothing observable changes: a dropped step could only move a copy's
+     * observable time to a moment that has already passed, and a query compares with now.
+     */
+    private void forgetStepsEndedBefore(long now) {
+        int ended = 0;
+        while (ended < prefillSteps.size() && prefillSteps.get(ended)[1] < now) {
+            ended++;
+        }
+        prefillSteps.subList(0, ended).clear();
+    }
+
+    /** Steps kept for the scatter/gather model: those queued or running, and none that ended. */
+    int prefillStepsKept() {
+        synchronized (prefillSteps) {
+            return prefillSteps.size();
         }
     }
 

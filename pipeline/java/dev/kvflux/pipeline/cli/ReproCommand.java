@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.cli;
 
+import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.pipeline.config.Durations;
 import dev.kvflux.pipeline.config.KvfluxConfig;
 import dev.kvflux.pipeline.repro.ReproBackend;
@@ -64,6 +65,8 @@ public final class ReproCommand implements Callable<Integer> {
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         Duration sliceLength = slice != null ? slice : config.transfer().slice();
         check(cmd, !timeout.isZero() && !timeout.isNegative(), "--transfer-timeout must be greater than zero");
+        check(cmd, timeout.compareTo(CompletionWait.MAX_TRANSFER_TIMEOUT) <= 0, "--transfer-timeout must be at most 24h,"
+                + " got " + Durations.format(timeout) + "; a stalled transfer would hold its wait that long");
         check(cmd, !sliceLength.isZero() && sliceLength.compareTo(timeout) < 0,
                 "--slice must be greater than zero and shorter than the transfer timeout (" + Durations.format(timeout) + ")");
         check(cmd, requests == null || requests >= 1, "--requests must be at least 1, got " + requests);
@@ -76,6 +79,10 @@ public final class ReproCommand implements Callable<Integer> {
                 throw new CommandLine.ParameterException(cmd, "--wait: " + e.getMessage());
             }
         }
+        check(cmd, sliceLength.compareTo(Duration.ofMillis(1)) >= 0
+                        || plans.stream().noneMatch(p -> p.strategy().equals("sliced-native")),
+                "--slice must be at least 1ms for sliced-native, whose waitAll takes whole milliseconds; got "
+                        + Durations.format(sliceLength));
         ReproBackend target;
         try {
             target = ReproBackends.named(backend != null ? backend : config.engine().backend(), config);

@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.gpu;
 
+import dev.kvflux.pipeline.repro.ReproGeometry;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -8,11 +9,11 @@ import java.lang.foreign.MemorySegment;
  * hold the request's fill value for that block, and every byte between blocks must still be 0.
  */
 final class ByteVerifier {
-    private final SeedLayout layout;
+    private final ReproGeometry layout;
     private final MemorySegment patterns;
     private final MemorySegment zeros;
 
-    ByteVerifier(SeedLayout layout, Arena arena) {
+    ByteVerifier(ReproGeometry layout, Arena arena) {
         this.layout = layout;
         long block = layout.blockBytes();
         this.patterns = arena.allocate(256 * block);
@@ -20,6 +21,20 @@ final class ByteVerifier {
             patterns.asSlice(v * block, block).fill((byte) v);
         }
         this.zeros = arena.allocate(block);
+    }
+
+    /**
+     * The byte every position of block {@code block} of {@code layer} holds in request {@code request},
+     * as prefill fills it: never 0 (the gaps' value), and differing between neighbouring blocks, layers
+     * and requests.
+     */
+    static int fill(long request, int layer, int block) {
+        long h = request * 0x9E3779B97F4A7C15L + layer * 0xC2B2AE3D27D4EB4FL + block * 0x165667B19E3779F9L;
+        h ^= h >>> 29;
+        h *= 0xBF58476D1CE4E5B9L;
+        h ^= h >>> 32;
+        int v = (int) (h & 0xFF);
+        return v == 0 ? 1 : v;
     }
 
     /** Mismatched bytes and the layers holding any, for request {@code request}. */
@@ -34,7 +49,7 @@ final class ByteVerifier {
             long layerMismatches = 0;
             for (int b = 0; b < layout.blocks(); b++) {
                 long at = layout.offset(l, b);
-                int v = SeedLayout.fill(request, l, b);
+                int v = ByteVerifier.fill(request, l, b);
                 layerMismatches += count(host, at, patterns, v * block, block);
                 layerMismatches += count(host, at + block, zeros, 0, block);
             }
@@ -43,7 +58,7 @@ final class ByteVerifier {
                 mismatched += layerMismatches;
             }
         }
-        return new Result(layout.bufferBytes(), mismatched, badLayers);
+        return new Result(layout.regionBytes(), mismatched, badLayers);
     }
 
     private static long count(MemorySegment host, long at, MemorySegment expected, long from, long size) {

@@ -60,7 +60,14 @@ final class ControlChannel implements AutoCloseable {
             throw new IOException("peer announced a descriptor of " + length + " bytes; expected 1.."
                     + MAX_DESCRIPTOR + ": the peer is not a kvflux decode process of this version");
         }
-        return in.readNBytes(length);
+        byte[] descriptor = new byte[length];
+        try {
+            in.readFully(descriptor);
+        } catch (EOFException e) {
+            throw new EOFException("the peer closed the control connection in the middle of a " + length
+                    + "-byte memory descriptor; did the decode process fail? (its output is above)");
+        }
+        return descriptor;
     }
 
     void sendVerify(long request) throws IOException {

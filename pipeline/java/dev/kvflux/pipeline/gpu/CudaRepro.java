@@ -10,6 +10,7 @@ import dev.kvflux.bindings.gpu.GpuPlatform;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
 import dev.kvflux.bindings.gpu.PushedLayerEvent;
+import dev.kvflux.pipeline.repro.ReproGeometry;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
@@ -76,16 +77,16 @@ public final class CudaRepro {
     // ---------------------------------------------------------------- decode
 
     private int decode() throws IOException {
-        SeedLayout layout = options.layout;
+        ReproGeometry layout = options.layout;
         GpuRuntime runtime = load();
         try (GpuCopyEngine engine = GpuCopyEngine.open(runtime, "decode", options.dGpu, new GpuCopyEngine.Config(1, 0));
                 Arena arena = Arena.ofShared();
                 ControlChannel channel = new ControlChannel(
                         new Socket(InetAddress.getLoopbackAddress(), options.port))) {
-            MemoryRegion region = engine.registerMemory(layout.bufferBytes(), options.dGpu);
+            MemoryRegion region = engine.registerMemory(layout.regionBytes(), options.dGpu);
             DeviceBuffer buffer = engine.buffer(region);
             channel.sendDescriptor(engine.describe(region).pack());
-            MemorySegment host = arena.allocate(layout.bufferBytes(), 4096);
+            MemorySegment host = arena.allocate(layout.regionBytes(), 4096);
             ByteVerifier verifier = new ByteVerifier(layout, arena);
             while (true) {
                 ControlChannel.Command command = channel.receiveCommand();
@@ -112,7 +113,7 @@ public final class CudaRepro {
     }
 
     private int prefill() throws Exception {
-        SeedLayout layout = options.layout;
+        ReproGeometry layout = options.layout;
         GpuRuntime runtime = load();
         out.printf(Locale.ROOT, "runtime: %s, runtime version %d, driver version %d%n", runtime,
                 runtime.runtimeVersion(), runtime.driverVersion());
@@ -124,7 +125,7 @@ public final class CudaRepro {
                 options.forwardBytes);
         out.printf(Locale.ROOT, "geometry: %d layers x %d blocks x %d B = %.1f MiB per request, buffer %.1f MiB;"
                 + " transfer timeout %s%n", layout.layers(), layout.blocks(), layout.blockBytes(),
-                layout.bytesPerRequest() / 1048576.0, layout.bufferBytes() / 1048576.0, options.timeout);
+                layout.requestBytes() / 1048576.0, layout.regionBytes() / 1048576.0, options.timeout);
         startWatchdog();
         selfCheck(runtime);
         out.flush();
@@ -186,7 +187,7 @@ public final class CudaRepro {
 
     /** One request: post every layer behind its fill, time the strategy's wait, measure, verify. */
     private Figures request(PrefillPair pair, ReproStrategy strategy, long request) {
-        SeedLayout layout = options.layout;
+        ReproGeometry layout = options.layout;
         pair.startRequest();
         long postStart = System.nanoTime();
         List<PushedStatus> statuses = new ArrayList<>(layout.layers());
@@ -321,15 +322,15 @@ public final class CudaRepro {
         int nativeRequests = 2;
         Duration timeout = Duration.ofSeconds(30);
         List<ReproStrategy> strategies = List.of(ReproStrategy.values());
-        SeedLayout layout = SeedLayout.SEED;
+        ReproGeometry layout = ReproGeometry.SEED;
         Path report;
         long forwardBytes;
 
         static Options parse(String[] args) {
             Options o = new Options();
-            int layers = SeedLayout.SEED.layers();
-            int blocks = SeedLayout.SEED.blocks();
-            long blockBytes = SeedLayout.SEED.blockBytes();
+            int layers = ReproGeometry.SEED.layers();
+            int blocks = ReproGeometry.SEED.blocks();
+            long blockBytes = ReproGeometry.SEED.blockBytes();
             for (int i = 0; i < args.length; i++) {
                 String name = args[i];
                 if (i + 1 >= args.length) {
@@ -365,7 +366,7 @@ public final class CudaRepro {
             if (o.requests < 1 || o.nativeRequests < 1) {
                 throw new IllegalArgumentException("--requests and --native-requests must be at least 1");
             }
-            o.layout = new SeedLayout(layers, blocks, blockBytes);
+            o.layout = new ReproGeometry(layers, blocks, blockBytes);
             return o;
         }
 

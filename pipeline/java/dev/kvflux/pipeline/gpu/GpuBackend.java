@@ -57,10 +57,9 @@ public final class GpuBackend implements ReproBackend {
                     + prefill + ", decode " + decode + ") but this machine has " + devices
                     + "; set -Dkvflux.gpu.prefill-device / -Dkvflux.gpu.decode-device");
         }
-        SeedLayout layout = new SeedLayout(g.layers(), g.blocks(), g.blockBytes());
         try {
-            return new Target(PrefillPair.open(runtime, layout, prefill, decode,
-                    Long.getLong("kvflux.gpu.forward-bytes", 0L), System.err), layout);
+            return new Target(PrefillPair.open(runtime, g, prefill, decode,
+                    Long.getLong("kvflux.gpu.forward-bytes", 0L), System.err), g);
         } catch (IOException e) {
             throw new UncheckedIOException("could not start the decode process: " + e.getMessage(), e);
         }
@@ -70,12 +69,12 @@ public final class GpuBackend implements ReproBackend {
     private static final class Target implements ReproTarget, TransferSession {
         private static final LayerEvent ORDERED_ON_GPU = () -> EventState.READY;
         private final PrefillPair pair;
-        private final SeedLayout layout;
+        private final ReproGeometry layout;
         private long request = -1;
         private int layer;
         private long lastPost;
 
-        Target(PrefillPair pair, SeedLayout layout) {
+        Target(PrefillPair pair, ReproGeometry layout) {
             this.pair = pair;
             this.layout = layout;
         }

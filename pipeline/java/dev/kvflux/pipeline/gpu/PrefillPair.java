@@ -10,10 +10,12 @@ import dev.kvflux.bindings.gpu.GpuEvent;
 import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
+import dev.kvflux.pipeline.repro.ReproGeometry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -34,8 +36,11 @@ final class PrefillPair implements AutoCloseable {
             int badLayers) {
     }
 
+    /** How long decode may take to connect, or to answer a message, before it is taken as gone. */
+    private static final int DECODE_ANSWER_MS = 120_000;
+
     private final GpuRuntime runtime;
-    private final SeedLayout layout;
+    private final ReproGeometry layout;
     private final int gpu;
     private final Process child;
     private final ControlChannel channel;
@@ -53,7 +58,7 @@ final class PrefillPair implements AutoCloseable {
     private long t0;
     private boolean closed;
 
-    private PrefillPair(GpuRuntime runtime, SeedLayout layout, int gpu, Process child, ControlChannel channel,
+    private PrefillPair(GpuRuntime runtime, ReproGeometry layout, int gpu, Process child, ControlChannel channel,
             GpuMemoryDescriptor remoteDescriptor, long forwardBytes) {
         this.runtime = runtime;
         this.layout = layout;
@@ -61,21 +66,26 @@ final class PrefillPair implements AutoCloseable {
         this.child = child;
         this.channel = channel;
         this.engine = GpuCopyEngine.open(runtime, "prefill", gpu);
-        MemoryRegion local = engine.registerMemory(layout.bufferBytes(), gpu);
-        MemoryRegion remote = engine.registerRemote(remoteDescriptor);
-        this.session = engine.createSession(local, remote);
-        this.base = engine.buffer(local).address();
-        this.compute = own(runtime.createStream(gpu));
-        this.anchor = own(runtime.createStream(gpu));
-        this.forward = forwardBytes > 0 ? own(runtime.allocate(gpu, forwardBytes)) : null;
-        this.reference = own(runtime.createEvent(gpu, true));
-        this.layerReady = new GpuEvent[layout.layers()];
-        this.copyStart = new GpuEvent[layout.layers()];
-        this.copyEnd = new GpuEvent[layout.layers()];
-        for (int l = 0; l < layout.layers(); l++) {
-            layerReady[l] = own(runtime.createEvent(gpu, false));
-            copyStart[l] = own(runtime.createEvent(gpu, true));
-            copyEnd[l] = own(runtime.createEvent(gpu, true));
+        try {
+            MemoryRegion local = engine.registerMemory(layout.regionBytes(), gpu);
+            MemoryRegion remote = engine.registerRemote(remoteDescriptor);
+            this.session = engine.createSession(local, remote);
+            this.base = engine.buffer(local).address();
+            this.compute = own(runtime.createStream(gpu));
+            this.anchor = own(runtime.createStream(gpu));
+            this.forward = forwardBytes > 0 ? own(runtime.allocate(gpu, forwardBytes)) : null;
+            this.reference = own(runtime.createEvent(gpu, true));
+            this.layerReady = new GpuEvent[layout.layers()];
+            this.copyStart = new GpuEvent[layout.layers()];
+            this.copyEnd = new GpuEvent[layout.layers()];
+            for (int l = 0; l < layout.layers(); l++) {
+                layerReady[l] = own(runtime.createEvent(gpu, false));
+                copyStart[l] = own(runtime.createEvent(gpu, true));
+                copyEnd[l] = own(runtime.createEvent(gpu, true));
+            }
+        } catch (RuntimeException e) {
+            releaseGpu();
+            throw e;
         }
     }
 
@@ -85,14 +95,16 @@ final class PrefillPair implements AutoCloseable {
      * @param forwardBytes bytes of scratch the compute stream writes per layer before the layer's fills (0: none)
      * @param log where the decode child's start is reported
      */
-    static PrefillPair open(GpuRuntime runtime, SeedLayout layout, int prefillGpu, int decodeGpu, long forwardBytes,
+    static PrefillPair open(GpuRuntime runtime, ReproGeometry layout, int prefillGpu, int decodeGpu, long forwardBytes,
             java.io.PrintStream log) throws IOException {
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            server.setSoTimeout(120_000);
+            server.setSoTimeout(DECODE_ANSWER_MS);
             Process child = startDecode(runtime, layout, decodeGpu, server.getLocalPort());
             ControlChannel channel = null;
             try {
-                channel = new ControlChannel(server.accept());
+                Socket socket = server.accept();
+                socket.setSoTimeout(DECODE_ANSWER_MS);
+                channel = new ControlChannel(socket);
                 GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
                 log.printf(java.util.Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC"
                         + " handle%n", child.pid(), remote.size() / 1048576.0, remote.device());
@@ -107,7 +119,7 @@ final class PrefillPair implements AutoCloseable {
         }
     }
 
-    private static Process startDecode(GpuRuntime runtime, SeedLayout layout, int decodeGpu, int port)
+    private static Process startDecode(GpuRuntime runtime, ReproGeometry layout, int decodeGpu, int port)
             throws IOException {
         String launcher = ProcessHandle.current().info().command()
                 .orElse(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
@@ -146,14 +158,14 @@ final class PrefillPair implements AutoCloseable {
             compute.memsetAsync(forward.address(), layer & 0xFF, forward.size());
         }
         for (int b = 0; b < layout.blocks(); b++) {
-            compute.memsetAsync(base + layout.offset(layer, b), SeedLayout.fill(request, layer, b), layout.blockBytes());
+            compute.memsetAsync(base + layout.offset(layer, b), ByteVerifier.fill(request, layer, b), layout.blockBytes());
         }
         layerReady[layer].record(compute);
     }
 
     /** Posts layer {@code layer}'s batch behind its event, with timing events around its copies. */
     PushedStatus write(int layer, long transferUid, boolean push) {
-        return session.write(layout.layerPlan(layer), transferUid,
+        return session.write(layout.plan(layer), transferUid,
                 new WriteOptions(layerReady[layer], copyStart[layer], copyEnd[layer], push));
     }
 
@@ -192,6 +204,15 @@ final class PrefillPair implements AutoCloseable {
             return;
         }
         closed = true;
+        try {
+            releaseGpu();
+        } finally {
+            stopDecode();
+        }
+    }
+
+    /** Everything this pair created on the GPU, newest first, then the engine (its buffer, the peer mapping). */
+    private void releaseGpu() {
         for (int i = owned.size() - 1; i >= 0; i--) {
             try {
                 owned.get(i).close();
@@ -200,6 +221,9 @@ final class PrefillPair implements AutoCloseable {
             }
         }
         engine.close();
+    }
+
+    private void stopDecode() {
         try {
             channel.sendDone();
             channel.close();

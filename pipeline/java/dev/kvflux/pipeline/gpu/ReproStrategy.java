@@ -1,27 +1,28 @@
 package dev.kvflux.pipeline.gpu;
 
-import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.NativeWait;
 import dev.kvflux.operators.PushWait;
+import dev.kvflux.operators.SlicedNativeWait;
 import dev.kvflux.operators.TransferException;
+import dev.kvflux.operators.WaitStrategy;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 
 /**
  * The four ways the GPU reproducer waits for a request's statuses, run one after another in one run:
- * MoRI's native bounded {@code waitAll} with the whole timeout; the seed's fix on the native call (10 ms
- * slices); kvflux's reactive wait (10 ms poll); kvflux's push wait (host function per batch).
+ * MoRI's native bounded {@code waitAll} with the whole timeout ({@link NativeWait}); the seed's fix on the
+ * native call, 10 ms slices ({@link SlicedNativeWait}); kvflux's reactive wait, 10 ms poll
+ * ({@link CompletionWait}); kvflux's push wait, host function per batch ({@link PushWait}).
  */
 enum ReproStrategy {
     NATIVE("native", false),
     SLICED_NATIVE("sliced-native", false),
     REACTIVE("reactive", false),
     REACTIVE_PUSH("reactive-push", true);
-
-    static final Duration SLICE = CompletionWait.DEFAULT_SLICE;
 
     private final String label;
     private final boolean push;
@@ -51,48 +52,26 @@ enum ReproStrategy {
                 + "': use native, sliced-native, reactive or reactive-push");
     }
 
+    /** The operator this strategy times, with its default slice, on {@code engine} for the native ones. */
+    WaitStrategy wait(TransferEngine engine, Duration timeout) {
+        return switch (this) {
+            case NATIVE -> NativeWait.of(engine, timeout);
+            case SLICED_NATIVE -> SlicedNativeWait.failFast(engine, timeout);
+            case REACTIVE -> CompletionWait.failFast(timeout);
+            case REACTIVE_PUSH -> PushWait.of(timeout);
+        };
+    }
+
     /**
-     * Waits on the calling thread (never a Reactor non-blocking one) and returns "ok" or the error's
-     * message, as the seed's reproducer prints it.
+     * Blocks the calling thread (the reproducer's own, never a Reactor non-blocking one) until the wait
+     * ends, and returns "ok" or the error's message, as the seed's reproducer prints it.
      */
     String await(TransferEngine engine, List<? extends TransferStatus> statuses, Duration timeout) {
         try {
-            switch (this) {
-                case NATIVE -> check(engine.waitAll(statuses, timeout.toMillis()), timeout);
-                case SLICED_NATIVE -> sliced(engine, statuses, timeout);
-                case REACTIVE -> CompletionWait.failFast(timeout).await(statuses).block();
-                case REACTIVE_PUSH -> PushWait.of(timeout).await(statuses).block();
-            }
+            wait(engine, timeout).await(statuses).block();
             return "ok";
         } catch (TransferException e) {
             return e.getMessage();
         }
-    }
-
-    /** The seed's fix: the native wait in slices of at most 10 ms, statuses checked between calls. */
-    private static void sliced(TransferEngine engine, List<? extends TransferStatus> statuses, Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (true) {
-            long leftMs = Math.max(0, (deadline - System.nanoTime()) / 1_000_000);
-            StatusCode code = engine.waitAll(statuses, Math.min(SLICE.toMillis(), leftMs));
-            if (code == StatusCode.SUCCESS || code.isFailure()) {
-                check(code, timeout);
-                return;
-            }
-            if (System.nanoTime() - deadline >= 0) {
-                check(code, timeout);
-                return;
-            }
-        }
-    }
-
-    private static void check(StatusCode code, Duration timeout) {
-        if (code == StatusCode.SUCCESS) {
-            return;
-        }
-        if (code.isFailure()) {
-            throw TransferException.failed(code, "a batch failed");
-        }
-        throw TransferException.timedOut(timeout);
     }
 }

@@ -98,8 +98,11 @@ final class MoriBackend implements ReproBackend {
             try {
                 target.close();
             } finally {
-                src.close();
-                dst.close();
+                try {
+                    src.close();
+                } finally {
+                    dst.close();
+                }
             }
         }
     }

@@ -35,6 +35,11 @@ public record ReproGeometry(int layers, int blocks, long blockBytes) {
         return (long) layers * blocks * blockBytes;
     }
 
+    /** Where block {@code block} of layer {@code layer} sits, on both sides. */
+    public long offset(int layer, int block) {
+        return layer * layerStride() + 2L * block * blockBytes;
+    }
+
     /** Layer {@code layer}'s batch: the same offsets on both sides, one size for every block. */
     public BatchPlan plan(int layer) {
         if (layer < 0 || layer >= layers) {
@@ -42,7 +47,7 @@ public record ReproGeometry(int layers, int blocks, long blockBytes) {
         }
         long[] offsets = new long[blocks];
         for (int b = 0; b < blocks; b++) {
-            offsets[b] = layer * layerStride() + 2L * b * blockBytes;
+            offsets[b] = offset(layer, b);
         }
         return BatchPlan.mirrored(offsets, blockBytes);
     }

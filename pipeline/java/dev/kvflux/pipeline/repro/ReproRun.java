@@ -5,12 +5,14 @@ import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.Signals;
 import dev.kvflux.operators.WaitStrategy;
+import dev.kvflux.pipeline.config.Durations;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.TimeoutException;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 
@@ -106,7 +108,7 @@ public final class ReproRun {
                 WaitStrategy strategy = ReproStrategies.named(plan.strategy()).factory().create(target, settings);
                 List<Wait> waits = new ArrayList<>();
                 for (int r = 0; r < plan.requests(); r++) {
-                    Wait wait = timeOne(target, geometry, strategy, plan, r, progress);
+                    Wait wait = timeOne(target, geometry, settings, strategy, plan, r, progress);
                     waits.add(wait);
                     progress.waited(plan.strategy(), r, plan.requests(), wait);
                 }
@@ -116,12 +118,20 @@ public final class ReproRun {
         return new Result(backend.name(), geometry, settings, List.copyOf(results));
     }
 
-    private static Wait timeOne(ReproTarget target, ReproGeometry geometry, WaitStrategy strategy, Plan plan,
-                                int request, Progress progress) {
+    private static Wait timeOne(ReproTarget target, ReproGeometry geometry, ReproSettings settings,
+                                WaitStrategy strategy, Plan plan, int request, Progress progress) {
         TransferSession session = target.session();
         List<TransferStatus> statuses = new ArrayList<>(geometry.layers());
+        Duration eventTimeout = settings.transferTimeout();
         for (int layer = 0; layer < geometry.layers(); layer++) {
-            Signals.layerReady(target.layerEvent(request, layer)).block();
+            int l = layer;
+            Signals.layerReady(target.layerEvent(request, layer))
+                    .timeout(eventTimeout)
+                    .onErrorMap(TimeoutException.class, e -> new IllegalStateException("layer " + l + "'s event of "
+                            + plan.strategy() + " request " + request + " was not ready after "
+                            + Durations.format(eventTimeout) + " (the transfer timeout); the target's layer events"
+                            + " must turn ready"))
+                    .block();
             statuses.add(session.batchWrite(geometry.plan(layer), session.allocateTransferUid()));
         }
         long start = System.nanoTime();

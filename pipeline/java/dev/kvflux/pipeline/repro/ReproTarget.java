@@ -26,7 +26,8 @@ public interface ReproTarget extends AutoCloseable {
 
     /**
      * The event to wait for before posting layer {@code layer} of request {@code request} (counted from
-     * 0 within a strategy). By default an event that is ready at once.
+     * 0 within a strategy); one not ready within the transfer timeout ends the run with an error. By
+     * default an event that is ready at once.
      */
     default LayerEvent layerEvent(int request, int layer) {
         return () -> EventState.READY;

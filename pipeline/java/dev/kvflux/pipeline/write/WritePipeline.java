@@ -12,6 +12,7 @@ import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
 import io.vavr.control.Either;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -32,7 +33,9 @@ import reactor.core.scheduler.Schedulers;
  *       {@code RDMA transfer timed out after 30s};</li>
  *   <li>a layer's event failed, or was not ready within the event timeout: ERR_GPU_OP;</li>
  *   <li>a layer's block plan runs past a buffer: ERR_INVALID_ARGS;</li>
- *   <li>the layer stream itself failed, or anything else: ERR_BAD_STATE.</li>
+ *   <li>the layer stream itself failed, or went the layer timeout (2 min by default) without a layer
+ *       or its completion (a request never sealed): ERR_BAD_STATE;</li>
+ *   <li>anything else: ERR_BAD_STATE.</li>
  * </ul>
  * A wait that fails fast stops the request at its first failure; statuses already posted are left to
  * the engine. With the default {@code CompletionWait.failFast(30s)} the outcome comes within the
@@ -54,6 +57,7 @@ public final class WritePipeline {
     private final int maxInFlight;
     private final Duration eventPollPeriod;
     private final Duration eventTimeout;
+    private final Duration layerTimeout;
     private final Scheduler scheduler;
     private final InFlightGate gate;
 
@@ -62,6 +66,7 @@ public final class WritePipeline {
         this.maxInFlight = b.maxInFlight;
         this.eventPollPeriod = b.eventPollPeriod;
         this.eventTimeout = b.eventTimeout;
+        this.layerTimeout = b.layerTimeout;
         this.scheduler = b.scheduler;
         this.gate = new InFlightGate(b.maxInFlight);
     }
@@ -117,8 +122,13 @@ public final class WritePipeline {
         Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
         String id = request.transferId();
         return request.layers()
+                .timeout(layerTimeout, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE,
+                        "the layer stream of transfer " + id + " gave no layer and did not complete for "
+                                + layerTimeout.toMillis() + " ms; complete it once the last layer is out")), on)
                 .onErrorMap(e -> !(e instanceof TransferException), e -> new TransferException(StatusCode.ERR_BAD_STATE,
                         "the layer stream of transfer " + id + " failed: " + e))
+                // Layers are taken as they come, so the silence above is the producer's, not our posting's.
+                .onBackpressureBuffer()
                 .concatMap(layer -> post(request, layer, on))
                 .collectList()
                 .flatMap(statuses -> waitStrategy.await(statuses))
@@ -131,7 +141,7 @@ public final class WritePipeline {
         return Signals.layerReady(layer.event(), eventPollPeriod, on)
                 .timeout(eventTimeout, on)
                 .onErrorMap(e -> new TransferException(StatusCode.ERR_GPU_OP, "layer " + layer.layer()
-                        + "'s event " + (e instanceof java.util.concurrent.TimeoutException
+                        + "'s event " + (e instanceof TimeoutException
                                 ? "was not ready after " + eventTimeout.toMillis() + " ms" : "failed: " + e.getMessage())))
                 .then(Mono.fromCallable(() -> {
                     try {
@@ -156,6 +166,7 @@ public final class WritePipeline {
         private int maxInFlight = 64;
         private Duration eventPollPeriod = Duration.ofMillis(1);
         private Duration eventTimeout = Duration.ofSeconds(30);
+        private Duration layerTimeout = Duration.ofMinutes(2);
         private Scheduler scheduler;
 
         private Builder() {
@@ -183,11 +194,7 @@ public final class WritePipeline {
 
         /** How often a layer's event is queried until ready (default 1 ms). */
         public Builder eventPollPeriod(Duration eventPollPeriod) {
-            Objects.requireNonNull(eventPollPeriod, "eventPollPeriod");
-            if (eventPollPeriod.isZero() || eventPollPeriod.isNegative()) {
-                throw new IllegalArgumentException("event poll period must be positive, got " + eventPollPeriod);
-            }
-            this.eventPollPeriod = eventPollPeriod;
+            this.eventPollPeriod = positive(eventPollPeriod, "event poll period", "1 ms");
             return this;
         }
 
@@ -196,11 +203,17 @@ public final class WritePipeline {
          * past it the request fails with ERR_GPU_OP.
          */
         public Builder eventTimeout(Duration eventTimeout) {
-            Objects.requireNonNull(eventTimeout, "eventTimeout");
-            if (eventTimeout.isZero() || eventTimeout.isNegative()) {
-                throw new IllegalArgumentException("event timeout must be positive, got " + eventTimeout);
-            }
-            this.eventTimeout = eventTimeout;
+            this.eventTimeout = positive(eventTimeout, "event timeout", "30 s");
+            return this;
+        }
+
+        /**
+         * How long a request's layer stream may go without a layer or its completion, from subscription
+         * or from its last layer (default 2 min): past it the request fails with ERR_BAD_STATE, so a
+         * request that is never sealed still gets its outcome and gives its place back.
+         */
+        public Builder layerTimeout(Duration layerTimeout) {
+            this.layerTimeout = positive(layerTimeout, "layer timeout", "2 min");
             return this;
         }
 
@@ -212,6 +225,14 @@ public final class WritePipeline {
 
         public WritePipeline build() {
             return new WritePipeline(this);
+        }
+
+        private static Duration positive(Duration d, String what, String byDefault) {
+            Objects.requireNonNull(d, what);
+            if (d.isZero() || d.isNegative()) {
+                throw new IllegalArgumentException(what + " must be positive, got " + d + "; the default is " + byDefault);
+            }
+            return d;
         }
     }
 }

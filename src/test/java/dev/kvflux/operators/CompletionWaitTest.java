@@ -8,8 +8,8 @@ import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.testing.ScriptedStatus;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
@@ -23,10 +23,8 @@ class CompletionWaitTest {
 
     @Test
     void completesWithinOneSliceOfTheLastCompletion() {
-        AtomicReference<VirtualTimeScheduler> vts = new AtomicReference<>();
         StepVerifier.withVirtualTime(() -> {
                     VirtualTimeScheduler clock = VirtualTimeScheduler.get();
-                    vts.set(clock);
                     return CompletionWait.failFast(TIMEOUT).await(List.of(
                             ScriptedStatus.succeedsAt(clock, Duration.ofMillis(93)),
                             ScriptedStatus.succeedsAt(clock, Duration.ofMillis(205))));
@@ -97,19 +95,17 @@ class CompletionWaitTest {
 
     @Test
     void aCancelledWaitStopsQuerying() {
-        AtomicReference<ScriptedStatus> status = new AtomicReference<>();
-        StepVerifier.withVirtualTime(() -> {
-                    status.set(ScriptedStatus.never(VirtualTimeScheduler.get()));
-                    return CompletionWait.failFast(TIMEOUT).await(List.of(status.get()));
-                })
-                .expectSubscription()
-                .thenAwait(Duration.ofMillis(100))
-                .thenCancel()
-                .verify();
-        int atCancel = status.get().queries();
-        VirtualTimeScheduler.getOrSet().advanceTimeBy(Duration.ofSeconds(10));
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        ScriptedStatus status = ScriptedStatus.never(clock);
+        Disposable wait = CompletionWait.failFast(TIMEOUT).scheduler(clock).await(List.of(status)).subscribe();
+        clock.advanceTimeBy(Duration.ofMillis(100));
+        int atCancel = status.queries();
+
+        wait.dispose();
+        clock.advanceTimeBy(Duration.ofSeconds(10));
+
         assertThat(atCancel).isEqualTo(11);
-        assertThat(status.get().queries()).isEqualTo(atCancel);
+        assertThat(status.queries()).isEqualTo(atCancel);
     }
 
     @Test

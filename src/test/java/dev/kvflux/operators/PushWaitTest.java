@@ -63,7 +63,8 @@ class PushWaitTest {
         done.code = StatusCode.SUCCESS;
         StepVerifier.withVirtualTime(() -> PushWait.of(Duration.ofSeconds(30)).await(List.of(done)))
                 .expectSubscription()
-                .verifyComplete();
+                .expectComplete()
+                .verify(Duration.ofSeconds(5));
     }
 
     @Test

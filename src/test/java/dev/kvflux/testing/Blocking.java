@@ -2,7 +2,6 @@ package dev.kvflux.testing;
 
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
@@ -12,9 +11,17 @@ public final class Blocking {
     private Blocking() {
     }
 
-    /** Starts {@code call} on a new thread. */
+    /** Starts {@code call} on a new virtual thread. */
     public static <T> CompletableFuture<T> start(Supplier<T> call) {
-        return CompletableFuture.supplyAsync(call, Executors.newVirtualThreadPerTaskExecutor());
+        CompletableFuture<T> result = new CompletableFuture<>();
+        Thread.ofVirtual().name("blocking-call").start(() -> {
+            try {
+                result.complete(call.get());
+            } catch (Throwable e) {
+                result.completeExceptionally(e);
+            }
+        });
+        return result;
     }
 
     /** Waits (in real time, at most 5 s) until {@code condition} holds. */

@@ -1,6 +1,7 @@
 package dev.kvflux.bindings.gpu;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.testing.ScriptedStatus;
@@ -20,11 +21,12 @@ class MoriWaitAllTest {
         }
 
         @Override
-        public void sleepUntil(long deadlineNanos) {
+        public boolean sleepUntil(long deadlineNanos) {
             long now = time.now(TimeUnit.NANOSECONDS);
             if (deadlineNanos > now) {
                 time.advanceTimeBy(Duration.ofNanos(deadlineNanos - now));
             }
+            return true;
         }
     });
 
@@ -93,5 +95,22 @@ class MoriWaitAllTest {
     @Test
     void anEmptyListSucceeds() {
         assertThat(waitAll.waitAll(List.of(), 3000)).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
+    void anInterruptedWaitReturnsInProgressAtOnceInsteadOfSpinningToItsDeadline() {
+        MoriWaitAll system = new MoriWaitAll(MoriWaitAll.Clock.SYSTEM);
+        StatusCode[] bounded = new StatusCode[1];
+        StatusCode[] unbounded = new StatusCode[1];
+
+        assertTimeoutPreemptively(Duration.ofSeconds(5), () -> {
+            Thread.currentThread().interrupt();
+            bounded[0] = system.waitAll(List.of(ScriptedStatus.never(time)), 60_000);
+            unbounded[0] = system.waitAll(List.of(ScriptedStatus.never(time)), -1);
+            assertThat(Thread.interrupted()).as("the interrupt flag is kept").isTrue();
+        });
+
+        assertThat(bounded[0]).isEqualTo(StatusCode.IN_PROGRESS);
+        assertThat(unbounded[0]).isEqualTo(StatusCode.IN_PROGRESS);
     }
 }

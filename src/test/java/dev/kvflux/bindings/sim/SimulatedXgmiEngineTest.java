@@ -225,6 +225,22 @@ class SimulatedXgmiEngineTest {
     }
 
     @Test
+    void stepsThatEndedAreForgottenWithoutChangingWhenACopyIsSeen() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder().copyPath(CopyPath.SCATTER_GATHER));
+        TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
+        long finish = engine.copyFinishedAt(status).orElseThrow();
+        long stepEnd = engine.prefillStepQueued(Duration.ofMillis(300));
+        for (int i = 0; i < 1000; i++) {
+            advanceTo(stepEnd + 1);
+            stepEnd = engine.prefillStepQueued(Duration.ofMillis(1));
+        }
+
+        assertThat(engine.prefillStepsKept()).isEqualTo(1);
+        assertThat(finish).isLessThan(stepEnd);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
     void onTheDefaultPathPrefillStepsDelayNoCopy() {
         SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
         TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);

@@ -2,20 +2,23 @@ package dev.kvflux.pipeline.gpu;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvflux.pipeline.repro.ReproGeometry;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.HashSet;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /** Decode's byte check, on a host buffer filled as the GPUs would. */
 class ByteVerifierTest {
-    private final SeedLayout layout = new SeedLayout(3, 4, 64);
+    private final ReproGeometry layout = new ReproGeometry(3, 4, 64);
 
     private MemorySegment received(Arena arena, long request) {
-        MemorySegment host = arena.allocate(layout.bufferBytes());
+        MemorySegment host = arena.allocate(layout.regionBytes());
         for (int l = 0; l < layout.layers(); l++) {
             for (int b = 0; b < layout.blocks(); b++) {
-                host.asSlice(layout.offset(l, b), layout.blockBytes()).fill((byte) SeedLayout.fill(request, l, b));
+                host.asSlice(layout.offset(l, b), layout.blockBytes()).fill((byte) ByteVerifier.fill(request, l, b));
             }
         }
         return host;
@@ -27,7 +30,7 @@ class ByteVerifierTest {
             ByteVerifier.Result r = new ByteVerifier(layout, arena).check(received(arena, 9), 9);
             assertThat(r.mismatchedBytes()).isZero();
             assertThat(r.badLayers()).isZero();
-            assertThat(r.checkedBytes()).isEqualTo(layout.bufferBytes());
+            assertThat(r.checkedBytes()).isEqualTo(layout.regionBytes());
         }
     }
 
@@ -58,5 +61,22 @@ class ByteVerifierTest {
             ByteVerifier.Result r = new ByteVerifier(layout, arena).check(received(arena, 8), 9);
             assertThat(r.badLayers()).isEqualTo(layout.layers());
         }
+    }
+
+    @Test
+    void fillValuesAreNeverZeroAndDifferBetweenNeighbours() {
+        Set<Integer> seen = new HashSet<>();
+        int sameAsNext = 0;
+        for (int b = 0; b < 128; b++) {
+            int v = ByteVerifier.fill(4, 10, b);
+            assertThat(v).isBetween(1, 255);
+            seen.add(v);
+            if (v == ByteVerifier.fill(4, 10, b + 1)) {
+                sameAsNext++;
+            }
+        }
+        assertThat(seen.size()).isGreaterThan(64);
+        assertThat(sameAsNext).isLessThan(4);
+        assertThat(ByteVerifier.fill(4, 10, 0)).isNotEqualTo(ByteVerifier.fill(5, 10, 0));
     }
 }

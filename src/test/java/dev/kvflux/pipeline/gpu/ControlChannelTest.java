@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
 import dev.kvflux.bindings.gpu.IpcMemHandle;
 import java.io.DataOutputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -68,6 +69,24 @@ class ControlChannelTest {
             try (ControlChannel prefill = new ControlChannel(server.accept())) {
                 assertThatThrownBy(prefill::receiveDescriptor)
                         .hasMessageContaining("closed the control connection while a memory descriptor was expected");
+            }
+        }
+    }
+
+    @Test
+    void aDescriptorCutShortIsReportedAsAHangUpNotAsABadDescriptor() throws Exception {
+        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            try (Socket peer = new Socket(InetAddress.getLoopbackAddress(), server.getLocalPort())) {
+                DataOutputStream raw = new DataOutputStream(peer.getOutputStream());
+                raw.writeByte('D');
+                raw.writeInt(100);
+                raw.write(new byte[10]);
+                raw.flush();
+            }
+            try (ControlChannel prefill = new ControlChannel(server.accept())) {
+                assertThatThrownBy(prefill::receiveDescriptor)
+                        .isInstanceOf(EOFException.class)
+                        .hasMessageContaining("in the middle of a 100-byte memory descriptor");
             }
         }
     }

@@ -1,7 +1,10 @@
 package dev.kvflux.pipeline.repro;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvflux.bindings.EventState;
+import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.sim.CopyTiming;
@@ -82,5 +85,60 @@ class ReproRunTest {
 
         assertThat(code).isEqualTo(2);
         assertThat(err.toString()).contains("unknown wait strategy 'psychic'; known strategies: native, sliced-native, reactive");
+    }
+
+    @Test
+    void badTimeoutsAndSlicesAreRefusedAsBadOptionsBeforeAnyBackendOpens() {
+        StringWriter err = new StringWriter();
+        CommandLine cli = new CommandLine(new KvfluxCli()).setErr(new PrintWriter(err));
+
+        assertThat(cli.execute("repro", "--transfer-timeout", "25h")).isEqualTo(2);
+        assertThat(cli.execute("repro", "--wait", "sliced-native", "--slice", "500us")).isEqualTo(2);
+
+        assertThat(err.toString()).contains("--transfer-timeout must be at most 24h, got 90000s")
+                .contains("--slice must be at least 1ms for sliced-native")
+                .doesNotContain("failed:");
+    }
+
+    @Test
+    void aLayerEventThatNeverTurnsReadyEndsTheRunAtTheTransferTimeoutNamingTheLayer() {
+        ReproBackend stuck = new ReproBackend() {
+            @Override
+            public String name() {
+                return "stuck";
+            }
+
+            @Override
+            public ReproTarget open(ReproGeometry g) {
+                ReproTarget instant = new InstantBackend().open(g);
+                return new ReproTarget() {
+                    @Override
+                    public TransferEngine engine() {
+                        return instant.engine();
+                    }
+
+                    @Override
+                    public TransferSession session() {
+                        return instant.session();
+                    }
+
+                    @Override
+                    public LayerEvent layerEvent(int request, int layer) {
+                        return layer == 1 ? () -> EventState.NOT_READY : () -> EventState.READY;
+                    }
+
+                    @Override
+                    public void close() {
+                        instant.close();
+                    }
+                };
+            }
+        };
+        ReproSettings settings = new ReproSettings(Duration.ofMillis(200), Duration.ofMillis(10), KvfluxConfig.defaults());
+
+        assertThatThrownBy(() -> ReproRun.run(stuck, SMALL, settings, List.of(new ReproRun.Plan("reactive", 1)),
+                new ReproRun.Progress() { }))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("layer 1's event of reactive request 0 was not ready after 200ms");
     }
 }

@@ -193,4 +193,61 @@ class WritePipelineTest {
         assertThat(eithers.get("r")).isEqualTo(io.vavr.control.Either.right(new WriteDone("r")));
         assertThat(new WriteFailed("x", StatusCode.ERR_GPU_OP, "y").toEither().isLeft()).isTrue();
     }
+
+    @Test
+    void aLayerStreamThatNeitherEmitsNorCompletesFailsAtTheLayerTimeoutAndFreesItsPlace() {
+        TransferSession session = session(SimulatedXgmiEngine.builder());
+        WriteRequest base = request("never-sealed", session);
+        WritePipeline serial = pipeline().maxInFlight(1).layerTimeout(Duration.ofSeconds(5)).build();
+
+        serial.write(new WriteRequest("never-sealed", session, base.layers().concatWith(Flux.never())))
+                .subscribe(this::record);
+        serial.write(request("next", session)).subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(6));
+
+        assertThat(outcomes.get("never-sealed")).isInstanceOfSatisfying(WriteFailed.class, f -> {
+            assertThat(f.code()).isEqualTo(StatusCode.ERR_BAD_STATE);
+            assertThat(f.reason()).contains("gave no layer and did not complete for 5000 ms");
+        });
+        assertThat(outcomeAt.get("never-sealed")).isEqualTo(5_000);
+        assertThat(outcomes.get("next")).isInstanceOf(WriteDone.class);
+        assertThat(serial.requestsInFlight()).isZero();
+    }
+
+    @Test
+    void slowEventsOnManyLayersDoNotCountAsASilentLayerStream() {
+        TransferSession session = session(SimulatedXgmiEngine.builder());
+        int layers = 64;
+        WriteRequest slow = new WriteRequest("slow", session, Flux.range(0, layers).map(layer -> new LayerWrite(layer,
+                SimulatedLayerEvent.readyAfter(clock, Duration.ofSeconds(layer + 1)), SeedGeometry.SEED.plan(layer))));
+
+        pipeline().eventTimeout(Duration.ofSeconds(5)).layerTimeout(Duration.ofSeconds(5)).build().write(slow)
+                .subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(layers + 1));
+
+        assertThat(outcomes.get("slow")).isEqualTo(new WriteDone("slow"));
+    }
+
+    @Test
+    void cancellingAQueuedRequestTakesItOutOfTheQueueWithoutRunningIt() {
+        TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        WritePipeline serial = pipeline().maxInFlight(1).build();
+        AtomicInteger cancelledStarts = new AtomicInteger();
+        WriteRequest base = request("cancelled", session);
+        WriteRequest cancelled = new WriteRequest("cancelled", session,
+                base.layers().doOnSubscribe(s -> cancelledStarts.incrementAndGet()));
+
+        serial.write(request("stalled", session)).subscribe(this::record);
+        reactor.core.Disposable queued = serial.write(cancelled).subscribe(this::record);
+        serial.write(request("next", session)).subscribe(this::record);
+        assertThat(serial.requestsQueued()).isEqualTo(2);
+        queued.dispose();
+        assertThat(serial.requestsQueued()).isEqualTo(1);
+        clock.advanceTimeBy(TIMEOUT.plusSeconds(1));
+
+        assertThat(outcomes).containsOnlyKeys("stalled", "next");
+        assertThat(cancelledStarts).hasValue(0);
+        assertThat(serial.requestsInFlight()).isZero();
+        assertThat(serial.requestsQueued()).isZero();
+    }
 }
