@@ -4,6 +4,7 @@ import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.proxy.InstanceRegistry;
 import dev.kvflux.pipeline.proxy.ProxyServer;
 import dev.kvflux.pipeline.proxy.Role;
@@ -36,11 +37,12 @@ public final class ServeBench {
      * @param numPrompts prompts per concurrency, paired by position (one value applies to all)
      * @param receiveDeadline decode's deadline under the kvflux policy; null for the default
      * @param requestTimeout how long the client keeps a request open before counting it as never finished
+     * @param notifyAuth the secret prefill and decode sign their notifications with; null for none
      */
     public record Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts,
                            int inputTokens, int outputTokens, Duration transferTimeout, Duration receiveDeadline,
                            boolean sgUnderLoad, FaultPlan faults, ServingModel model, Duration requestTimeout,
-                           long seed, int warmupRequests) {
+                           long seed, int warmupRequests, NotifyAuth notifyAuth) {
         public Settings {
             Objects.requireNonNull(policies, "policies");
             Objects.requireNonNull(transferTimeout, "transferTimeout");
@@ -99,9 +101,9 @@ public final class ServeBench {
         String label = String.format(Locale.ROOT, "[%s c=%d]", report ? policy.wireName() : "warm-up", concurrency);
         try (engine;
              DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), settings.model(),
-                     policy.decodeDeadline() ? settings.kvfluxDeadline() : null);
+                     policy.decodeDeadline() ? settings.kvfluxDeadline() : null, settings.notifyAuth());
              PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), settings.model(), policy, engine,
-                     settings.transferTimeout(), settings.kvfluxDeadline());
+                     settings.transferTimeout(), settings.kvfluxDeadline(), settings.notifyAuth());
              ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
             decode.pingProxy(url, Duration.ofSeconds(1));

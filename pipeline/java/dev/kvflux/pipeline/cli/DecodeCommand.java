@@ -2,7 +2,9 @@ package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.pipeline.config.KvfluxConfig;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.serve.DecodeServer;
+import dev.kvflux.pipeline.serve.ServingModel;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -42,9 +44,18 @@ public final class DecodeCommand implements Callable<Integer> {
         KvfluxConfig config = configOptions.load(spec.commandLine());
         Duration deadline = noDeadline ? null
                 : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());
-        DecodeServer decode = DecodeServer.start(
-                roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()),
-                modelOptions.model(), deadline);
+        ServingModel model = modelOptions.model(spec.commandLine());
+        NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
+        DecodeServer decode;
+        try {
+            decode = DecodeServer.start(
+                    roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()), model, deadline,
+                    auth);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        } catch (IllegalStateException e) {
+            return RoleRunner.cannotStart(spec.commandLine(), e);
+        }
         decode.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
         return RoleRunner.runUntilStopped(decode);
     }

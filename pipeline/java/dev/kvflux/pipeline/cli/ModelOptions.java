@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.pipeline.serve.ServingModel;
 import java.time.Duration;
+import picocli.CommandLine;
 import picocli.CommandLine.Option;
 
 /** The simulated model's knobs, for the serving subcommands ({@code @Mixin ModelOptions}). */
@@ -23,9 +24,17 @@ public final class ModelOptions {
             description = "Time of one decode step, one output token (default 20ms).")
     Duration decodeStep = BASE.decodeStep();
 
-    /** The model these options describe. */
-    ServingModel model() {
-        return new ServingModel(BASE.name(), prefillTokensPerSecond, maxBatchedTokens, layers, decodeStep,
-                BASE.blockTokens(), BASE.kvBytesPerTokenPerLayer());
+    /**
+     * The model these options describe.
+     *
+     * @throws CommandLine.ParameterException saying which value is wrong, for {@code cmd}'s usage message
+     */
+    ServingModel model(CommandLine cmd) {
+        try {
+            return new ServingModel(BASE.name(), prefillTokensPerSecond, maxBatchedTokens, layers, decodeStep,
+                    BASE.blockTokens(), BASE.kvBytesPerTokenPerLayer());
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, "invalid simulated model: " + e.getMessage());
+        }
     }
 }

@@ -4,8 +4,10 @@ import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.config.KvfluxConfig;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.serve.Policy;
 import dev.kvflux.pipeline.serve.PrefillServer;
+import dev.kvflux.pipeline.serve.ServingModel;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -51,9 +53,20 @@ public final class PrefillCommand implements Callable<Integer> {
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
                 .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath()).build();
-        PrefillServer prefill = PrefillServer.start(
-                roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()),
-                modelOptions.model(), policy, engine, timeout, ExpectedTransfers.defaultDeadline(timeout));
+        ServingModel model = modelOptions.model(spec.commandLine());
+        NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
+        PrefillServer prefill;
+        try {
+            prefill = PrefillServer.start(
+                    roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()),
+                    model, policy, engine, timeout, ExpectedTransfers.defaultDeadline(timeout), auth);
+        } catch (IllegalArgumentException e) {
+            engine.close();
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        } catch (IllegalStateException e) {
+            engine.close();
+            return RoleRunner.cannotStart(spec.commandLine(), e);
+        }
         prefill.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
         return RoleRunner.runUntilStopped(() -> {
             prefill.close();

@@ -37,12 +37,23 @@ public final class ProxyCommand implements Callable<Integer> {
             description = "Drop an instance this long after its last ping (default 10s; instances ping every 3s).")
     Duration instanceTtl = Duration.ofSeconds(10);
 
+    @Option(names = "--upstream-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Answer 504 when an instance's answer sends nothing for this long (default 10m).")
+    Duration upstreamTimeout = ProxyServer.DEFAULT_UPSTREAM_TIMEOUT;
+
     @Override
     public Integer call() {
         KvfluxConfig config = configOptions.load(spec.commandLine());
-        ProxyServer proxy = ProxyServer.start(host, port != null ? port : config.ports().proxy(),
-                discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery(),
-                new InstanceRegistry(instanceTtl));
+        ProxyServer proxy;
+        try {
+            proxy = ProxyServer.start(host, port != null ? port : config.ports().proxy(),
+                    discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery(),
+                    new InstanceRegistry(instanceTtl), upstreamTimeout);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        } catch (IllegalStateException e) {
+            return RoleRunner.cannotStart(spec.commandLine(), e);
+        }
         return RoleRunner.runUntilStopped(proxy);
     }
 }

@@ -1,10 +1,22 @@
 package dev.kvflux.pipeline.cli;
 
 import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
 
 /** Keeps a serving role's process alive until it is stopped (Ctrl-C, SIGTERM), then closes it. */
 final class RoleRunner {
     private RoleRunner() {
+    }
+
+    /**
+     * Reports a role that could not start (a port in use, an address that cannot be bound) as one line
+     * on the command's error stream, without a stack trace.
+     *
+     * @return the exit code, 1
+     */
+    static int cannotStart(CommandLine cmd, RuntimeException e) {
+        cmd.getErr().println("kvflux " + cmd.getCommandName() + ": " + e.getMessage());
+        return 1;
     }
 
     static int runUntilStopped(AutoCloseable role) {

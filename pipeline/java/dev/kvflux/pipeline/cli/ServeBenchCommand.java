@@ -105,12 +105,13 @@ public final class ServeBenchCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());
         }
-        ServingModel model = modelOptions.model();
+        ServingModel model = modelOptions.model(cmd);
         ServeBench.Settings settings;
         try {
             settings = new ServeBench.Settings(policies, concurrencies, numPrompts, inputLen, outputLen, timeout,
                     receiveDeadline, sgUnderLoad, faults, model,
-                    requestTimeout != null ? requestTimeout : timeout.multipliedBy(5).plusSeconds(5), seed, warmup);
+                    requestTimeout != null ? requestTimeout : timeout.multipliedBy(5).plusSeconds(5), seed, warmup,
+                    NotifySecret.resolve(config, cmd));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());
         }
@@ -136,6 +137,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         m.put("copy_path", s.sgUnderLoad() ? "scatter-gather under load" : "default");
         m.put("inject_failures", s.faults().spec());
         m.put("seed", s.seed());
+        m.put("notify_auth", s.notifyAuth() == null ? "none" : "hmac-sha256");
         m.put("time_scale", "none: simulated model and engine run in real time");
         return m;
     }

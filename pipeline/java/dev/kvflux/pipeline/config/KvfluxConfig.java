@@ -30,7 +30,12 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
  * message per bad key (unknown keys included), all at once, each naming the key, what it holds and what
  * it should hold.
  */
-public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
+public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel) {
+
+    /** A configuration whose notify channel has no secret. */
+    public KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
+        this(transfer, engine, ports, new NotifyChannel(""));
+    }
 
     /** The completion wait and the WRITE pipeline. */
     public record Transfer(Duration timeout, Duration slice, CompletionWait.Mode failMode, int maxInFlight,
@@ -60,6 +65,14 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
                         int decodeNotify) {
     }
 
+    /** The notify channel: {@code secret} signs notifications when not empty. */
+    public record NotifyChannel(String secret) {
+        @Override
+        public String toString() {
+            return "NotifyChannel[secret=" + (secret.isEmpty() ? "none" : "(set)") + "]";
+        }
+    }
+
     /** The classpath resource holding the defaults. */
     public static final String DEFAULT_RESOURCE = "kvflux.yaml";
 
@@ -68,7 +81,7 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
             "transfer.event-poll", "transfer.event-timeout", "engine.backend", "engine.sim.post-cost-per-block",
             "engine.sim.per-block-overhead", "engine.sim.kernel-launch", "engine.sim.bandwidth-gbps",
             "engine.sim.copy-path", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
-            "ports.decode-http", "ports.prefill-notify", "ports.decode-notify");
+            "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret");
 
     /** The defaults alone. */
     public static KvfluxConfig defaults() {
@@ -139,9 +152,12 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
                         key(keys, "ports.prefill-notify", KvfluxConfig::port),
                         key(keys, "ports.decode-notify", KvfluxConfig::port))
                 .ap(Ports::new);
+        Validation<Seq<String>, NotifyChannel> notifyChannel = key(keys, "notify.secret", KvfluxConfig::secret)
+                .map(NotifyChannel::new)
+                .mapError(error -> List.of(error));
         Seq<String> unknown = List.ofAll(keys.keySet()).filter(k -> !KEYS.contains(k)).sorted()
                 .map(k -> "unknown key " + k + "; known keys are " + List.ofAll(KEYS).sorted().mkString(", "));
-        Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports)
+        Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports, notifyChannel)
                 .ap(KvfluxConfig::new).mapError(KvfluxConfig::flattenErrors);
         if (unknown.isEmpty()) {
             return config;
@@ -248,6 +264,15 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
             throw new IllegalArgumentException("must be between " + min + " and " + max + ", got " + n);
         }
         return n;
+    }
+
+    private static String secret(Object v) {
+        String secret = String.valueOf(v);
+        if (!secret.isEmpty() && secret.length() < 16) {
+            throw new IllegalArgumentException("is " + secret.length() + " characters; use at least 16 (for example"
+                    + " the output of `openssl rand -hex 32`), or \"\" for no secret");
+        }
+        return secret;
     }
 
     private static int port(Object v) {

@@ -158,6 +158,11 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
         sink.tryEmitValue(message);
     }
 
+    /** How many finished transfer ids are remembered for fencing. */
+    synchronized int remembered() {
+        return finished.size();
+    }
+
     /** How many transfers are expected and not yet settled. */
     public synchronized int pending() {
         return waiting.size();

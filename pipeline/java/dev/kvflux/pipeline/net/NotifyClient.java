@@ -8,6 +8,7 @@ import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -20,7 +21,7 @@ import reactor.util.retry.Retry;
 
 /**
  * The sending end of the notify channel. Keeps one connection per peer address, opened on first use and
- * opened again after it fails; a message counts as sent only when the peer acknowledged it, so a
+ * opened again after it fails or an acknowledgement does not come within the ack timeout; a message counts as sent only when the peer acknowledged it, so a
  * message written into a connection the peer had already closed is sent again.
  *
  * <p>{@link #send} retries a failed attempt with backoff until the message's deadline; past it the
@@ -36,7 +37,9 @@ public final class NotifyClient implements AutoCloseable {
     private final Duration ackTimeout;
     private final Scheduler scheduler;
     private final int maxFrameBytes;
+    private final NotifyAuth auth;
     private final Map<InetSocketAddress, Mono<Peer>> peers = new ConcurrentHashMap<>();
+    private volatile boolean closed;
 
     private NotifyClient(Builder b) {
         this.metrics = b.metrics;
@@ -45,6 +48,7 @@ public final class NotifyClient implements AutoCloseable {
         this.ackTimeout = b.ackTimeout;
         this.scheduler = b.scheduler;
         this.maxFrameBytes = b.maxFrameBytes;
+        this.auth = b.auth;
     }
 
     public static Builder builder() {
@@ -65,23 +69,25 @@ public final class NotifyClient implements AutoCloseable {
      *
      * @return a {@code Mono} that emits {@code true} once the peer acknowledged the message, or
      *     {@code false} when {@code within} (counted from subscription) passed first; then the message is
-     *     counted as undeliverable and logged. It errors only with an {@link IllegalArgumentException}
-     *     when the message is larger than the frame limit, which no retry could fix.
+     *     counted as undeliverable and logged. It also emits {@code false}, at once, once the client is
+     *     closed. It errors only with an {@link IllegalArgumentException} when the message is larger than
+     *     the frame limit, which no retry could fix.
      */
     public Mono<Boolean> send(InetSocketAddress to, NotifyMessage message, Duration within) {
         Objects.requireNonNull(to, "to");
         Objects.requireNonNull(message, "message");
         Objects.requireNonNull(within, "within");
-        byte[] payload = NotifyCodec.encode(message);
-        if (payload.length > maxFrameBytes) {
+        int length = payload(message).length;
+        if (length > maxFrameBytes) {
             return Mono.error(new IllegalArgumentException(message.type() + " for " + message.transferId() + " is "
-                    + payload.length + " bytes, over the " + maxFrameBytes + "-byte frame limit"));
+                    + length + " bytes, over the " + maxFrameBytes + "-byte frame limit"));
         }
         return Mono.defer(() -> {
             Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            return Mono.defer(() -> peer(to).flatMap(peer -> peer.send(payload, message.transferId())))
-                    .timeout(ackTimeout, on)
+            return Mono.defer(() -> peer(to).flatMap(peer -> peer.send(payload(message), message.transferId())
+                            .timeout(ackTimeout, Mono.defer(() -> peer.ackTimedOut(to, ackTimeout)), on)))
                     .retryWhen(Retry.backoff(Long.MAX_VALUE, minBackoff).maxBackoff(maxBackoff).scheduler(on)
+                            .filter(error -> !closed)
                             .doBeforeRetry(signal -> {
                                 metrics.sendRetries.increment();
                                 LOG.debug("retrying {} for {} to {}: {}", message.type(), message.transferId(), to,
@@ -92,16 +98,22 @@ public final class NotifyClient implements AutoCloseable {
                     .thenReturn(true)
                     .onErrorResume(error -> {
                         metrics.undeliverable.increment();
-                        LOG.warn("{} for transfer {} is undeliverable to {}: no acknowledgement within {}",
-                                message.type(), message.transferId(), to, within);
+                        LOG.warn("{} for transfer {} is undeliverable to {}: {}", message.type(), message.transferId(),
+                                to, closed ? "the notify client was closed" : "no acknowledgement within " + within);
                         return Mono.just(false);
                     });
         });
     }
 
-    /** Closes every connection. */
+    /** The frame payload, signed afresh for each attempt when the client has a secret. */
+    private byte[] payload(NotifyMessage message) {
+        return auth == null ? NotifyCodec.encode(message) : auth.sign(message);
+    }
+
+    /** Closes every connection; sends still retrying give up, and later sends emit {@code false} at once. */
     @Override
     public void close() {
+        closed = true;
         for (Mono<Peer> peer : peers.values()) {
             peer.subscribe(Peer::close, error -> { });
         }
@@ -110,6 +122,9 @@ public final class NotifyClient implements AutoCloseable {
 
     /** The open connection to {@code to}, or a new one if there is none or it was closed. */
     private Mono<Peer> peer(InetSocketAddress to) {
+        if (closed) {
+            return Mono.error(new ClosedChannelException());
+        }
         Mono<Peer> slot = peers.computeIfAbsent(to, this::connect);
         return slot.onErrorResume(error -> {
             peers.remove(to, slot);
@@ -131,6 +146,10 @@ public final class NotifyClient implements AutoCloseable {
                 .doOnConnected(connection -> connection.addHandlerLast("kvflux-frames", Frames.decoder(max)))
                 .connect()
                 .map(connection -> {
+                    if (closed) {
+                        connection.dispose();
+                        throw new IllegalStateException("the notify client was closed while connecting to " + address);
+                    }
                     metrics.connectionsOpened.increment();
                     Peer peer = new Peer(connection);
                     connection.inbound().receive().asByteArray()
@@ -191,6 +210,17 @@ public final class NotifyClient implements AutoCloseable {
             head.acked.tryEmitEmpty();
         }
 
+        /**
+         * No acknowledgement came in time: the peer may be wedged or the connection half-open, so the
+         * connection is dropped and the next attempt opens a fresh one.
+         */
+        Mono<Void> ackTimedOut(InetSocketAddress to, Duration ackTimeout) {
+            TimeoutException timeout = new TimeoutException("no acknowledgement from " + to + " within "
+                    + ackTimeout.toMillis() + " ms; reconnecting");
+            failAll(timeout);
+            return Mono.error(timeout);
+        }
+
         void failAllClosed() {
             failAll(new ClosedChannelException());
         }
@@ -223,8 +253,15 @@ public final class NotifyClient implements AutoCloseable {
         private Duration ackTimeout = Duration.ofSeconds(2);
         private Scheduler scheduler;
         private int maxFrameBytes = Frames.DEFAULT_MAX_FRAME_BYTES;
+        private NotifyAuth auth;
 
         private Builder() {
+        }
+
+        /** Sign every message with this secret; {@code null} (the default) sends unsigned messages. */
+        public Builder auth(NotifyAuth auth) {
+            this.auth = auth;
+            return this;
         }
 
         public Builder metrics(NotifyMetrics metrics) {

@@ -17,7 +17,8 @@ import org.msgpack.value.ValueType;
  * msgpack encoding of {@link NotifyMessage}s: one map per message with string keys, as MoRIIO sends them
  * ({@code type}, {@code transfer_id}, {@code req_id}, {@code block_notify_list}, {@code decode_rank}),
  * and for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text.
- * Unknown keys are ignored, so newer senders stay readable.
+ * Unknown keys are ignored, so newer senders stay readable. With a notify secret, the keys {@code ts} and
+ * {@code mac} are added ({@link NotifyAuth}).
  */
 public final class NotifyCodec {
     private NotifyCodec() {
@@ -25,10 +26,19 @@ public final class NotifyCodec {
 
     /** The message's msgpack bytes. */
     public static byte[] encode(NotifyMessage message) {
+        return encode(message, 0, null);
+    }
+
+    /**
+     * The message's msgpack bytes, with the authentication keys {@code ts} and {@code mac} added when
+     * {@code mac} is not null (see {@link NotifyAuth}).
+     */
+    static byte[] encode(NotifyMessage message, long ts, byte[] mac) {
+        int extra = mac == null ? 0 : 2;
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
             switch (message) {
                 case NotifyMessage.RemoteBlocks blocks -> {
-                    packer.packMapHeader(5);
+                    packer.packMapHeader(5 + extra);
                     packString(packer, "type", blocks.type());
                     packString(packer, "req_id", blocks.reqId());
                     packString(packer, "transfer_id", blocks.transferId());
@@ -39,14 +49,18 @@ public final class NotifyCodec {
                     packer.packString("decode_rank").packInt(blocks.decodeRank());
                 }
                 case NotifyMessage.WriteFailed failed -> {
-                    packer.packMapHeader(4);
+                    packer.packMapHeader(4 + extra);
                     packString(packer, "type", failed.type());
                     packString(packer, "transfer_id", failed.transferId());
                     packer.packString("code").packInt(failed.code().value());
                     packString(packer, "reason", failed.reason());
                 }
-                case NotifyMessage.WriteDone done -> packTypeAndId(packer, done);
-                case NotifyMessage.Release release -> packTypeAndId(packer, release);
+                case NotifyMessage.WriteDone done -> packTypeAndId(packer, done, extra);
+                case NotifyMessage.Release release -> packTypeAndId(packer, release, extra);
+            }
+            if (mac != null) {
+                packer.packString("ts").packLong(ts);
+                packer.packString("mac").packBinaryHeader(mac.length).writePayload(mac);
             }
             return packer.toByteArray();
         } catch (IOException e) {
@@ -60,7 +74,32 @@ public final class NotifyCodec {
      * @throws MalformedFrameException saying what was wrong, if the bytes are not one message map
      */
     public static NotifyMessage decode(byte[] bytes) {
+        return message(readMap(bytes));
+    }
+
+    /** A decoded frame with its authentication keys, each null when absent. */
+    record Signed(NotifyMessage message, Long ts, byte[] mac) {
+    }
+
+    /**
+     * The message in {@code bytes} with its {@code ts} and {@code mac}.
+     *
+     * @throws MalformedFrameException saying what was wrong, if the bytes are not one message map or an
+     *     authentication key has the wrong type
+     */
+    static Signed decodeSigned(byte[] bytes) {
         Map<String, Value> map = readMap(bytes);
+        NotifyMessage message = message(map);
+        Value mac = map.get("mac");
+        if (mac != null && !mac.isBinaryValue()) {
+            throw new MalformedFrameException("notify message key 'mac' is a " + mac.getValueType()
+                    + ", expected binary");
+        }
+        return new Signed(message, map.containsKey("ts") ? integer(map, "ts") : null,
+                mac == null ? null : mac.asBinaryValue().asByteArray());
+    }
+
+    private static NotifyMessage message(Map<String, Value> map) {
         String type = string(map, "type");
         String transferId = string(map, "transfer_id");
         return switch (type) {
@@ -128,8 +167,9 @@ public final class NotifyCodec {
         packer.packString(key).packString(value);
     }
 
-    private static void packTypeAndId(MessageBufferPacker packer, NotifyMessage message) throws IOException {
-        packer.packMapHeader(2);
+    private static void packTypeAndId(MessageBufferPacker packer, NotifyMessage message, int extra)
+            throws IOException {
+        packer.packMapHeader(2 + extra);
         packString(packer, "type", message.type());
         packString(packer, "transfer_id", message.transferId());
     }

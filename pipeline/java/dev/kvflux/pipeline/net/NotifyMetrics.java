@@ -16,6 +16,8 @@ public final class NotifyMetrics {
     final LongAdder malformedFrames = new LongAdder();
     /** Frames whose length prefix was negative or above the maximum; each closed its connection. */
     final LongAdder oversizedFrames = new LongAdder();
+    /** Frames rejected by the notify secret (no tag, wrong tag, too old); each closed its connection. */
+    final LongAdder unauthenticatedFrames = new LongAdder();
     /** Inbound connections accepted. */
     final LongAdder connectionsAccepted = new LongAdder();
     /** write_done that completed an expected transfer. */
@@ -47,6 +49,10 @@ public final class NotifyMetrics {
 
     public long oversizedFrames() {
         return oversizedFrames.sum();
+    }
+
+    public long unauthenticatedFrames() {
+        return unauthenticatedFrames.sum();
     }
 
     public long connectionsAccepted() {
@@ -95,6 +101,7 @@ public final class NotifyMetrics {
         all.put("received", received());
         all.put("malformed_frames", malformedFrames());
         all.put("oversized_frames", oversizedFrames());
+        all.put("unauthenticated_frames", unauthenticatedFrames());
         all.put("connections_accepted", connectionsAccepted());
         all.put("write_done", writeDone());
         all.put("write_failed", writeFailed());

@@ -5,7 +5,9 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -20,8 +22,9 @@ import reactor.netty.tcp.TcpServer;
  * each with a small acknowledgement frame so the sender knows it arrived.
  *
  * <p>A frame whose length prefix is negative or above the maximum, or whose payload is not a message,
- * closes the connection it came on and is counted in {@link NotifyMetrics}; every other connection keeps
- * being served. The handler runs on the connection's Netty event loop: it must not block.
+ * or, when the server has a {@link NotifyAuth notify secret}, whose tag is missing or wrong or which was
+ * signed too long ago, closes the connection it came on and is counted in {@link NotifyMetrics}; every
+ * other connection keeps being served. The handler runs on the connection's Netty event loop: it must not block.
  */
 public final class NotifyServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NotifyServer.class);
@@ -63,8 +66,15 @@ public final class NotifyServer implements AutoCloseable {
         private int maxFrameBytes = Frames.DEFAULT_MAX_FRAME_BYTES;
         private NotifyMetrics metrics = new NotifyMetrics();
         private Consumer<NotifyMessage> handler;
+        private NotifyAuth auth;
 
         private Builder() {
+        }
+
+        /** Accept only frames signed with this secret; {@code null} (the default) accepts unsigned frames. */
+        public Builder auth(NotifyAuth auth) {
+            this.auth = auth;
+            return this;
         }
 
         public Builder host(String host) {
@@ -105,6 +115,8 @@ public final class NotifyServer implements AutoCloseable {
             Consumer<NotifyMessage> target = handler;
             NotifyMetrics counters = metrics;
             int max = maxFrameBytes;
+            Function<byte[], NotifyMessage> decoder = auth == null ? NotifyCodec::decode : auth::verify;
+            AtomicBoolean warnedUnauthenticated = new AtomicBoolean();
             ChannelGroup group = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
             return TcpServer.create()
                     .host(host)
@@ -114,17 +126,17 @@ public final class NotifyServer implements AutoCloseable {
                         group.add(connection.channel());
                         connection.addHandlerLast("kvflux-frames", Frames.decoder(max));
                     })
-                    .handle((in, out) -> serve(in, out, target, counters, max))
+                    .handle((in, out) -> serve(in, out, decoder, target, counters, max, warnedUnauthenticated))
                     .bind()
                     .map(server -> new NotifyServer(server, counters, group))
                     .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
                             + ":" + port + " (" + e.getMessage() + "); is another process using the port?", e));
         }
 
-        private static Mono<Void> serve(NettyInbound in, NettyOutbound out, Consumer<NotifyMessage> handler,
-                NotifyMetrics metrics, int max) {
+        private static Mono<Void> serve(NettyInbound in, NettyOutbound out, Function<byte[], NotifyMessage> decoder,
+                Consumer<NotifyMessage> handler, NotifyMetrics metrics, int max, AtomicBoolean warnedUnauthenticated) {
             var acks = in.receive().asByteArray().map(bytes -> {
-                NotifyMessage message = NotifyCodec.decode(bytes);
+                NotifyMessage message = decoder.apply(bytes);
                 metrics.received.increment();
                 try {
                     handler.accept(message);
@@ -137,6 +149,14 @@ public final class NotifyServer implements AutoCloseable {
                     metrics.oversizedFrames.increment();
                     LOG.warn("closing a notify connection: frame length rejected ({}); the maximum is {} bytes",
                             error.getMessage(), max);
+                } else if (error instanceof UnauthenticatedFrameException) {
+                    metrics.unauthenticatedFrames.increment();
+                    if (warnedUnauthenticated.compareAndSet(false, true)) {
+                        LOG.warn("closing a notify connection: {}. Later rejections are counted"
+                                + " (unauthenticated_frames) and logged at debug level", error.getMessage());
+                    } else {
+                        LOG.debug("closing a notify connection: {}", error.getMessage());
+                    }
                 } else if (error instanceof MalformedFrameException) {
                     metrics.malformedFrames.increment();
                     LOG.warn("closing a notify connection: {}", error.getMessage());

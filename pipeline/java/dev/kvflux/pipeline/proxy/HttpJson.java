@@ -6,8 +6,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.function.Function;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
+import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
 /** JSON bodies of the serving HTTP APIs: parsing requests and writing replies and OpenAI-style errors. */
@@ -15,7 +19,54 @@ public final class HttpJson {
     /** The shared mapper; thread-safe once configured. */
     public static final ObjectMapper MAPPER = new ObjectMapper();
 
+    /** The largest request body the serving APIs read: ample for a prompt of a million token ids. */
+    public static final int MAX_BODY_BYTES = 16 << 20;
+
     private HttpJson() {
+    }
+
+    /**
+     * Reads the request's body as UTF-8 text (empty if there is none) and answers with what
+     * {@code handler} makes of it. A body over {@link #MAX_BODY_BYTES}, declared or sent, is answered
+     * {@code 413} with an OpenAI-style error and is not buffered past the limit; the handler never sees it.
+     */
+    public static Mono<Void> withBody(HttpServerRequest request, HttpServerResponse response,
+            Function<String, Publisher<Void>> handler) {
+        String declared = request.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
+        if (declared != null && declaredLength(declared) > MAX_BODY_BYTES) {
+            return Mono.from(tooLarge(response, declared + " bytes declared"));
+        }
+        return request.receive().asByteArray()
+                .collect(ByteArrayOutputStream::new, (body, chunk) -> {
+                    if (body.size() + (long) chunk.length > MAX_BODY_BYTES) {
+                        throw new BodyTooLargeException();
+                    }
+                    body.writeBytes(chunk);
+                })
+                .map(body -> body.toString(StandardCharsets.UTF_8))
+                .flatMap(body -> Mono.from(handler.apply(body)))
+                .onErrorResume(BodyTooLargeException.class, e -> Mono.from(tooLarge(response, "more was sent")));
+    }
+
+    private static long declaredLength(String header) {
+        try {
+            return Long.parseLong(header.trim());
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    private static Publisher<Void> tooLarge(HttpServerResponse response, String what) {
+        return error(response, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error", "body_too_large",
+                "request body is over the " + (MAX_BODY_BYTES >> 20) + " MiB limit (" + what + "); send a shorter"
+                        + " prompt, or the prompt as a list of token ids");
+    }
+
+    /** A body read past {@link #MAX_BODY_BYTES}; turned into a 413 answer. */
+    private static final class BodyTooLargeException extends RuntimeException {
+        BodyTooLargeException() {
+            super(null, null, false, false);
+        }
     }
 
     /**

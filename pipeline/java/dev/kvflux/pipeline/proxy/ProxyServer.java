@@ -6,8 +6,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.timeout.ReadTimeoutException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
@@ -61,6 +63,9 @@ public final class ProxyServer implements AutoCloseable {
         return start(host, port, -1, registry);
     }
 
+    /** How long the proxy waits, by default, for the next bytes of an instance's answer. */
+    public static final Duration DEFAULT_UPSTREAM_TIMEOUT = Duration.ofMinutes(10);
+
     /**
      * Starts a proxy on {@code host:port} that also takes registrations ({@code POST /register},
      * {@code GET /health}) on {@code discoveryPort}, as vLLM's proxy has a service-discovery port;
@@ -69,10 +74,27 @@ public final class ProxyServer implements AutoCloseable {
      * @throws IllegalStateException if a port cannot be bound
      */
     public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry) {
+        return start(host, port, discoveryPort, registry, DEFAULT_UPSTREAM_TIMEOUT);
+    }
+
+    /**
+     * As {@link #start(String, int, int, InstanceRegistry)}, giving up on an instance whose answer sends
+     * nothing for {@code upstreamTimeout} (before its first byte or between two), so no client request
+     * stays open for ever behind a wedged instance or a decode without a receive deadline: 504
+     * ({@code upstream_timeout}) if nothing was sent to the client yet, else the client's stream is cut.
+     *
+     * @throws IllegalStateException if a port cannot be bound
+     */
+    public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry,
+            Duration upstreamTimeout) {
         Objects.requireNonNull(registry, "registry");
+        Objects.requireNonNull(upstreamTimeout, "upstreamTimeout");
+        if (upstreamTimeout.isZero() || upstreamTimeout.isNegative()) {
+            throw new IllegalArgumentException("upstream timeout must be positive, got " + upstreamTimeout);
+        }
         ConnectionProvider connections = ConnectionProvider.builder("kvflux-proxy")
                 .maxConnections(2048).pendingAcquireMaxCount(-1).build();
-        HttpClient client = HttpClient.create(connections);
+        HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
         Handlers handlers = new Handlers(registry, client);
         try {
             DisposableServer server = HttpServer.create().host(host).port(port)
@@ -127,8 +149,7 @@ public final class ProxyServer implements AutoCloseable {
     private record Handlers(InstanceRegistry registry, HttpClient client) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
-            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                    .flatMap(body -> Mono.from(route(body, response)));
+            return HttpJson.withBody(request, response, body -> route(body, response));
         }
 
         private Publisher<Void> route(String body, HttpServerResponse response) {
@@ -185,12 +206,21 @@ public final class ProxyServer implements AutoCloseable {
                         if (response.hasSentHeaders()) {
                             return Mono.error(error);
                         }
-                        return error instanceof PrefillFailedException
-                                ? Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
-                                        "prefill_failed", error.getMessage()))
-                                : Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
-                                        "decode_unreachable", "decode instance " + decode.get().baseUrl()
-                                                + " did not answer: " + error.getMessage()));
+                        if (error instanceof PrefillFailedException) {
+                            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
+                                    "prefill_failed", error.getMessage()));
+                        }
+                        if (error instanceof ReadTimeoutException) {
+                            LOG.warn("transfer {}: decode instance {} sent nothing for the upstream timeout", transferId,
+                                    decode.get().baseUrl());
+                            return Mono.from(HttpJson.error(response, HttpResponseStatus.GATEWAY_TIMEOUT,
+                                    "upstream_error", "upstream_timeout", "decode instance " + decode.get().baseUrl()
+                                            + " sent nothing within the proxy's upstream timeout; check that it is"
+                                            + " alive and runs with a receive deadline"));
+                        }
+                        return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
+                                "decode_unreachable", "decode instance " + decode.get().baseUrl()
+                                        + " did not answer: " + error.getMessage()));
                     });
         }
 
@@ -202,20 +232,19 @@ public final class ProxyServer implements AutoCloseable {
         }
 
         Publisher<Void> register(HttpServerRequest request, HttpServerResponse response) {
-            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                    .flatMap(body -> {
-                        try {
-                            ObjectNode json = HttpJson.object(body);
-                            Instance instance = new Instance(Role.of(text(json, "role")),
-                                    Instance.address(text(json, "http")), Instance.address(text(json, "notify")));
-                            registry.ping(instance);
-                            return Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
-                                    HttpJson.MAPPER.createObjectNode().put("status", "registered")));
-                        } catch (IllegalArgumentException e) {
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
-                                    "invalid_request_error", "bad_registration", e.getMessage()));
-                        }
-                    });
+            return HttpJson.withBody(request, response, body -> {
+                try {
+                    ObjectNode json = HttpJson.object(body);
+                    Instance instance = new Instance(Role.of(text(json, "role")),
+                            Instance.address(text(json, "http")), Instance.address(text(json, "notify")));
+                    registry.ping(instance);
+                    return Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                            HttpJson.MAPPER.createObjectNode().put("status", "registered")));
+                } catch (IllegalArgumentException e) {
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
+                            "invalid_request_error", "bad_registration", e.getMessage()));
+                }
+            });
         }
 
         Publisher<Void> health(HttpServerRequest request, HttpServerResponse response) {

@@ -27,12 +27,15 @@ record CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTran
         JsonNode max = json.get("max_tokens");
         int maxTokens = DEFAULT_MAX_TOKENS;
         if (max != null && !max.isNull()) {
-            if (!max.canConvertToInt() || max.asInt() < 1 || max.asInt() > 65_536) {
+            if (!max.isIntegralNumber() || !max.canConvertToInt() || max.asInt() < 1 || max.asInt() > 65_536) {
                 throw new IllegalArgumentException("max_tokens must be an integer from 1 to 65536, got " + max);
             }
             maxTokens = max.asInt();
         }
         JsonNode stream = json.get("stream");
+        if (stream != null && !stream.isNull() && !stream.isBoolean()) {
+            throw new IllegalArgumentException("stream must be true or false, got " + stream);
+        }
         return new CompletionRequest(tokens, maxTokens, stream != null && stream.asBoolean(false), params);
     }
 
@@ -40,10 +43,17 @@ record CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTran
         int tokens;
         if (prompt != null && prompt.isTextual()) {
             tokens = words(prompt.asText());
-        } else if (prompt != null && prompt.isArray() && (prompt.isEmpty() || prompt.get(0).isIntegralNumber())) {
+        } else if (prompt != null && prompt.isArray()) {
+            for (int i = 0; i < prompt.size(); i++) {
+                if (!prompt.get(i).isIntegralNumber()) {
+                    throw new IllegalArgumentException("prompt is a list whose item " + i + " (" + prompt.get(i)
+                            + ") is not a token id; give a string or a list of integers");
+                }
+            }
             tokens = prompt.size();
         } else {
-            throw new IllegalArgumentException("prompt must be a string or a list of token ids");
+            throw new IllegalArgumentException("prompt must be a string or a list of token ids, got "
+                    + (prompt == null ? "none" : prompt.getNodeType().toString().toLowerCase(java.util.Locale.ROOT)));
         }
         if (tokens < 1 || tokens > MAX_PROMPT_TOKENS) {
             throw new IllegalArgumentException("prompt has " + tokens + " tokens; give 1 to " + MAX_PROMPT_TOKENS);

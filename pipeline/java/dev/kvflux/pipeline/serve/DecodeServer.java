@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
@@ -37,7 +38,8 @@ import reactor.netty.http.server.HttpServerResponse;
  * server-sent events when {@code stream} is true.
  *
  * <p>When prefill reports {@code write_failed}, the request fails with 503 and an OpenAI-style error
- * naming prefill's code and reason; when the receive deadline passes first, with 504. Without a receive
+ * naming prefill's code and reason; when the receive deadline passes first, with 504; a request whose
+ * transfer id is already in use, with 409. Without a receive
  * deadline (vLLM's behaviour before kvflux) a request whose notice never comes waits until its client
  * gives up. {@code GET /health} answers 200; {@code GET /metrics} gives the notify channel's counters.
  */
@@ -68,6 +70,15 @@ public final class DecodeServer implements AutoCloseable {
      * @throws IllegalStateException if a port cannot be bound
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline) {
+        return start(where, model, receiveDeadline, null);
+    }
+
+    /**
+     * As {@link #start(RoleAddresses, ServingModel, Duration)}, signing its notifications and accepting only
+     * signed ones with {@code auth}; {@code null} for none.
+     */
+    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
+            NotifyAuth auth) {
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(model, "model");
         NotifyMetrics metrics = new NotifyMetrics();
@@ -75,8 +86,8 @@ public final class DecodeServer implements AutoCloseable {
                 ? ExpectedTransfers.withoutDeadline()
                 : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics);
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
-                .metrics(metrics).handler(expected).bind().block(Duration.ofSeconds(10));
-        NotifyClient client = NotifyClient.builder().metrics(metrics).build();
+                .metrics(metrics).auth(auth).handler(expected).bind().block(Duration.ofSeconds(10));
+        NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, new KvCache(model, BLOCK_CAPACITY),
                 receiveDeadline != null ? receiveDeadline : Duration.ofSeconds(60));
         try {
@@ -87,8 +98,9 @@ public final class DecodeServer implements AutoCloseable {
                                     HttpJson.MAPPER.valueToTree(metrics.snapshot()))))
                     .bindNow();
             DecodeServer server = new DecodeServer(http, notify, client, expected, where.host());
-            LOG.info("decode listening: http {}, notify {}, model {}, receive deadline {}",
-                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()), model,
+            LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}",
+                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
+                    auth == null ? "unsigned" : "signed", model,
                     receiveDeadline == null ? "none" : receiveDeadline.toMillis() + " ms");
             return server;
         } catch (RuntimeException e) {
@@ -136,8 +148,7 @@ public final class DecodeServer implements AutoCloseable {
                            Duration blocksWithin) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
-            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                    .flatMap(body -> Mono.from(serve(body, response)));
+            return HttpJson.withBody(request, response, body -> serve(body, response));
         }
 
         private Publisher<Void> serve(String body, HttpServerResponse response) {
@@ -161,7 +172,11 @@ public final class DecodeServer implements AutoCloseable {
                             e.getMessage())))
                     .onErrorResume(ReceiveDeadlineException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.GATEWAY_TIMEOUT, "kv_transfer_timeout", "RECEIVE_DEADLINE",
-                            e.getMessage())));
+                            e.getMessage())))
+                    // expect() refuses a transfer id that is already waiting or finished
+                    .onErrorResume(e -> e instanceof IllegalStateException && !response.hasSentHeaders(),
+                            e -> Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT,
+                                    "invalid_request_error", "duplicate_transfer_id", e.getMessage())));
         }
 
         private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response) {

@@ -6,18 +6,21 @@ import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
 
 /**
  * Registers an instance with the proxy and keeps it registered: posts {@code {"role", "http", "notify"}}
- * to the proxy's {@code /register} at once and then every {@code interval}. A failed ping is logged and
- * the next one tried; the proxy drops the instance if pings stop.
+ * to the proxy's {@code /register} at once and then every {@code interval}. A failed or slow ping is
+ * logged and the next one tried, for as long as the instance runs; the proxy drops the instance if pings
+ * stop arriving.
  */
 final class InstancePinger implements Disposable {
     private static final Logger LOG = LoggerFactory.getLogger(InstancePinger.class);
@@ -37,12 +40,10 @@ final class InstancePinger implements Disposable {
                 .headers(h -> h.set(HttpHeaderNames.CONTENT_TYPE, "application/json"))
                 .responseTimeout(interval);
         boolean[] warned = {false};
-        Disposable pings = Flux.interval(Duration.ZERO, interval, Schedulers.parallel())
-                .concatMap(tick -> client.post().uri(proxyBaseUrl + "/register")
+        Disposable pings = schedule(interval, Schedulers.parallel(), () -> client.post().uri(proxyBaseUrl + "/register")
                         .send(Mono.fromSupplier(() -> Unpooled.wrappedBuffer(body)))
                         .responseSingle((response, content) -> content.asString().defaultIfEmpty("")
-                                .map(text -> response.status().code() == 200 ? "" : response.status() + " " + text))
-                        .onErrorResume(error -> Mono.just(error.toString())))
+                                .map(text -> response.status().code() == 200 ? "" : response.status() + " " + text)))
                 .subscribe(problem -> {
                     if (!problem.isEmpty() && !warned[0]) {
                         LOG.warn("cannot register with the proxy at {}: {}; retrying every {} ms", proxyBaseUrl,
@@ -51,6 +52,19 @@ final class InstancePinger implements Disposable {
                     warned[0] = !problem.isEmpty();
                 });
         return new InstancePinger(pings);
+    }
+
+    /**
+     * One {@code ping} now and one every {@code interval} on {@code on}'s clock, each emitting its problem
+     * ({@code ""} when none). A ping still running at the next tick is given up (its timeout is the
+     * interval, which also bounds a connection attempt the network never answers) and ticks that come while
+     * one runs are dropped, so slow pings can never end the schedule.
+     */
+    static Flux<String> schedule(Duration interval, Scheduler on, Supplier<Mono<String>> ping) {
+        return Flux.interval(Duration.ZERO, interval, on)
+                .onBackpressureDrop()
+                .concatMap(tick -> Mono.defer(ping).timeout(interval, on)
+                        .onErrorResume(error -> Mono.just(error.toString())), 1);
     }
 
     @Override

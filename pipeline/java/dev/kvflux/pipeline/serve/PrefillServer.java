@@ -7,6 +7,7 @@ import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
@@ -19,7 +20,6 @@ import dev.kvflux.pipeline.write.WritePipeline;
 import dev.kvflux.pipeline.write.WriteRequest;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -82,6 +82,15 @@ public final class PrefillServer implements AutoCloseable {
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin) {
+        return start(where, model, policy, engine, transferTimeout, notifyWithin, null);
+    }
+
+    /**
+     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, Duration, Duration)}, signing
+     * its notifications and accepting only signed ones with {@code auth}; {@code null} for none.
+     */
+    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
+            SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin, NotifyAuth auth) {
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(policy, "policy");
@@ -89,38 +98,45 @@ public final class PrefillServer implements AutoCloseable {
         NotifyMetrics metrics = new NotifyMetrics();
         RemoteBlockBoard board = new RemoteBlockBoard();
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
-                .metrics(metrics).handler(board).bind().block(Duration.ofSeconds(10));
-        NotifyClient client = NotifyClient.builder().metrics(metrics).build();
+                .metrics(metrics).auth(auth).handler(board).bind().block(Duration.ofSeconds(10));
+        NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Scheduler loopScheduler = Schedulers.newSingle("kvflux-prefill");
         PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler);
-        KvCache cache = new KvCache(model, BLOCK_CAPACITY);
-        MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
-        MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
-        PrefillStats stats = new PrefillStats();
-        Disposable.Composite writes = Disposables.composite();
-        Writer writer = new Writer(model, policy, cache, board, engine.createSession(local, remote),
-                WritePipeline.builder().waitStrategy(policy.waitStrategy(engine, transferTimeout))
-                        .maxInFlight(policy.maxInFlight()).build(),
-                client, notifyWithin, stats, writes);
         try {
-            DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
-                    .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
-                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                            .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                    metricsJson(stats, metrics))))
-                    .bindNow();
+            KvCache cache = new KvCache(model, BLOCK_CAPACITY);
+            MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
+            MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
+            PrefillStats stats = new PrefillStats();
+            Disposable.Composite writes = Disposables.composite();
+            Writer writer = new Writer(model, policy, cache, board, engine.createSession(local, remote),
+                    WritePipeline.builder().waitStrategy(policy.waitStrategy(engine, transferTimeout))
+                            .maxInFlight(policy.maxInFlight()).build(),
+                    client, notifyWithin, stats, writes);
+            DisposableServer http;
+            try {
+                http = HttpServer.create().host(where.host()).port(where.httpPort())
+                        .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
+                                .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
+                                .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
+                                        metricsJson(stats, metrics))))
+                        .bindNow();
+            } catch (RuntimeException e) {
+                throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
+                        + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+            }
             PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, where.host());
-            LOG.info("prefill listening: http {}, notify {}, policy {}, transfer timeout {} ms, copy path {}, model {}",
-                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
-                    policy.wireName(), transferTimeout.toMillis(), engine.copyPath(), model);
+            LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, copy path {},"
+                    + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
+                    auth == null ? "unsigned" : "signed", policy.wireName(), transferTimeout.toMillis(),
+                    engine.copyPath(), model);
             return server;
         } catch (RuntimeException e) {
+            // whatever failed after the notify server was bound must not leave its port, connections or thread
             notify.close();
             client.close();
             loop.close();
             loopScheduler.dispose();
-            throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
-                    + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+            throw e;
         }
     }
 
@@ -178,21 +194,20 @@ public final class PrefillServer implements AutoCloseable {
                           Duration notifyWithin, PrefillStats stats, Disposable.Composite writes) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response, PrefillLoop loop) {
-            return request.receive().aggregate().asString(StandardCharsets.UTF_8).defaultIfEmpty("")
-                    .flatMap(body -> {
-                        CompletionRequest parsed;
-                        try {
-                            parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL);
-                        } catch (IllegalArgumentException e) {
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
-                                    "invalid_request_error", "bad_request", e.getMessage()));
-                        }
-                        stats.requests.increment();
-                        return loop.submit(parsed.promptTokens(),
-                                        (startsIn, length) -> startWrite(parsed, startsIn, length))
-                                .then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
-                                        firstToken(parsed)))));
-                    });
+            return HttpJson.withBody(request, response, body -> {
+                CompletionRequest parsed;
+                try {
+                    parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL);
+                } catch (IllegalArgumentException e) {
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
+                            "invalid_request_error", "bad_request", e.getMessage()));
+                }
+                stats.requests.increment();
+                return loop.submit(parsed.promptTokens(),
+                                (startsIn, length) -> startWrite(parsed, startsIn, length))
+                        .then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                                firstToken(parsed)))));
+            });
         }
 
         /** Called when the prompt's last prefill step is queued: its layers finish across the step. */

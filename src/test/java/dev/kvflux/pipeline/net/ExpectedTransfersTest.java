@@ -60,6 +60,22 @@ class ExpectedTransfersTest {
     }
 
     @Test
+    void finishedTransfersAreRememberedUpToTheCapacityOldestForgottenFirst() {
+        ExpectedTransfers registry = ExpectedTransfers.withoutDeadline();
+        int transfers = ExpectedTransfers.FINISHED_CAPACITY + 10;
+        for (int i = 0; i < transfers; i++) {
+            registry.expect("t-" + i).subscribe(v -> { }, e -> { });
+            registry.accept(new NotifyMessage.WriteDone("t-" + i));
+        }
+
+        assertThat(registry.remembered()).isEqualTo(ExpectedTransfers.FINISHED_CAPACITY);
+        registry.accept(new NotifyMessage.WriteDone("t-" + (transfers - 1)));
+        assertThat(registry.metrics().lateOrDuplicate()).as("the newest is still fenced").isEqualTo(1);
+        registry.accept(new NotifyMessage.WriteDone("t-0"));
+        assertThat(registry.metrics().unmatched()).as("the oldest was forgotten").isEqualTo(1);
+    }
+
+    @Test
     void notificationBeforeTheExpectSettlesItAtOnce() {
         ExpectedTransfers registry = ExpectedTransfers.withDeadline(Duration.ofSeconds(1));
         registry.accept(new NotifyMessage.WriteFailed("t-1", StatusCode.ERR_GPU_OP, "copy failed"));

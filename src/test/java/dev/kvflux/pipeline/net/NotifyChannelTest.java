@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -18,6 +19,7 @@ import reactor.netty.Connection;
 import reactor.netty.DisposableServer;
 import reactor.netty.tcp.TcpClient;
 import reactor.netty.tcp.TcpServer;
+import reactor.test.scheduler.VirtualTimeScheduler;
 
 /** The notify channel over loopback: what reaches decode, and what a bad peer can and cannot break. */
 class NotifyChannelTest {
@@ -32,15 +34,26 @@ class NotifyChannelTest {
         }
     }
 
+    private static final NotifyAuth SECRET = NotifyAuth.of("a-test-secret-of-32-characters!!");
+
     private NotifyServer decode(ExpectedTransfers registry, int port) {
-        NotifyServer server = NotifyServer.builder().port(port).maxFrameBytes(1024)
+        return decode(registry, port, null);
+    }
+
+    private NotifyServer decode(ExpectedTransfers registry, int port, NotifyAuth auth) {
+        NotifyServer server = NotifyServer.builder().port(port).maxFrameBytes(1024).auth(auth)
                 .metrics(registry.metrics()).handler(registry).bind().block(WAIT);
         open.add(server);
         return server;
     }
 
     private NotifyClient client() {
-        NotifyClient client = NotifyClient.builder().backoff(Duration.ofMillis(10), Duration.ofMillis(50)).build();
+        return client(null);
+    }
+
+    private NotifyClient client(NotifyAuth auth) {
+        NotifyClient client = NotifyClient.builder().backoff(Duration.ofMillis(10), Duration.ofMillis(50))
+                .auth(auth).build();
         open.add(client);
         return client;
     }
@@ -92,9 +105,14 @@ class NotifyChannelTest {
      * second, while the first still delivers without being reopened; returns the server's metrics.
      */
     private NotifyMetrics sendBadFrameBesideAGoodConnection(byte[] raw) throws IOException {
+        return sendBadFrameBesideAGoodConnection(raw, null);
+    }
+
+    /** As above, with server and good client sharing {@code auth}. */
+    private NotifyMetrics sendBadFrameBesideAGoodConnection(byte[] raw, NotifyAuth auth) throws IOException {
         ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
-        NotifyServer server = decode(registry, 0);
-        NotifyClient client = client();
+        NotifyServer server = decode(registry, 0, auth);
+        NotifyClient client = client(auth);
         client.send(server.address(), new NotifyMessage.WriteDone("before"), WAIT).block(WAIT);
 
         try (Socket bad = new Socket("127.0.0.1", server.address().getPort())) {
@@ -109,6 +127,58 @@ class NotifyChannelTest {
         after.block(WAIT);
         assertThat(client.metrics().connectionsOpened()).as("the good connection was never dropped").isEqualTo(1);
         return registry.metrics();
+    }
+
+    @Test
+    void correctlySignedWriteDoneIsAccepted() {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = decode(registry, 0, SECRET);
+        Mono<Void> expected = awaiting(registry, "t-1");
+
+        assertThat(client(SECRET).send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
+        expected.block(WAIT);
+        assertThat(registry.metrics().writeDone()).isEqualTo(1);
+        assertThat(registry.metrics().unauthenticatedFrames()).isZero();
+    }
+
+    @Test
+    void unsignedFrameIsRejectedAndCountedWhileOtherConnectionsAreServed() throws IOException {
+        assertRejectedBesideAGoodConnection(NotifyCodec.encode(new NotifyMessage.WriteDone("forged")));
+    }
+
+    @Test
+    void frameSignedWithAnotherSecretIsRejectedAndCountedWhileOtherConnectionsAreServed() throws IOException {
+        NotifyAuth other = NotifyAuth.of("another-secret-of-32-characters!");
+        assertRejectedBesideAGoodConnection(other.sign(new NotifyMessage.WriteDone("forged")));
+    }
+
+    @Test
+    void frameReplayedAfterTheMaxAgeIsRejectedAndCountedWhileOtherConnectionsAreServed() throws IOException {
+        // captured when it was sent, 31 s ago
+        VirtualTimeScheduler then = VirtualTimeScheduler.create();
+        then.advanceTimeTo(Instant.now().minusSeconds(31));
+        byte[] captured = SECRET.clock(then).sign(new NotifyMessage.WriteDone("replayed"));
+
+        assertRejectedBesideAGoodConnection(captured);
+    }
+
+    /** Sends {@code payload} beside a signed good connection: rejected, counted, and nothing handed on. */
+    private void assertRejectedBesideAGoodConnection(byte[] payload) throws IOException {
+        NotifyMetrics metrics = sendBadFrameBesideAGoodConnection(frame(payload), SECRET);
+        assertThat(metrics.unauthenticatedFrames()).isEqualTo(1);
+        assertThat(metrics.received()).as("only the good connection's two messages were handed on").isEqualTo(2);
+    }
+
+    /** One notify frame holding {@code payload}, as raw bytes. */
+    private static byte[] frame(byte[] payload) {
+        return java.nio.ByteBuffer.allocate(4 + payload.length).putInt(payload.length).put(payload).array();
+    }
+
+    /** A port nothing listens on. */
+    private static int closedPort() throws IOException {
+        try (var probe = new java.net.ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
     }
 
     /** The transfer's expectation, already subscribed so that it is registered now. */
@@ -155,10 +225,7 @@ class NotifyChannelTest {
 
     @Test
     void sendIsCountedUndeliverableAtItsDeadline() throws IOException {
-        int closedPort;
-        try (var probe = new java.net.ServerSocket(0)) {
-            closedPort = probe.getLocalPort();
-        }
+        int closedPort = closedPort();
         NotifyClient client = client();
 
         Boolean delivered = client.send(new InetSocketAddress("127.0.0.1", closedPort),
@@ -169,15 +236,69 @@ class NotifyChannelTest {
         assertThat(client.metrics().sendRetries()).isPositive();
     }
 
-    /** A TCP forwarder whose connections the test can cut, while it keeps accepting new ones. */
+    @Test
+    void connectionWhosePeerNeverAcknowledgesIsReplaced() {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = decode(registry, 0);
+        Relay relay = new Relay(server.address(), 1);
+        open.add(relay);
+        NotifyClient client = NotifyClient.builder().backoff(Duration.ofMillis(10), Duration.ofMillis(50))
+                .ackTimeout(Duration.ofMillis(200)).build();
+        open.add(client);
+        Mono<Void> expected = awaiting(registry, "t-1");
+
+        // the first connection swallows every byte and stays open, as a wedged or half-open peer would
+        assertThat(client.send(relay.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
+        expected.block(WAIT);
+        assertThat(client.metrics().connectionsOpened()).as("a fresh connection after the ack timeout").isEqualTo(2);
+    }
+
+    @Test
+    void closedClientSendsNothingMore() {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = decode(registry, 0);
+        NotifyClient client = client();
+        assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
+
+        client.close();
+
+        assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-2"), WAIT).block(WAIT)).isFalse();
+        assertThat(client.metrics().connectionsOpened()).as("no connection reopened after close").isEqualTo(1);
+        assertThat(registry.metrics().received()).isEqualTo(1);
+    }
+
+    @Test
+    void closingTheClientEndsASendThatIsStillRetrying() throws IOException {
+        int closedPort = closedPort();
+        NotifyClient client = client();
+        Mono<Boolean> send = client.send(new InetSocketAddress("127.0.0.1", closedPort),
+                new NotifyMessage.WriteDone("t-1"), Duration.ofMinutes(5)).cache();
+        send.subscribe();
+        Mono.delay(Duration.ofMillis(100)).block();
+
+        client.close();
+
+        assertThat(send.block(WAIT)).as("ended long before its 5 min deadline").isFalse();
+        assertThat(client.metrics().undeliverable()).isEqualTo(1);
+    }
+
+    /**
+     * A TCP forwarder whose connections the test can cut, while it keeps accepting new ones; its first
+     * {@code swallow} connections read everything and forward nothing.
+     */
     private static final class Relay implements AutoCloseable {
         private final DisposableServer server;
         private final List<Connection> connections = new CopyOnWriteArrayList<>();
 
         Relay(InetSocketAddress target) {
+            this(target, 0);
+        }
+
+        Relay(InetSocketAddress target, int swallow) {
+            java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
             server = TcpServer.create().host("127.0.0.1").port(0)
                     .doOnConnection(connections::add)
-                    .handle((in, out) -> TcpClient.create().remoteAddress(() -> target).connect()
+                    .handle((in, out) -> accepted.getAndIncrement() < swallow ? in.receive().then() : TcpClient.create().remoteAddress(() -> target).connect()
                             .flatMap(upstream -> {
                                 connections.add(upstream);
                                 upstream.inbound().receive().retain()

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.StatusCode;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
@@ -25,7 +26,30 @@ class NotifyCodecTest {
     }
 
     @Test
-    void writeDoneHasMoriioShape() throws Exception {
+    void messagesHaveMoriioShape() throws Exception {
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.WriteDone("t-9"))))
+                .containsExactly(Map.entry("type", "write_done"), Map.entry("transfer_id", "t-9"));
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.RemoteBlocks("req-1", "t-1", List.of(3L, 4L), 0))))
+                .containsExactly(Map.entry("type", "remote_blocks"), Map.entry("req_id", "req-1"),
+                        Map.entry("transfer_id", "t-1"), Map.entry("block_notify_list", "[3,4]"),
+                        Map.entry("decode_rank", "0"));
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.WriteFailed("t-2", StatusCode.IN_PROGRESS, "timed out"))))
+                .containsExactly(Map.entry("type", "write_failed"), Map.entry("transfer_id", "t-2"),
+                        Map.entry("code", "2"), Map.entry("reason", "timed out"));
+    }
+
+    /** The msgpack map's keys in order, each with its value as text. */
+    private static Map<String, String> keys(byte[] bytes) throws Exception {
+        Map<String, String> keys = new java.util.LinkedHashMap<>();
+        try (var unpacker = MessagePack.newDefaultUnpacker(bytes)) {
+            unpacker.unpackValue().asMapValue().entrySet().forEach(e -> keys.put(e.getKey().asStringValue().asString(),
+                    e.getValue().isStringValue() ? e.getValue().asStringValue().asString() : e.getValue().toJson()));
+        }
+        return keys;
+    }
+
+    @Test
+    void unknownKeysAreIgnored() throws Exception {
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
             packer.packMapHeader(3).packString("type").packString("write_done")
                     .packString("transfer_id").packString("t-9").packString("extra").packInt(1);

@@ -87,9 +87,11 @@ class ProxyServerTest {
     }
 
     @Test
-    void proxyFailsTheRequestAtOnceWhenPrefillCannotBeReached() throws java.io.IOException {
+    void proxyFailsTheRequestAtOnceWhenPrefillCannotBeReached() throws Exception {
+        java.util.concurrent.CountDownLatch decodeCancelled = new java.util.concurrent.CountDownLatch(1);
         decode = HttpServer.create().host("127.0.0.1").port(0)
-                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()))
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()
+                        .doOnCancel(decodeCancelled::countDown).then()))
                 .bindNow();
         int closedPort;
         try (var probe = new java.net.ServerSocket(0)) {
@@ -104,6 +106,23 @@ class ProxyServerTest {
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
         assertThat(answer).startsWith("502 ").contains("prefill_failed").contains(":" + closedPort);
+        assertThat(decodeCancelled.await(5, TimeUnit.SECONDS)).as("decode's request is cancelled").isTrue();
+    }
+
+    @Test
+    void decodeThatNeverAnswersGets504AtTheUpstreamTimeout() {
+        prefill = recording(toPrefill, Flux.just("{\"choices\":[]}"));
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()))
+                .bindNow();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefill, 7001));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        proxy = ProxyServer.start("127.0.0.1", 0, -1, registry, Duration.ofMillis(300));
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(answer).startsWith("504 ").contains("upstream_timeout");
     }
 
     @Test
@@ -116,6 +135,18 @@ class ProxyServerTest {
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
         assertThat(answer).startsWith("503 ").contains("no decode instance is registered");
+    }
+
+    @Test
+    void bodyOverTheLimitIsRefusedAloneAndTheProxyKeepsServing() {
+        proxy = ProxyServer.start("127.0.0.1", 0, new InstanceRegistry(Duration.ofSeconds(30)));
+        String huge = "{\"prompt\": \"" + "w ".repeat(HttpJson.MAX_BODY_BYTES / 2) + "\"}";
+
+        String refused = post("/v1/completions", huge);
+        String next = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(refused).startsWith("413 ").contains("body_too_large").contains("16 MiB limit");
+        assertThat(next).startsWith("503 ");
     }
 
     @Test

@@ -7,9 +7,11 @@ import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.bench.LoadGenerator;
 import dev.kvflux.pipeline.bench.LoadResult;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.proxy.InstanceRegistry;
 import dev.kvflux.pipeline.proxy.ProxyServer;
 import java.time.Duration;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 /** Proxy, prefill and decode over loopback with a small, fast simulated model. */
@@ -22,17 +24,24 @@ class ServingStackTest {
     }
 
     private static LoadResult serve(Policy policy, SimulatedXgmiEngine engine, int prompts, Duration requestTimeout) {
+        return serve(policy, engine, prompts, requestTimeout, null, decode -> { });
+    }
+
+    private static LoadResult serve(Policy policy, SimulatedXgmiEngine engine, int prompts, Duration requestTimeout,
+            NotifyAuth auth, Consumer<DecodeServer> afterwards) {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         try (engine;
              DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL,
-                     policy.decodeDeadline() ? Duration.ofSeconds(3) : null);
+                     policy.decodeDeadline() ? Duration.ofSeconds(3) : null, auth);
              PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), SMALL, policy, engine,
-                     Duration.ofMillis(300), Duration.ofSeconds(3));
+                     Duration.ofMillis(300), Duration.ofSeconds(3), auth);
              ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
             registry.ping(decode.instance());
             registry.ping(prefill.instance());
-            return new LoadGenerator("http://127.0.0.1:" + proxy.address().getPort(), prompts, 2, 64, 3,
+            LoadResult result = new LoadGenerator("http://127.0.0.1:" + proxy.address().getPort(), prompts, 2, 64, 3,
                     requestTimeout).run(progress -> { });
+            afterwards.accept(decode);
+            return result;
         }
     }
 
@@ -42,6 +51,23 @@ class ServingStackTest {
 
         assertThat(result.completed()).isEqualTo(4);
         assertThat(result.ttfts()).hasSize(4);
+    }
+
+    @Test
+    void requestsFlowWithSignedNotifications() {
+        NotifyAuth auth = NotifyAuth.of("serving-stack-secret-0123456789");
+        long[] signedWriteDone = new long[1];
+        long[] rejected = new long[1];
+
+        LoadResult result = serve(Policy.KVFLUX, SimulatedXgmiEngine.create(), 4, Duration.ofSeconds(5), auth,
+                decode -> {
+                    signedWriteDone[0] = decode.metrics().writeDone();
+                    rejected[0] = decode.metrics().unauthenticatedFrames();
+                });
+
+        assertThat(result.completed()).isEqualTo(4);
+        assertThat(signedWriteDone[0]).isEqualTo(4);
+        assertThat(rejected[0]).isZero();
     }
 
     @Test

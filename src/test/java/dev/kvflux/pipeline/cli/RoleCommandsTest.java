@@ -1,0 +1,48 @@
+package dev.kvflux.pipeline.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** The serving roles' answers to bad input and unusable ports: one clear line, no stack trace. */
+class RoleCommandsTest {
+    private final StringWriter err = new StringWriter();
+
+    private int run(String... args) {
+        return new CommandLine(new KvfluxCli()).setErr(new PrintWriter(err, true)).execute(args);
+    }
+
+    @Test
+    void badModelOptionIsAUsageErrorNamingTheValue() {
+        int code = run("decode", "--layers", "0", "--http-port", "1", "--notify-port", "1");
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).startsWith("invalid simulated model: ").contains("layers")
+                .doesNotContain("Exception");
+    }
+
+    @Test
+    void nonPositiveReceiveDeadlineIsAUsageError() {
+        int code = run("decode", "--receive-deadline", "0s", "--http-port", "1", "--notify-port", "1");
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).contains("receive deadline must be positive").doesNotContain("Exception");
+    }
+
+    @Test
+    void portInUseEndsTheRoleWithOneLine() throws IOException {
+        try (ServerSocket busy = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            int code = run("proxy", "--port", String.valueOf(busy.getLocalPort()), "--discovery-port", "0");
+
+            assertThat(code).isEqualTo(1);
+            assertThat(err.toString()).startsWith("kvflux proxy: cannot start the proxy on 127.0.0.1:"
+                    + busy.getLocalPort()).contains("another process").doesNotContain("Exception");
+        }
+    }
+}

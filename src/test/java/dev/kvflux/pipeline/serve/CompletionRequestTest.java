@@ -1,0 +1,44 @@
+package dev.kvflux.pipeline.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.Role;
+import org.junit.jupiter.api.Test;
+
+/** What decode and prefill accept as a completion request, and what they refuse with a clear error. */
+class CompletionRequestTest {
+    private static final String PARAMS =
+            "\"kv_transfer_params\": {\"transfer_id\": \"t-1\", \"remote_notify\": \"127.0.0.1:7001\"}";
+
+    private static CompletionRequest parse(String fields) {
+        ObjectNode json = HttpJson.object("{" + fields + ", " + PARAMS + "}");
+        return CompletionRequest.parse(json, Role.DECODE);
+    }
+
+    @Test
+    void stringPromptCountsWordsAndListPromptCountsTokenIds() {
+        assertThat(parse("\"prompt\": \" a b  c \"").promptTokens()).isEqualTo(3);
+        assertThat(parse("\"prompt\": [1, 2, 3, 4]").promptTokens()).isEqualTo(4);
+    }
+
+    @Test
+    void listPromptWithANonTokenItemIsRefusedNamingTheItem() {
+        assertThatThrownBy(() -> parse("\"prompt\": [1, \"two\"]"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("item 1 (\"two\")");
+    }
+
+    @Test
+    void fractionalMaxTokensIsRefused() {
+        assertThatThrownBy(() -> parse("\"prompt\": \"a\", \"max_tokens\": 2.5"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("max_tokens must be an integer");
+    }
+
+    @Test
+    void streamThatIsNotABooleanIsRefused() {
+        assertThatThrownBy(() -> parse("\"prompt\": \"a\", \"stream\": \"yes\""))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("stream must be true or false");
+    }
+}

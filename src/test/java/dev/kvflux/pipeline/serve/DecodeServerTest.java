@@ -1,0 +1,46 @@
+package dev.kvflux.pipeline.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.netty.buffer.Unpooled;
+import java.nio.charset.StandardCharsets;
+import dev.kvflux.pipeline.net.NotifyServer;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+import reactor.netty.http.client.HttpClient;
+
+/** A decode instance on its own, with requests sent to it directly. */
+class DecodeServerTest {
+    private static final ServingModel SMALL = new ServingModel("small", 1_000_000, 4096, 4, Duration.ofMillis(5), 16, 64);
+
+    private static Mono<String> post(DecodeServer decode, String body) {
+        return HttpClient.create().post()
+                .uri("http://127.0.0.1:" + decode.httpAddress().getPort() + "/v1/completions")
+                .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .map(text -> res.status().code() + " " + text));
+    }
+
+    @Test
+    void transferIdAlreadyInUseIsRefusedWith409() throws InterruptedException {
+        CountDownLatch firstIsWaiting = new CountDownLatch(1);
+        try (NotifyServer prefill = NotifyServer.builder().handler(message -> firstIsWaiting.countDown()).bind()
+                     .block(Duration.ofSeconds(5));
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL, Duration.ofSeconds(30))) {
+            String request = "{\"prompt\": \"a b\", \"kv_transfer_params\": {\"transfer_id\": \"t-1\","
+                    + " \"remote_notify\": \"127.0.0.1:" + prefill.address().getPort() + "\"}}";
+            Disposable first = post(decode, request).subscribe();
+            // decode sends remote_blocks only once the transfer is registered
+            assertThat(firstIsWaiting.await(5, TimeUnit.SECONDS)).isTrue();
+
+            String second = post(decode, request).block(Duration.ofSeconds(5));
+
+            first.dispose();
+            assertThat(second).startsWith("409 ").contains("duplicate_transfer_id").contains("own transfer id");
+        }
+    }
+}

@@ -1,0 +1,41 @@
+package dev.kvflux.pipeline.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.pipeline.net.NotifyMessage;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
+
+/** Prefill's board of decode's block lists. */
+class RemoteBlockBoardTest {
+
+    private static NotifyMessage.RemoteBlocks blocks(String transferId, long... ids) {
+        return new NotifyMessage.RemoteBlocks(transferId, transferId,
+                java.util.Arrays.stream(ids).boxed().toList(), 0);
+    }
+
+    @Test
+    void blockListThatArrivesBeforeItsRequestIsHandedOverAndForgotten() {
+        RemoteBlockBoard board = new RemoteBlockBoard();
+        board.accept(blocks("t-1", 7, 8));
+
+        StepVerifier.create(board.blocks("t-1")).expectNext(List.of(7L, 8L)).expectComplete()
+                .verify(Duration.ofSeconds(5));
+        assertThat(board.size()).isZero();
+    }
+
+    @Test
+    void blockListsNobodyAsksForAreDroppedOldestFirstBeyondTheCapacity() {
+        RemoteBlockBoard board = new RemoteBlockBoard(3);
+        for (int i = 0; i < 10; i++) {
+            board.accept(blocks("t-" + i, i));
+        }
+
+        assertThat(board.size()).isEqualTo(3);
+        StepVerifier.create(board.blocks("t-9")).expectNext(List.of(9L)).expectComplete().verify(Duration.ofSeconds(5));
+        StepVerifier.create(board.blocks("t-0").timeout(Duration.ofMillis(50)))
+                .expectError(java.util.concurrent.TimeoutException.class).verify(Duration.ofSeconds(5));
+    }
+}
