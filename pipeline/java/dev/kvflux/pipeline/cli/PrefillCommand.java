@@ -59,7 +59,8 @@ public final class PrefillCommand implements Callable<Integer> {
         try {
             prefill = PrefillServer.start(
                     roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()),
-                    model, policy, engine, timeout, ExpectedTransfers.defaultDeadline(timeout), auth);
+                    model, policy, engine, config.transfer().withTimeout(timeout),
+                    ExpectedTransfers.defaultDeadline(timeout), auth);
         } catch (IllegalArgumentException e) {
             engine.close();
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

@@ -41,6 +41,11 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
     public record Transfer(Duration timeout, Duration slice, CompletionWait.Mode failMode, int maxInFlight,
                            Duration eventPoll, Duration eventTimeout) {
 
+        /** These settings with another transfer timeout. */
+        public Transfer withTimeout(Duration otherTimeout) {
+            return new Transfer(otherTimeout, slice, failMode, maxInFlight, eventPoll, eventTimeout);
+        }
+
         /** The configured completion wait, fail-fast or drain. */
         public CompletionWait completionWait() {
             return CompletionWait.of(failMode, timeout).slice(slice);

@@ -1,5 +1,8 @@
 package dev.kvflux.pipeline.serve;
 
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.write.WritePipeline;
+
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.NativeWait;
@@ -17,37 +20,41 @@ public enum Policy {
      * vLLM before the seed: one native {@code waitAll} with the whole transfer timeout, on a single serial
      * write worker; a failed wait is logged and decode is told nothing; decode waits for ever.
      */
-    LEGACY(1, false, false),
+    LEGACY(false, false),
     /** The seed: the same worker and silence on failure, with the sliced native wait (10 ms slices). */
-    SEED(1, false, false),
+    SEED(false, false),
     /**
-     * kvflux: the reactive completion wait, requests written independently (up to 64 at once),
+     * kvflux: the reactive completion wait, requests written independently (transfer.max-in-flight at once),
      * {@code write_failed} with code and reason on failure, and a receive deadline on decode.
      */
-    KVFLUX(64, true, true);
+    KVFLUX(true, true);
 
-    private final int maxInFlight;
     private final boolean failureNotice;
     private final boolean decodeDeadline;
 
-    Policy(int maxInFlight, boolean failureNotice, boolean decodeDeadline) {
-        this.maxInFlight = maxInFlight;
+    Policy(boolean failureNotice, boolean decodeDeadline) {
         this.failureNotice = failureNotice;
         this.decodeDeadline = decodeDeadline;
     }
 
-    /** The wait prefill runs before it sends the outcome. */
-    public WaitStrategy waitStrategy(TransferEngine engine, Duration transferTimeout) {
-        return switch (this) {
-            case LEGACY -> NativeWait.of(engine, transferTimeout);
-            case SEED -> SlicedNativeWait.failFast(engine, transferTimeout);
-            case KVFLUX -> CompletionWait.failFast(transferTimeout);
+    /**
+     * Prefill's WRITE pipeline under this policy. LEGACY: one native wait with the whole timeout, one
+     * request at a time. SEED: the sliced native wait (fail-fast, the configured slice), one request at a
+     * time. KVFLUX: the configured completion wait (fail mode, slice) with the configured number of
+     * requests in flight. Every policy takes the configured event poll period and event timeout.
+     */
+    public WritePipeline writePipeline(TransferEngine engine, KvfluxConfig.Transfer transfer) {
+        WaitStrategy wait = switch (this) {
+            case LEGACY -> NativeWait.of(engine, transfer.timeout());
+            case SEED -> SlicedNativeWait.failFast(engine, transfer.timeout()).slice(transfer.slice());
+            case KVFLUX -> transfer.completionWait();
         };
-    }
-
-    /** Requests the WRITE pipeline runs at once: 1 is vLLM's single write worker. */
-    public int maxInFlight() {
-        return maxInFlight;
+        return WritePipeline.builder()
+                .waitStrategy(wait)
+                .maxInFlight(this == KVFLUX ? transfer.maxInFlight() : 1)
+                .eventPollPeriod(transfer.eventPoll())
+                .eventTimeout(transfer.eventTimeout())
+                .build();
     }
 
     /** Whether prefill sends {@code write_failed} when a write fails. */

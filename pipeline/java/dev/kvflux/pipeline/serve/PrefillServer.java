@@ -1,5 +1,7 @@
 package dev.kvflux.pipeline.serve;
 
+import dev.kvflux.pipeline.config.KvfluxConfig;
+
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.StatusCode;
@@ -91,6 +93,19 @@ public final class PrefillServer implements AutoCloseable {
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin, NotifyAuth auth) {
+        return start(where, model, policy, engine, KvfluxConfig.defaults().transfer().withTimeout(transferTimeout),
+                notifyWithin, auth);
+    }
+
+    /**
+     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, Duration, Duration, NotifyAuth)},
+     * with the whole {@code transfer} configuration (timeout, slice, fail mode, requests in flight, event
+     * poll and timeout) applied to the policy's WRITE pipeline ({@link Policy#writePipeline}).
+     */
+    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
+            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth) {
+        Objects.requireNonNull(transfer, "transfer");
+        Duration transferTimeout = transfer.timeout();
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(model, "model");
         Objects.requireNonNull(policy, "policy");
@@ -109,8 +124,7 @@ public final class PrefillServer implements AutoCloseable {
             PrefillStats stats = new PrefillStats();
             Disposable.Composite writes = Disposables.composite();
             Writer writer = new Writer(model, policy, cache, board, engine.createSession(local, remote),
-                    WritePipeline.builder().waitStrategy(policy.waitStrategy(engine, transferTimeout))
-                            .maxInFlight(policy.maxInFlight()).build(),
+                    policy.writePipeline(engine, transfer),
                     client, notifyWithin, stats, writes);
             DisposableServer http;
             try {
