@@ -68,7 +68,7 @@ public final class InstanceRegistry {
         if (live.isEmpty()) {
             return Optional.empty();
         }
-        return Optional.of(live.get((int) Math.floorMod(turns.getAndIncrement(), live.size())));
+        return Optional.of(live.get(Math.floorMod(turns.getAndIncrement(), live.size())));
     }
 
     private void expire() {
