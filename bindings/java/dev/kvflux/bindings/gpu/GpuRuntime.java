@@ -161,6 +161,15 @@ public final class GpuRuntime {
         return buffer;
     }
 
+    /** {@code size} bytes of page-locked host memory, for copies that must not stall the posting thread. */
+    long allocatePinned(long size) {
+        return addressOut("MallocHost", out -> calls.mallocHost(out, size));
+    }
+
+    void freePinned(long address) {
+        check(calls.freeHost(address), "FreeHost");
+    }
+
     /** A non-blocking stream on {@code device}. */
     public GpuStream createStream(int device) {
         setDevice(device);
