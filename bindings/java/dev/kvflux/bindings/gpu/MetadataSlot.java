@@ -20,7 +20,8 @@ final class MetadataSlot implements AutoCloseable {
         this.capacity = capacity;
         this.host = runtime.allocatePinned(bytes(capacity));
         try {
-            this.device = runtime.allocate(device, bytes(capacity));
+            // Not zeroed: a zeroing memset on the legacy stream could land after the upload on ours.
+            this.device = runtime.allocateUninitialized(device, bytes(capacity));
         } catch (RuntimeException e) {
             runtime.freePinned(host);
             throw e;
