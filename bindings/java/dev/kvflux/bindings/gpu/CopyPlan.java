@@ -40,4 +40,27 @@ record CopyPlan(long[] localOffsets, long[] remoteOffsets, long[] sizes) {
     int copies() {
         return sizes.length;
     }
+
+    /**
+     * The scatter/gather kernel's metadata for these copies: {@code 3 * copies()} values, the source
+     * offsets, then the destination offsets, then the sizes. A write copies local to remote; a read, remote
+     * to local.
+     */
+    long[] metadata(boolean write) {
+        int n = copies();
+        long[] meta = new long[3 * n];
+        System.arraycopy(write ? localOffsets : remoteOffsets, 0, meta, 0, n);
+        System.arraycopy(write ? remoteOffsets : localOffsets, 0, meta, n, n);
+        System.arraycopy(sizes, 0, meta, 2 * n, n);
+        return meta;
+    }
+
+    /** The largest copy's size in bytes (0 for no copies). */
+    long largest() {
+        long max = 0;
+        for (long size : sizes) {
+            max = Math.max(max, size);
+        }
+        return max;
+    }
 }

@@ -33,8 +33,17 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class GpuCopyEngine implements TransferEngine {
 
-    /** Pool sizes: MoRI's xGMI backend defaults to 64 streams and 64 events per device. */
-    public record Config(int streams, int events) {
+    /**
+     * Pool sizes (MoRI's xGMI backend defaults to 64 streams and 64 events per device) and the copy path.
+     *
+     * @param scatterGatherThreshold as MoRI's {@code MORI_IO_XGMI_SCATTER_GATHER_THRESHOLD}: {@link
+     *     #SCATTER_GATHER_OFF} (unset) copies each merged segment with its own {@code cudaMemcpyAsync}; 0 sends
+     *     every batch through the scatter/gather kernel (one launch per batch, CUDA only, needs the driver's
+     *     {@code libcuda.so.1} and the PTX built into the jar); N sends batches of more than N blocks through it
+     */
+    public record Config(int streams, int events, int scatterGatherThreshold) {
+        /** The threshold that leaves the scatter/gather path off. */
+        public static final int SCATTER_GATHER_OFF = -1;
         public static final Config DEFAULT = new Config(64, 64);
 
         public Config {
@@ -42,8 +51,35 @@ public final class GpuCopyEngine implements TransferEngine {
                 throw new IllegalArgumentException("a GPU copy engine needs at least one stream and no negative"
                         + " event count, got " + streams + " streams and " + events + " events");
             }
+            if (scatterGatherThreshold < SCATTER_GATHER_OFF) {
+                throw new IllegalArgumentException("the scatter/gather threshold is a block count (0: every batch)"
+                        + " or " + SCATTER_GATHER_OFF + " (off), got " + scatterGatherThreshold);
+            }
+        }
+
+        /** Pools of these sizes, scatter/gather off. */
+        public Config(int streams, int events) {
+            this(streams, events, SCATTER_GATHER_OFF);
+        }
+
+        /** These pools with the scatter/gather threshold {@code threshold} (see the record's description). */
+        public Config withScatterGatherThreshold(int threshold) {
+            return new Config(streams, events, threshold);
+        }
+
+        /** Whether the scatter/gather path is on at all. */
+        public boolean scatterGather() {
+            return scatterGatherThreshold != SCATTER_GATHER_OFF;
+        }
+
+        /** Whether a batch of {@code blocks} blocks goes through the scatter/gather kernel. */
+        public boolean scatterGather(int blocks) {
+            return scatterGather() && blocks > scatterGatherThreshold;
         }
     }
+
+    /** Segments a pooled metadata slot holds; a batch with more gets a slot of its own size. */
+    static final int SLOT_SEGMENTS = 256;
 
     /**
      * How one batch is posted: wait on the GPU for {@code after} (a layer's event) before copying; record
@@ -67,6 +103,10 @@ public final class GpuCopyEngine implements TransferEngine {
     private final Map<String, GpuMemoryDescriptor> remotes = new ConcurrentHashMap<>();
     private final Map<String, PeerBuffer> opened = new ConcurrentHashMap<>();
     private final MoriWaitAll waitAll = new MoriWaitAll(MoriWaitAll.Clock.SYSTEM);
+    private final Config config;
+    private final ScatterGatherKernel kernel;
+    private final Queue<MetadataSlot> slots = new ConcurrentLinkedQueue<>();
+    private final List<MetadataSlot> allSlots = new ArrayList<>();
 
     private record Local(DeviceBuffer buffer, GpuMemoryDescriptor descriptor) {
     }
@@ -75,7 +115,9 @@ public final class GpuCopyEngine implements TransferEngine {
         this.runtime = runtime;
         this.key = key;
         this.device = device;
+        this.config = config;
         this.streams = new GpuStream[config.streams()];
+        ScatterGatherKernel loaded = null;
         try {
             for (int i = 0; i < streams.length; i++) {
                 streams[i] = runtime.createStream(device);
@@ -83,10 +125,29 @@ public final class GpuCopyEngine implements TransferEngine {
             for (int i = 0; i < config.events(); i++) {
                 events.add(newEvent());
             }
+            if (config.scatterGather()) {
+                loaded = loadKernel(runtime, device);
+                for (int i = 0; i < config.events(); i++) {
+                    slots.add(newSlot(SLOT_SEGMENTS));
+                }
+            }
         } catch (RuntimeException e) {
+            this.kernel = loaded;
             close();
             throw e;
         }
+        this.kernel = loaded;
+    }
+
+    /** The scatter/gather kernel in {@code device}'s context (the runtime's primary one). */
+    private static ScatterGatherKernel loadKernel(GpuRuntime runtime, int device) {
+        if (runtime.platform() != GpuPlatform.CUDA) {
+            throw new IllegalArgumentException("the scatter/gather copy path is built for CUDA (PTX, driver API);"
+                    + " on " + runtime.platform().prefix() + " leave the scatter/gather threshold unset");
+        }
+        CudaDriver driver = CudaDriver.load();
+        runtime.setDevice(device);
+        return ScatterGatherKernel.load(driver);
     }
 
     /** An engine named {@code key} copying from {@code device}, with MoRI's default pools. */
@@ -117,6 +178,11 @@ public final class GpuCopyEngine implements TransferEngine {
 
     public GpuRuntime runtime() {
         return runtime;
+    }
+
+    /** The pools and copy path this engine was opened with. */
+    public Config config() {
+        return config;
     }
 
     /**
@@ -192,6 +258,12 @@ public final class GpuCopyEngine implements TransferEngine {
         synchronized (allEvents) {
             all.addAll(allEvents);
         }
+        synchronized (allSlots) {
+            all.addAll(allSlots);
+        }
+        if (kernel != null) {
+            all.add(kernel);
+        }
         for (GpuStream s : streams) {
             if (s != null) {
                 all.add(s);
@@ -243,6 +315,42 @@ public final class GpuCopyEngine implements TransferEngine {
         events.add((GpuEvent) e);
     }
 
+    private MetadataSlot newSlot(int segments) {
+        MetadataSlot slot = new MetadataSlot(runtime, device, segments);
+        synchronized (allSlots) {
+            allSlots.add(slot);
+        }
+        return slot;
+    }
+
+    /** A pooled slot for {@code segments} segments, or a new one; a batch larger than the pool's gets its own. */
+    private MetadataSlot acquireSlot(int segments) {
+        if (segments > SLOT_SEGMENTS) {
+            return newSlot(segments);
+        }
+        MetadataSlot slot = slots.poll();
+        return slot != null ? slot : newSlot(SLOT_SEGMENTS);
+    }
+
+    private void discardSlot(MetadataSlot slot) {
+        synchronized (allSlots) {
+            allSlots.remove(slot);
+        }
+        try {
+            slot.close();
+        } catch (RuntimeException ignored) {
+            // The batch already failed; this failure says nothing more.
+        }
+    }
+
+    private void releaseSlot(MetadataSlot slot) {
+        if (slot.capacity() == SLOT_SEGMENTS) {
+            slots.add(slot);
+        } else {
+            discardSlot(slot);
+        }
+    }
+
     /** One local × remote pair: posts batches as MoRI's {@code IOEngineSession} does. */
     public final class GpuSession implements TransferSession {
         private final MemoryRegion local;
@@ -292,34 +400,42 @@ public final class GpuCopyEngine implements TransferEngine {
             plan.checkWithin(local.size(), remote.size());
             CopyPlan copies = CopyPlan.of(plan);
             GpuTransferStatus status = new GpuTransferStatus(transferUid);
+            boolean gather = kernel != null && copies.copies() > 0 && config.scatterGather(plan.blocks());
             GpuEvent done = null;
+            MetadataSlot slot = null;
             try {
                 runtime.setDevice(device);
                 done = acquireEvent();
+                slot = gather ? acquireSlot(copies.copies()) : null;
                 GpuStream stream = streams[(int) (nextStream.getAndIncrement() % streams.length)];
                 synchronized (stream) {
+                    if (slot != null) {
+                        // Uploaded before the wait for the layer, so the copy itself never waits for it.
+                        slot.upload(copies.metadata(write), stream);
+                    }
                     if (options.after() != null) {
                         stream.waitEvent(options.after());
                     }
                     if (options.copyStart() != null) {
                         options.copyStart().record(stream);
                     }
-                    long[] lo = copies.localOffsets();
-                    long[] ro = copies.remoteOffsets();
-                    long[] sz = copies.sizes();
-                    for (int i = 0; i < sz.length; i++) {
-                        if (write) {
-                            stream.copyAsync(remoteBase + ro[i], localBase + lo[i], sz[i]);
-                        } else {
-                            stream.copyAsync(localBase + lo[i], remoteBase + ro[i], sz[i]);
-                        }
+                    if (slot != null) {
+                        kernel.launch(stream, write ? localBase : remoteBase, write ? remoteBase : localBase,
+                                slot.deviceAddress(), copies.copies(), copies.largest());
+                    } else {
+                        copyEach(stream, copies, write);
                     }
                     if (options.copyEnd() != null) {
                         options.copyEnd().record(stream);
                     }
                     done.record(stream);
-                    status.posted(done, GpuCopyEngine.this::releaseEvent, done::synchronize);
+                    MetadataSlot held = slot;
+                    status.posted(done, held == null ? GpuCopyEngine.this::releaseEvent : e -> {
+                        releaseEvent(e);
+                        releaseSlot(held);
+                    }, done::synchronize);
                     done = null;
+                    slot = null;
                     if (options.push()) {
                         stream.launchHostFunction(status::onPushed);
                     }
@@ -328,10 +444,28 @@ public final class GpuCopyEngine implements TransferEngine {
                 if (done != null) {
                     releaseEvent(done);
                 }
+                if (slot != null) {
+                    // Its upload may be queued: freeing it waits for that, so no later batch overwrites it early.
+                    discardSlot(slot);
+                }
                 status.fail(StatusCode.ERR_GPU_OP, failed.getMessage());
             }
             status.code();
             return status;
+        }
+
+        /** One {@code cudaMemcpyAsync} per merged segment. */
+        private void copyEach(GpuStream stream, CopyPlan copies, boolean write) {
+            long[] lo = copies.localOffsets();
+            long[] ro = copies.remoteOffsets();
+            long[] sz = copies.sizes();
+            for (int i = 0; i < sz.length; i++) {
+                if (write) {
+                    stream.copyAsync(remoteBase + ro[i], localBase + lo[i], sz[i]);
+                } else {
+                    stream.copyAsync(localBase + lo[i], remoteBase + ro[i], sz[i]);
+                }
+            }
         }
     }
 }

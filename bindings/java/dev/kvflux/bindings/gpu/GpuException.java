@@ -50,6 +50,19 @@ public final class GpuException extends RuntimeException {
             case "MapFailed", "InvalidHandle" -> "The IPC handle could not be opened: open it in another process"
                     + " on the same host, while the exporting process still holds the buffer.";
             case "NotReady" -> "The work is still running: query again later.";
+            case "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_PTX" -> "The driver cannot compile the"
+                    + " kernel's PTX: it is older than the nvcc that built it; update the driver or build with an"
+                    + " older CUDA toolkit.";
+            case "CUDA_ERROR_NO_BINARY_FOR_GPU" -> "The kernel was built for another GPU architecture: build the PTX"
+                    + " for compute_90 or lower.";
+            case "CUDA_ERROR_INVALID_CONTEXT" -> "No CUDA context is current on this thread: select the device"
+                    + " through the runtime first.";
+            case "CUDA_ERROR_NO_DEVICE" -> "No GPU is visible to this process: check nvidia-smi and"
+                    + " CUDA_VISIBLE_DEVICES.";
+            case "CUDA_ERROR_STUB_LIBRARY" -> "The loaded libcuda is the toolkit's stub, not the driver's: point"
+                    + " the library path at the driver's libcuda.so.1.";
+            case "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED" -> "The kernel touched memory it may not:"
+                    + " check the batch's offsets against both buffers; the context is now unusable.";
             default -> "See the runtime's documentation for " + errorName + ".";
         };
     }

@@ -144,21 +144,40 @@ public final class GpuRuntime {
         check(calls.deviceSynchronize(), "DeviceSynchronize");
     }
 
-    /** Allocates {@code size} bytes on {@code device}, zeroed. */
+    /**
+     * Allocates {@code size} bytes on {@code device}, zeroed: the zeroing has finished when this returns.
+     * (The runtime's memset runs on the legacy default stream, which kvflux's non-blocking streams do not
+     * wait for; without the wait here, a copy posted at once could land before the zeros do.)
+     */
     public DeviceBuffer allocate(int device, long size) {
-        if (size <= 0) {
-            throw new IllegalArgumentException("device buffer size must be positive, got " + size);
-        }
-        setDevice(device);
-        long address = addressOut("Malloc", out -> calls.malloc(out, size));
-        DeviceBuffer buffer = new DeviceBuffer(this, address, size, device);
+        DeviceBuffer buffer = allocateUninitialized(device, size);
         try {
-            check(calls.memset(address, 0, size), "Memset");
+            check(calls.memset(buffer.address(), 0, size), "Memset");
+            check(calls.streamSynchronize(0), "StreamSynchronize");
         } catch (GpuException e) {
             buffer.close();
             throw e;
         }
         return buffer;
+    }
+
+    /** {@code size} bytes on {@code device}, not initialized: no fill, no wait, for buffers always written first. */
+    DeviceBuffer allocateUninitialized(int device, long size) {
+        if (size <= 0) {
+            throw new IllegalArgumentException("device buffer size must be positive, got " + size);
+        }
+        setDevice(device);
+        long address = addressOut("Malloc", out -> calls.malloc(out, size));
+        return new DeviceBuffer(this, address, size, device);
+    }
+
+    /** {@code size} bytes of page-locked host memory, for copies that must not stall the posting thread. */
+    long allocatePinned(long size) {
+        return addressOut("MallocHost", out -> calls.mallocHost(out, size));
+    }
+
+    void freePinned(long address) {
+        check(calls.freeHost(address), "FreeHost");
     }
 
     /** A non-blocking stream on {@code device}. */

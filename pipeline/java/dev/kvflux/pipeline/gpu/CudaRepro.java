@@ -67,7 +67,8 @@ public final class CudaRepro {
         try {
             int code = options.role.equals("decode") ? repro.decode() : repro.prefill();
             System.exit(code);
-        } catch (dev.kvflux.bindings.gpu.GpuException | dev.kvflux.bindings.gpu.GpuLibraryNotFoundException e) {
+        } catch (dev.kvflux.bindings.gpu.GpuException | dev.kvflux.bindings.gpu.GpuLibraryNotFoundException
+                | IllegalStateException e) {
             System.out.flush();
             System.err.println("kvflux gpu repro (" + options.role + "): " + e.getMessage());
             System.exit(1);
@@ -108,8 +109,8 @@ public final class CudaRepro {
 
     /** One request's figures. */
     record Figures(ReproStrategy strategy, long request, double waitMs, String outcome, int succeeded, int statuses,
-            double rawCopyMs, double postMs, double copyEndAfterWaitStartMs, double lagMs, long mismatched,
-            int badLayers) {
+            double rawCopyMs, double layerCopyMs, double postMs, double copyEndAfterWaitStartMs, double lagMs,
+            long mismatched, int badLayers) {
     }
 
     private int prefill() throws Exception {
@@ -123,6 +124,7 @@ public final class CudaRepro {
                 runtime.canAccessPeer(options.pGpu, options.dGpu));
         out.printf(Locale.ROOT, "stand-in forward pass: %d bytes written per layer before its fills%n",
                 options.forwardBytes);
+        out.printf(Locale.ROOT, "copy path: %s%n", options.copyPathDescription());
         out.printf(Locale.ROOT, "geometry: %d layers x %d blocks x %d B = %.1f MiB per request, buffer %.1f MiB;"
                 + " transfer timeout %s%n", layout.layers(), layout.blocks(), layout.blockBytes(),
                 layout.requestBytes() / 1048576.0, layout.regionBytes() / 1048576.0, options.timeout);
@@ -132,7 +134,7 @@ public final class CudaRepro {
         List<Figures> all;
         int decodeExit;
         try (PrefillPair pair = PrefillPair.open(runtime, layout, options.pGpu, options.dGpu, options.forwardBytes,
-                out)) {
+                options.engineConfig(), out)) {
             all = run(pair);
             pair.close();
             decodeExit = pair.decodeExitCode();
@@ -172,8 +174,16 @@ public final class CudaRepro {
         List<Figures> all = new ArrayList<>();
         long next = 0;
         out.println("warm-up: 1 request, reactive wait, and 1 request, reactive-push wait (not counted)");
-        print(request(pair, ReproStrategy.REACTIVE, next++));
-        print(request(pair, ReproStrategy.REACTIVE_PUSH, next++));
+        for (ReproStrategy warmUp : List.of(ReproStrategy.REACTIVE, ReproStrategy.REACTIVE_PUSH)) {
+            Figures f = request(pair, warmUp, next++);
+            print(f);
+            if (f.succeeded() != f.statuses() || f.mismatched() != 0) {
+                // A copy path that does not work fails here, in seconds, rather than request after request.
+                throw new IllegalStateException("the warm-up request failed (" + f.succeeded() + " of "
+                        + f.statuses() + " statuses succeeded, " + f.mismatched() + " mismatched bytes, copy path "
+                        + options.copyPathDescription() + "); not timing anything");
+            }
+        }
         for (ReproStrategy strategy : options.strategies) {
             int n = strategy == ReproStrategy.NATIVE ? options.nativeRequests : options.requests;
             for (int i = 0; i < n; i++) {
@@ -199,14 +209,20 @@ public final class CudaRepro {
         String outcome = strategy.await(pair.engine(), statuses, options.timeout);
         long waitEnd = System.nanoTime();
         int succeeded = 0;
+        String firstFailure = null;
         for (PushedStatus s : statuses) {
             if (s.code() == StatusCode.SUCCESS) {
                 succeeded++;
+            } else if (firstFailure == null && s.code().isTerminal()) {
+                firstFailure = s.code() + ": " + s.message();
             }
+        }
+        if (firstFailure != null) {
+            out.println("request " + request + ": a status failed: " + firstFailure);
         }
         PrefillPair.Measurement m = pair.finish(request, waitStart, waitEnd);
         return new Figures(strategy, request, (waitEnd - waitStart) / 1e6, outcome, succeeded, statuses.size(),
-                m.rawCopyMs(), (waitStart - postStart) / 1e6, m.copyEndAfterWaitStartMs(), m.lagMs(),
+                m.rawCopyMs(), m.layerCopyMs(), (waitStart - postStart) / 1e6, m.copyEndAfterWaitStartMs(), m.lagMs(),
                 m.mismatchedBytes(), m.badLayers());
     }
 
@@ -242,10 +258,10 @@ public final class CudaRepro {
     private void print(Figures f) {
         lastProgress = System.nanoTime();
         out.printf(Locale.ROOT, "%-13s request %3d: wait %9.3f ms, %d/%d statuses succeeded, %s; raw copy %.3f ms,"
-                + " posting %.3f ms, copies ended %.3f ms after the wait began, detection lag %.3f ms;"
-                + " %d mismatched bytes%n", f.strategy().label(), f.request(), f.waitMs(), f.succeeded(),
-                f.statuses(), f.outcome(), f.rawCopyMs(), f.postMs(), f.copyEndAfterWaitStartMs(), f.lagMs(),
-                f.mismatched());
+                + " layer copy median %.4f ms, posting %.3f ms, copies ended %.3f ms after the wait began,"
+                + " detection lag %.3f ms; %d mismatched bytes%n", f.strategy().label(), f.request(), f.waitMs(),
+                f.succeeded(), f.statuses(), f.outcome(), f.rawCopyMs(), f.layerCopyMs(), f.postMs(),
+                f.copyEndAfterWaitStartMs(), f.lagMs(), f.mismatched());
         out.flush();
     }
 
@@ -256,26 +272,32 @@ public final class CudaRepro {
         }
         StringBuilder md = new StringBuilder();
         md.append("| strategy | waits timed | wait median (ms) | wait min / max (ms) | statuses succeeded"
-                + " | raw copy median (ms) | raw copy min / max (ms) | wait / raw copy (median) | detection lag"
+                + " | raw copy median (ms) | raw copy min / max (ms) | layer copy median (ms) | posting median (ms)"
+                + " | copy left at wait start, median (ms) | wait / raw copy (median) | detection lag"
                 + " median (ms) | lag min / max (ms) | mismatched bytes |\n");
-        md.append("|---|---|---|---|---|---|---|---|---|---|---|\n");
+        md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (var e : by.entrySet()) {
             List<Figures> fs = e.getValue();
             double[] wait = fs.stream().mapToDouble(Figures::waitMs).toArray();
             double[] copy = fs.stream().mapToDouble(Figures::rawCopyMs).toArray();
             double[] lag = fs.stream().mapToDouble(Figures::lagMs).toArray();
+            double[] layer = fs.stream().mapToDouble(Figures::layerCopyMs).toArray();
+            double[] post = fs.stream().mapToDouble(Figures::postMs).toArray();
+            double[] left = fs.stream().mapToDouble(Figures::copyEndAfterWaitStartMs).toArray();
             double[] ratio = fs.stream().mapToDouble(f -> f.waitMs() / f.rawCopyMs()).toArray();
             long ok = fs.stream().filter(f -> f.succeeded() == f.statuses()).count();
             long outcomesOk = fs.stream().filter(f -> f.outcome().equals("ok")).count();
             long mismatched = fs.stream().mapToLong(Figures::mismatched).sum();
             md.append(String.format(Locale.ROOT,
                     "| %s | %d | %.3f | %.3f / %.3f | %d of %d requests all %d (%d waits ok) | %.3f | %.3f / %.3f"
-                            + " | %.3f | %.3f | %.3f / %.3f | %d |\n",
+                            + " | %.4f | %.3f | %.3f | %.3f | %.3f | %.3f / %.3f | %d |\n",
                     e.getKey().label(), fs.size(), median(wait), min(wait), max(wait), ok, fs.size(),
-                    fs.get(0).statuses(), outcomesOk, median(copy), min(copy), max(copy), median(ratio),
+                    fs.get(0).statuses(), outcomesOk, median(copy), min(copy), max(copy), median(layer),
+                    median(post), median(left), median(ratio),
                     median(lag), min(lag), max(lag), mismatched));
         }
         out.println();
+        out.println("copy path: " + options.copyPathDescription());
         out.print(md);
         out.flush();
         if (options.report != null) {
@@ -309,10 +331,13 @@ public final class CudaRepro {
         static final String USAGE = """
                 usage: CudaRepro [--runtime cuda|hip] [--p-gpu 0] [--d-gpu 1] [--requests 20] [--native-requests 2]
                                  [--transfer-timeout 30s] [--strategies native,sliced-native,reactive,reactive-push]
+                                 [--copy-path memcpy|scatter-gather] [--scatter-gather-threshold N]
                                  [--layers 118] [--blocks 128] [--block-bytes 32768] [--forward-bytes 0] [--report FILE]
                   --forward-bytes N: before each layer's fills, the compute stream also writes N bytes of a
                   scratch buffer, a stand-in for the layer's forward pass, so the GPU runs behind the posting
-                  as in a real prefill (0: the GPU only fills the blocks and keeps up with the posting).""";
+                  as in a real prefill (0: the GPU only fills the blocks and keeps up with the posting).
+                  --copy-path: memcpy (default) posts one cudaMemcpyAsync per block; scatter-gather posts one
+                  kernel per batch for batches of more than --scatter-gather-threshold blocks (default 0: all).""";
         String role = "prefill";
         GpuPlatform platform = GpuPlatform.CUDA;
         int pGpu = 0;
@@ -325,9 +350,12 @@ public final class CudaRepro {
         ReproGeometry layout = ReproGeometry.SEED;
         Path report;
         long forwardBytes;
+        int scatterGatherThreshold = GpuCopyEngine.Config.SCATTER_GATHER_OFF;
+        boolean thresholdGiven;
 
         static Options parse(String[] args) {
             Options o = new Options();
+            int threshold = 0;
             int layers = ReproGeometry.SEED.layers();
             int blocks = ReproGeometry.SEED.blocks();
             long blockBytes = ReproGeometry.SEED.blockBytes();
@@ -354,6 +382,16 @@ public final class CudaRepro {
                         case "--block-bytes" -> blockBytes = Long.parseLong(value);
                         case "--report" -> o.report = Path.of(value);
                         case "--forward-bytes" -> o.forwardBytes = Long.parseLong(value);
+                        case "--copy-path" -> o.scatterGatherThreshold = switch (value) {
+                            case "memcpy" -> GpuCopyEngine.Config.SCATTER_GATHER_OFF;
+                            case "scatter-gather" -> 0;
+                            default -> throw new IllegalArgumentException(
+                                    "--copy-path is memcpy or scatter-gather, got '" + value + "'");
+                        };
+                        case "--scatter-gather-threshold" -> {
+                            o.thresholdGiven = true;
+                            threshold = Integer.parseInt(value);
+                        }
                         default -> throw new IllegalArgumentException("unknown option " + name);
                     }
                 } catch (NumberFormatException e) {
@@ -366,8 +404,29 @@ public final class CudaRepro {
             if (o.requests < 1 || o.nativeRequests < 1) {
                 throw new IllegalArgumentException("--requests and --native-requests must be at least 1");
             }
+            if (o.thresholdGiven) {
+                if (o.scatterGatherThreshold == GpuCopyEngine.Config.SCATTER_GATHER_OFF) {
+                    throw new IllegalArgumentException("--scatter-gather-threshold needs --copy-path scatter-gather");
+                }
+                if (threshold < 0) {
+                    throw new IllegalArgumentException("--scatter-gather-threshold is a block count, 0 or more, got "
+                            + threshold);
+                }
+                o.scatterGatherThreshold = threshold;
+            }
             o.layout = new ReproGeometry(layers, blocks, blockBytes);
             return o;
+        }
+
+        /** The prefill engine: MoRI's default pools, this run's copy path. */
+        GpuCopyEngine.Config engineConfig() {
+            return GpuCopyEngine.Config.DEFAULT.withScatterGatherThreshold(scatterGatherThreshold);
+        }
+
+        String copyPathDescription() {
+            return scatterGatherThreshold == GpuCopyEngine.Config.SCATTER_GATHER_OFF
+                    ? "memcpy (one cudaMemcpyAsync per merged segment)"
+                    : "scatter-gather (one kernel per batch of more than " + scatterGatherThreshold + " blocks)";
         }
 
         /** {@code 30s}, {@code 500ms}, or a number of seconds. */

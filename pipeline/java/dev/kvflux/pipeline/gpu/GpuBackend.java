@@ -7,6 +7,7 @@ import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.bindings.gpu.GpuCopyEngine;
 import dev.kvflux.bindings.gpu.GpuPlatform;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.pipeline.config.KvfluxConfig;
@@ -31,7 +32,9 @@ import java.util.Map;
  *
  * <p>Devices and the stand-in forward pass come from system properties: {@code kvflux.gpu.prefill-device}
  * (0), {@code kvflux.gpu.decode-device} (1), {@code kvflux.gpu.forward-bytes} (0, bytes of scratch the
- * compute stream writes per layer); the library from {@value GpuRuntime#LIBRARY_PROPERTY}.
+ * compute stream writes per layer), {@code kvflux.gpu.scatter-gather-threshold} (unset: one copy per
+ * block; 0: one scatter/gather kernel per batch; N: for batches of more than N blocks); the library from
+ * {@value GpuRuntime#LIBRARY_PROPERTY}.
  */
 public final class GpuBackend implements ReproBackend {
     private final GpuPlatform platform;
@@ -59,7 +62,9 @@ public final class GpuBackend implements ReproBackend {
         }
         try {
             return new Target(PrefillPair.open(runtime, g, prefill, decode,
-                    Long.getLong("kvflux.gpu.forward-bytes", 0L), System.err), g);
+                    Long.getLong("kvflux.gpu.forward-bytes", 0L), GpuCopyEngine.Config.DEFAULT
+                            .withScatterGatherThreshold(Integer.getInteger("kvflux.gpu.scatter-gather-threshold",
+                                    GpuCopyEngine.Config.SCATTER_GATHER_OFF)), System.err), g);
         } catch (IOException e) {
             throw new UncheckedIOException("could not start the decode process: " + e.getMessage(), e);
         }

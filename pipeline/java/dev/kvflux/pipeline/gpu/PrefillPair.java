@@ -32,8 +32,8 @@ import java.util.concurrent.TimeUnit;
 final class PrefillPair implements AutoCloseable {
 
     /** What one request measured once its wait ended. */
-    record Measurement(double rawCopyMs, double copyEndAfterWaitStartMs, double lagMs, long mismatchedBytes,
-            int badLayers) {
+    record Measurement(double rawCopyMs, double layerCopyMs, double copyEndAfterWaitStartMs, double lagMs,
+            long mismatchedBytes, int badLayers) {
     }
 
     /** How long decode may take to connect, or to answer a message, before it is taken as gone. */
@@ -59,13 +59,13 @@ final class PrefillPair implements AutoCloseable {
     private boolean closed;
 
     private PrefillPair(GpuRuntime runtime, ReproGeometry layout, int gpu, Process child, ControlChannel channel,
-            GpuMemoryDescriptor remoteDescriptor, long forwardBytes) {
+            GpuMemoryDescriptor remoteDescriptor, long forwardBytes, GpuCopyEngine.Config config) {
         this.runtime = runtime;
         this.layout = layout;
         this.gpu = gpu;
         this.child = child;
         this.channel = channel;
-        this.engine = GpuCopyEngine.open(runtime, "prefill", gpu);
+        this.engine = GpuCopyEngine.open(runtime, "prefill", gpu, config);
         try {
             MemoryRegion local = engine.registerMemory(layout.regionBytes(), gpu);
             MemoryRegion remote = engine.registerRemote(remoteDescriptor);
@@ -93,10 +93,11 @@ final class PrefillPair implements AutoCloseable {
      * Starts the decode child on {@code decodeGpu} and opens its buffer from {@code prefillGpu}.
      *
      * @param forwardBytes bytes of scratch the compute stream writes per layer before the layer's fills (0: none)
+     * @param config the prefill engine's pools and copy path
      * @param log where the decode child's start is reported
      */
     static PrefillPair open(GpuRuntime runtime, ReproGeometry layout, int prefillGpu, int decodeGpu, long forwardBytes,
-            java.io.PrintStream log) throws IOException {
+            GpuCopyEngine.Config config, java.io.PrintStream log) throws IOException {
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             server.setSoTimeout(DECODE_ANSWER_MS);
             Process child = startDecode(runtime, layout, decodeGpu, server.getLocalPort());
@@ -108,7 +109,7 @@ final class PrefillPair implements AutoCloseable {
                 GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
                 log.printf(java.util.Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC"
                         + " handle%n", child.pid(), remote.size() / 1048576.0, remote.device());
-                return new PrefillPair(runtime, layout, prefillGpu, child, channel, remote, forwardBytes);
+                return new PrefillPair(runtime, layout, prefillGpu, child, channel, remote, forwardBytes, config);
             } catch (IOException | RuntimeException e) {
                 if (channel != null) {
                     channel.close();
@@ -177,11 +178,17 @@ final class PrefillPair implements AutoCloseable {
         runtime.setDevice(gpu);
         double firstStart = Double.MAX_VALUE;
         double lastEnd = 0;
+        double[] perLayer = new double[layout.layers()];
         for (int l = 0; l < layout.layers(); l++) {
             copyEnd[l].synchronize();
-            firstStart = Math.min(firstStart, copyStart[l].elapsedMillisSince(reference));
-            lastEnd = Math.max(lastEnd, copyEnd[l].elapsedMillisSince(reference));
+            double start = copyStart[l].elapsedMillisSince(reference);
+            double end = copyEnd[l].elapsedMillisSince(reference);
+            perLayer[l] = end - start;
+            firstStart = Math.min(firstStart, start);
+            lastEnd = Math.max(lastEnd, end);
         }
+        java.util.Arrays.sort(perLayer);
+        double layerCopyMs = perLayer[perLayer.length / 2];
         double waitStartMs = (waitStart - t0) / 1e6;
         double waitEndMs = (waitEnd - t0) / 1e6;
         try {
@@ -190,7 +197,7 @@ final class PrefillPair implements AutoCloseable {
             if (verdict.request() != request) {
                 throw new IOException("decode verified request " + verdict.request() + ", expected " + request);
             }
-            return new Measurement(lastEnd - firstStart, lastEnd - waitStartMs, waitEndMs - lastEnd,
+            return new Measurement(lastEnd - firstStart, layerCopyMs, lastEnd - waitStartMs, waitEndMs - lastEnd,
                     verdict.mismatchedBytes(), verdict.badLayers());
         } catch (IOException e) {
             throw new UncheckedIOException("the decode process did not answer: " + e.getMessage(), e);

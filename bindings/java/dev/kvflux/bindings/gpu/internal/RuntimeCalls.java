@@ -65,6 +65,8 @@ public final class RuntimeCalls {
     private final MethodHandle deviceSynchronize;
     private final MethodHandle malloc;
     private final MethodHandle free;
+    private final MethodHandle mallocHost;
+    private final MethodHandle freeHost;
     private final MethodHandle memset;
     private final MethodHandle memsetAsync;
     private final MethodHandle memcpy;
@@ -99,6 +101,9 @@ public final class RuntimeCalls {
         deviceSynchronize = b.bind("DeviceSynchronize", JAVA_INT);
         malloc = b.bind("Malloc", JAVA_INT, ADDRESS, JAVA_LONG);
         free = b.bind("Free", JAVA_INT, JAVA_LONG);
+        // Pinned host memory, for the scatter/gather path's metadata; optional, as only that path needs it.
+        mallocHost = b.bindOptional("MallocHost", JAVA_INT, ADDRESS, JAVA_LONG);
+        freeHost = b.bindOptional("FreeHost", JAVA_INT, JAVA_LONG);
         memset = b.bind("Memset", JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG);
         memsetAsync = b.bind("MemsetAsync", JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG);
         memcpy = b.bind("Memcpy", JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT);
@@ -210,6 +215,33 @@ public final class RuntimeCalls {
     public int free(long pointer) {
         try {
             return (int) free.invokeExact(pointer);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Allocates page-locked host memory the device can copy from asynchronously.
+     *
+     * @throws MissingSymbolException if the library lacks {@code *MallocHost}
+     */
+    public int mallocHost(MemorySegment pointer, long size) {
+        if (mallocHost == null) {
+            throw new MissingSymbolException(library + " does not export " + prefix + "MallocHost");
+        }
+        try {
+            return (int) mallocHost.invokeExact(pointer, size);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int freeHost(long pointer) {
+        if (freeHost == null) {
+            throw new MissingSymbolException(library + " does not export " + prefix + "FreeHost");
+        }
+        try {
+            return (int) freeHost.invokeExact(pointer);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -423,7 +455,8 @@ public final class RuntimeCalls {
         return pointer.reinterpret(4096).getString(0);
     }
 
-    private static RuntimeException rethrow(Throwable t) {
+    /** A downcall's throwable as an unchecked exception (errors are rethrown as they are). */
+    static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException e) {
             return e;
         }
