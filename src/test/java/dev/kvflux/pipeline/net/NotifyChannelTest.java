@@ -100,6 +100,13 @@ class NotifyChannelTest {
         assertThat(metrics.oversizedFrames()).isEqualTo(1);
     }
 
+    @Test
+    void decodeRankOutsideIntRangeClosesOnlyItsConnection() throws Exception {
+        NotifyMetrics metrics = sendBadFrameBesideAGoodConnection(frame(NotifyCodecTest.remoteBlocksWithRank(1L << 32)));
+        assertThat(metrics.malformedFrames()).isEqualTo(1);
+        assertThat(metrics.received()).as("only the good connection's two messages were handed on").isEqualTo(2);
+    }
+
     /**
      * Opens a good connection, sends {@code raw} on a second one and checks that the server closed the
      * second, while the first still delivers without being reopened; returns the server's metrics.
