@@ -64,10 +64,13 @@ public final class DecodeServer implements AutoCloseable {
     }
 
     /**
-     * Starts a decode instance.
+     * Starts a decode instance. Blocks the calling thread until its ports are bound (up to about 10 s), so it
+     * must not be called on a Reactor non-blocking thread (a Netty event loop, {@code Schedulers.parallel()});
+     * from a reactive chain, call it on {@code Schedulers.boundedElastic()}.
      *
      * @param receiveDeadline how long a request waits for its transfer's notice; {@code null} for no deadline
-     * @throws IllegalStateException if a port cannot be bound
+     * @throws IllegalStateException if a port cannot be bound, or at once, with nothing bound, if called on a
+     *     non-blocking thread
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline) {
         return start(where, model, receiveDeadline, null);
@@ -75,10 +78,11 @@ public final class DecodeServer implements AutoCloseable {
 
     /**
      * As {@link #start(RoleAddresses, ServingModel, Duration)}, signing its notifications and accepting only
-     * signed ones with {@code auth}; {@code null} for none.
+     * signed ones with {@code auth}; {@code null} for none. Blocks as that does: not on a non-blocking thread.
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
             NotifyAuth auth) {
+        Blocking.requireBlockingAllowed("DecodeServer.start");
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(model, "model");
         NotifyMetrics metrics = new NotifyMetrics();

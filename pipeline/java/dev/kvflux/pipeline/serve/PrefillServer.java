@@ -77,10 +77,13 @@ public final class PrefillServer implements AutoCloseable {
     }
 
     /**
-     * Starts a prefill instance writing through {@code engine}.
+     * Starts a prefill instance writing through {@code engine}. Blocks the calling thread until its ports are
+     * bound (up to about 10 s), so it must not be called on a Reactor non-blocking thread (a Netty event loop,
+     * {@code Schedulers.parallel()}); from a reactive chain, call it on {@code Schedulers.boundedElastic()}.
      *
      * @param notifyWithin how long a write's outcome is retried towards decode before it counts as undeliverable
-     * @throws IllegalStateException if a port cannot be bound
+     * @throws IllegalStateException if a port cannot be bound, or at once, with nothing bound, if called on a
+     *     non-blocking thread
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin) {
@@ -100,10 +103,12 @@ public final class PrefillServer implements AutoCloseable {
     /**
      * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, Duration, Duration, NotifyAuth)},
      * with the whole {@code transfer} configuration (timeout, slice, fail mode, requests in flight, event
-     * poll and timeout) applied to the policy's WRITE pipeline ({@link Policy#writePipeline}).
+     * poll and timeout) applied to the policy's WRITE pipeline ({@link Policy#writePipeline}). Blocks as that
+     * does: not on a non-blocking thread.
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth) {
+        Blocking.requireBlockingAllowed("PrefillServer.start");
         Objects.requireNonNull(transfer, "transfer");
         Duration transferTimeout = transfer.timeout();
         Objects.requireNonNull(where, "where");

@@ -1,6 +1,8 @@
 package dev.kvflux.pipeline.serve;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.netty.buffer.Unpooled;
 import java.nio.charset.StandardCharsets;
@@ -11,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
 
 /** A decode instance on its own, with requests sent to it directly. */
@@ -42,5 +45,18 @@ class DecodeServerTest {
             first.dispose();
             assertThat(second).startsWith("409 ").contains("duplicate_transfer_id").contains("own transfer id");
         }
+    }
+
+    @Test
+    void startOnANonBlockingThreadFailsFastWithoutBindingTheNotifyPort() throws Exception {
+        int notifyPort = PrefillServerTest.freePort();
+
+        assertThatThrownBy(() -> Mono.fromCallable(() -> DecodeServer.start(
+                        new RoleAddresses("127.0.0.1", 0, notifyPort), SMALL, Duration.ofSeconds(30)))
+                .subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("DecodeServer.start").hasMessageContaining("boundedElastic");
+        assertThatCode(() -> new java.net.ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
+                .as("nothing was bound").doesNotThrowAnyException();
     }
 }

@@ -8,6 +8,8 @@ import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /** Prefill's start-up. */
 class PrefillServerTest {
@@ -27,5 +29,27 @@ class PrefillServerTest {
 
         assertThatCode(() -> new ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
                 .as("the notify port is free again").doesNotThrowAnyException();
+    }
+
+    @Test
+    void startOnANonBlockingThreadFailsFastWithoutBindingTheNotifyPort() throws IOException {
+        int notifyPort = freePort();
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create()) {
+            assertThatThrownBy(() -> Mono.fromCallable(() -> PrefillServer.start(
+                            new RoleAddresses("127.0.0.1", 0, notifyPort), ServingModel.DEEPSEEK_V2_LITE_MI355X,
+                            Policy.KVFLUX, engine, Duration.ofSeconds(1), Duration.ofSeconds(1)))
+                    .subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("PrefillServer.start").hasMessageContaining("boundedElastic");
+        }
+
+        assertThatCode(() -> new ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
+                .as("nothing was bound").doesNotThrowAnyException();
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket probe = new ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
     }
 }
