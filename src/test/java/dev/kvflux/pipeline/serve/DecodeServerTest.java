@@ -59,4 +59,18 @@ class DecodeServerTest {
         assertThatCode(() -> new java.net.ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
                 .as("nothing was bound").doesNotThrowAnyException();
     }
+
+    @Test
+    void withADeadlineUndeliverableRemoteBlocksFailTheRequestAtOnceWith503() throws Exception {
+        int closedNotifyPort = PrefillServerTest.freePort();
+        // remote_blocks is retried for half the deadline (1 s); the deadline itself would answer 504 at 2 s
+        try (DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL, Duration.ofSeconds(2))) {
+            String answer = post(decode, "{\"prompt\": \"a b\", \"kv_transfer_params\": {\"transfer_id\": \"t-1\","
+                    + " \"remote_notify\": \"127.0.0.1:" + closedNotifyPort + "\"}}").block(Duration.ofSeconds(5));
+
+            assertThat(answer).startsWith("503 ").contains("REMOTE_BLOCKS_UNDELIVERABLE")
+                    .contains("127.0.0.1:" + closedNotifyPort);
+            assertThat(decode.metrics().undeliverable()).isEqualTo(1);
+        }
+    }
 }
