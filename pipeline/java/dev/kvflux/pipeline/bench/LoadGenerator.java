@@ -26,7 +26,8 @@ import reactor.netty.resources.ConnectionProvider;
  * <p>Each request is measured from the moment it is sent: TTFT at the first streamed token, latency at
  * {@code [DONE]}. A request answered with an error status, or whose stream breaks, has failed; one still
  * open at {@code requestTimeout} is cancelled and counted as never finished, so every run ends. The sum
- * completed + failed + never finished is always {@code numPrompts}.
+ * completed + failed + never finished is always {@code numPrompts}; a request refused at once (a proxy's 503
+ * {@code proxy_overloaded}, or no connection to be had) has failed.
  */
 public final class LoadGenerator {
 
@@ -84,8 +85,10 @@ public final class LoadGenerator {
     public LoadResult run(Consumer<Progress> onStart) {
         Progress progress = new Progress();
         onStart.accept(progress);
+        // at most `concurrency` requests are open (the flatMap below), so none should wait for a connection;
+        // the pending bound only keeps a fault from queueing without limit, and a request it refuses fails
         ConnectionProvider pool = ConnectionProvider.builder("kvflux-bench").maxConnections(concurrency * 2)
-                .pendingAcquireMaxCount(-1).build();
+                .pendingAcquireMaxCount(concurrency).build();
         try {
             HttpClient client = HttpClient.create(pool)
                     .headers(h -> h.set(HttpHeaderNames.CONTENT_TYPE, "application/json"));

@@ -107,7 +107,7 @@ public final class NotifyCodec {
             case "release" -> new NotifyMessage.Release(transferId);
             case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(map), string(map, "reason"));
             case "remote_blocks" -> new NotifyMessage.RemoteBlocks(string(map, "req_id"), transferId,
-                    blocks(map), (int) integer(map, "decode_rank"));
+                    blocks(map), intIn(map, "decode_rank", 0, Integer.MAX_VALUE));
             default -> throw new MalformedFrameException("unknown notify message type '" + type
                     + "'; expected remote_blocks, write_done, write_failed or release");
         };
@@ -200,10 +200,23 @@ public final class NotifyCodec {
         return value.asIntegerValue().toLong();
     }
 
+    /**
+     * An integer key that must lie in {@code [min, max]}; a plain cast would wrap a larger value into a
+     * wrong but plausible one (2^32 + 1 would read as rank 1).
+     */
+    private static int intIn(Map<String, Value> map, String key, int min, int max) {
+        long value = integer(map, key);
+        if (value < min || value > max) {
+            throw new MalformedFrameException("notify message key '" + key + "' is " + value + ", outside "
+                    + min + ".." + max + "; the sender is not speaking this protocol or is corrupt");
+        }
+        return (int) value;
+    }
+
     private static StatusCode code(Map<String, Value> map) {
-        long raw = integer(map, "code");
+        int raw = intIn(map, "code", Integer.MIN_VALUE, Integer.MAX_VALUE);
         try {
-            StatusCode code = StatusCode.of((int) raw);
+            StatusCode code = StatusCode.of(raw);
             if (!code.isFailure() && code != StatusCode.IN_PROGRESS) {
                 throw new MalformedFrameException("write_failed carries code " + code.qualifiedName()
                         + ", which is not a failure; expected IN_PROGRESS (a timeout) or a code above 10");

@@ -18,6 +18,8 @@ public final class NotifyMetrics {
     final LongAdder oversizedFrames = new LongAdder();
     /** Frames rejected by the notify secret (no tag, wrong tag, too old); each closed its connection. */
     final LongAdder unauthenticatedFrames = new LongAdder();
+    /** Messages whose handler threw; each was acknowledged but not acted on, and its connection stayed open. */
+    final LongAdder handlerFailures = new LongAdder();
     /** Inbound connections accepted. */
     final LongAdder connectionsAccepted = new LongAdder();
     /** write_done that completed an expected transfer. */
@@ -53,6 +55,10 @@ public final class NotifyMetrics {
 
     public long unauthenticatedFrames() {
         return unauthenticatedFrames.sum();
+    }
+
+    public long handlerFailures() {
+        return handlerFailures.sum();
     }
 
     public long connectionsAccepted() {
@@ -102,6 +108,7 @@ public final class NotifyMetrics {
         all.put("malformed_frames", malformedFrames());
         all.put("oversized_frames", oversizedFrames());
         all.put("unauthenticated_frames", unauthenticatedFrames());
+        all.put("handler_failures", handlerFailures());
         all.put("connections_accepted", connectionsAccepted());
         all.put("write_done", writeDone());
         all.put("write_failed", writeFailed());

@@ -25,6 +25,9 @@ import reactor.netty.tcp.TcpServer;
  * or, when the server has a {@link NotifyAuth notify secret}, whose tag is missing or wrong or which was
  * signed too long ago, closes the connection it came on and is counted in {@link NotifyMetrics}; every
  * other connection keeps being served. The handler runs on the connection's Netty event loop: it must not block.
+ * A handler that throws does not close the connection: the message is still acknowledged, the failure is
+ * counted ({@link NotifyMetrics#handlerFailures()}), the server's first is logged at error and later ones at
+ * debug.
  */
 public final class NotifyServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NotifyServer.class);
@@ -117,6 +120,7 @@ public final class NotifyServer implements AutoCloseable {
             int max = maxFrameBytes;
             Function<byte[], NotifyMessage> decoder = auth == null ? NotifyCodec::decode : auth::verify;
             AtomicBoolean warnedUnauthenticated = new AtomicBoolean();
+            AtomicBoolean warnedHandlerFailure = new AtomicBoolean();
             ChannelGroup group = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
             return TcpServer.create()
                     .host(host)
@@ -126,7 +130,8 @@ public final class NotifyServer implements AutoCloseable {
                         group.add(connection.channel());
                         connection.addHandlerLast("kvflux-frames", Frames.decoder(max));
                     })
-                    .handle((in, out) -> serve(in, out, decoder, target, counters, max, warnedUnauthenticated))
+                    .handle((in, out) -> serve(in, out, decoder, target, counters, max, warnedUnauthenticated,
+                            warnedHandlerFailure))
                     .bind()
                     .map(server -> new NotifyServer(server, counters, group))
                     .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
@@ -134,14 +139,15 @@ public final class NotifyServer implements AutoCloseable {
         }
 
         private static Mono<Void> serve(NettyInbound in, NettyOutbound out, Function<byte[], NotifyMessage> decoder,
-                Consumer<NotifyMessage> handler, NotifyMetrics metrics, int max, AtomicBoolean warnedUnauthenticated) {
+                Consumer<NotifyMessage> handler, NotifyMetrics metrics, int max, AtomicBoolean warnedUnauthenticated,
+                AtomicBoolean warnedHandlerFailure) {
             var acks = in.receive().asByteArray().map(bytes -> {
                 NotifyMessage message = decoder.apply(bytes);
                 metrics.received.increment();
                 try {
                     handler.accept(message);
                 } catch (RuntimeException e) {
-                    LOG.error("notify handler failed on {}; the connection stays open", message, e);
+                    handlerFailed(message, e, metrics, warnedHandlerFailure);
                 }
                 return Frames.frame(out.alloc(), NotifyCodec.encodeAck(message.transferId()));
             }).onErrorResume(error -> {
@@ -166,6 +172,23 @@ public final class NotifyServer implements AutoCloseable {
                 return Mono.empty();
             });
             return out.send(acks, buf -> true).then();
+        }
+
+        /**
+         * Counts a handler failure; logs the server's first at error with what to do and later ones at debug,
+         * so a handler that fails on every message cannot flood the log at the message rate.
+         */
+        private static void handlerFailed(NotifyMessage message, RuntimeException error, NotifyMetrics metrics,
+                AtomicBoolean warned) {
+            metrics.handlerFailures.increment();
+            if (warned.compareAndSet(false, true)) {
+                LOG.error("notify handler failed on {}: the message was acknowledged but not acted on, and the"
+                        + " connection stays open. This is a bug in the handler; report it with this stack trace."
+                        + " Later handler failures are counted (handler_failures in /metrics) and logged at debug"
+                        + " level", message, error);
+            } else {
+                LOG.debug("notify handler failed on {} (failure {})", message, metrics.handlerFailures(), error);
+            }
         }
     }
 }

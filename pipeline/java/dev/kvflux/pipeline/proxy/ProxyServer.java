@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -22,6 +23,7 @@ import reactor.netty.http.client.HttpClient;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
+import reactor.netty.internal.shaded.reactor.pool.PoolAcquirePendingLimitException;
 import reactor.netty.resources.ConnectionProvider;
 
 /**
@@ -35,7 +37,9 @@ import reactor.netty.resources.ConnectionProvider;
  *       (status, content type and body as decode sent them). Prefill's answer is dropped, unless it is
  *       an error or prefill cannot be reached: then decode's request is cancelled and the client gets
  *       502 at once, since the KV will never come.
- *       503 when no instance of a role is live; 400 for a body that is not a JSON object.</li>
+ *       503 when no instance of a role is live; 400 for a body that is not a JSON object; 503
+ *       ({@code proxy_overloaded}) at once when {@link #DEFAULT_MAX_CONNECTIONS} requests are open to an
+ *       instance and {@link #PENDING_PER_CONNECTION} times as many already wait for a connection to it.</li>
  *   <li>{@code POST /register}: an instance's ping, {@code {"role", "http", "notify"}} with
  *       {@code host:port} addresses.</li>
  *   <li>{@code GET /health}: 200 with the live instances.</li>
@@ -63,6 +67,15 @@ public final class ProxyServer implements AutoCloseable {
         return start(host, port, -1, registry);
     }
 
+    /** The most connections the proxy opens to one instance. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 2048;
+    /**
+     * How many requests may wait for a connection to one instance, per connection: beyond
+     * {@code maxConnections * PENDING_PER_CONNECTION} waiting, a request is refused with 503 at once rather
+     * than queued without bound.
+     */
+    public static final int PENDING_PER_CONNECTION = 2;
+
     /** How long the proxy waits, by default, for the next bytes of an instance's answer. */
     public static final Duration DEFAULT_UPSTREAM_TIMEOUT = Duration.ofMinutes(10);
 
@@ -87,15 +100,34 @@ public final class ProxyServer implements AutoCloseable {
      */
     public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry,
             Duration upstreamTimeout) {
+        return start(host, port, discoveryPort, registry, upstreamTimeout, DEFAULT_MAX_CONNECTIONS);
+    }
+
+    /**
+     * As {@link #start(String, int, int, InstanceRegistry, Duration)}, with at most {@code maxConnections}
+     * connections to each instance (default {@link #DEFAULT_MAX_CONNECTIONS}) and
+     * {@code maxConnections * }{@link #PENDING_PER_CONNECTION} requests waiting for one; a request beyond
+     * that is answered 503 ({@code proxy_overloaded}) at once.
+     *
+     * @throws IllegalArgumentException if {@code maxConnections} is not positive
+     * @throws IllegalStateException if a port cannot be bound
+     */
+    public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry,
+            Duration upstreamTimeout, int maxConnections) {
         Objects.requireNonNull(registry, "registry");
+        if (maxConnections < 1 || maxConnections > Integer.MAX_VALUE / PENDING_PER_CONNECTION) {
+            throw new IllegalArgumentException("maxConnections must be from 1 to "
+                    + Integer.MAX_VALUE / PENDING_PER_CONNECTION + ", got " + maxConnections);
+        }
         Objects.requireNonNull(upstreamTimeout, "upstreamTimeout");
         if (upstreamTimeout.isZero() || upstreamTimeout.isNegative()) {
             throw new IllegalArgumentException("upstream timeout must be positive, got " + upstreamTimeout);
         }
+        int maxPending = maxConnections * PENDING_PER_CONNECTION;
         ConnectionProvider connections = ConnectionProvider.builder("kvflux-proxy")
-                .maxConnections(2048).pendingAcquireMaxCount(-1).build();
+                .maxConnections(maxConnections).pendingAcquireMaxCount(maxPending).build();
         HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
-        Handlers handlers = new Handlers(registry, client);
+        Handlers handlers = new Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean());
         try {
             DisposableServer server = HttpServer.create().host(host).port(port)
                     .route(routes -> routes
@@ -146,7 +178,17 @@ public final class ProxyServer implements AutoCloseable {
         }
     }
 
-    private record Handlers(InstanceRegistry registry, HttpClient client) {
+    /** Too many requests already wait for a connection to an instance; the request was not sent. */
+    private static final class OverloadedException extends RuntimeException {
+        OverloadedException(Role role, Instance instance, int connections, int pending) {
+            super("the proxy is overloaded: " + connections + " requests are open to " + role.wireName()
+                    + " instance " + instance.baseUrl() + " and " + pending + " more wait for a connection to it;"
+                    + " retry later, or lower the client's concurrency", null, false, false);
+        }
+    }
+
+    private record Handlers(InstanceRegistry registry, HttpClient client, int maxConnections, int maxPending,
+                            AtomicBoolean warnedOverloaded) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             return HttpJson.withBody(request, response, body -> route(body, response));
@@ -184,7 +226,8 @@ public final class ProxyServer implements AutoCloseable {
                                     ? Mono.<Void>never()
                                     : Mono.<Void>error(new PrefillFailedException(prefill.get(),
                                             status.status().code() + " " + text))))
-                    .onErrorMap(e -> !(e instanceof PrefillFailedException),
+                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill.get()))
+                    .onErrorMap(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
                             e -> new PrefillFailedException(prefill.get(), e.toString()));
 
             response.header("x-kvflux-transfer-id", transferId);
@@ -197,7 +240,8 @@ public final class ProxyServer implements AutoCloseable {
                         }
                         return response.send(content.retain(), buf -> true).then();
                     })
-                    .then();
+                    .then()
+                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.DECODE, decode.get()));
             return Mono.firstWithSignal(decoded, prefillFailed)
                     .onErrorResume(error -> {
                         if (error instanceof PrefillFailedException) {
@@ -205,6 +249,10 @@ public final class ProxyServer implements AutoCloseable {
                         }
                         if (response.hasSentHeaders()) {
                             return Mono.error(error);
+                        }
+                        if (error instanceof OverloadedException) {
+                            return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
+                                    "overloaded", "proxy_overloaded", error.getMessage()));
                         }
                         if (error instanceof PrefillFailedException) {
                             return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
@@ -222,6 +270,18 @@ public final class ProxyServer implements AutoCloseable {
                                 "decode_unreachable", "decode instance " + decode.get().baseUrl()
                                         + " did not answer: " + error.getMessage()));
                     });
+        }
+
+        /** The request's refusal; the first is logged as a warning, later ones at debug level. */
+        private OverloadedException overloaded(Role role, Instance instance) {
+            OverloadedException e = new OverloadedException(role, instance, maxConnections, maxPending);
+            if (warnedOverloaded.compareAndSet(false, true)) {
+                LOG.warn("{}. Requests are refused with 503 while this lasts; later refusals are logged at debug"
+                        + " level", e.getMessage());
+            } else {
+                LOG.debug("{}", e.getMessage());
+            }
+            return e;
         }
 
         private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body) {

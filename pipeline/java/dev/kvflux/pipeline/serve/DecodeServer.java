@@ -39,13 +39,18 @@ import reactor.netty.http.server.HttpServerResponse;
  *
  * <p>When prefill reports {@code write_failed}, the request fails with 503 and an OpenAI-style error
  * naming prefill's code and reason; when the receive deadline passes first, with 504; a request whose
- * transfer id is already in use, with 409. Without a receive
- * deadline (vLLM's behaviour before kvflux) a request whose notice never comes waits until its client
- * gives up. {@code GET /health} answers 200; {@code GET /metrics} gives the notify channel's counters.
+ * transfer id is already in use, with 409. With a receive deadline, {@code remote_blocks} is retried for
+ * half of it (prefill needs the rest to write and notify); if it cannot be delivered by then the request
+ * fails at once with 503 ({@code REMOTE_BLOCKS_UNDELIVERABLE}) rather than waiting out the deadline for a
+ * KV that prefill was never told where to write. Without a receive deadline (vLLM's behaviour before
+ * kvflux) an undeliverable {@code remote_blocks} is only counted and logged, and a request whose notice
+ * never comes waits until its client gives up. {@code GET /health} answers 200; {@code GET /metrics} gives the notify channel's counters.
  */
 public final class DecodeServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeServer.class);
     private static final int BLOCK_CAPACITY = 1 << 16;
+    /** How long remote_blocks is retried without a receive deadline (as long as prefill's defer timeout). */
+    private static final Duration LEGACY_BLOCKS_WITHIN = Duration.ofSeconds(60);
 
     private final DisposableServer http;
     private final NotifyServer notify;
@@ -64,10 +69,13 @@ public final class DecodeServer implements AutoCloseable {
     }
 
     /**
-     * Starts a decode instance.
+     * Starts a decode instance. Blocks the calling thread until its ports are bound (up to about 10 s), so it
+     * must not be called on a Reactor non-blocking thread (a Netty event loop, {@code Schedulers.parallel()});
+     * from a reactive chain, call it on {@code Schedulers.boundedElastic()}.
      *
      * @param receiveDeadline how long a request waits for its transfer's notice; {@code null} for no deadline
-     * @throws IllegalStateException if a port cannot be bound
+     * @throws IllegalStateException if a port cannot be bound, or at once, with nothing bound, if called on a
+     *     non-blocking thread
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline) {
         return start(where, model, receiveDeadline, null);
@@ -75,10 +83,11 @@ public final class DecodeServer implements AutoCloseable {
 
     /**
      * As {@link #start(RoleAddresses, ServingModel, Duration)}, signing its notifications and accepting only
-     * signed ones with {@code auth}; {@code null} for none.
+     * signed ones with {@code auth}; {@code null} for none. Blocks as that does: not on a non-blocking thread.
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
             NotifyAuth auth) {
+        Blocking.requireBlockingAllowed("DecodeServer.start");
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(model, "model");
         NotifyMetrics metrics = new NotifyMetrics();
@@ -89,7 +98,7 @@ public final class DecodeServer implements AutoCloseable {
                 .metrics(metrics).auth(auth).handler(expected).bind().block(Duration.ofSeconds(10));
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, new KvCache(model, BLOCK_CAPACITY),
-                receiveDeadline != null ? receiveDeadline : Duration.ofSeconds(60));
+                receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null);
         try {
             DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
                     .route(routes -> routes.post("/v1/completions", handler::completions)
@@ -144,8 +153,23 @@ public final class DecodeServer implements AutoCloseable {
         client.close();
     }
 
+    /** Prefill could not be given the request's block list, so it cannot write and the KV will never come. */
+    private static final class BlocksUndeliverableException extends RuntimeException {
+        BlocksUndeliverableException(String transferId, InetSocketAddress prefill, Duration within) {
+            super("decode could not deliver its block list (remote_blocks) for transfer " + transferId
+                    + " to prefill's notify address " + Instance.hostPort(prefill) + " within " + within.toMillis()
+                    + " ms, so prefill cannot write this request's KV; check that prefill is running and that its"
+                    + " notify port is reachable from decode, then retry", null, false, false);
+        }
+    }
+
+    /**
+     * @param blocksWithin how long remote_blocks is retried towards prefill
+     * @param failWhenUndeliverable whether a request whose remote_blocks could not be delivered fails at once
+     *     (with a receive deadline) or keeps waiting for its notice (without one, as vLLM does)
+     */
     private record Handler(ServingModel model, ExpectedTransfers expected, NotifyClient client, KvCache cache,
-                           Duration blocksWithin) {
+                           Duration blocksWithin, boolean failWhenUndeliverable) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             return HttpJson.withBody(request, response, body -> serve(body, response));
@@ -162,13 +186,18 @@ public final class DecodeServer implements AutoCloseable {
             }
             String id = request.params().transferId();
             List<Long> blocks = cache.allocate(model.blocksFor(request.promptTokens()));
-            Mono<Boolean> askForKv = client.send(request.params().remoteNotify(),
-                    new NotifyMessage.RemoteBlocks(id, id, blocks, 0), blocksWithin);
+            InetSocketAddress prefill = request.params().remoteNotify();
+            Mono<Void> askForKv = client.send(prefill, new NotifyMessage.RemoteBlocks(id, id, blocks, 0), blocksWithin)
+                    .flatMap(delivered -> delivered || !failWhenUndeliverable ? Mono.<Void>empty()
+                            : Mono.error(new BlocksUndeliverableException(id, prefill, blocksWithin)));
             // expect() registers the transfer when subscribed, before remote_blocks lets prefill write
             return Mono.when(expected.expect(id), askForKv)
                     .then(Mono.defer(() -> Mono.from(decode(request, response))))
                     .onErrorResume(RemoteWriteFailedException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.SERVICE_UNAVAILABLE, "kv_transfer_failed", e.code().name(),
+                            e.getMessage())))
+                    .onErrorResume(BlocksUndeliverableException.class, e -> Mono.from(HttpJson.error(response,
+                            HttpResponseStatus.SERVICE_UNAVAILABLE, "kv_transfer_failed", "REMOTE_BLOCKS_UNDELIVERABLE",
                             e.getMessage())))
                     .onErrorResume(ReceiveDeadlineException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.GATEWAY_TIMEOUT, "kv_transfer_timeout", "RECEIVE_DEADLINE",

@@ -6,6 +6,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
@@ -23,11 +24,25 @@ import reactor.core.scheduler.Scheduler;
  * {@link LastStep} when the step is queued, with the time until the step starts and its length (the
  * prompt's layers produce their KV during the step); its {@code Mono} completes when the step ends.
  *
+ * <p>At most {@code maxQueued} prompts wait for their last step at once; {@link #submit} refuses more
+ * with a {@link QueueFullException}, so an overloaded prefill pushes back instead of queueing without bound.
+ *
  * <p>All state is confined to one worker of the given scheduler; time is that scheduler's clock.
  */
 final class PrefillLoop implements AutoCloseable {
     /** How long before the running step ends the next one is queued. */
     static final Duration DEFAULT_LAUNCH_AHEAD = Duration.ofMillis(5);
+    /** How many prompts may wait for their last step by default: far more than any client keeps open. */
+    static final int DEFAULT_MAX_QUEUED = 1024;
+
+    /** The queue holds {@code maxQueued} prompts; the prompt was not queued. */
+    static final class QueueFullException extends RuntimeException {
+        QueueFullException(int maxQueued) {
+            super("prefill is overloaded: " + maxQueued + " prompts already wait for a prefill step, its limit;"
+                    + " retry later, lower the request rate or concurrency, or add prefill instances", null, false,
+                    false);
+        }
+    }
 
     /** Called when a prompt's last step is queued. */
     interface LastStep {
@@ -39,16 +54,27 @@ final class PrefillLoop implements AutoCloseable {
     private final Scheduler scheduler;
     private final Scheduler.Worker worker;
     private final long launchAheadNanos;
+    private final int maxQueued;
+    /** Prompts submitted whose last step is not yet formed; updated from any thread. */
+    private final AtomicInteger waiting = new AtomicInteger();
     private final ArrayDeque<Job> queue = new ArrayDeque<>();
     private long busyUntil = Long.MIN_VALUE;
     private boolean planned;
     private long steps;
 
     PrefillLoop(ServingModel model, SimulatedXgmiEngine engine, Scheduler scheduler) {
-        this(model, engine, scheduler, DEFAULT_LAUNCH_AHEAD);
+        this(model, engine, scheduler, DEFAULT_LAUNCH_AHEAD, DEFAULT_MAX_QUEUED);
     }
 
-    PrefillLoop(ServingModel model, SimulatedXgmiEngine engine, Scheduler scheduler, Duration launchAhead) {
+    /**
+     * @throws IllegalArgumentException if {@code maxQueued} is not positive
+     */
+    PrefillLoop(ServingModel model, SimulatedXgmiEngine engine, Scheduler scheduler, Duration launchAhead,
+            int maxQueued) {
+        if (maxQueued < 1) {
+            throw new IllegalArgumentException("the prefill queue must hold at least 1 prompt, got " + maxQueued);
+        }
+        this.maxQueued = maxQueued;
         this.model = model;
         this.engine = engine;
         this.scheduler = scheduler;
@@ -60,8 +86,14 @@ final class PrefillLoop implements AutoCloseable {
      * Queues a prompt of {@code tokens} tokens.
      *
      * @return a {@code Mono} that completes when the prompt's last prefill step ends
+     * @throws QueueFullException at once, queueing nothing, if {@code maxQueued} prompts already wait for
+     *     their last step
      */
     Mono<Void> submit(int tokens, LastStep onLastStep) {
+        if (waiting.incrementAndGet() > maxQueued) {
+            waiting.decrementAndGet();
+            throw new QueueFullException(maxQueued);
+        }
         Sinks.Empty<Void> done = Sinks.empty();
         worker.schedule(() -> {
             queue.add(new Job(tokens, onLastStep, done));
@@ -98,6 +130,7 @@ final class PrefillLoop implements AutoCloseable {
             batch += take;
             if (job.remaining == 0) {
                 finishing.add(queue.poll());
+                waiting.decrementAndGet();
             }
         }
         if (batch == 0) {

@@ -46,11 +46,15 @@ import reactor.netty.http.server.HttpServerResponse;
  * {@code remote_blocks}) go through the {@link WritePipeline} on the simulated xGMI engine. The HTTP
  * answer (one token) comes when prefill ends; the WRITE's outcome goes to decode's notify address as
  * {@code write_done}, or as {@code write_failed} when the {@link Policy} sends failure notices.
- * {@code GET /metrics} gives the write counters and the notify channel's.
+ * A completion that finds {@link #DEFAULT_MAX_QUEUED_PROMPTS} (or the configured number of) prompts already
+ * waiting for a prefill step is refused at once with 503. {@code GET /metrics} gives the write counters
+ * and the notify channel's.
  */
 public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
     private static final int BLOCK_CAPACITY = 1 << 16;
+    /** How many prompts may wait for a prefill step by default before requests are refused with 503. */
+    public static final int DEFAULT_MAX_QUEUED_PROMPTS = PrefillLoop.DEFAULT_MAX_QUEUED;
     /** How long a write waits for decode's block list, as vLLM's {@code defer_timeout}. */
     private static final Duration DEFER_TIMEOUT = Duration.ofSeconds(60);
 
@@ -77,10 +81,13 @@ public final class PrefillServer implements AutoCloseable {
     }
 
     /**
-     * Starts a prefill instance writing through {@code engine}.
+     * Starts a prefill instance writing through {@code engine}. Blocks the calling thread until its ports are
+     * bound (up to about 10 s), so it must not be called on a Reactor non-blocking thread (a Netty event loop,
+     * {@code Schedulers.parallel()}); from a reactive chain, call it on {@code Schedulers.boundedElastic()}.
      *
      * @param notifyWithin how long a write's outcome is retried towards decode before it counts as undeliverable
-     * @throws IllegalStateException if a port cannot be bound
+     * @throws IllegalStateException if a port cannot be bound, or at once, with nothing bound, if called on a
+     *     non-blocking thread
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin) {
@@ -100,10 +107,30 @@ public final class PrefillServer implements AutoCloseable {
     /**
      * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, Duration, Duration, NotifyAuth)},
      * with the whole {@code transfer} configuration (timeout, slice, fail mode, requests in flight, event
-     * poll and timeout) applied to the policy's WRITE pipeline ({@link Policy#writePipeline}).
+     * poll and timeout) applied to the policy's WRITE pipeline ({@link Policy#writePipeline}). Blocks as that
+     * does: not on a non-blocking thread.
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth) {
+        return start(where, model, policy, engine, transfer, notifyWithin, auth, DEFAULT_MAX_QUEUED_PROMPTS);
+    }
+
+    /**
+     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, KvfluxConfig.Transfer, Duration,
+     * NotifyAuth)}, letting at most {@code maxQueuedPrompts} prompts wait for a prefill step: a completion
+     * beyond that is refused at once with 503 ({@code "type": "overloaded"}, {@code "code":
+     * "prefill_queue_full"}) and counted ({@link PrefillStats#refusedQueueFull()}). Blocks as that does: not
+     * on a non-blocking thread.
+     *
+     * @throws IllegalArgumentException if {@code maxQueuedPrompts} is not positive
+     */
+    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
+            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
+            int maxQueuedPrompts) {
+        Blocking.requireBlockingAllowed("PrefillServer.start");
+        if (maxQueuedPrompts < 1) {
+            throw new IllegalArgumentException("maxQueuedPrompts must be at least 1, got " + maxQueuedPrompts);
+        }
         Objects.requireNonNull(transfer, "transfer");
         Duration transferTimeout = transfer.timeout();
         Objects.requireNonNull(where, "where");
@@ -116,7 +143,8 @@ public final class PrefillServer implements AutoCloseable {
                 .metrics(metrics).auth(auth).handler(board).bind().block(Duration.ofSeconds(10));
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Scheduler loopScheduler = Schedulers.newSingle("kvflux-prefill");
-        PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler);
+        PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
+                maxQueuedPrompts);
         try {
             KvCache cache = new KvCache(model, BLOCK_CAPACITY);
             MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
@@ -158,7 +186,8 @@ public final class PrefillServer implements AutoCloseable {
         ObjectNode json = HttpJson.MAPPER.createObjectNode();
         json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
                 .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
-                .put("failures_not_notified", stats.failuresNotNotified());
+                .put("failures_not_notified", stats.failuresNotNotified())
+                .put("refused_queue_full", stats.refusedQueueFull());
         json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
         return json;
     }
@@ -216,10 +245,16 @@ public final class PrefillServer implements AutoCloseable {
                     return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
                             "invalid_request_error", "bad_request", e.getMessage()));
                 }
+                Mono<Void> prefilled;
+                try {
+                    prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(parsed, startsIn, length));
+                } catch (PrefillLoop.QueueFullException e) {
+                    stats.refusedQueueFull.increment();
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                            "prefill_queue_full", e.getMessage()));
+                }
                 stats.requests.increment();
-                return loop.submit(parsed.promptTokens(),
-                                (startsIn, length) -> startWrite(parsed, startsIn, length))
-                        .then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                return prefilled.then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
                                 firstToken(parsed)))));
             });
         }

@@ -9,8 +9,9 @@ public final class PrefillStats {
     final LongAdder writesFailed = new LongAdder();
     final LongAdder failedWaitsInProgress = new LongAdder();
     final LongAdder failuresNotNotified = new LongAdder();
+    final LongAdder refusedQueueFull = new LongAdder();
 
-    /** Completion requests accepted. */
+    /** Completion requests accepted (queued for prefill). */
     public long requests() {
         return requests.sum();
     }
@@ -28,6 +29,11 @@ public final class PrefillStats {
     /** Completion waits that failed with IN_PROGRESS: statuses still in flight at the transfer timeout. */
     public long failedWaitsInProgress() {
         return failedWaitsInProgress.sum();
+    }
+
+    /** Completion requests refused with 503 because the prefill queue was full. */
+    public long refusedQueueFull() {
+        return refusedQueueFull.sum();
     }
 
     /** Failed writes that decode was not told of (policies without failure notices). */

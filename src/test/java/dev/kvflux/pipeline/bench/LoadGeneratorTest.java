@@ -3,6 +3,11 @@ package dev.kvflux.pipeline.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.Instance;
+import dev.kvflux.pipeline.proxy.InstanceRegistry;
+import dev.kvflux.pipeline.proxy.ProxyServer;
+import dev.kvflux.pipeline.proxy.Role;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
@@ -45,6 +50,38 @@ class LoadGeneratorTest {
         } finally {
             server.disposeNow();
         }
+    }
+
+    @Test
+    void requestsTheProxyRefusesAsOverloadedAreCountedFailedAndEveryRequestIsCounted() {
+        DisposableServer prefill = holding();
+        DisposableServer decode = holding();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(new Instance(Role.PREFILL, new InetSocketAddress("127.0.0.1", prefill.port()),
+                new InetSocketAddress("127.0.0.1", 7001)));
+        registry.ping(new Instance(Role.DECODE, new InetSocketAddress("127.0.0.1", decode.port()),
+                new InetSocketAddress("127.0.0.1", 7002)));
+        // one connection to each instance and two requests waiting for it: of six at once, three or more are refused
+        try (ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, -1, registry, Duration.ofMinutes(1), 1)) {
+            String url = "http://127.0.0.1:" + proxy.address().getPort();
+            LoadResult result = new LoadGenerator(url, 6, 6, 8, 2, Duration.ofMillis(400)).run(progress -> { });
+
+            assertThat(result.completed() + result.failed() + result.neverFinished()).isEqualTo(6);
+            assertThat(result.completed()).isZero();
+            assertThat(result.failed()).isGreaterThanOrEqualTo(3);
+            assertThat(result.neverFinished()).as("the first request holds its connections").isPositive();
+            assertThat(result.sampleErrors(5)).isNotEmpty()
+                    .allSatisfy(error -> assertThat(error).startsWith("503 ").contains("overloaded"));
+        } finally {
+            prefill.disposeNow();
+            decode.disposeNow();
+        }
+    }
+
+    /** An instance that takes completions and never answers. */
+    private static DisposableServer holding() {
+        return HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never())).bindNow();
     }
 
     @Test

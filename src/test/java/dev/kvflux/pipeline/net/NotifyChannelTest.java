@@ -100,6 +100,40 @@ class NotifyChannelTest {
         assertThat(metrics.oversizedFrames()).isEqualTo(1);
     }
 
+    @Test
+    void failingHandlerIsLoggedAtErrorOnceAndCountedEachTime() {
+        var logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(NotifyServer.class);
+        var appender = new ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent>();
+        appender.start();
+        logger.addAppender(appender);
+        try {
+            NotifyServer server = NotifyServer.builder().port(0).handler(message -> {
+                throw new IllegalStateException("handler broke on " + message.transferId());
+            }).bind().block(WAIT);
+            open.add(server);
+            NotifyClient client = client();
+            for (int i = 0; i < 3; i++) {
+                assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-" + i), WAIT).block(WAIT))
+                        .as("a message whose handler throws is still acknowledged").isTrue();
+            }
+
+            assertThat(server.metrics().handlerFailures()).isEqualTo(3);
+            assertThat(appender.list).filteredOn(e -> e.getLevel() == ch.qos.logback.classic.Level.ERROR)
+                    .singleElement().satisfies(e -> assertThat(e.getFormattedMessage()).contains("t-0")
+                            .contains("handler_failures"));
+            assertThat(client.metrics().connectionsOpened()).as("the connection stays open").isEqualTo(1);
+        } finally {
+            logger.detachAppender(appender);
+        }
+    }
+
+    @Test
+    void decodeRankOutsideIntRangeClosesOnlyItsConnection() throws Exception {
+        NotifyMetrics metrics = sendBadFrameBesideAGoodConnection(frame(NotifyCodecTest.remoteBlocksWithRank(1L << 32)));
+        assertThat(metrics.malformedFrames()).isEqualTo(1);
+        assertThat(metrics.received()).as("only the good connection's two messages were handed on").isEqualTo(2);
+    }
+
     /**
      * Opens a good connection, sends {@code raw} on a second one and checks that the server closed the
      * second, while the first still delivers without being reopened; returns the server's metrics.

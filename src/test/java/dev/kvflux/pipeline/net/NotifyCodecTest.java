@@ -77,4 +77,40 @@ class NotifyCodecTest {
                     .isInstanceOf(MalformedFrameException.class).hasMessageContaining("not a failure");
         }
     }
+
+    @Test
+    void decodeRankAboveIntRangeIsMalformedAndNamed() throws Exception {
+        assertThatThrownBy(() -> NotifyCodec.decode(remoteBlocksWithRank(1L << 32 | 1)))
+                .isInstanceOf(MalformedFrameException.class).hasMessageContaining("decode_rank")
+                .hasMessageContaining(Long.toString(1L << 32 | 1));
+    }
+
+    @Test
+    void negativeDecodeRankIsMalformedAndNamed() throws Exception {
+        assertThatThrownBy(() -> NotifyCodec.decode(remoteBlocksWithRank(-1)))
+                .isInstanceOf(MalformedFrameException.class).hasMessageContaining("decode_rank")
+                .hasMessageContaining("-1");
+    }
+
+    @Test
+    void writeFailedCodeAboveIntRangeIsMalformedNotWrapped() throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(4).packString("type").packString("write_failed")
+                    .packString("transfer_id").packString("t-9").packString("code").packLong((1L << 32) + 13)
+                    .packString("reason").packString("?");
+            assertThatThrownBy(() -> NotifyCodec.decode(packer.toByteArray()))
+                    .isInstanceOf(MalformedFrameException.class).hasMessageContaining("'code'");
+        }
+    }
+
+    /** A remote_blocks payload with {@code rank} as its decode_rank, which may be out of int range. */
+    static byte[] remoteBlocksWithRank(long rank) throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(5).packString("type").packString("remote_blocks")
+                    .packString("req_id").packString("req-1").packString("transfer_id").packString("t-1")
+                    .packString("block_notify_list").packArrayHeader(1).packLong(3)
+                    .packString("decode_rank").packLong(rank);
+            return packer.toByteArray();
+        }
+    }
 }

@@ -110,6 +110,31 @@ class ProxyServerTest {
     }
 
     @Test
+    void requestBeyondTheConnectionsAndPendingBoundIsRefusedAtOnceWith503() {
+        prefill = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never())).bindNow();
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never())).bindNow();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefill, 7001));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        // one connection to each instance and 2 requests waiting for it: the fourth request is refused
+        proxy = ProxyServer.start("127.0.0.1", 0, -1, registry, Duration.ofMinutes(1), 1);
+        String uri = "http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions";
+        HttpClient client = HttpClient.create();
+
+        String first = Flux.range(0, 4)
+                .flatMap(i -> client.post().uri(uri)
+                        .send(Mono.just(Unpooled.wrappedBuffer("{\"prompt\": \"a\"}".getBytes(StandardCharsets.UTF_8))))
+                        .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                                .map(text -> res.status().code() + " " + text)))
+                .blockFirst(WAIT);
+
+        assertThat(first).startsWith("503 ").contains("proxy_overloaded").contains("overloaded")
+                .contains("lower the client's concurrency");
+    }
+
+    @Test
     void decodeThatNeverAnswersGets504AtTheUpstreamTimeout() {
         prefill = recording(toPrefill, Flux.just("{\"choices\":[]}"));
         decode = HttpServer.create().host("127.0.0.1").port(0)

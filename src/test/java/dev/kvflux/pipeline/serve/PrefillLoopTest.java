@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.serve;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import java.time.Duration;
@@ -38,6 +39,30 @@ class PrefillLoopTest {
                     "b", List.of(Duration.ofMillis(5), Duration.ofMillis(100)),
                     "c", List.of(Duration.ofMillis(5), Duration.ofMillis(10))));
             assertThat(loop.steps()).isEqualTo(4);
+        }
+    }
+
+    @Test
+    void promptsBeyondTheQueueBoundAreRefusedAtOnceAndAdmittedAgainOnceItDrains() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        ServingModel model = new ServingModel("test", 1000, 100, 2, Duration.ofMillis(1), 16, 8);
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
+             PrefillLoop loop = new PrefillLoop(model, engine, clock, PrefillLoop.DEFAULT_LAUNCH_AHEAD, 2)) {
+            List<String> done = new java.util.concurrent.CopyOnWriteArrayList<>();
+            // a fills the first step at once and leaves the queue; b and c wait for the next steps
+            for (String name : List.of("a", "b", "c")) {
+                loop.submit(100, (startsIn, length) -> { }).subscribe(null, null, () -> done.add(name));
+            }
+
+            assertThatThrownBy(() -> loop.submit(100, (startsIn, length) -> { }))
+                    .isInstanceOf(PrefillLoop.QueueFullException.class)
+                    .hasMessageContaining("overloaded").hasMessageContaining("2 prompts");
+
+            clock.advanceTimeBy(Duration.ofSeconds(1));
+            assertThat(done).as("the refused prompt was never queued").containsExactly("a", "b", "c");
+            loop.submit(100, (startsIn, length) -> { }).subscribe(null, null, () -> done.add("e"));
+            clock.advanceTimeBy(Duration.ofSeconds(1));
+            assertThat(done).containsExactly("a", "b", "c", "e");
         }
     }
 }

@@ -1,13 +1,18 @@
 package dev.kvflux.pipeline.serve;
 
 import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import reactor.core.Disposable;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /** Prefill's start-up. */
 class PrefillServerTest {
@@ -28,4 +33,51 @@ class PrefillServerTest {
         assertThatCode(() -> new ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
                 .as("the notify port is free again").doesNotThrowAnyException();
     }
+
+    @Test
+    void startOnANonBlockingThreadFailsFastWithoutBindingTheNotifyPort() throws IOException {
+        int notifyPort = freePort();
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create()) {
+            assertThatThrownBy(() -> Mono.fromCallable(() -> PrefillServer.start(
+                            new RoleAddresses("127.0.0.1", 0, notifyPort), ServingModel.DEEPSEEK_V2_LITE_MI355X,
+                            Policy.KVFLUX, engine, Duration.ofSeconds(1), Duration.ofSeconds(1)))
+                    .subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("PrefillServer.start").hasMessageContaining("boundedElastic");
+        }
+
+        assertThatCode(() -> new ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
+                .as("nothing was bound").doesNotThrowAnyException();
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket probe = new ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
+    @Test
+    void completionBeyondTheQueueBoundIsRefusedWith503AndCounted() throws Exception {
+        // 4 tokens per step at 10 tokens/s: the first 100-token prompt waits for its last step for 10 s
+        ServingModel slow = new ServingModel("slow", 10, 4, 2, Duration.ofMillis(5), 16, 64);
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), slow, Policy.KVFLUX, engine,
+                     KvfluxConfig.defaults().transfer(), Duration.ofSeconds(1), null, 1)) {
+            String body = "{\"prompt\": \"" + "w ".repeat(100).trim() + "\", \"kv_transfer_params\": {"
+                    + "\"transfer_id\": \"t-%s\", \"remote_notify\": \"127.0.0.1:9\"}}";
+            Disposable first = Completions.post(prefill.httpAddress(), body.formatted(1)).subscribe();
+            for (int i = 0; i < 500 && prefill.stats().requests() == 0; i++) {
+                Thread.sleep(10);
+            }
+
+            String second = Completions.post(prefill.httpAddress(), body.formatted(2)).block(Duration.ofSeconds(5));
+
+            first.dispose();
+            assertThat(second).startsWith("503 ").contains("prefill_queue_full").contains("overloaded")
+                    .contains("lower the request rate or concurrency");
+            assertThat(prefill.stats().refusedQueueFull()).isEqualTo(1);
+            assertThat(prefill.stats().requests()).isEqualTo(1);
+        }
+    }
+
 }
