@@ -36,7 +36,8 @@ import reactor.netty.resources.ConnectionProvider;
  *       {@code kv_transfer_params} naming the other's notify address, and streams decode's answer back
  *       (status, content type and body as decode sent them). Prefill's answer is dropped, unless it is
  *       an error or prefill cannot be reached: then decode's request is cancelled and the client gets
- *       502 at once, since the KV will never come.
+ *       502 at once, since the KV will never come (503 when prefill refused it as overloaded, so the client
+ *       knows a retry may succeed).
  *       503 when no instance of a role is live; 400 for a body that is not a JSON object; 503
  *       ({@code proxy_overloaded}) at once when {@link #DEFAULT_MAX_CONNECTIONS} requests are open to an
  *       instance and {@link #PENDING_PER_CONNECTION} times as many already wait for a connection to it.</li>
@@ -173,8 +174,16 @@ public final class ProxyServer implements AutoCloseable {
 
     /** Prefill could not be reached or answered with an error, so the request's KV will never come. */
     private static final class PrefillFailedException extends RuntimeException {
+        private final boolean overloaded;
+
         PrefillFailedException(Instance prefill, String what) {
-            super("prefill instance " + prefill.baseUrl() + " failed: " + what, null, false, false);
+            this(prefill, what, false);
+        }
+
+        PrefillFailedException(Instance prefill, String what, boolean overloaded) {
+            super("prefill instance " + prefill.baseUrl() + (overloaded ? " is overloaded: " : " failed: ") + what,
+                    null, false, false);
+            this.overloaded = overloaded;
         }
     }
 
@@ -225,7 +234,8 @@ public final class ProxyServer implements AutoCloseable {
                             .flatMap(text -> status.status().code() == 200
                                     ? Mono.<Void>never()
                                     : Mono.<Void>error(new PrefillFailedException(prefill.get(),
-                                            status.status().code() + " " + text))))
+                                            status.status().code() + " " + text,
+                                            status.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code()))))
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill.get()))
                     .onErrorMap(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
                             e -> new PrefillFailedException(prefill.get(), e.toString()));
@@ -253,6 +263,11 @@ public final class ProxyServer implements AutoCloseable {
                         if (error instanceof OverloadedException) {
                             return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
                                     "overloaded", "proxy_overloaded", error.getMessage()));
+                        }
+                        if (error instanceof PrefillFailedException failed && failed.overloaded) {
+                            return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
+                                    "overloaded", "prefill_overloaded", error.getMessage()
+                                            + "; retry later, or lower the client's concurrency"));
                         }
                         if (error instanceof PrefillFailedException) {
                             return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",

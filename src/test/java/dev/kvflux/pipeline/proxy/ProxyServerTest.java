@@ -110,6 +110,28 @@ class ProxyServerTest {
     }
 
     @Test
+    void prefillRefusingAsOverloadedReachesTheClientAs503() throws Exception {
+        java.util.concurrent.CountDownLatch decodeCancelled = new java.util.concurrent.CountDownLatch(1);
+        prefill = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> res.status(503)
+                        .sendString(Mono.just("{\"error\":{\"code\":\"prefill_queue_full\"}}")).then()))
+                .bindNow();
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()
+                        .doOnCancel(decodeCancelled::countDown).then()))
+                .bindNow();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefill, 7001));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(answer).startsWith("503 ").contains("prefill_overloaded").contains("prefill_queue_full");
+        assertThat(decodeCancelled.await(5, TimeUnit.SECONDS)).as("decode's request is cancelled").isTrue();
+    }
+
+    @Test
     void requestBeyondTheConnectionsAndPendingBoundIsRefusedAtOnceWith503() {
         prefill = HttpServer.create().host("127.0.0.1").port(0)
                 .route(r -> r.post("/v1/completions", (req, res) -> Mono.never())).bindNow();
