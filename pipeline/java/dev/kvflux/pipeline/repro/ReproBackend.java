@@ -17,4 +17,13 @@ public interface ReproBackend {
 
     /** Sets up the engine and both buffers for requests of geometry {@code g}. */
     ReproTarget open(ReproGeometry g);
+
+    /**
+     * Sets up for a run with {@code settings}, which {@link ReproRun} passes: a backend that blocks on
+     * its own (a GPU it waits for) overrides this to bound those blocks by the run's transfer timeout.
+     * By default {@link #open(ReproGeometry)}.
+     */
+    default ReproTarget open(ReproGeometry g, ReproSettings settings) {
+        return open(g);
+    }
 }
