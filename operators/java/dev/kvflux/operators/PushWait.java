@@ -21,15 +21,21 @@ import reactor.core.scheduler.Schedulers;
  *
  * <h2>What {@link #await} emits</h2>
  * <ul>
- *   <li>All statuses SUCCESS: completes on the thread that delivered the last one (the backend's
- *       notification thread, or the subscriber's if all were already done).</li>
+ *   <li>All statuses SUCCESS: completes once the last one is pushed.</li>
  *   <li>A status fails: errors at once with a {@link TransferException} carrying its code and message
  *       (fail-fast: the first failure to arrive wins).</li>
  *   <li>Still in flight at {@code transferTimeout}: one last query of every status, then the seed's
  *       timeout error, unless that query finds them all done or one failed.</li>
  * </ul>
- * The timeout runs on the wait's {@link Scheduler} ({@link Schedulers#parallel()} unless set, looked up at
- * subscription). Cancelling cancels every per-status subscription.
+ *
+ * <h2>On which thread</h2>
+ * Every signal that does not happen during subscription arrives on the wait's {@link Scheduler}
+ * ({@link Schedulers#parallel()} unless set, looked up at subscription): a push is handed from the
+ * backend's notification thread to one of the scheduler's workers (one task hand-off, microseconds), and
+ * the timeout and the polling of statuses that do not push run there too. So whatever the subscriber does
+ * downstream never holds the backend's notification thread, which on GPUs is one thread shared by every
+ * push of the process. Statuses all done (or one failed) at subscription signal at once, on the
+ * subscriber's thread. Cancelling cancels every per-status subscription.
  */
 public final class PushWait implements WaitStrategy {
     private final Duration transferTimeout;
@@ -52,7 +58,7 @@ public final class PushWait implements WaitStrategy {
         return new PushWait(transferTimeout, CompletionWait.DEFAULT_SLICE, null);
     }
 
-    /** This wait with its timeout (and the polling of statuses that do not push) on {@code scheduler}. */
+    /** This wait with its signals, its timeout and the polling of statuses that do not push on {@code scheduler}. */
     public PushWait scheduler(Scheduler scheduler) {
         return new PushWait(transferTimeout, slice, Objects.requireNonNull(scheduler, "scheduler"));
     }
@@ -81,8 +87,9 @@ public final class PushWait implements WaitStrategy {
                 if (now.isTerminal()) {
                     terminals.add(Mono.just(now));
                 } else {
+                    // publishOn: the push arrives on the backend's notification thread; hand it over at once.
                     terminals.add(status instanceof PushedStatus pushed
-                            ? pushed.pushed()
+                            ? pushed.pushed().publishOn(on)
                             : Signals.terminal(status, slice, on));
                 }
             }

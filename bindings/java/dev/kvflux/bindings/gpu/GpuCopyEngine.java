@@ -437,7 +437,7 @@ public final class GpuCopyEngine implements TransferEngine {
                     done = null;
                     slot = null;
                     if (options.push()) {
-                        stream.launchHostFunction(status::onPushed);
+                        status.pushedBy(HostFunctions.launch(runtime, stream, status::onPushed));
                     }
                 }
             } catch (RuntimeException failed) {

@@ -52,7 +52,9 @@ public final class GpuStream implements AutoCloseable {
     /**
      * Queues {@code callback} to run once all earlier work on this stream is done. The runtime's own
      * thread only hands it over: {@code callback} runs on kvflux's host-function thread, where it may
-     * call the runtime (the runtime forbids that inside a host function itself).
+     * call the runtime (the runtime forbids that inside a host function itself). That one thread serves
+     * every stream of the process, so {@code callback} must be short. If the stream closes before the
+     * host function runs (a device fault can stop it for good), {@code callback} is dropped, never run.
      */
     public void launchHostFunction(Runnable callback) {
         HostFunctions.launch(runtime, this, callback);
@@ -63,10 +65,15 @@ public final class GpuStream implements AutoCloseable {
         runtime.check(runtime.calls().streamSynchronize(handle), "StreamSynchronize");
     }
 
+    /** Destroys the stream and drops the callbacks of its host functions that have not run. */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            runtime.check(runtime.calls().streamDestroy(handle), "StreamDestroy");
+            try {
+                runtime.check(runtime.calls().streamDestroy(handle), "StreamDestroy");
+            } finally {
+                HostFunctions.forget(this);
+            }
         }
     }
 }

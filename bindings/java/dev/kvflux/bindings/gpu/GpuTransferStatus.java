@@ -22,6 +22,7 @@ final class GpuTransferStatus implements PushedStatus, MoriWaitAll.Blocking {
     private LayerEvent event;
     private Consumer<LayerEvent> release;
     private Runnable blockingWait;
+    private long hostFunction;
     private volatile StatusCode code = StatusCode.INIT;
     private volatile String message = "";
 
@@ -39,6 +40,18 @@ final class GpuTransferStatus implements PushedStatus, MoriWaitAll.Blocking {
         this.release = release;
         this.blockingWait = blockingWait;
         code = StatusCode.IN_PROGRESS;
+    }
+
+    /**
+     * Ties the host function with {@code key} (see {@link HostFunctions}) to this status: once the status
+     * is settled, by that host function or otherwise, the callback is no longer kept.
+     */
+    synchronized void pushedBy(long key) {
+        if (code.isTerminal()) {
+            HostFunctions.cancel(key);
+        } else {
+            hostFunction = key;
+        }
     }
 
     /** Fails the status (posting failed, or its work did). Failure is sticky, as in MoRI. */
@@ -124,6 +137,10 @@ final class GpuTransferStatus implements PushedStatus, MoriWaitAll.Blocking {
     private void finish(StatusCode terminal, String why) {
         message = why == null ? "" : why;
         code = terminal;
+        if (hostFunction != 0) {
+            HostFunctions.cancel(hostFunction);
+            hostFunction = 0;
+        }
         if (event != null) {
             LayerEvent done = event;
             event = null;

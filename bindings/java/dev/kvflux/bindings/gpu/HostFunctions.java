@@ -15,9 +15,30 @@ import java.util.concurrent.atomic.AtomicLong;
  * Host functions on streams, through one FFM upcall stub for the whole process. The stream's runtime
  * thread calls the stub with a key; the stub only looks the callback up and hands it to a dedicated
  * daemon thread, because a host function must neither call the runtime nor hold its stream long.
+ *
+ * <h2>The dispatch thread</h2>
+ * Every callback of the process runs on the one thread {@code kvflux-gpu-host-functions}, in the order
+ * their host functions ran, so a callback must be short: it settles a status or completes a sink, and
+ * whoever waits on that hands the signal to its own scheduler (as {@code PushWait} does) rather than
+ * working on this thread.
+ *
+ * <h2>How long a callback is kept</h2>
+ * A callback waits in a table until its host function runs. A host function may never run (a device
+ * fault that stops the stream, a stream destroyed with work still queued), so an entry also leaves the
+ * table, without running, when
+ * <ul>
+ *   <li>its owner cancels it ({@link #cancel}): a batch status does so once it is settled some other way,
+ *       by a query that found its event done or failed, or by a failure;</li>
+ *   <li>its stream closes ({@link #forget}): what has not run by then is dropped, and the status it would
+ *       have pushed is settled by a query, as a polled status is.</li>
+ * </ul>
+ * So the table holds at most the host functions of open streams whose statuses are still in flight.
  */
 final class HostFunctions {
-    private static final Map<Long, Runnable> PENDING = new ConcurrentHashMap<>();
+    private record Pending(Object stream, Runnable callback) {
+    }
+
+    private static final Map<Long, Pending> PENDING = new ConcurrentHashMap<>();
     private static final AtomicLong KEYS = new AtomicLong(1);
     private static final ExecutorService DISPATCH = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "kvflux-gpu-host-functions");
@@ -29,13 +50,44 @@ final class HostFunctions {
     private HostFunctions() {
     }
 
-    static void launch(GpuRuntime runtime, GpuStream stream, Runnable callback) {
-        long key = KEYS.getAndIncrement();
-        PENDING.put(key, callback);
+    /**
+     * Queues {@code callback} behind the work on {@code stream}.
+     *
+     * @return the key that {@link #cancel} takes
+     * @throws GpuException if the runtime refuses the host function (nothing is kept then)
+     */
+    static long launch(GpuRuntime runtime, GpuStream stream, Runnable callback) {
+        long key = register(stream, callback);
         int code = runtime.calls().launchHostFunc(stream.handle(), STUB, key);
         if (code != RuntimeCalls.SUCCESS) {
-            PENDING.remove(key);
+            cancel(key);
             throw runtime.failure(code, "LaunchHostFunc");
+        }
+        return key;
+    }
+
+    /** Keeps {@code callback} for the host function with the returned key, on behalf of {@code stream}. */
+    static long register(Object stream, Runnable callback) {
+        long key = KEYS.getAndIncrement();
+        PENDING.put(key, new Pending(stream, callback));
+        return key;
+    }
+
+    /** Drops the callback with {@code key} unless it has run already; its host function then does nothing. */
+    static void cancel(long key) {
+        PENDING.remove(key);
+    }
+
+    /** Drops every callback of {@code stream} that has not run: the stream is closing. */
+    static void forget(Object stream) {
+        PENDING.values().removeIf(p -> p.stream() == stream);
+    }
+
+    /** What the host function with {@code key} does: hands its callback, if still kept, to the dispatch thread. */
+    static void dispatch(long key) {
+        Pending pending = PENDING.remove(key);
+        if (pending != null) {
+            DISPATCH.execute(pending.callback());
         }
     }
 
@@ -43,10 +95,7 @@ final class HostFunctions {
     @SuppressWarnings("unused")
     private static void onHostFunction(MemorySegment userData) {
         try {
-            Runnable callback = PENDING.remove(userData.address());
-            if (callback != null) {
-                DISPATCH.execute(callback);
-            }
+            dispatch(userData.address());
         } catch (Throwable ignored) {
             // Nothing may unwind into the runtime's thread; a lost callback leaves its status to polling.
         }

@@ -39,13 +39,32 @@ public final class Durations {
         return Duration.ofNanos(nanos.longValue());
     }
 
-    /** {@code 30s}, {@code 10ms}, {@code 12.5us}: the shortest exact form. */
+    /**
+     * The duration in the largest unit that states it exactly, in a form {@link #parse} reads back to the
+     * same duration: {@code 25h}, {@code 2m}, {@code 90s}, {@code 500ms}, {@code 12.5us}, {@code 40ns};
+     * zero is {@code 0s}. One unit only, never {@code 1m30s}, since the parser reads one number and one
+     * unit. A negative duration gets a leading {@code -} (which the parser does not accept).
+     */
     public static String format(Duration d) {
-        long nanos = d.toNanos();
-        if (nanos != 0 && nanos % 1_000_000_000L == 0) {
-            return nanos / 1_000_000_000L + "s";
+        if (d.isNegative()) {
+            return "-" + format(d.negated());
         }
-        if (nanos != 0 && nanos % 1_000_000L == 0) {
+        long seconds = d.getSeconds();
+        int nano = d.getNano();
+        if (nano == 0) {
+            if (seconds != 0 && seconds % 3600 == 0) {
+                return seconds / 3600 + "h";
+            }
+            if (seconds != 0 && seconds % 60 == 0) {
+                return seconds / 60 + "m";
+            }
+            return seconds + "s";
+        }
+        if (seconds >= Long.MAX_VALUE / 1_000_000_000L) {
+            return BigDecimal.valueOf(seconds).add(BigDecimal.valueOf(nano, 9)).stripTrailingZeros().toPlainString() + "s";
+        }
+        long nanos = d.toNanos();
+        if (nanos % 1_000_000L == 0) {
             return nanos / 1_000_000L + "ms";
         }
         if (nanos >= 1_000) {

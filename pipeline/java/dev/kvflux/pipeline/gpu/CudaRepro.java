@@ -134,7 +134,7 @@ public final class CudaRepro {
         List<Figures> all;
         int decodeExit;
         try (PrefillPair pair = PrefillPair.open(runtime, layout, options.pGpu, options.dGpu, options.forwardBytes,
-                options.engineConfig(), out)) {
+                options.engineConfig(), options.timeout, out)) {
             all = run(pair);
             pair.close();
             decodeExit = pair.decodeExitCode();

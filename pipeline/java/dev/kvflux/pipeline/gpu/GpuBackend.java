@@ -13,10 +13,12 @@ import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.pipeline.config.KvfluxConfig;
 import dev.kvflux.pipeline.repro.ReproBackend;
 import dev.kvflux.pipeline.repro.ReproGeometry;
+import dev.kvflux.pipeline.repro.ReproSettings;
 import dev.kvflux.pipeline.repro.ReproTarget;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -38,9 +40,11 @@ import java.util.Map;
  */
 public final class GpuBackend implements ReproBackend {
     private final GpuPlatform platform;
+    private final KvfluxConfig config;
 
     public GpuBackend(GpuPlatform platform, KvfluxConfig config) {
         this.platform = platform;
+        this.config = config;
     }
 
     @Override
@@ -48,8 +52,19 @@ public final class GpuBackend implements ReproBackend {
         return platform.prefix();
     }
 
+    /** Opens with the configuration's transfer timeout ({@code transfer.timeout}). */
     @Override
     public ReproTarget open(ReproGeometry g) {
+        return open(g, config.transfer().timeout());
+    }
+
+    /** Opens with the run's transfer timeout, which bounds how long a request's copies may take. */
+    @Override
+    public ReproTarget open(ReproGeometry g, ReproSettings settings) {
+        return open(g, settings.transferTimeout());
+    }
+
+    private ReproTarget open(ReproGeometry g, Duration transferTimeout) {
         String library = System.getProperty(GpuRuntime.LIBRARY_PROPERTY);
         GpuRuntime runtime = library != null ? GpuRuntime.load(platform, Path.of(library)) : GpuRuntime.load(platform);
         int prefill = Integer.getInteger("kvflux.gpu.prefill-device", 0);
@@ -64,7 +79,7 @@ public final class GpuBackend implements ReproBackend {
             return new Target(PrefillPair.open(runtime, g, prefill, decode,
                     Long.getLong("kvflux.gpu.forward-bytes", 0L), GpuCopyEngine.Config.DEFAULT
                             .withScatterGatherThreshold(Integer.getInteger("kvflux.gpu.scatter-gather-threshold",
-                                    GpuCopyEngine.Config.SCATTER_GATHER_OFF)), System.err), g);
+                                    GpuCopyEngine.Config.SCATTER_GATHER_OFF)), transferTimeout, System.err), g);
         } catch (IOException e) {
             throw new UncheckedIOException("could not start the decode process: " + e.getMessage(), e);
         }

@@ -1,5 +1,7 @@
 package dev.kvflux.pipeline.gpu;
 
+import dev.kvflux.bindings.EventState;
+import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.gpu.DeviceBuffer;
@@ -10,15 +12,20 @@ import dev.kvflux.bindings.gpu.GpuEvent;
 import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
+import dev.kvflux.pipeline.config.Durations;
 import dev.kvflux.pipeline.repro.ReproGeometry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
  * The prefill side of a two-process GPU pair: it starts the decode child on the decode GPU (same java,
@@ -39,6 +46,15 @@ final class PrefillPair implements AutoCloseable {
     /** How long decode may take to connect, or to answer a message, before it is taken as gone. */
     private static final int DECODE_ANSWER_MS = 120_000;
 
+    /** How long past the transfer timeout a request's copies may still run before the GPU is taken as hung. */
+    static final Duration HANG_MARGIN = Duration.ofSeconds(10);
+
+    /** Queries of a copy-end event spent spinning before the poll parks between queries. */
+    private static final int SPINS = 1000;
+
+    /** The pause between queries once spinning is over. */
+    private static final long PARK_NANOS = 100_000;
+
     private final GpuRuntime runtime;
     private final ReproGeometry layout;
     private final int gpu;
@@ -55,12 +71,16 @@ final class PrefillPair implements AutoCloseable {
     private final GpuEvent[] layerReady;
     private final GpuEvent[] copyStart;
     private final GpuEvent[] copyEnd;
+    private final Duration transferTimeout;
     private long t0;
     private boolean closed;
+    private boolean hung;
 
     private PrefillPair(GpuRuntime runtime, ReproGeometry layout, int gpu, Process child, ControlChannel channel,
-            GpuMemoryDescriptor remoteDescriptor, long forwardBytes, GpuCopyEngine.Config config) {
+            GpuMemoryDescriptor remoteDescriptor, long forwardBytes, GpuCopyEngine.Config config,
+            Duration transferTimeout) {
         this.runtime = runtime;
+        this.transferTimeout = transferTimeout;
         this.layout = layout;
         this.gpu = gpu;
         this.child = child;
@@ -94,10 +114,12 @@ final class PrefillPair implements AutoCloseable {
      *
      * @param forwardBytes bytes of scratch the compute stream writes per layer before the layer's fills (0: none)
      * @param config the prefill engine's pools and copy path
+     * @param transferTimeout the run's transfer timeout; with {@link #HANG_MARGIN} it bounds how long
+     *     {@link #finish} waits for a request's copies
      * @param log where the decode child's start is reported
      */
     static PrefillPair open(GpuRuntime runtime, ReproGeometry layout, int prefillGpu, int decodeGpu, long forwardBytes,
-            GpuCopyEngine.Config config, java.io.PrintStream log) throws IOException {
+            GpuCopyEngine.Config config, Duration transferTimeout, java.io.PrintStream log) throws IOException {
         try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             server.setSoTimeout(DECODE_ANSWER_MS);
             Process child = startDecode(runtime, layout, decodeGpu, server.getLocalPort());
@@ -109,7 +131,8 @@ final class PrefillPair implements AutoCloseable {
                 GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
                 log.printf(java.util.Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC"
                         + " handle%n", child.pid(), remote.size() / 1048576.0, remote.device());
-                return new PrefillPair(runtime, layout, prefillGpu, child, channel, remote, forwardBytes, config);
+                return new PrefillPair(runtime, layout, prefillGpu, child, channel, remote, forwardBytes, config,
+                        transferTimeout);
             } catch (IOException | RuntimeException e) {
                 if (channel != null) {
                     channel.close();
@@ -173,14 +196,30 @@ final class PrefillPair implements AutoCloseable {
     /**
      * After a request's wait (which ran from {@code waitStart} to {@code waitEnd}, host nanoseconds):
      * waits for its copies, reads the timing events, and has decode check its bytes.
+     *
+     * @throws IllegalStateException if the copies are not done by the transfer timeout plus
+     *     {@link #HANG_MARGIN} after {@code waitStart}: the GPU is taken as hung, and {@link #close} then
+     *     leaves the GPU memory to the process's exit rather than wait for the hung work
      */
     Measurement finish(long request, long waitStart, long waitEnd) {
         runtime.setDevice(gpu);
         double firstStart = Double.MAX_VALUE;
         double lastEnd = 0;
         double[] perLayer = new double[layout.layers()];
+        long deadline = waitStart + transferTimeout.toNanos() + HANG_MARGIN.toNanos();
         for (int l = 0; l < layout.layers(); l++) {
-            copyEnd[l].synchronize();
+            int layer = l;
+            try {
+                awaitReady(copyEnd[l], deadline, System::nanoTime, () -> "the copies of layer " + layer
+                        + " of request " + request + " were not done " + Durations.format(transferTimeout.plus(HANG_MARGIN))
+                        + " after the wait began (the transfer timeout " + Durations.format(transferTimeout) + " plus "
+                        + Durations.format(HANG_MARGIN) + "): the GPU looks hung; stopping the run. Check the device"
+                        + " (nvidia-smi or rocm-smi, the kernel log), or raise --transfer-timeout if copies this slow"
+                        + " are expected");
+            } catch (RuntimeException e) {
+                hung = true;
+                throw e;
+            }
             double start = copyStart[l].elapsedMillisSince(reference);
             double end = copyEnd[l].elapsedMillisSince(reference);
             perLayer[l] = end - start;
@@ -204,7 +243,11 @@ final class PrefillPair implements AutoCloseable {
         }
     }
 
-    /** Frees the GPU resources, tells decode to stop, and waits for it (a minute at most). */
+    /**
+     * Frees the GPU resources, tells decode to stop, and waits for it (a minute at most). After
+     * {@link #finish} found the GPU hung, the GPU resources are left to the process's exit (freeing device
+     * memory waits for the work queued on it, which would hang the close too) and decode is stopped at once.
+     */
     @Override
     public void close() {
         if (closed) {
@@ -212,9 +255,32 @@ final class PrefillPair implements AutoCloseable {
         }
         closed = true;
         try {
-            releaseGpu();
+            if (!hung) {
+                releaseGpu();
+            }
         } finally {
             stopDecode();
+        }
+    }
+
+    /**
+     * Polls {@code event} until it is ready: spinning for the first queries, then parking briefly between
+     * them, so a request's copies that are already done cost one query and a hung GPU costs no CPU.
+     *
+     * @param deadline the {@code clock} reading (nanoseconds) after which the event is taken as never ready
+     * @throws IllegalStateException with {@code hang}'s message once {@code clock} passes {@code deadline}
+     * @throws RuntimeException as {@link LayerEvent#query()} throws, if the event's work failed
+     */
+    static void awaitReady(LayerEvent event, long deadline, LongSupplier clock, Supplier<String> hang) {
+        for (int queries = 0; event.query() != EventState.READY; queries++) {
+            if (clock.getAsLong() - deadline >= 0) {
+                throw new IllegalStateException(hang.get());
+            }
+            if (queries < SPINS) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(PARK_NANOS);
+            }
         }
     }
 
@@ -231,6 +297,16 @@ final class PrefillPair implements AutoCloseable {
     }
 
     private void stopDecode() {
+        if (hung) {
+            // Decode's copies came from the hung GPU: it need not be heard out.
+            child.destroyForcibly();
+            try {
+                channel.close();
+            } catch (IOException ignored) {
+                // The child is gone either way.
+            }
+            return;
+        }
         try {
             channel.sendDone();
             channel.close();

@@ -7,7 +7,8 @@ package dev.kvflux.pipeline.repro;
  * <h2>Adding a backend</h2>
  * Implement this interface with a constructor taking the {@link dev.kvflux.pipeline.config.KvfluxConfig}
  * (it may ignore it), return a {@link ReproTarget} from {@link #open}, and add one line to
- * {@link ReproBackends}. If the backend cannot run here (no library, no GPU), {@link #open} throws an
+ * {@link ReproBackends} (a backend in this package) or list it from a {@link ReproBackendProvider} (a
+ * backend in a package that depends on this one, as the GPU backends do). If the backend cannot run here (no library, no GPU), {@link #open} throws an
  * exception whose message says what is missing and how to get it; the command prints it and exits 1.
  */
 public interface ReproBackend {
@@ -17,4 +18,13 @@ public interface ReproBackend {
 
     /** Sets up the engine and both buffers for requests of geometry {@code g}. */
     ReproTarget open(ReproGeometry g);
+
+    /**
+     * Sets up for a run with {@code settings}, which {@link ReproRun} passes: a backend that blocks on
+     * its own (a GPU it waits for) overrides this to bound those blocks by the run's transfer timeout.
+     * By default {@link #open(ReproGeometry)}.
+     */
+    default ReproTarget open(ReproGeometry g, ReproSettings settings) {
+        return open(g);
+    }
 }

@@ -103,7 +103,7 @@ public final class ReproRun {
                              Progress progress) {
         Objects.requireNonNull(progress, "progress");
         List<StrategyResult> results = new ArrayList<>();
-        try (ReproTarget target = backend.open(geometry)) {
+        try (ReproTarget target = backend.open(geometry, settings)) {
             for (Plan plan : plans) {
                 WaitStrategy strategy = ReproStrategies.named(plan.strategy()).factory().create(target, settings);
                 List<Wait> waits = new ArrayList<>();

@@ -1,6 +1,7 @@
 package dev.kvflux.architecture;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
@@ -25,5 +26,10 @@ class LayeringTest {
         noClasses().that().resideInAPackage("dev.kvflux.operators..")
                 .should().dependOnClassesThat().resideInAPackage("dev.kvflux.pipeline..")
                 .check(MAIN);
+    }
+
+    @Test
+    void thePipelinesPackagesAreFreeOfCycles() {
+        slices().matching("dev.kvflux.pipeline.(*)..").should().beFreeOfCycles().check(MAIN);
     }
 }

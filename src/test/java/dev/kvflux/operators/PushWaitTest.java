@@ -7,9 +7,16 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.testing.ScriptedStatus;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
@@ -104,6 +111,61 @@ class PushWaitTest {
                     .verifyComplete();
         } finally {
             VirtualTimeScheduler.reset();
+        }
+    }
+
+    @Test
+    void aPushedCompletionArrivesOnTheWaitsSchedulerNotOnThePushingThread() throws Exception {
+        Scheduler waitThreads = Schedulers.newSingle("push-wait-test");
+        ExecutorService backend = Executors.newSingleThreadExecutor(r -> new Thread(r, "backend-notifier"));
+        try {
+            Pushed a = new Pushed();
+            AtomicReference<String> completedOn = new AtomicReference<>();
+            CountDownLatch completed = new CountDownLatch(1);
+            PushWait.of(Duration.ofSeconds(30)).scheduler(waitThreads).await(List.of(a))
+                    .subscribe(null, e -> completed.countDown(), () -> {
+                        completedOn.set(Thread.currentThread().getName());
+                        completed.countDown();
+                    });
+            backend.execute(() -> a.push(StatusCode.SUCCESS));
+            assertThat(completed.await(5, TimeUnit.SECONDS)).isTrue();
+            assertThat(completedOn.get()).startsWith("push-wait-test");
+        } finally {
+            backend.shutdownNow();
+            waitThreads.dispose();
+        }
+    }
+
+    @Test
+    void aSubscribersWorkAfterOneWaitDoesNotHoldUpThePushOfAnother() throws Exception {
+        Scheduler firstThreads = Schedulers.newSingle("push-wait-first");
+        Scheduler secondThreads = Schedulers.newSingle("push-wait-second");
+        ExecutorService backend = Executors.newSingleThreadExecutor(r -> new Thread(r, "backend-notifier"));
+        try {
+            Pushed first = new Pushed();
+            Pushed second = new Pushed();
+            CountDownLatch secondDone = new CountDownLatch(1);
+            CountDownLatch firstSawSecond = new CountDownLatch(1);
+            PushWait.of(Duration.ofSeconds(30)).scheduler(firstThreads).await(List.of(first))
+                    .subscribe(null, null, () -> {
+                        // Downstream work that can only finish once the other wait's push got through.
+                        try {
+                            if (secondDone.await(5, TimeUnit.SECONDS)) {
+                                firstSawSecond.countDown();
+                            }
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    });
+            PushWait.of(Duration.ofSeconds(30)).scheduler(secondThreads).await(List.of(second))
+                    .subscribe(null, null, secondDone::countDown);
+            backend.execute(() -> first.push(StatusCode.SUCCESS));
+            backend.execute(() -> second.push(StatusCode.SUCCESS));
+            assertThat(firstSawSecond.await(5, TimeUnit.SECONDS)).isTrue();
+        } finally {
+            backend.shutdownNow();
+            firstThreads.dispose();
+            secondThreads.dispose();
         }
     }
 }

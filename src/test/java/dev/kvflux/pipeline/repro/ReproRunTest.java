@@ -95,7 +95,7 @@ class ReproRunTest {
         assertThat(cli.execute("repro", "--transfer-timeout", "25h")).isEqualTo(2);
         assertThat(cli.execute("repro", "--wait", "sliced-native", "--slice", "500us")).isEqualTo(2);
 
-        assertThat(err.toString()).contains("--transfer-timeout must be at most 24h, got 90000s")
+        assertThat(err.toString()).contains("--transfer-timeout must be at most 24h, got 25h")
                 .contains("--slice must be at least 1ms for sliced-native")
                 .doesNotContain("failed:");
     }

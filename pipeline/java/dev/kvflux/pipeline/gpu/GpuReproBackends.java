@@ -1,0 +1,25 @@
+package dev.kvflux.pipeline.gpu;
+
+import dev.kvflux.bindings.gpu.GpuPlatform;
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.repro.ReproBackend;
+import dev.kvflux.pipeline.repro.ReproBackendProvider;
+import java.util.LinkedHashMap;
+import java.util.SequencedMap;
+import java.util.function.Function;
+
+/**
+ * {@code kvflux repro --backend cuda} and {@code hip}, offered to {@link dev.kvflux.pipeline.repro.ReproBackends}
+ * through the service loader (listed in {@code META-INF/services}), so that package need not name this one.
+ */
+public final class GpuReproBackends implements ReproBackendProvider {
+
+    @Override
+    public SequencedMap<String, Function<KvfluxConfig, ReproBackend>> backends() {
+        SequencedMap<String, Function<KvfluxConfig, ReproBackend>> backends = new LinkedHashMap<>();
+        for (GpuPlatform platform : new GpuPlatform[] {GpuPlatform.CUDA, GpuPlatform.HIP}) {
+            backends.put(platform.prefix(), config -> new GpuBackend(platform, config));
+        }
+        return backends;
+    }
+}
