@@ -5,6 +5,7 @@ import dev.kvflux.bindings.TransferStatus;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
@@ -32,6 +33,10 @@ import reactor.core.scheduler.Schedulers;
  *   <li>Statuses still in flight (INIT or IN_PROGRESS) at {@code transferTimeout} after subscription:
  *       one last query, then a {@link TransferException} with code IN_PROGRESS and the message
  *       {@code MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out after 30s}.</li>
+ *   <li>Only with {@link #stallAfter}: no status has left flight for that long while some are still in
+ *       flight: a {@link TransferException} with code IN_PROGRESS whose reason says the transfer stalled
+ *       ({@link TransferException#isStall()}), at the first slice that sees it. A transfer that keeps
+ *       completing statuses, however slowly, runs on to the transfer timeout.</li>
  * </ul>
  * Only statuses still in flight are queried. Cancelling the {@code Mono} stops all polling. Queries run
  * on the wait's {@link Scheduler} ({@link Schedulers#parallel()} unless set, looked up at subscription so
@@ -58,12 +63,15 @@ public final class CompletionWait implements WaitStrategy {
     private final Mode mode;
     private final Duration transferTimeout;
     private final Duration slice;
+    private final Duration stallAfter;
     private final Scheduler scheduler;
 
-    private CompletionWait(Mode mode, Duration transferTimeout, Duration slice, Scheduler scheduler) {
+    private CompletionWait(Mode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
+                           Scheduler scheduler) {
         this.mode = mode;
         this.transferTimeout = transferTimeout;
         this.slice = slice;
+        this.stallAfter = stallAfter;
         this.scheduler = scheduler;
     }
 
@@ -85,7 +93,7 @@ public final class CompletionWait implements WaitStrategy {
     public static CompletionWait of(Mode mode, Duration transferTimeout) {
         Objects.requireNonNull(mode, "mode");
         checkTimeout(transferTimeout);
-        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null);
+        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null, null);
     }
 
     /**
@@ -103,12 +111,32 @@ public final class CompletionWait implements WaitStrategy {
             throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
                     + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
         }
-        return new CompletionWait(mode, transferTimeout, slice, scheduler);
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler);
+    }
+
+    /**
+     * This wait, failing early when the transfer stalls: when no status has left flight for
+     * {@code stallAfter} while some are still in flight. A stall is told apart from slowness by progress,
+     * not by total time: a transfer whose statuses keep completing runs on to the transfer timeout. Off by
+     * default.
+     *
+     * @throws IllegalArgumentException if {@code stallAfter} is shorter than the slice or longer than the
+     *     transfer timeout
+     */
+    public CompletionWait stallAfter(Duration stallAfter) {
+        Objects.requireNonNull(stallAfter, "stallAfter");
+        if (stallAfter.compareTo(slice) < 0 || stallAfter.compareTo(transferTimeout) > 0) {
+            throw new IllegalArgumentException("stallAfter " + stallAfter + " must lie between the slice ("
+                    + slice + ") and the transfer timeout (" + transferTimeout + "); choose a few times the"
+                    + " longest gap you expect between two copies finishing");
+        }
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler);
     }
 
     /** This wait with its queries and its timer on {@code scheduler}. */
     public CompletionWait scheduler(Scheduler scheduler) {
-        return new CompletionWait(mode, transferTimeout, slice, Objects.requireNonNull(scheduler, "scheduler"));
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter,
+                Objects.requireNonNull(scheduler, "scheduler"));
     }
 
     public Mode mode() {
@@ -136,11 +164,11 @@ public final class CompletionWait implements WaitStrategy {
             Objects.requireNonNull(snapshot[i], "status " + i + " of the wait is null");
         }
         return Mono.defer(() -> {
-            Tracker tracker = new Tracker(snapshot, mode, transferTimeout);
+            Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
+            Tracker tracker = new Tracker(snapshot, mode, transferTimeout, stallAfter, on);
             if (tracker.poll()) {
                 return tracker.signal();
             }
-            Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
             return Flux.interval(slice, slice, on)
                     .filter(tick -> tracker.poll())
                     .next()
@@ -152,7 +180,8 @@ public final class CompletionWait implements WaitStrategy {
 
     @Override
     public String toString() {
-        return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice + "]";
+        return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice
+                + (stallAfter != null ? ", stall after " + stallAfter : "") + "]";
     }
 
     static void checkTimeout(Duration transferTimeout) {
@@ -176,6 +205,9 @@ public final class CompletionWait implements WaitStrategy {
         private final TransferStatus[] statuses;
         private final Mode mode;
         private final Duration transferTimeout;
+        private final Duration stallAfter;
+        private final Scheduler clock;
+        private long lastProgressNanos;
         private final int[] inFlight;
         private int inFlightCount;
         private int failedIndex = -1;
@@ -184,10 +216,14 @@ public final class CompletionWait implements WaitStrategy {
         private boolean settled;
         private TransferException verdict;
 
-        Tracker(TransferStatus[] statuses, Mode mode, Duration transferTimeout) {
+        Tracker(TransferStatus[] statuses, Mode mode, Duration transferTimeout, Duration stallAfter,
+                Scheduler clock) {
             this.statuses = statuses;
             this.mode = mode;
             this.transferTimeout = transferTimeout;
+            this.stallAfter = stallAfter;
+            this.clock = clock;
+            this.lastProgressNanos = stallAfter != null ? clock.now(TimeUnit.NANOSECONDS) : 0;
             this.inFlight = new int[statuses.length];
             for (int i = 0; i < statuses.length; i++) {
                 inFlight[i] = i;
@@ -214,11 +250,20 @@ public final class CompletionWait implements WaitStrategy {
                     inFlight[kept++] = index;
                 }
             }
+            boolean progressed = kept < inFlightCount;
             inFlightCount = kept;
             if (failedIndex >= 0 && (mode == Mode.FAIL_FAST || inFlightCount == 0)) {
                 settle(failure());
             } else if (inFlightCount == 0) {
                 settle(null);
+            } else if (stallAfter != null) {
+                long now = clock.now(TimeUnit.NANOSECONDS);
+                if (progressed) {
+                    lastProgressNanos = now;
+                } else if (now - lastProgressNanos >= stallAfter.toNanos()) {
+                    settle(failedIndex >= 0 ? failure()
+                            : TransferException.stalled(stallAfter, inFlightCount, statuses.length));
+                }
             }
             return settled;
         }

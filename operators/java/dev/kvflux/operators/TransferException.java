@@ -10,6 +10,8 @@ import java.util.Objects;
  * log searches still find it: {@code MoRIIO batch wait failed (StatusCode.X): reason}.
  */
 public final class TransferException extends RuntimeException {
+    private static final String STALLED = "RDMA transfer stalled: no status completed for ";
+
     private final StatusCode code;
     private final String reason;
 
@@ -23,6 +25,12 @@ public final class TransferException extends RuntimeException {
     public static TransferException timedOut(Duration transferTimeout) {
         return new TransferException(StatusCode.IN_PROGRESS,
                 "RDMA transfer timed out after " + seconds(transferTimeout));
+    }
+
+    /** The error for a transfer in which no status left flight for {@code stallAfter}. */
+    public static TransferException stalled(Duration stallAfter, int inFlight, int total) {
+        return new TransferException(StatusCode.IN_PROGRESS, STALLED + seconds(stallAfter) + ", " + inFlight
+                + " of " + total + " statuses still in flight");
     }
 
     /** The error for a failed status, carrying its code and message. */
@@ -40,9 +48,14 @@ public final class TransferException extends RuntimeException {
         return reason;
     }
 
-    /** Whether the wait ran out of time rather than seeing a failed status. */
+    /** Whether the wait ran out of time (its timeout, or a stall) rather than seeing a failed status. */
     public boolean isTimeout() {
         return code == StatusCode.IN_PROGRESS;
+    }
+
+    /** Whether the wait ended early because no status completed for its stall time. */
+    public boolean isStall() {
+        return code == StatusCode.IN_PROGRESS && reason.startsWith(STALLED);
     }
 
     /** {@code 30s}, {@code 3s}, {@code 0.5s}: whole seconds without a fraction, as the seed prints them. */

@@ -37,18 +37,28 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         this(transfer, engine, ports, new NotifyChannel(""));
     }
 
-    /** The completion wait and the WRITE pipeline. */
+    /**
+     * The completion wait and the WRITE pipeline. {@code stallAfter} is empty when stall detection is off
+     * ({@code transfer.stall-after: off}).
+     */
     public record Transfer(Duration timeout, Duration slice, CompletionWait.Mode failMode, int maxInFlight,
-                           Duration eventPoll, Duration eventTimeout) {
+                           Duration eventPoll, Duration eventTimeout, Optional<Duration> stallAfter) {
+
+        /** Settings without stall detection. */
+        public Transfer(Duration timeout, Duration slice, CompletionWait.Mode failMode, int maxInFlight,
+                        Duration eventPoll, Duration eventTimeout) {
+            this(timeout, slice, failMode, maxInFlight, eventPoll, eventTimeout, Optional.empty());
+        }
 
         /** These settings with another transfer timeout. */
         public Transfer withTimeout(Duration otherTimeout) {
-            return new Transfer(otherTimeout, slice, failMode, maxInFlight, eventPoll, eventTimeout);
+            return new Transfer(otherTimeout, slice, failMode, maxInFlight, eventPoll, eventTimeout, stallAfter);
         }
 
-        /** The configured completion wait, fail-fast or drain. */
+        /** The configured completion wait: fail-fast or drain, its slice, and its stall time if set. */
         public CompletionWait completionWait() {
-            return CompletionWait.of(failMode, timeout).slice(slice);
+            CompletionWait wait = CompletionWait.of(failMode, timeout).slice(slice);
+            return stallAfter.map(wait::stallAfter).orElse(wait);
         }
     }
 
@@ -83,7 +93,7 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
 
     private static final Set<String> KEYS = Set.of(
             "transfer.timeout", "transfer.slice", "transfer.fail-mode", "transfer.max-in-flight",
-            "transfer.event-poll", "transfer.event-timeout", "engine.backend", "engine.sim.post-cost-per-block",
+            "transfer.event-poll", "transfer.event-timeout", "transfer.stall-after", "engine.backend", "engine.sim.post-cost-per-block",
             "engine.sim.per-block-overhead", "engine.sim.kernel-launch", "engine.sim.bandwidth-gbps",
             "engine.sim.copy-path", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
             "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret");
@@ -133,11 +143,17 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         key(keys, "transfer.fail-mode", KvfluxConfig::failMode),
                         key(keys, "transfer.max-in-flight", v -> intIn(v, 1, 1 << 20)),
                         durationKey(keys, "transfer.event-poll", KvfluxConfig::positive),
-                        durationKey(keys, "transfer.event-timeout", KvfluxConfig::transferTimeout))
+                        durationKey(keys, "transfer.event-timeout", KvfluxConfig::transferTimeout),
+                        key(keys, "transfer.stall-after", KvfluxConfig::stallAfter))
                 .ap(Transfer::new)
                 .flatMap(t -> t.slice().compareTo(t.timeout()) < 0 ? Validation.valid(t)
                         : Validation.invalid(List.of("transfer.slice (" + Durations.format(t.slice())
-                                + ") must be shorter than transfer.timeout (" + Durations.format(t.timeout()) + ")")));
+                                + ") must be shorter than transfer.timeout (" + Durations.format(t.timeout()) + ")")))
+                .flatMap(t -> t.stallAfter().filter(stall -> stall.compareTo(t.slice()) < 0
+                                || stall.compareTo(t.timeout()) > 0).isEmpty() ? Validation.valid(t)
+                        : Validation.invalid(List.of("transfer.stall-after (" + Durations.format(t.stallAfter().get())
+                                + ") must lie between transfer.slice (" + Durations.format(t.slice())
+                                + ") and transfer.timeout (" + Durations.format(t.timeout()) + "), or be off")));
         Validation<Seq<String>, Sim> sim = Validation.combine(
                         durationKey(keys, "engine.sim.post-cost-per-block", Function.identity()),
                         durationKey(keys, "engine.sim.per-block-overhead", Function.identity()),
@@ -203,6 +219,15 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
     private static Validation<String, Duration> durationKey(Map<String, ?> keys, String key,
                                                            Function<Duration, Duration> check) {
         return key(keys, key, v -> check.apply(Durations.parse(String.valueOf(v))));
+    }
+
+    /** {@code off} (which YAML also reads as {@code false}) or a positive duration. */
+    private static Optional<Duration> stallAfter(Object v) {
+        String text = String.valueOf(v).trim().toLowerCase(Locale.ROOT);
+        if (text.equals("off") || text.equals("false")) {
+            return Optional.empty();
+        }
+        return Optional.of(positive(Durations.parse(text)));
     }
 
     private static Duration positive(Duration d) {

@@ -109,6 +109,55 @@ class CompletionWaitTest {
     }
 
     @Test
+    void aStalledTransferFailsAtItsStallTimeNotAtTheTransferTimeout() {
+        StepVerifier.withVirtualTime(() -> {
+                    VirtualTimeScheduler clock = VirtualTimeScheduler.get();
+                    return CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofSeconds(1)).await(List.of(
+                            ScriptedStatus.succeedsAt(clock, Duration.ofMillis(50)),
+                            ScriptedStatus.never(clock),
+                            ScriptedStatus.never(clock)));
+                })
+                .expectSubscription()
+                .expectNoEvent(Duration.ofMillis(1049))
+                .thenAwait(Duration.ofMillis(1))
+                .expectErrorSatisfies(e -> {
+                    assertThat(e).isInstanceOfSatisfying(TransferException.class, t -> {
+                        assertThat(t.isStall()).isTrue();
+                        assertThat(t.code()).isEqualTo(StatusCode.IN_PROGRESS);
+                    });
+                    assertThat(e).hasMessage("MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer"
+                            + " stalled: no status completed for 1s, 2 of 3 statuses still in flight");
+                })
+                .verify();
+    }
+
+    @Test
+    void aSlowTransferThatKeepsCompletingStatusesIsNotAStall() {
+        StepVerifier.withVirtualTime(() -> {
+                    VirtualTimeScheduler clock = VirtualTimeScheduler.get();
+                    List<TransferStatus> statuses = java.util.stream.IntStream.rangeClosed(1, 10)
+                            .mapToObj(i -> (TransferStatus) ScriptedStatus.succeedsAt(clock, Duration.ofMillis(800L * i)))
+                            .toList();
+                    return CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofSeconds(1)).await(statuses);
+                })
+                .expectSubscription()
+                .expectNoEvent(Duration.ofMillis(7999))
+                .thenAwait(Duration.ofMillis(1))
+                .verifyComplete();
+    }
+
+    @Test
+    void theTimeoutErrorIsNotAStall() {
+        StepVerifier.withVirtualTime(() -> CompletionWait.failFast(Duration.ofSeconds(3))
+                        .await(List.of(ScriptedStatus.never(VirtualTimeScheduler.get()))))
+                .expectSubscription()
+                .thenAwait(Duration.ofSeconds(3))
+                .expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(TransferException.class,
+                        t -> assertThat(t.isStall()).isFalse()))
+                .verify();
+    }
+
+    @Test
     void badTimeoutsAreRejectedWithAClearMessage() {
         assertThatThrownBy(() -> CompletionWait.failFast(Duration.ZERO))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("greater than zero");
@@ -116,5 +165,9 @@ class CompletionWaitTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("greater than zero");
         assertThatThrownBy(() -> CompletionWait.failFast(Duration.ofDays(400)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("24 hours");
+        assertThatThrownBy(() -> CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofMillis(1)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("between the slice");
+        assertThatThrownBy(() -> CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofMinutes(1)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("transfer timeout");
     }
 }

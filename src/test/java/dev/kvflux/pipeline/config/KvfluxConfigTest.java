@@ -52,6 +52,34 @@ class KvfluxConfigTest {
     }
 
     @Test
+    void stallDetectionIsOffByDefaultAndAppliesToTheCompletionWaitWhenSet() throws IOException {
+        assertThat(KvfluxConfig.defaults().transfer().stallAfter()).isEmpty();
+        assertThat(KvfluxConfig.defaults().transfer().completionWait().toString()).doesNotContain("stall");
+
+        Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(file("""
+                transfer:
+                  stall-after: 5s
+                """)));
+
+        assertThat(config.isValid()).as(config.toString()).isTrue();
+        assertThat(config.get().transfer().stallAfter()).contains(Duration.ofSeconds(5));
+        assertThat(config.get().transfer().completionWait().toString()).contains("stall after PT5S");
+    }
+
+    @Test
+    void aStallTimeOutsideTheSliceAndTheTimeoutIsRefused() throws IOException {
+        Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(file("""
+                transfer:
+                  timeout: 3s
+                  stall-after: 10s
+                """)));
+
+        assertThat(config.isInvalid()).isTrue();
+        assertThat(config.getError().toJavaList()).singleElement().asString()
+                .startsWith("transfer.stall-after (10s) must lie between transfer.slice (10ms) and transfer.timeout (3s)");
+    }
+
+    @Test
     void validationReportsEveryBadKeyAtOnce() throws IOException {
         Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(file("""
                 transfer:
