@@ -12,25 +12,44 @@ import reactor.core.Disposable;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * The simulated engine's time, read from a Reactor {@link Scheduler}, and a blocking sleep on that time.
+ * The simulated engine's time, read from a Reactor {@link Scheduler} (or, in real time, from
+ * {@link System#nanoTime()}), and a blocking sleep on that time.
  *
  * <p>A sleep schedules a wake-up on the scheduler at the deadline and blocks the calling thread on a
  * latch. On a real scheduler the wake-up fires in real time; on a {@code VirtualTimeScheduler} it fires
  * when another thread advances virtual time past the deadline. A scheduler that refuses delayed tasks
- * is handled by parking in real time. {@link #close()} ends every sleep, now and later.
+ * is handled by parking in real time. In {@linkplain #realTime() real time} a sleep parks the thread. {@link #close()} ends every sleep, now and later.
  */
 final class SimClock implements MoriWaitAll.Clock {
     private final Scheduler scheduler;
+    private final MoriWaitAll.SystemClock system;
     private final AtomicInteger sleepers = new AtomicInteger();
     private final Set<CountDownLatch> latches = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
-    SimClock(Scheduler scheduler) {
+    /** Time is {@code scheduler}'s {@code now()}, and wake-ups are scheduled on it. */
+    static SimClock of(Scheduler scheduler) {
+        return new SimClock(scheduler, null);
+    }
+
+    /**
+     * Real time with nanosecond resolution, as MoRI's {@code steady_clock}: {@link System#nanoTime()},
+     * and a sleep parks the sleeping thread itself, as a condition variable's timed wait does. (Reactor's
+     * own schedulers read the wall clock in whole milliseconds, which would make every bounded wait's
+     * time left a whole number of milliseconds, and a wake-up scheduled on one arrives a millisecond or
+     * more late on a busy machine.)
+     */
+    static SimClock realTime() {
+        return new SimClock(null, MoriWaitAll.systemClock());
+    }
+
+    private SimClock(Scheduler scheduler, MoriWaitAll.SystemClock system) {
         this.scheduler = scheduler;
+        this.system = system;
     }
 
     long now() {
-        return scheduler.now(TimeUnit.NANOSECONDS);
+        return system != null ? system.nanoTime() : scheduler.now(TimeUnit.NANOSECONDS);
     }
 
     @Override
@@ -50,6 +69,14 @@ final class SimClock implements MoriWaitAll.Clock {
      */
     @Override
     public boolean sleepUntil(long deadline) {
+        if (system != null) {
+            sleepers.incrementAndGet();
+            try {
+                return system.sleepUntil(deadline);
+            } finally {
+                sleepers.decrementAndGet();
+            }
+        }
         for (long now = now(); now < deadline; now = now()) {
             if (closed) {
                 return false;
@@ -65,6 +92,9 @@ final class SimClock implements MoriWaitAll.Clock {
     /** Ends every sleep on this clock, now and later. */
     void close() {
         closed = true;
+        if (system != null) {
+            system.close();
+        }
         latches.forEach(CountDownLatch::countDown);
     }
 

@@ -18,7 +18,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * MoRI's xGMI backend, simulated in pure Java: the embedded default engine of kvflux.
@@ -44,9 +43,12 @@ import reactor.core.scheduler.Schedulers;
  * </ul>
  *
  * <h2>Time</h2>
- * The clock is a Reactor {@link Scheduler}'s {@code now(NANOSECONDS)} ({@link Schedulers#parallel()}
- * unless set), so a {@code VirtualTimeScheduler} drives the whole engine. The blocking sleep inside
- * {@code waitAll} schedules its wake-up on that scheduler: under virtual time it ends when another
+ * The clock is a Reactor {@link Scheduler}'s {@code now(NANOSECONDS)} when one is set, so a
+ * {@code VirtualTimeScheduler} drives the whole engine; unset, it is real time with nanosecond resolution
+ * ({@link System#nanoTime()}; a sleep parks the thread), as MoRI's {@code steady_clock}. Set no Reactor
+ * scheduler of your own for real time: their {@code now} is the wall clock in whole milliseconds, which
+ * would turn every bounded wait's time left into whole milliseconds. With a scheduler set, the blocking
+ * sleep inside {@code waitAll} schedules its wake-up on that scheduler: under virtual time it ends when another
  * thread advances the clock past the deadline, so run the blocking call on a real thread
  * ({@code Schedulers.boundedElastic()}) and advance time from the test thread;
  * {@link #sleepingWaits()} tells when the call has gone to sleep.
@@ -91,14 +93,14 @@ public final class SimulatedXgmiEngine implements TransferEngine {
 
     private SimulatedXgmiEngine(Builder b) {
         this.engineKey = b.engineKey != null ? b.engineKey : BACKEND + "-" + ENGINES.incrementAndGet();
-        this.clock = new SimClock(b.scheduler != null ? b.scheduler : Schedulers.parallel());
+        this.clock = b.scheduler != null ? SimClock.of(b.scheduler) : SimClock.realTime();
         this.timing = b.timing;
         this.copyPath = b.copyPath;
         this.faults = Map.copyOf(b.faults);
         this.waitAll = new MoriWaitAll(clock, this::sleepToNextChange);
     }
 
-    /** An engine with the MI355X timing on the default copy path, timed by {@link Schedulers#parallel()}. */
+    /** An engine with the MI355X timing on the default copy path, in real time. */
     public static SimulatedXgmiEngine create() {
         return builder().build();
     }
@@ -321,7 +323,10 @@ public final class SimulatedXgmiEngine implements TransferEngine {
         private Builder() {
         }
 
-        /** The clock (and the sleeps of {@code waitAll}); default {@link Schedulers#parallel()}. */
+        /**
+         * The clock (and the sleeps of {@code waitAll}), for virtual time; default: real time
+         * ({@link System#nanoTime()}, a sleep parks the thread).
+         */
         public Builder scheduler(Scheduler scheduler) {
             this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
             return this;

@@ -168,6 +168,27 @@ class SimulatedXgmiEngineTest {
     }
 
     @Test
+    void inRealTimeTheClockHasNanosecondResolution() {
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+
+        assertThat(java.util.stream.LongStream.generate(engine::nowNanos).limit(100))
+                .as("not Reactor's wall clock in whole milliseconds")
+                .anyMatch(t -> t % 1_000_000 != 0);
+    }
+
+    @Test
+    void inRealTimeClosingTheEngineEndsAWaitAllAsleepOnIt() {
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().fault(Fault.stall(0)).build();
+        List<TransferStatus> statuses = List.of(session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0));
+        CompletableFuture<StatusCode> call = Blocking.start(() -> engine.waitAll(statuses, 60_000));
+        Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
+
+        engine.close();
+
+        assertThat(Blocking.result(call)).isEqualTo(StatusCode.IN_PROGRESS);
+    }
+
+    @Test
     void aZeroTimeoutReturnsAFailureBehindAStatusInFlight() {
         SimulatedXgmiEngine engine = failingAndStalled(1, 0);
 
