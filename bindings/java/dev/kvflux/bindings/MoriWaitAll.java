@@ -116,7 +116,7 @@ public final class MoriWaitAll {
     }
 
     /** The time left, in whole milliseconds (truncated, as {@code duration_cast} does), at most int's max. */
-    static int truncatedMillis(long nanosLeft) {
+    private static int truncatedMillis(long nanosLeft) {
         return (int) Math.min(nanosLeft / MILLI, Integer.MAX_VALUE);
     }
 
@@ -127,7 +127,7 @@ public final class MoriWaitAll {
     }
 
     /** MoRI's {@code TransferStatus::WaitFor(ms >= 0)}: poll; while in flight, sleep to its deadline and poll. */
-    StatusCode waitFor(TransferStatus status, int timeoutMs) {
+    private StatusCode waitFor(TransferStatus status, int timeoutMs) {
         StatusCode code = query(status);
         if (code != StatusCode.IN_PROGRESS || timeoutMs == 0) {
             return code;
