@@ -21,8 +21,10 @@ public interface TransferEngine extends AutoCloseable {
      * MoRI's {@code WaitAll}: an empty list is SUCCESS; {@code timeoutMs == 0} polls each status once
      * (first failure wins, else IN_PROGRESS if any is in flight, else SUCCESS); {@code timeoutMs < 0}
      * blocks until every status is terminal and returns the first failure; {@code timeoutMs > 0} waits
-     * the statuses in order against one deadline and returns IN_PROGRESS as soon as one is still in
-     * flight at the deadline, a failure taking precedence. A status never posted (INIT) is an error.
+     * the statuses in order against one deadline, each for the time left truncated to whole
+     * milliseconds, and returns IN_PROGRESS as soon as one is still in flight after its wait or the
+     * deadline has passed, a failure seen before then taking precedence (see {@link MoriWaitAll}). A
+     * status never posted (INIT) is the failure ERR_BAD_STATE.
      *
      * <p>Blocks the calling thread: never call it on a non-blocking Reactor thread.
      */

@@ -3,6 +3,7 @@ package dev.kvflux.bindings.gpu;
 import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.MoriWaitAll;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
@@ -23,8 +24,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * buffer and sends its {@link GpuMemoryDescriptor} (with the IPC handle); the source registers that as a
  * remote region and opens the handle with lazy peer access. Each batch posts its block copies on a stream
  * from a pool and records one event from a pool (timing disabled); its status completes when a query of
- * that event says so, and only then. {@link #waitAll} is MoRI's bounded wait: poll once, sleep to the
- * deadline, poll again.
+ * that event says so, and only then. {@link #waitAll} is MoRI's {@code WaitAll}, exactly ({@link
+ * MoriWaitAll}): a bounded wait polls a status once, sleeps to its deadline (the time left, truncated to
+ * whole milliseconds) and polls again; an unbounded one synchronizes each batch's event.
  *
  * <p>On top of MoRI's model, a batch may be posted with push completion: a host function behind the
  * batch's event completes the status's {@link PushedStatus#pushed()} publisher, with no polling.
@@ -102,7 +104,8 @@ public final class GpuCopyEngine implements TransferEngine {
     private final Map<Integer, Local> locals = new ConcurrentHashMap<>();
     private final Map<String, GpuMemoryDescriptor> remotes = new ConcurrentHashMap<>();
     private final Map<String, PeerBuffer> opened = new ConcurrentHashMap<>();
-    private final MoriWaitAll waitAll = new MoriWaitAll(MoriWaitAll.Clock.SYSTEM);
+    private final MoriWaitAll.SystemClock clock = MoriWaitAll.systemClock();
+    private final MoriWaitAll waitAll = new MoriWaitAll(clock, this::synchronize);
     private final Config config;
     private final ScatterGatherKernel kernel;
     private final Queue<MetadataSlot> slots = new ConcurrentLinkedQueue<>();
@@ -244,6 +247,20 @@ public final class GpuCopyEngine implements TransferEngine {
         return waitAll.waitAll(statuses, timeoutMs);
     }
 
+    /**
+     * The unbounded wait's block, MoRI's wait callback: synchronize this engine's batch's event; a
+     * status from elsewhere (or one the synchronize left in flight) is polled every millisecond.
+     */
+    private boolean synchronize(TransferStatus status) {
+        if (status instanceof GpuTransferStatus batch) {
+            batch.awaitTerminal();
+            if (batch.code() != StatusCode.IN_PROGRESS) {
+                return !Thread.currentThread().isInterrupted();
+            }
+        }
+        return clock.sleepUntil(clock.nanoTime() + 1_000_000);
+    }
+
     /** Events in the completion pool now (idle ones; in-flight batches hold the rest). */
     public int idleEvents() {
         return events.size();
@@ -251,6 +268,7 @@ public final class GpuCopyEngine implements TransferEngine {
 
     @Override
     public void close() {
+        clock.close();
         RuntimeException first = null;
         List<AutoCloseable> all = new ArrayList<>();
         all.addAll(opened.values());

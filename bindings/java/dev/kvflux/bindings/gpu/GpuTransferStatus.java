@@ -16,7 +16,7 @@ import reactor.core.publisher.Sinks;
  *
  * <p>Thread-safe: queries, the push and the blocking wait may race; the event goes back to its pool once.
  */
-final class GpuTransferStatus implements PushedStatus, MoriWaitAll.Blocking {
+final class GpuTransferStatus implements PushedStatus {
     private final long transferUid;
     private final Sinks.One<StatusCode> pushed = Sinks.one();
     private LayerEvent event;
@@ -118,8 +118,8 @@ final class GpuTransferStatus implements PushedStatus, MoriWaitAll.Blocking {
         }
     }
 
-    @Override
-    public void awaitTerminal() {
+    /** Blocks until the batch's event is done (MoRI's wait callback), then settles the status. */
+    void awaitTerminal() {
         Runnable wait;
         synchronized (this) {
             wait = code == StatusCode.IN_PROGRESS ? blockingWait : null;

@@ -2,6 +2,7 @@ package dev.kvflux.bindings.sim;
 
 import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.MoriWaitAll;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
@@ -17,7 +18,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import reactor.core.scheduler.Scheduler;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * MoRI's xGMI backend, simulated in pure Java: the embedded default engine of kvflux.
@@ -29,20 +29,26 @@ import reactor.core.scheduler.Schedulers;
  *       serialized on the link in posting order).</li>
  *   <li>A status turns terminal only when something queries it ({@link TransferStatus#code()}) at or
  *       after its copy's finish time. Nothing completes it in the background.</li>
- *   <li>{@link #waitAll} has MoRI's semantics. {@code timeoutMs == 0} polls each status once.
- *       {@code timeoutMs > 0} waits the statuses in order against one deadline; for each it polls once
- *       and, if the status is still in flight, sleeps to the deadline and polls again, because nothing
- *       wakes a sleeping xGMI wait; a status still in flight at the deadline makes it return IN_PROGRESS
- *       (after one poll of the rest, a failure taking precedence). {@code timeoutMs < 0} blocks until
- *       every status is terminal. A failure wins, and the first failed status in the list gives the
- *       code. A status never posted (INIT) is an error: {@code waitAll} returns ERR_BAD_STATE for it.</li>
+ *   <li>{@link #waitAll} is MoRI's, exactly ({@link MoriWaitAll}). {@code timeoutMs == 0} polls each
+ *       status once. {@code timeoutMs > 0} waits the statuses in order against one deadline, each with
+ *       the time left truncated to whole milliseconds: it polls once and, if the status is still in
+ *       flight, sleeps to that status's deadline and polls again, because nothing wakes a sleeping xGMI
+ *       wait. So the first status in flight costs (nearly) the whole timeout, and the rest get what is
+ *       left of the last millisecond: under virtual time nothing is left, and the wait returns
+ *       IN_PROGRESS although every copy has finished; in real time they are polled once each and the
+ *       wait returns SUCCESS just under the deadline if they fit. A failure seen before then wins.
+ *       {@code timeoutMs < 0} blocks until every status is terminal. A status never posted (INIT) is
+ *       the failure ERR_BAD_STATE.</li>
  *   <li>Failures are sticky: once a status failed it stays failed.</li>
  * </ul>
  *
  * <h2>Time</h2>
- * The clock is a Reactor {@link Scheduler}'s {@code now(NANOSECONDS)} ({@link Schedulers#parallel()}
- * unless set), so a {@code VirtualTimeScheduler} drives the whole engine. The blocking sleep inside
- * {@code waitAll} schedules its wake-up on that scheduler: under virtual time it ends when another
+ * The clock is a Reactor {@link Scheduler}'s {@code now(NANOSECONDS)} when one is set, so a
+ * {@code VirtualTimeScheduler} drives the whole engine; unset, it is real time with nanosecond resolution
+ * ({@link System#nanoTime()}; a sleep parks the thread), as MoRI's {@code steady_clock}. Set no Reactor
+ * scheduler of your own for real time: their {@code now} is the wall clock in whole milliseconds, which
+ * would turn every bounded wait's time left into whole milliseconds. With a scheduler set, the blocking
+ * sleep inside {@code waitAll} schedules its wake-up on that scheduler: under virtual time it ends when another
  * thread advances the clock past the deadline, so run the blocking call on a real thread
  * ({@code Schedulers.boundedElastic()}) and advance time from the test thread;
  * {@link #sleepingWaits()} tells when the call has gone to sleep.
@@ -82,17 +88,19 @@ public final class SimulatedXgmiEngine implements TransferEngine {
     private long hostFreeAt = Long.MIN_VALUE;
     private long linkFreeAt = Long.MIN_VALUE;
     private long stepsEndAt = Long.MIN_VALUE;
+    private final MoriWaitAll waitAll;
     private volatile boolean closed;
 
     private SimulatedXgmiEngine(Builder b) {
         this.engineKey = b.engineKey != null ? b.engineKey : BACKEND + "-" + ENGINES.incrementAndGet();
-        this.clock = new SimClock(b.scheduler != null ? b.scheduler : Schedulers.parallel());
+        this.clock = b.scheduler != null ? SimClock.of(b.scheduler) : SimClock.realTime();
         this.timing = b.timing;
         this.copyPath = b.copyPath;
         this.faults = Map.copyOf(b.faults);
+        this.waitAll = new MoriWaitAll(clock, this::sleepToNextChange);
     }
 
-    /** An engine with the MI355X timing on the default copy path, timed by {@link Schedulers#parallel()}. */
+    /** An engine with the MI355X timing on the default copy path, in real time. */
     public static SimulatedXgmiEngine create() {
         return builder().build();
     }
@@ -213,99 +221,26 @@ public final class SimulatedXgmiEngine implements TransferEngine {
         return clock.now();
     }
 
+    /** MoRI's {@code WaitAll} ({@link MoriWaitAll}) on this engine's clock; see the class comment. */
     @Override
     public StatusCode waitAll(List<? extends TransferStatus> statuses, long timeoutMs) {
-        Objects.requireNonNull(statuses, "statuses");
-        if (statuses.isEmpty()) {
-            return StatusCode.SUCCESS;
-        }
-        if (timeoutMs == 0) {
-            return pollOnce(statuses, 0);
-        }
-        if (timeoutMs < 0) {
-            return blockUntilTerminal(statuses);
-        }
-        long now = clock.now();
-        long deadline = timeoutMs > (Long.MAX_VALUE - now) / 1_000_000 ? Long.MAX_VALUE : now + timeoutMs * 1_000_000;
-        for (int i = 0; i < statuses.size(); i++) {
-            TransferStatus status = statuses.get(i);
-            if (status == null) {
-                continue;
-            }
-            StatusCode code = waitFor(status, deadline);
-            if (code == StatusCode.INIT) {
-                return StatusCode.ERR_BAD_STATE;
-            }
-            if (code.isFailure()) {
-                return code;
-            }
-            if (code != StatusCode.SUCCESS) {
-                StatusCode rest = pollOnce(statuses, i + 1);
-                return rest.isFailure() ? rest : StatusCode.IN_PROGRESS;
-            }
-        }
-        return StatusCode.SUCCESS;
+        return waitAll.waitAll(statuses, timeoutMs);
     }
 
+    /** Closes the engine: no more posts, and every sleep inside {@link #waitAll} ends at once. */
     @Override
     public void close() {
         closed = true;
+        clock.close();
     }
 
-    /** MoRI's {@code WaitFor(ms > 0)}: poll; if in flight, sleep to the deadline (nobody wakes us); poll. */
-    private StatusCode waitFor(TransferStatus status, long deadline) {
-        StatusCode code = status.code();
-        while (code == StatusCode.IN_PROGRESS && clock.now() < deadline) {
-            if (!clock.sleepUntil(deadline)) {
-                return status.code();
-            }
-            code = status.code();
-        }
-        return code;
-    }
-
-    private static StatusCode pollOnce(List<? extends TransferStatus> statuses, int from) {
-        boolean inFlight = false;
-        for (int i = from; i < statuses.size(); i++) {
-            TransferStatus status = statuses.get(i);
-            if (status == null) {
-                continue;
-            }
-            StatusCode code = status.code();
-            if (code.isFailure()) {
-                return code;
-            }
-            if (code == StatusCode.INIT) {
-                return StatusCode.ERR_BAD_STATE;
-            }
-            inFlight |= code != StatusCode.SUCCESS;
-        }
-        return inFlight ? StatusCode.IN_PROGRESS : StatusCode.SUCCESS;
-    }
-
-    /** MoRI's {@code WaitAll(-1)}: every status until terminal (xGMI's wait callback synchronizes the event). */
-    private StatusCode blockUntilTerminal(List<? extends TransferStatus> statuses) {
-        StatusCode first = StatusCode.SUCCESS;
-        for (TransferStatus status : statuses) {
-            if (status == null) {
-                continue;
-            }
-            StatusCode code = status.code();
-            while (code == StatusCode.IN_PROGRESS) {
-                long wake = status instanceof SimStatus s ? s.nextChangeAt() : clock.now() + 1_000_000;
-                if (!clock.sleepUntil(wake)) {
-                    return StatusCode.IN_PROGRESS;
-                }
-                code = status.code();
-            }
-            if (code == StatusCode.INIT) {
-                code = StatusCode.ERR_BAD_STATE;
-            }
-            if (code.isFailure() && first == StatusCode.SUCCESS) {
-                first = code;
-            }
-        }
-        return first;
+    /**
+     * The unbounded wait's block (xGMI's wait callback synchronizes the event): sleep to when the status
+     * next changes, which is when its copy becomes observable or its fault fires.
+     */
+    private boolean sleepToNextChange(TransferStatus status) {
+        long wake = status instanceof SimStatus s ? s.nextChangeAt() : clock.now() + 1_000_000;
+        return clock.sleepUntil(wake);
     }
 
     SimClock clock() {
@@ -388,7 +323,10 @@ public final class SimulatedXgmiEngine implements TransferEngine {
         private Builder() {
         }
 
-        /** The clock (and the sleeps of {@code waitAll}); default {@link Schedulers#parallel()}. */
+        /**
+         * The clock (and the sleeps of {@code waitAll}), for virtual time; default: real time
+         * ({@link System#nanoTime()}, a sleep parks the thread).
+         */
         public Builder scheduler(Scheduler scheduler) {
             this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
             return this;

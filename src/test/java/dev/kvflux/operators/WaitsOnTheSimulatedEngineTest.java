@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
@@ -29,11 +30,15 @@ class WaitsOnTheSimulatedEngineTest {
     }
 
     @Test
-    void theNativeWaitCostsTheWholeTimeoutWhileTheReactiveWaitCostsTheCopyTime() {
+    void theNativeWaitCostsTheWholeTimeoutAndFailsInProgressWhileTheReactiveWaitCostsTheCopyTime() {
+        AtomicReference<StatusCode> nativeOutcome = new AtomicReference<>(StatusCode.SUCCESS);
         List<TransferStatus> first = SeedGeometry.writeAll(session);
         Duration start = now();
         CompletableFuture<Duration> nativeWait = Blocking.start(
-                () -> NativeWait.of(engine, TIMEOUT).await(first).then(reactor.core.publisher.Mono.fromCallable(this::now))
+                () -> NativeWait.of(engine, TIMEOUT).await(first)
+                        .doOnError(TransferException.class, e -> nativeOutcome.set(e.code()))
+                        .onErrorComplete()
+                        .then(reactor.core.publisher.Mono.fromCallable(this::now))
                         .block());
         Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
         clock.advanceTimeBy(TIMEOUT.minusNanos(1));
@@ -49,6 +54,8 @@ class WaitsOnTheSimulatedEngineTest {
         Duration reactiveCost = Blocking.result(reactive).minus(restart);
 
         assertThat(nativeCost).isEqualTo(TIMEOUT);
+        assertThat(nativeOutcome).as("under virtual time nothing is left for the statuses after the first in flight")
+                .hasValue(StatusCode.IN_PROGRESS);
         assertThat(first).allSatisfy(s -> assertThat(s.code()).isEqualTo(StatusCode.SUCCESS));
         assertThat(reactiveCost).isBetween(Duration.ofMillis(183), Duration.ofMillis(210));
         assertThat(second).allSatisfy(s -> assertThat(s.code()).isEqualTo(StatusCode.SUCCESS));

@@ -1,6 +1,7 @@
 package dev.kvflux.testing;
 
 import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.MoriWaitAll;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
@@ -8,20 +9,35 @@ import dev.kvflux.bindings.TransferStatus;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
- * An engine whose {@code waitAll} follows xGMI's bounded wait (poll, sleep to the deadline, poll) by
- * advancing a virtual clock on the calling thread, and records every timeout it is called with and the
+ * An engine whose {@code waitAll} is MoRI's ({@link MoriWaitAll}) on a virtual clock that each sleep
+ * advances on the calling thread (so no time passes between statuses), and records every timeout it is called with and the
  * thread it ran on. For strategies whose blocking loop runs on the test thread.
  */
 public final class RecordingEngine implements TransferEngine {
-    private final VirtualTimeScheduler clock;
+    private final MoriWaitAll waitAll;
     public final List<Long> timeouts = new CopyOnWriteArrayList<>();
     public final List<String> threads = new CopyOnWriteArrayList<>();
 
     public RecordingEngine(VirtualTimeScheduler clock) {
-        this.clock = clock;
+        this.waitAll = new MoriWaitAll(new MoriWaitAll.Clock() {
+            @Override
+            public long nanoTime() {
+                return clock.now(TimeUnit.NANOSECONDS);
+            }
+
+            @Override
+            public boolean sleepUntil(long deadlineNanos) {
+                long now = nanoTime();
+                if (deadlineNanos > now) {
+                    clock.advanceTimeBy(Duration.ofNanos(deadlineNanos - now));
+                }
+                return true;
+            }
+        });
     }
 
     @Override
@@ -43,24 +59,7 @@ public final class RecordingEngine implements TransferEngine {
     public StatusCode waitAll(List<? extends TransferStatus> statuses, long timeoutMs) {
         timeouts.add(timeoutMs);
         threads.add(Thread.currentThread().getName());
-        StatusCode first = poll(statuses);
-        if (first != StatusCode.IN_PROGRESS || timeoutMs == 0) {
-            return first;
-        }
-        clock.advanceTimeBy(Duration.ofMillis(timeoutMs));
-        return poll(statuses);
-    }
-
-    private static StatusCode poll(List<? extends TransferStatus> statuses) {
-        boolean inFlight = false;
-        for (TransferStatus status : statuses) {
-            StatusCode code = status.code();
-            if (code.isFailure()) {
-                return code;
-            }
-            inFlight |= code != StatusCode.SUCCESS;
-        }
-        return inFlight ? StatusCode.IN_PROGRESS : StatusCode.SUCCESS;
+        return waitAll.waitAll(statuses, timeoutMs);
     }
 
     @Override

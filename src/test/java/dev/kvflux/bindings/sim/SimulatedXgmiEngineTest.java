@@ -85,7 +85,7 @@ class SimulatedXgmiEngineTest {
     }
 
     @Test
-    void aBoundedWaitAllPollsOnceSleepsToItsDeadlineAndPollsAgain() {
+    void underVirtualTimeABoundedWaitAllSleepsToItsDeadlineAndReturnsInProgressThoughEveryCopyFinished() {
         SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
         List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));
 
@@ -93,11 +93,27 @@ class SimulatedXgmiEngineTest {
         Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
         clock.advanceTimeBy(Duration.ofMillis(3_000).minusNanos(1));
         Blocking.assertStillBlocked(call);
-        assertThat(statuses.getLast().code()).as("every copy finished long before the deadline")
-                .isEqualTo(StatusCode.SUCCESS);
         clock.advanceTimeBy(Duration.ofNanos(1));
 
-        assertThat(Blocking.result(call)).isEqualTo(StatusCode.SUCCESS);
+        assertThat(Blocking.result(call)).isEqualTo(StatusCode.IN_PROGRESS);
+        assertThat(now()).isEqualTo(Duration.ofMillis(3_000).toNanos());
+        assertThat(statuses).as("every copy finished long before the deadline")
+                .allSatisfy(s -> assertThat(s.code()).isEqualTo(StatusCode.SUCCESS));
+    }
+
+    @Test
+    void closingTheEngineEndsAWaitAllAsleepOnIt() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        List<TransferStatus> statuses = List.of(session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0));
+
+        CompletableFuture<StatusCode> bounded = Blocking.start(() -> engine.waitAll(statuses, 60_000));
+        CompletableFuture<StatusCode> unbounded = Blocking.start(() -> engine.waitAll(statuses, -1));
+        Blocking.awaitTrue(() -> engine.sleepingWaits() == 2);
+        engine.close();
+
+        assertThat(Blocking.result(bounded)).isEqualTo(StatusCode.IN_PROGRESS);
+        assertThat(Blocking.result(unbounded)).isEqualTo(StatusCode.IN_PROGRESS);
+        assertThat(now()).isZero();
     }
 
     @Test
@@ -129,23 +145,81 @@ class SimulatedXgmiEngineTest {
         assertThat(Blocking.result(call)).isEqualTo(StatusCode.SUCCESS);
     }
 
-    @Test
-    void aFailureWinsOverStatusesInFlightAndIsSticky() {
-        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder()
-                .fault(Fault.stall(0))
-                .fault(Fault.fail(1, Duration.ofMillis(5), StatusCode.ERR_GPU_OP, "hipErrorIllegalAddress")));
+    /** Two batches on {@code engine}, 5 ms after they were posted (when a failing one has failed). */
+    private List<TransferStatus> twoBatches(SimulatedXgmiEngine engine) {
         TransferSession session = session(engine);
         List<TransferStatus> statuses = List.of(session.batchWrite(SeedGeometry.SEED.plan(0), 0),
                 session.batchWrite(SeedGeometry.SEED.plan(1), 1));
         clock.advanceTimeBy(Duration.ofMillis(5));
+        return statuses;
+    }
 
-        assertThat(engine.waitAll(statuses, 0)).isEqualTo(StatusCode.ERR_GPU_OP);
+    private SimulatedXgmiEngine failingAndStalled(long failing, long stalled) {
+        return engine(SimulatedXgmiEngine.builder()
+                .fault(Fault.fail(failing, Duration.ofMillis(5), StatusCode.ERR_GPU_OP, "hipErrorIllegalAddress"))
+                .fault(Fault.stall(stalled)));
+    }
+
+    private StatusCode boundedWait(SimulatedXgmiEngine engine, List<TransferStatus> statuses) {
         CompletableFuture<StatusCode> call = Blocking.start(() -> engine.waitAll(statuses, 100));
         Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
         clock.advanceTimeBy(Duration.ofMillis(100));
-        assertThat(Blocking.result(call)).isEqualTo(StatusCode.ERR_GPU_OP);
+        return Blocking.result(call);
+    }
+
+    @Test
+    void inRealTimeTheClockHasNanosecondResolution() {
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+
+        assertThat(java.util.stream.LongStream.generate(engine::nowNanos).limit(100))
+                .as("not Reactor's wall clock in whole milliseconds")
+                .anyMatch(t -> t % 1_000_000 != 0);
+    }
+
+    @Test
+    void inRealTimeClosingTheEngineEndsAWaitAllAsleepOnIt() {
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().fault(Fault.stall(0)).build();
+        List<TransferStatus> statuses = List.of(session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0));
+        CompletableFuture<StatusCode> call = Blocking.start(() -> engine.waitAll(statuses, 60_000));
+        Blocking.awaitTrue(() -> engine.sleepingWaits() == 1);
+
+        engine.close();
+
+        assertThat(Blocking.result(call)).isEqualTo(StatusCode.IN_PROGRESS);
+    }
+
+    @Test
+    void aZeroTimeoutReturnsAFailureBehindAStatusInFlight() {
+        SimulatedXgmiEngine engine = failingAndStalled(1, 0);
+
+        assertThat(engine.waitAll(twoBatches(engine), 0)).isEqualTo(StatusCode.ERR_GPU_OP);
+    }
+
+    @Test
+    void aBoundedWaitReturnsAFailureSeenBeforeTheDeadlineRatherThanInProgress() {
+        SimulatedXgmiEngine engine = failingAndStalled(0, 1);
+
+        assertThat(boundedWait(engine, twoBatches(engine))).isEqualTo(StatusCode.ERR_GPU_OP);
+    }
+
+    @Test
+    void aBoundedWaitNeverSeesAFailureBehindAStatusStillInFlightAtTheDeadline() {
+        SimulatedXgmiEngine engine = failingAndStalled(1, 0);
+
+        assertThat(boundedWait(engine, twoBatches(engine))).isEqualTo(StatusCode.IN_PROGRESS);
+    }
+
+    @Test
+    void aFailureIsSticky() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder()
+                .fault(Fault.fail(0, Duration.ofMillis(5), StatusCode.ERR_GPU_OP, "hipErrorIllegalAddress")));
+        TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
+        clock.advanceTimeBy(Duration.ofMillis(5));
+        assertThat(status.code()).isEqualTo(StatusCode.ERR_GPU_OP);
+
         clock.advanceTimeBy(Duration.ofHours(1));
-        assertThat(statuses.get(1).code()).isEqualTo(StatusCode.ERR_GPU_OP);
+
+        assertThat(status.code()).isEqualTo(StatusCode.ERR_GPU_OP);
     }
 
     @Test
