@@ -18,6 +18,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * A transfer engine over the HIP or CUDA runtime with MoRI xGMI's design. The destination registers its
@@ -106,6 +109,8 @@ public final class GpuCopyEngine implements TransferEngine {
     private final Map<String, PeerBuffer> opened = new ConcurrentHashMap<>();
     private final MoriWaitAll.SystemClock clock = MoriWaitAll.systemClock();
     private final MoriWaitAll waitAll = new MoriWaitAll(clock, this::synchronize);
+    /** Held shared by each waitAll, exclusively by close: no wait's last poll meets a destroyed event. */
+    private final ReadWriteLock waitersAndClose = new ReentrantReadWriteLock();
     private final Config config;
     private final ScatterGatherKernel kernel;
     private final Queue<MetadataSlot> slots = new ConcurrentLinkedQueue<>();
@@ -244,7 +249,13 @@ public final class GpuCopyEngine implements TransferEngine {
 
     @Override
     public StatusCode waitAll(List<? extends TransferStatus> statuses, long timeoutMs) {
-        return waitAll.waitAll(statuses, timeoutMs);
+        Lock shared = waitersAndClose.readLock();
+        shared.lock();
+        try {
+            return waitAll.waitAll(statuses, timeoutMs);
+        } finally {
+            shared.unlock();
+        }
     }
 
     /**
@@ -268,7 +279,17 @@ public final class GpuCopyEngine implements TransferEngine {
 
     @Override
     public void close() {
-        clock.close();
+        clock.close(); // wakes every waitAll asleep on this engine; their last polls finish before we destroy
+        Lock exclusive = waitersAndClose.writeLock();
+        exclusive.lock();
+        try {
+            release();
+        } finally {
+            exclusive.unlock();
+        }
+    }
+
+    private void release() {
         RuntimeException first = null;
         List<AutoCloseable> all = new ArrayList<>();
         all.addAll(opened.values());
