@@ -17,7 +17,8 @@ import org.msgpack.value.ValueType;
  * msgpack encoding of {@link NotifyMessage}s: one map per message with string keys, as MoRIIO sends them
  * ({@code type}, {@code transfer_id}, {@code req_id}, {@code block_notify_list}, {@code decode_rank}),
  * and for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text.
- * Unknown keys are ignored, so newer senders stay readable. With a notify secret, the keys {@code ts} and
+ * kvflux peers add {@code incarnation}, {@code to_incarnation} and {@code checksum} when not 0
+ * ({@link NotifyMessage}); absent, they read as 0. Unknown keys are ignored, so newer senders stay readable. With a notify secret, the keys {@code ts} and
  * {@code mac} are added ({@link NotifyAuth}).
  */
 public final class NotifyCodec {
@@ -34,7 +35,8 @@ public final class NotifyCodec {
      * {@code mac} is not null (see {@link NotifyAuth}).
      */
     static byte[] encode(NotifyMessage message, long ts, byte[] mac) {
-        int extra = mac == null ? 0 : 2;
+        List<Map.Entry<String, Long>> optional = optionalKeys(message);
+        int extra = (mac == null ? 0 : 2) + optional.size();
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
             switch (message) {
                 case NotifyMessage.RemoteBlocks blocks -> {
@@ -63,6 +65,9 @@ public final class NotifyCodec {
                 }
                 case NotifyMessage.WriteDone done -> packTypeAndId(packer, done, extra);
                 case NotifyMessage.Release release -> packTypeAndId(packer, release, extra);
+            }
+            for (Map.Entry<String, Long> key : optional) {
+                packer.packString(key.getKey()).packLong(key.getValue());
             }
             if (mac != null) {
                 packer.packString("ts").packLong(ts);
@@ -105,16 +110,43 @@ public final class NotifyCodec {
                 mac == null ? null : mac.asBinaryValue().asByteArray());
     }
 
+    /** The kvflux-only keys of a message that are not 0, in a fixed order. */
+    private static List<Map.Entry<String, Long>> optionalKeys(NotifyMessage message) {
+        List<Map.Entry<String, Long>> keys = new ArrayList<>(3);
+        long to = switch (message) {
+            case NotifyMessage.WriteDone done -> done.toIncarnation();
+            case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
+            case NotifyMessage.Release release -> release.toIncarnation();
+            default -> 0;
+        };
+        long checksum = message instanceof NotifyMessage.WriteDone done ? done.checksum() : 0;
+        for (Map.Entry<String, Long> key : List.of(Map.entry("incarnation", message.incarnation()),
+                Map.entry("to_incarnation", to), Map.entry("checksum", checksum))) {
+            if (key.getValue() != 0) {
+                keys.add(key);
+            }
+        }
+        return keys;
+    }
+
+    /** An optional integer key; 0 when absent. */
+    private static long optionalLong(Map<String, Value> map, String key) {
+        return map.containsKey(key) ? integer(map, key) : 0;
+    }
+
     private static NotifyMessage message(Map<String, Value> map) {
         String type = string(map, "type");
         String transferId = string(map, "transfer_id");
+        long incarnation = optionalLong(map, "incarnation");
+        long to = optionalLong(map, "to_incarnation");
         return switch (type) {
-            case "write_done" -> new NotifyMessage.WriteDone(transferId);
-            case "release" -> new NotifyMessage.Release(transferId);
-            case "abort" -> new NotifyMessage.Abort(transferId, string(map, "reason"));
-            case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(map), string(map, "reason"));
+            case "write_done" -> new NotifyMessage.WriteDone(transferId, incarnation, to, optionalLong(map, "checksum"));
+            case "release" -> new NotifyMessage.Release(transferId, incarnation, to);
+            case "abort" -> new NotifyMessage.Abort(transferId, string(map, "reason"), incarnation);
+            case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(map), string(map, "reason"),
+                    incarnation, to);
             case "remote_blocks" -> new NotifyMessage.RemoteBlocks(string(map, "req_id"), transferId,
-                    blocks(map), intIn(map, "decode_rank", 0, Integer.MAX_VALUE));
+                    blocks(map), intIn(map, "decode_rank", 0, Integer.MAX_VALUE), incarnation);
             default -> throw new MalformedFrameException("unknown notify message type '" + type
                     + "'; expected remote_blocks, write_done, write_failed, release or abort");
         };

@@ -17,7 +17,8 @@ import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
 
 /**
- * Registers an instance with the proxy and keeps it registered: posts {@code {"role", "http", "notify"}}
+ * Registers an instance with the proxy and keeps it registered: posts {@code {"role", "http", "notify",
+ * "incarnation"}} (the proxy may ignore the incarnation)
  * to the proxy's {@code /register} at once and then every {@code interval}. A failed or slow ping is
  * logged and the next one tried, for as long as the instance runs; the proxy drops the instance if pings
  * stop arriving.
@@ -31,11 +32,12 @@ final class InstancePinger implements Disposable {
         this.pings = pings;
     }
 
-    static InstancePinger start(String proxyBaseUrl, Instance self, Duration interval) {
+    static InstancePinger start(String proxyBaseUrl, Instance self, long incarnation, Duration interval) {
         byte[] body = HttpJson.write(HttpJson.MAPPER.createObjectNode()
                 .put("role", self.role().wireName())
                 .put("http", Instance.hostPort(self.httpAddress()))
-                .put("notify", Instance.hostPort(self.notifyAddress()))).getBytes(StandardCharsets.UTF_8);
+                .put("notify", Instance.hostPort(self.notifyAddress()))
+                .put("incarnation", incarnation)).getBytes(StandardCharsets.UTF_8);
         HttpClient client = HttpClient.create()
                 .headers(h -> h.set(HttpHeaderNames.CONTENT_TYPE, "application/json"))
                 .responseTimeout(interval);

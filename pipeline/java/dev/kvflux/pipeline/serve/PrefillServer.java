@@ -187,7 +187,7 @@ public final class PrefillServer implements AutoCloseable {
             Disposable.Composite writes = Disposables.composite();
             Writer writer = new Writer(model, policy, cache, blocks, transfers, board,
                     engine.createSession(local, remote), policy.writePipeline(engine, transfer),
-                    client, notifyWithin, transferTimeout, stats, writes);
+                    client, notifyWithin, transferTimeout, stats, writes, Incarnation.next());
             handler[0] = writer;
             DisposableServer http;
             try {
@@ -195,7 +195,7 @@ public final class PrefillServer implements AutoCloseable {
                         .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
                                 .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
                                 .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                        metricsJson(stats, metrics, blocks, transfers))))
+                                        metricsJson(stats, metrics, blocks, transfers, writer.incarnation))))
                         .bindNow();
             } catch (RuntimeException e) {
                 throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
@@ -219,7 +219,7 @@ public final class PrefillServer implements AutoCloseable {
     }
 
     private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics, BlockAllocator blocks,
-            PrefillTransfers transfers) {
+            PrefillTransfers transfers, long incarnation) {
         ObjectNode json = HttpJson.MAPPER.createObjectNode();
         json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
                 .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
@@ -228,7 +228,10 @@ public final class PrefillServer implements AutoCloseable {
                 .put("refused_out_of_blocks", stats.refusedOutOfBlocks()).put("aborted", stats.aborted())
                 .put("aborts_for_unknown", stats.abortsForUnknown()).put("refused_fenced", stats.refusedFenced())
                 .put("releases_sent", stats.releasesSent()).put("stalled_at_release", stats.stalledAtRelease())
-                .put("transfers_running", transfers.size());
+                .put("transfers_running", transfers.size())
+                .put("stale_incarnation", stats.staleIncarnation())
+                .put("failed_on_decode_restart", stats.failedOnDecodeRestart())
+                .put("incarnation", incarnation);
         json.set("kv_blocks", BlockMetrics.json(blocks));
         json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
         return json;
@@ -237,12 +240,17 @@ public final class PrefillServer implements AutoCloseable {
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public PrefillServer pingProxy(String proxyBaseUrl, Duration interval) {
         pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval);
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), incarnation(), interval);
         return this;
     }
 
     public Instance instance() {
         return new Instance(Role.PREFILL, httpAddress(), notifyAddress());
+    }
+
+    /** This instance's incarnation, new at every start. */
+    public long incarnation() {
+        return writer.incarnation;
     }
 
     public InetSocketAddress httpAddress() {
@@ -305,10 +313,24 @@ public final class PrefillServer implements AutoCloseable {
         private final Duration deadline;
         private final PrefillStats stats;
         private final Disposable.Composite writes;
+        private final long incarnation;
+        /** The newest incarnation seen of each decode notify address. */
+        private final java.util.Map<InetSocketAddress, Long> decodeIncarnations =
+                new java.util.concurrent.ConcurrentHashMap<>();
+        /** Incarnations of block lists that came before their request (bounded). */
+        private final java.util.Map<String, Long> earlyIncarnations = java.util.Collections.synchronizedMap(
+                new java.util.LinkedHashMap<>(16, 0.75f, false) {
+                    @Override
+                    protected boolean removeEldestEntry(java.util.Map.Entry<String, Long> eldest) {
+                        return size() > RemoteBlockBoard.DEFAULT_CAPACITY;
+                    }
+                });
 
         Writer(ServingModel model, Policy policy, KvCache cache, BlockAllocator blocks, PrefillTransfers transfers,
                 RemoteBlockBoard board, TransferSession session, WritePipeline pipeline, NotifyClient client,
-                Duration notifyWithin, Duration transferTimeout, PrefillStats stats, Disposable.Composite writes) {
+                Duration notifyWithin, Duration transferTimeout, PrefillStats stats, Disposable.Composite writes,
+                long incarnation) {
+            this.incarnation = incarnation;
             this.model = model;
             this.policy = policy;
             this.cache = cache;
@@ -325,13 +347,83 @@ public final class PrefillServer implements AutoCloseable {
             this.writes = writes;
         }
 
-        /** The notify server's handler: {@code abort} stops a transfer, everything else goes to the board. */
+        /**
+         * The notify server's handler: {@code abort} stops a transfer; {@code remote_blocks} from a decode's
+         * newer incarnation fails every transfer aimed at its previous one, and one from an older incarnation
+         * is rejected and counted; everything else goes to the board.
+         */
         void accept(NotifyMessage message) {
             if (message instanceof NotifyMessage.Abort abort) {
+                PrefillTransfers.Transfer t = transfers.get(abort.transferId());
+                if (t != null && abort.incarnation() != 0 && t.decodeIncarnation != 0
+                        && abort.incarnation() != t.decodeIncarnation) {
+                    stale(abort.type(), abort.transferId(), abort.incarnation(), t.decodeIncarnation);
+                    return;
+                }
                 abort(abort.transferId(), "decode aborted it: " + abort.reason());
+            } else if (message instanceof NotifyMessage.RemoteBlocks blocks && blocks.incarnation() != 0) {
+                PrefillTransfers.Transfer t = transfers.get(blocks.transferId());
+                if (t == null) {
+                    earlyIncarnations.put(blocks.transferId(), blocks.incarnation());
+                } else if (!learned(t, blocks.incarnation())) {
+                    return;
+                }
+                board.accept(message);
             } else {
                 board.accept(message);
             }
+        }
+
+        private void stale(String type, String id, long from, long current) {
+            stats.staleIncarnation.increment();
+            LOG.warn("transfer {}: rejected {} from decode incarnation {}, not the current {} (a message from"
+                    + " before a restart)", id, type, from, current);
+        }
+
+        /**
+         * Decode incarnation {@code incarnation} sent the transfer's block list. A newer incarnation than the
+         * one known at that address means decode restarted: every running transfer aimed at its previous
+         * incarnation (or that came before the restart and has no block list yet) fails at once, freeing
+         * everything; an older one is rejected.
+         *
+         * @return false if the block list is stale and must not be used
+         */
+        private boolean learned(PrefillTransfers.Transfer t, long incarnation) {
+            long known = decodeIncarnations.getOrDefault(t.decode, 0L);
+            if (incarnation < known) {
+                stale("remote_blocks", t.id, incarnation, known);
+                abort(t.id, "its block list came from a previous incarnation of decode " + Instance.hostPort(t.decode));
+                return false;
+            }
+            t.decodeIncarnation = incarnation;
+            if (incarnation > known && decodeIncarnations.merge(t.decode, incarnation, Math::max) == incarnation
+                    && known != 0) {
+                decodeRestarted(t.decode, known, incarnation);
+            }
+            return true;
+        }
+
+        private void decodeRestarted(InetSocketAddress decode, long previous, long current) {
+            long startedAt = Incarnation.startMillis(current);
+            int failed = 0;
+            for (PrefillTransfers.Transfer other : transfers.running()) {
+                if (!other.decode.equals(decode)) {
+                    continue;
+                }
+                boolean old = other.decodeIncarnation != 0 ? other.decodeIncarnation < current
+                        : other.arrivalMillis < startedAt;
+                if (old) {
+                    other.releaseDecode = false;
+                    if (other.abort("decode " + Instance.hostPort(decode) + " restarted (incarnation " + previous
+                            + " -> " + current + "); its previous incarnation's blocks are gone")) {
+                        stats.failedOnDecodeRestart.increment();
+                        settle(other);
+                        failed++;
+                    }
+                }
+            }
+            LOG.warn("decode {} restarted (incarnation {} -> {}): failed {} transfers aimed at its previous"
+                    + " incarnation and freed their blocks", Instance.hostPort(decode), previous, current, failed);
         }
 
         /**
@@ -373,6 +465,12 @@ public final class PrefillServer implements AutoCloseable {
                     stats.refusedFenced.increment();
                     return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",
                             "transfer_fenced", e.getMessage()));
+                }
+                Long early = earlyIncarnations.remove(id);
+                if (early != null && !learned(t, early)) {
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
+                            "transfer_aborted", "transfer " + id + "'s block list came from a previous incarnation of"
+                                    + " decode"));
                 }
                 try {
                     t.localBlocks(blocks.allocate(id, model.blocksFor(parsed.promptTokens())));
@@ -434,7 +532,7 @@ public final class PrefillServer implements AutoCloseable {
                         }
                     })
                     .subscribe(outcome -> {
-                        finish(outcome, t.decode);
+                        finish(outcome, t);
                         settle(t);
                     });
             if (!self[0].isDisposed()) {
@@ -473,13 +571,14 @@ public final class PrefillServer implements AutoCloseable {
 
         private void released(PrefillTransfers.Transfer t) {
             blocks.free(t.id);
-            if (t.decode != null) {
+            if (t.decode != null && t.releaseDecode) {
                 stats.releasesSent.increment();
-                client.send(t.decode, new NotifyMessage.Release(t.id), notifyWithin).subscribe();
+                client.send(t.decode, new NotifyMessage.Release(t.id, incarnation, t.decodeIncarnation), notifyWithin)
+                        .subscribe();
             }
         }
 
-        private void finish(WriteOutcome outcome, InetSocketAddress decode) {
+        private void finish(WriteOutcome outcome, PrefillTransfers.Transfer t) {
             if (outcome instanceof WriteOutcome.WriteFailed failed) {
                 stats.writesFailed.increment();
                 if (failed.code() == StatusCode.IN_PROGRESS) {
@@ -495,7 +594,8 @@ public final class PrefillServer implements AutoCloseable {
             } else {
                 stats.writesDone.increment();
             }
-            client.send(decode, NotifyMessage.of(outcome), notifyWithin).subscribe();
+            client.send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, 0), notifyWithin)
+                    .subscribe();
         }
 
         private static ObjectNode firstToken(CompletionRequest request) {
