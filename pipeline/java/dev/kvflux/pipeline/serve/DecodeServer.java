@@ -10,6 +10,7 @@ import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.net.ReceiveDeadlineException;
 import dev.kvflux.pipeline.net.RemoteWriteFailedException;
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -27,7 +28,6 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.DisposableServer;
-import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
@@ -57,15 +57,17 @@ public final class DecodeServer implements AutoCloseable {
     private final NotifyClient client;
     private final ExpectedTransfers expected;
     private final String host;
+    private final NotifyAuth auth;
     private Disposable pinger = reactor.core.Disposables.disposed();
 
     private DecodeServer(DisposableServer http, NotifyServer notify, NotifyClient client, ExpectedTransfers expected,
-            String host) {
+            String host, NotifyAuth auth) {
         this.http = http;
         this.notify = notify;
         this.client = client;
         this.expected = expected;
         this.host = host;
+        this.auth = auth;
     }
 
     /**
@@ -100,13 +102,13 @@ public final class DecodeServer implements AutoCloseable {
         Handler handler = new Handler(model, expected, client, new KvCache(model, BLOCK_CAPACITY),
                 receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null);
         try {
-            DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
+            DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
                     .route(routes -> routes.post("/v1/completions", handler::completions)
                             .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
                             .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
                                     HttpJson.MAPPER.valueToTree(metrics.snapshot()))))
                     .bindNow();
-            DecodeServer server = new DecodeServer(http, notify, client, expected, where.host());
+            DecodeServer server = new DecodeServer(http, notify, client, expected, where.host(), auth);
             LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", model,
@@ -116,14 +118,14 @@ public final class DecodeServer implements AutoCloseable {
             notify.close();
             client.close();
             throw new IllegalStateException("cannot start decode's HTTP server on " + where.host() + ":"
-                    + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+                    + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
         }
     }
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public DecodeServer pingProxy(String proxyBaseUrl, Duration interval) {
         pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval);
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth);
         return this;
     }
 

@@ -55,7 +55,11 @@ class ProxyServerTest {
     }
 
     private String post(String path, String body) {
-        return HttpClient.create().post().uri("http://127.0.0.1:" + proxy.address().getPort() + path)
+        return post(proxy.address(), path, body);
+    }
+
+    static String post(InetSocketAddress to, String path, String body) {
+        return HttpClient.create().post().uri("http://127.0.0.1:" + to.getPort() + path)
                 .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
                 .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
                         .map(text -> res.status().code() + " " + text))
@@ -197,15 +201,27 @@ class ProxyServerTest {
     }
 
     @Test
-    void registrationThroughHttpShowsInHealth() {
-        proxy = ProxyServer.start("127.0.0.1", 0, new InstanceRegistry(Duration.ofSeconds(30)));
+    void registrationOnTheDiscoveryPortShowsInHealth() {
+        proxy = ProxyServer.builder().discoveryPort(0).registry(new InstanceRegistry(Duration.ofSeconds(30))).start();
 
-        String registered = post("/register", "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
+        String registered = post(proxy.discoveryAddress(), "/register",
+                "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
         String health = HttpClient.create().get().uri("http://127.0.0.1:" + proxy.address().getPort() + "/health")
                 .responseContent().aggregate().asString().block(WAIT);
 
         assertThat(registered).startsWith("200 ");
         assertThat(HttpJson.object(health).at("/decode/0/notify").asText()).isEqualTo("127.0.0.1:8201");
+    }
+
+    @Test
+    void theClientPortAnswers404ToRegistrationsAndRegistersNothing() {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+
+        String answer = post("/register", "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
+
+        assertThat(answer).startsWith("404 ");
+        assertThat(registry.live(Role.DECODE)).isEmpty();
     }
 
     @Test
