@@ -44,8 +44,9 @@ public final class CompletionSchema {
      */
     public static ObjectNode check(ObjectNode request) {
         ObjectNode checked = request.deepCopy();
-        checked.set("prompt", singlePrompt(request.get("prompt")));
-        promptTokens(checked.get("prompt"));
+        JsonNode prompt = singlePrompt(present(request, "prompt"));
+        promptTokens(prompt);
+        checked.set("prompt", prompt);
         string(request, "model");
         maxTokens(request);
         boolean stream = stream(request);

@@ -4,6 +4,7 @@ import java.net.BindException;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Locale;
+import java.util.Objects;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.resources.ConnectionProvider;
 
@@ -11,42 +12,68 @@ import reactor.netty.resources.ConnectionProvider;
  * The bounds every kvflux HTTP server and client pool runs with, so that no peer holds a connection, a
  * socket or a pooled connection for ever: the proxy's and the roles' servers come from {@link #server}, their
  * client pools from {@link #pool}, and a port that cannot be bound is explained by {@link #bindFailure}.
+ *
+ * @param idleTimeout how long a server keeps a connection that waits for a request (before the first, or
+ *     between keep-alive requests); default 60 s
+ * @param readTimeout how long a server waits for the next bytes of a request's body once it has started;
+ *     default 30 s
+ * @param requestTimeout how long a server gives a client to send a whole request's body; default 60 s
+ * @param poolMaxIdleTime how long a pooled client connection may stay idle before it is closed; default 30 s
+ * @param poolEvictEvery how often pools close idle connections in the background, used or not; default 10 s
  */
-public final class HttpLimits {
-    /** How long a server keeps a connection that waits for a request (between keep-alive requests, or before the first). */
-    public static final Duration IDLE_TIMEOUT = Duration.ofSeconds(60);
-    /** How long a server waits for the next bytes of a request's body once the request has started. */
-    public static final Duration READ_TIMEOUT = Duration.ofSeconds(30);
-    /** How long a server gives a client to send a whole request, headers to last body byte. */
-    public static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(60);
-    /** How long a pooled client connection may stay idle before it is closed. */
-    public static final Duration POOL_MAX_IDLE_TIME = Duration.ofSeconds(30);
-    /** How often pools close their idle and expired connections in the background, even when unused. */
-    public static final Duration POOL_EVICT_EVERY = Duration.ofSeconds(10);
+public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration requestTimeout,
+                         Duration poolMaxIdleTime, Duration poolEvictEvery) {
+    /** The bounds of kvflux's servers and pools unless set otherwise. */
+    public static final HttpLimits DEFAULT = new HttpLimits(Duration.ofSeconds(60), Duration.ofSeconds(30),
+            Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10));
 
-    private HttpLimits() {
+    /** @throws IllegalArgumentException naming a bound that is not positive */
+    public HttpLimits {
+        positive(idleTimeout, "idle timeout");
+        positive(readTimeout, "read timeout");
+        positive(requestTimeout, "request timeout");
+        positive(poolMaxIdleTime, "pool max idle time");
+        positive(poolEvictEvery, "pool eviction interval");
     }
 
-    /**
-     * An HTTP server on {@code host:port} with {@link #IDLE_TIMEOUT}, {@link #READ_TIMEOUT} and
-     * {@link #REQUEST_TIMEOUT}: a connection that sends nothing, or a request that trickles, is closed.
-     */
+    private static void positive(Duration d, String what) {
+        Objects.requireNonNull(d, what);
+        if (d.isZero() || d.isNegative()) {
+            throw new IllegalArgumentException("the HTTP " + what + " must be positive, got " + d);
+        }
+    }
+
+    /** An HTTP server on {@code host:port} with the {@link #DEFAULT} bounds. */
     public static HttpServer server(String host, int port) {
-        return HttpServer.create().host(host).port(port)
-                .idleTimeout(IDLE_TIMEOUT)
-                .readTimeout(READ_TIMEOUT)
-                .requestTimeout(REQUEST_TIMEOUT);
+        return DEFAULT.serverOn(host, port);
+    }
+
+    /** A client pool named {@code name} with the {@link #DEFAULT} bounds. */
+    public static ConnectionProvider.Builder pool(String name) {
+        return DEFAULT.poolNamed(name);
     }
 
     /**
-     * A client connection pool named {@code name} whose idle connections are closed after
-     * {@link #POOL_MAX_IDLE_TIME}, checked every {@link #POOL_EVICT_EVERY} in the background; callers add
-     * their own connection and pending bounds.
+     * An HTTP server on {@code host:port} with these bounds: a connection that sends no request for the idle
+     * timeout, or a request whose body pauses for the read timeout or takes longer than the request
+     * timeout, is closed.
      */
-    public static ConnectionProvider.Builder pool(String name) {
+    public HttpServer serverOn(String host, int port) {
+        return HttpServer.create().host(host).port(port)
+                .idleTimeout(idleTimeout)
+                .readTimeout(readTimeout)
+                .requestTimeout(requestTimeout);
+    }
+
+    /**
+     * A client connection pool named {@code name} whose idle connections are closed after the pool max idle
+     * time, checked in the background at the eviction interval; callers add their own connection and
+     * pending bounds.
+     */
+    public ConnectionProvider.Builder poolNamed(String name) {
         return ConnectionProvider.builder(name)
-                .maxIdleTime(POOL_MAX_IDLE_TIME)
-                .evictInBackground(POOL_EVICT_EVERY);
+                .maxIdleTime(poolMaxIdleTime)
+                .evictInBackground(poolEvictEvery);
     }
 
     /**

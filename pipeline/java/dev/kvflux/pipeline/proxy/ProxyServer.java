@@ -137,8 +137,15 @@ public final class ProxyServer implements AutoCloseable {
         private Duration upstreamTimeout = DEFAULT_UPSTREAM_TIMEOUT;
         private int maxConnections = DEFAULT_MAX_CONNECTIONS;
         private RegistrationAuth registrationAuth;
+        private HttpLimits httpLimits = HttpLimits.DEFAULT;
 
         private Builder() {
+        }
+
+        /** The bounds of both ports' connections and of the pool to the instances; default {@link HttpLimits#DEFAULT}. */
+        public Builder httpLimits(HttpLimits httpLimits) {
+            this.httpLimits = Objects.requireNonNull(httpLimits, "httpLimits");
+            return this;
         }
 
         /** The address both ports bind (default 127.0.0.1). */
@@ -223,14 +230,14 @@ public final class ProxyServer implements AutoCloseable {
         public ProxyServer start() {
             Objects.requireNonNull(registry, "set a registry before starting the proxy");
             int maxPending = maxConnections * PENDING_PER_CONNECTION;
-            ConnectionProvider connections = HttpLimits.pool("kvflux-proxy")
+            ConnectionProvider connections = httpLimits.poolNamed("kvflux-proxy")
                     .maxConnections(maxConnections).pendingAcquireMaxCount(maxPending).build();
             HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
             Handlers handlers = new Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean(),
                     registrationAuth, new AtomicBoolean());
             DisposableServer server;
             try {
-                server = HttpLimits.server(host, port)
+                server = httpLimits.serverOn(host, port)
                         .route(routes -> routes
                                 .post("/v1/completions", handlers::completions)
                                 .get("/health", handlers::health))
@@ -243,7 +250,7 @@ public final class ProxyServer implements AutoCloseable {
             DisposableServer discovery = null;
             if (discoveryPort >= 0) {
                 try {
-                    discovery = HttpLimits.server(host, discoveryPort)
+                    discovery = httpLimits.serverOn(host, discoveryPort)
                             .route(routes -> routes.post("/register", handlers::register).get("/health", handlers::health))
                             .bindNow();
                 } catch (RuntimeException e) {
@@ -422,7 +429,8 @@ public final class ProxyServer implements AutoCloseable {
                         }
                         return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
                                 "decode_unreachable", "decode instance " + decode.get().baseUrl()
-                                        + " did not answer: " + error.getMessage()));
+                                        + " did not answer: " + (error.getMessage() != null ? error.getMessage()
+                                                : error.getClass().getSimpleName())));
                     });
         }
 
