@@ -10,6 +10,7 @@ import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.net.ReceiveDeadlineException;
 import dev.kvflux.pipeline.net.RemoteWriteFailedException;
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -33,7 +34,6 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.DisposableServer;
-import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
@@ -70,10 +70,11 @@ public final class DecodeServer implements AutoCloseable {
     private final Handler handler;
     private final Disposable reaper;
     private final String host;
+    private final NotifyAuth auth;
     private Disposable pinger = reactor.core.Disposables.disposed();
 
     private DecodeServer(DisposableServer http, NotifyServer notify, NotifyClient client, ExpectedTransfers expected,
-            Handler handler, Disposable reaper, String host) {
+            Handler handler, Disposable reaper, String host, NotifyAuth auth) {
         this.http = http;
         this.notify = notify;
         this.client = client;
@@ -81,6 +82,7 @@ public final class DecodeServer implements AutoCloseable {
         this.handler = handler;
         this.reaper = reaper;
         this.host = host;
+        this.auth = auth;
     }
 
     /**
@@ -148,13 +150,13 @@ public final class DecodeServer implements AutoCloseable {
                 : blockLease.dividedBy(8).isZero() ? Duration.ofMillis(1) : blockLease.dividedBy(8);
         Disposable reaper = Flux.interval(reapEvery, Schedulers.parallel()).subscribe(tick -> handler.reap());
         try {
-            DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
+            DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
                     .route(routes -> routes.post("/v1/completions", handler::completions)
                             .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
                             .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
                                     handler.metricsJson(metrics))))
                     .bindNow();
-            DecodeServer server = new DecodeServer(http, notify, client, expected, handler, reaper, where.host());
+            DecodeServer server = new DecodeServer(http, notify, client, expected, handler, reaper, where.host(), auth);
             LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", model,
@@ -165,14 +167,14 @@ public final class DecodeServer implements AutoCloseable {
             notify.close();
             client.close();
             throw new IllegalStateException("cannot start decode's HTTP server on " + where.host() + ":"
-                    + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+                    + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
         }
     }
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public DecodeServer pingProxy(String proxyBaseUrl, Duration interval) {
         pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), incarnation(), interval);
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth, incarnation());
         return this;
     }
 

@@ -19,6 +19,7 @@ import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
 import dev.kvflux.pipeline.write.LayerWrite;
@@ -39,7 +40,6 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.DisposableServer;
-import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
@@ -72,10 +72,12 @@ public final class PrefillServer implements AutoCloseable {
     private final Disposable.Composite writes;
     private final Writer writer;
     private final String host;
+    private final NotifyAuth auth;
     private Disposable pinger = Disposables.disposed();
 
     private PrefillServer(DisposableServer http, NotifyServer notify, NotifyClient client, PrefillLoop loop,
-            Scheduler loopScheduler, PrefillStats stats, Disposable.Composite writes, Writer writer, String host) {
+            Scheduler loopScheduler, PrefillStats stats, Disposable.Composite writes, Writer writer, String host,
+            NotifyAuth auth) {
         this.http = http;
         this.notify = notify;
         this.client = client;
@@ -85,6 +87,7 @@ public final class PrefillServer implements AutoCloseable {
         this.writes = writes;
         this.writer = writer;
         this.host = host;
+        this.auth = auth;
     }
 
     /**
@@ -191,7 +194,7 @@ public final class PrefillServer implements AutoCloseable {
             handler[0] = writer;
             DisposableServer http;
             try {
-                http = HttpServer.create().host(where.host()).port(where.httpPort())
+                http = HttpLimits.server(where.host(), where.httpPort())
                         .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
                                 .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
                                 .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
@@ -199,10 +202,10 @@ public final class PrefillServer implements AutoCloseable {
                         .bindNow();
             } catch (RuntimeException e) {
                 throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
-                        + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+                        + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
             }
             PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, writer,
-                    where.host());
+                    where.host(), auth);
             LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, copy path {},"
                     + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", policy.wireName(), transferTimeout.toMillis(),
@@ -240,7 +243,7 @@ public final class PrefillServer implements AutoCloseable {
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public PrefillServer pingProxy(String proxyBaseUrl, Duration interval) {
         pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), incarnation(), interval);
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth, incarnation());
         return this;
     }
 
