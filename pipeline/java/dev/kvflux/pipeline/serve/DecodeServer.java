@@ -114,14 +114,12 @@ public final class DecodeServer implements AutoCloseable {
      * {@code release} or, when it never does (prefill is gone), until {@code blockLease} after the request
      * ended. Blocks as that does: not on a non-blocking thread.
      *
-     * @throws IllegalArgumentException if {@code kvBlocks} or {@code blockLease} is not positive
+     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..65536 or {@code blockLease} is not positive
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
             NotifyAuth auth, int kvBlocks, Duration blockLease) {
         Blocking.requireBlockingAllowed("DecodeServer.start");
-        if (kvBlocks < 1) {
-            throw new IllegalArgumentException("kvBlocks must be at least 1, got " + kvBlocks);
-        }
+        KvCache.checkBlocks(kvBlocks);
         Objects.requireNonNull(blockLease, "blockLease");
         if (blockLease.isZero() || blockLease.isNegative()) {
             throw new IllegalArgumentException("the block lease must be positive, got " + blockLease

@@ -58,6 +58,8 @@ public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
     /** KV blocks per instance by default. */
     public static final int DEFAULT_KV_BLOCKS = 1 << 16;
+    /** How long running transfers may take to finish when prefill is stopped, by default. */
+    public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(10);
     /** How many prompts may wait for a prefill step by default before requests are refused with 503. */
     public static final int DEFAULT_MAX_QUEUED_PROMPTS = PrefillLoop.DEFAULT_MAX_QUEUED;
     /** How long a write waits for decode's block list, as vLLM's {@code defer_timeout}. */
@@ -146,15 +148,13 @@ public final class PrefillServer implements AutoCloseable {
      * NotifyAuth, int)}, with {@code kvBlocks} KV blocks: a completion whose prompt needs more blocks than are
      * free is refused at once with 503 ({@code "code": "kv_blocks_exhausted"}). Blocks as that does.
      *
-     * @throws IllegalArgumentException if {@code kvBlocks} is not positive
+     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..65536
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
             int maxQueuedPrompts, int kvBlocks) {
         Blocking.requireBlockingAllowed("PrefillServer.start");
-        if (kvBlocks < 1) {
-            throw new IllegalArgumentException("kvBlocks must be at least 1, got " + kvBlocks);
-        }
+        KvCache.checkBlocks(kvBlocks);
         if (maxQueuedPrompts < 1) {
             throw new IllegalArgumentException("maxQueuedPrompts must be at least 1, got " + maxQueuedPrompts);
         }
@@ -183,7 +183,8 @@ public final class PrefillServer implements AutoCloseable {
         PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
                 maxQueuedPrompts);
         try {
-            KvCache cache = new KvCache(model, kvBlocks);
+            // the layout is fixed (as decode's), so prefill and decode may use different numbers of blocks
+            KvCache cache = new KvCache(model, KvCache.ROW_BLOCKS);
             MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
             MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
             PrefillStats stats = new PrefillStats();
@@ -198,7 +199,7 @@ public final class PrefillServer implements AutoCloseable {
                         .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
                                 .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
                                 .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                        metricsJson(stats, metrics, blocks, transfers, writer.incarnation))))
+                                        metricsJson(stats, metrics, blocks, transfers, writer))))
                         .bindNow();
             } catch (RuntimeException e) {
                 throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
@@ -222,7 +223,7 @@ public final class PrefillServer implements AutoCloseable {
     }
 
     private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics, BlockAllocator blocks,
-            PrefillTransfers transfers, long incarnation) {
+            PrefillTransfers transfers, Writer writer) {
         ObjectNode json = HttpJson.MAPPER.createObjectNode();
         json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
                 .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
@@ -232,9 +233,10 @@ public final class PrefillServer implements AutoCloseable {
                 .put("aborts_for_unknown", stats.abortsForUnknown()).put("refused_fenced", stats.refusedFenced())
                 .put("releases_sent", stats.releasesSent()).put("stalled_at_release", stats.stalledAtRelease())
                 .put("transfers_running", transfers.size())
+                .put("writes_in_flight", writer.pipeline.requestsInFlight())
                 .put("stale_incarnation", stats.staleIncarnation())
                 .put("failed_on_decode_restart", stats.failedOnDecodeRestart())
-                .put("incarnation", incarnation);
+                .put("incarnation", writer.incarnation);
         json.set("kv_blocks", BlockMetrics.json(blocks));
         json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
         return json;
@@ -283,10 +285,22 @@ public final class PrefillServer implements AutoCloseable {
         return client.metrics();
     }
 
-    /** Stops serving; writes still queued or waiting are cancelled and decode is not told of them. */
+    /**
+     * Stops serving gracefully, as on SIGTERM: new prompts are refused with 503 ({@code
+     * prefill_shutting_down}); transfers still running get {@link #DEFAULT_SHUTDOWN_GRACE} (at most the transfer
+     * timeout) to finish; each one left is stopped and decode is sent {@code write_failed} with the reason,
+     * then what was posted is drained and decode's blocks released (up to 2 s more for those messages). Then
+     * registration stops and the ports close. Logs what it did.
+     */
     @Override
     public void close() {
+        close(DEFAULT_SHUTDOWN_GRACE);
+    }
+
+    /** As {@link #close()}, giving running transfers {@code grace} to finish. */
+    public void close(Duration grace) {
         pinger.dispose();
+        writer.shutDown(grace);
         writes.dispose();
         http.disposeNow();
         notify.close();
@@ -317,6 +331,9 @@ public final class PrefillServer implements AutoCloseable {
         private final PrefillStats stats;
         private final Disposable.Composite writes;
         private final long incarnation;
+        private volatile boolean closing;
+        /** Messages to decode still being sent (write_done, write_failed, release). */
+        private final java.util.concurrent.atomic.AtomicInteger sending = new java.util.concurrent.atomic.AtomicInteger();
         /** The newest incarnation seen of each decode notify address. */
         private final java.util.Map<InetSocketAddress, Long> decodeIncarnations =
                 new java.util.concurrent.ConcurrentHashMap<>();
@@ -460,6 +477,11 @@ public final class PrefillServer implements AutoCloseable {
                             "invalid_request_error", "bad_request", e.getMessage()));
                 }
                 String id = parsed.params().transferId();
+                if (closing) {
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                            "prefill_shutting_down", "prefill is shutting down and takes no new prompts; retry on"
+                                    + " another prefill instance"));
+                }
                 PrefillTransfers.Transfer t;
                 try {
                     t = transfers.open(id, parsed.params().remoteNotify(),
@@ -572,12 +594,60 @@ public final class PrefillServer implements AutoCloseable {
                     .subscribe();
         }
 
+        /**
+         * Stops taking prompts, waits up to {@code grace} (at most the transfer timeout) for running transfers,
+         * then stops each one left, tells its decode {@code write_failed} with the reason, and waits up to 2 s
+         * more for the drains and messages. Blocks the calling thread.
+         */
+        void shutDown(Duration grace) {
+            closing = true;
+            long start = System.nanoTime();
+            Duration bounded = grace.compareTo(transferTimeout) < 0 ? grace : transferTimeout;
+            int running = transfers.size();
+            waitUntil(() -> transfers.size() == 0, bounded);
+            int finished = running - transfers.size();
+            int stopped = 0;
+            for (PrefillTransfers.Transfer t : transfers.running()) {
+                String reason = "prefill is shutting down; the KV of transfer " + t.id + " was not written within"
+                        + " the shutdown grace of " + bounded.toMillis() + " ms; retry the request";
+                if (t.abort(reason)) {
+                    stopped++;
+                    stats.writesFailed.increment();
+                    send(t.decode, new NotifyMessage.WriteFailed(t.id, StatusCode.ERR_BAD_STATE, reason, incarnation,
+                            t.decodeIncarnation));
+                    settle(t);
+                }
+            }
+            waitUntil(() -> transfers.size() == 0 && sending.get() == 0, Duration.ofSeconds(2));
+            LOG.info("prefill stopping: {} running transfers finished within {} ms, {} stopped with write_failed"
+                    + " (\"prefill is shutting down\"), {} not settled, {} messages to decode not confirmed;"
+                    + " registration stopped", finished, (System.nanoTime() - start) / 1_000_000, stopped,
+                    transfers.size(), sending.get());
+        }
+
+        private static void waitUntil(java.util.function.BooleanSupplier done, Duration within) {
+            long until = System.nanoTime() + within.toNanos();
+            while (!done.getAsBoolean() && System.nanoTime() - until < 0) {
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+
+        /** Sends a message to decode, counted in {@link #sending} until acknowledged or given up. */
+        private void send(InetSocketAddress decode, NotifyMessage message) {
+            sending.incrementAndGet();
+            client.send(decode, message, notifyWithin).doFinally(signal -> sending.decrementAndGet()).subscribe();
+        }
+
         private void released(PrefillTransfers.Transfer t) {
             blocks.free(t.id);
             if (t.decode != null && t.releaseDecode) {
                 stats.releasesSent.increment();
-                client.send(t.decode, new NotifyMessage.Release(t.id, incarnation, t.decodeIncarnation), notifyWithin)
-                        .subscribe();
+                send(t.decode, new NotifyMessage.Release(t.id, incarnation, t.decodeIncarnation));
             }
         }
 
@@ -597,8 +667,7 @@ public final class PrefillServer implements AutoCloseable {
             } else {
                 stats.writesDone.increment();
             }
-            client.send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, 0), notifyWithin)
-                    .subscribe();
+            send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, 0));
         }
 
         private static ObjectNode firstToken(CompletionRequest request) {
