@@ -138,7 +138,8 @@ public final class PrefillServer implements AutoCloseable {
         Objects.requireNonNull(policy, "policy");
         Objects.requireNonNull(engine, "engine");
         NotifyMetrics metrics = new NotifyMetrics();
-        RemoteBlockBoard board = new RemoteBlockBoard();
+        RemoteBlockBoard board = new RemoteBlockBoard(RemoteBlockBoard.DEFAULT_BUDGET_BYTES,
+                RemoteBlockBoard.DEFAULT_CAPACITY, metrics);
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
                 .metrics(metrics).auth(auth).handler(board).bind().block(Duration.ofSeconds(10));
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
