@@ -150,7 +150,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
                 Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
                 outcome = outcome.timeout(receiveDeadline, Mono.<Void>defer(() -> {
                     metrics.deadlinesExpired.increment();
-                    LOG.warn("transfer {}: no notification within the receive deadline of {} ms", transferId,
+                    LOG.warn("transfer {}: no notification within the receive deadline of {} ms", LogText.escape(transferId),
                             receiveDeadline.toMillis());
                     return Mono.error(new ReceiveDeadlineException(transferId, receiveDeadline));
                 }), on);
@@ -163,7 +163,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
     @Override
     public void accept(NotifyMessage message) {
         if (!(message instanceof NotifyMessage.WriteDone) && !(message instanceof NotifyMessage.WriteFailed)) {
-            LOG.debug("decode ignores {}", message);
+            LOG.debug("decode ignores {}", LogText.escape(message.toString()));
             return;
         }
         String id = message.transferId();
@@ -174,7 +174,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
                 finished.put(id, Boolean.TRUE);
             } else if (finished.containsKey(id)) {
                 metrics.lateOrDuplicate.increment();
-                LOG.debug("ignoring a late or duplicate {} for finished transfer {}", message.type(), id);
+                LOG.debug("ignoring a late or duplicate {} for finished transfer {}", message.type(), LogText.escape(id));
                 return;
             } else {
                 metrics.unmatched.increment();

@@ -163,7 +163,7 @@ final class FlatMapReader {
             throw new MalformedFrameException("notify frame starts with msgpack byte 0x" + Integer.toHexString(head)
                     + ", not a map; expected {\"type\": ..., \"transfer_id\": ...}");
         }
-        if (count > MAX_KEYS) {
+        if (Integer.toUnsignedLong(count) > MAX_KEYS) {
             throw new MalformedFrameException("notify frame's map claims " + Integer.toUnsignedString(count)
                     + " keys; at most " + MAX_KEYS + " are accepted");
         }

@@ -7,6 +7,7 @@ package dev.kvflux.pipeline.net;
 public final class LogText {
     /** The most characters of peer text kept in one log field. */
     public static final int MAX_CHARS = 200;
+    private static final char[] HEX = "0123456789abcdef".toCharArray();
 
     private LogText() {
     }
@@ -27,7 +28,8 @@ public final class LogText {
                 case '\\' -> out.append("\\\\");
                 default -> {
                     if (c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0) || c == 0x2028 || c == 0x2029) {
-                        out.append(String.format("\\u%04x", (int) c));
+                        out.append("\\u").append(HEX[c >> 12 & 0xF]).append(HEX[c >> 8 & 0xF]).append(HEX[c >> 4 & 0xF])
+                                .append(HEX[c & 0xF]);
                     } else {
                         out.append(c);
                     }
