@@ -8,13 +8,14 @@ import org.msgpack.core.MessagePack;
 /**
  * msgpack encoding of {@link NotifyMessage}s: one map per message with string keys, as MoRIIO sends them
  * ({@code type}, {@code transfer_id}, {@code req_id}, {@code block_notify_list}, {@code decode_rank}),
- * and for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text.
+ * for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text, and for
+ * kvflux's {@code abort} the {@code reason}.
  * Unknown keys with scalar values are ignored, so newer senders stay readable.
  *
  * <p>Decoding is bounded before anything is allocated: {@link FlatMapReader} checks the frame's structure
  * and every length against the bytes present, then each field is checked against its own limit
  * ({@value #MAX_ID_BYTES} bytes for ids, {@value #MAX_BLOCKS} blocks) before it becomes a string or a list.
- * A reason longer than {@value #MAX_REASON_BYTES} bytes is cut to that, with a note of what was cut.
+ * A {@code reason} longer than {@value #MAX_REASON_BYTES} bytes is cut to that, with a note of what was cut.
  */
 public final class NotifyCodec {
     /** Longest {@code transfer_id} or {@code req_id}, in UTF-8 bytes. */
@@ -51,6 +52,12 @@ public final class NotifyCodec {
                     packer.packString("code").packInt(failed.code().value());
                     packString(packer, "reason", failed.reason());
                 }
+                case NotifyMessage.Abort abort -> {
+                    packer.packMapHeader(3);
+                    packString(packer, "type", abort.type());
+                    packString(packer, "transfer_id", abort.transferId());
+                    packString(packer, "reason", abort.reason());
+                }
                 case NotifyMessage.WriteDone done -> packTypeAndId(packer, done);
                 case NotifyMessage.Release release -> packTypeAndId(packer, release);
             }
@@ -81,12 +88,13 @@ public final class NotifyCodec {
         return switch (type) {
             case "write_done" -> new NotifyMessage.WriteDone(transferId);
             case "release" -> new NotifyMessage.Release(transferId);
+            case "abort" -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES));
             case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(fields),
                     fields.truncatedString("reason", MAX_REASON_BYTES));
             case "remote_blocks" -> new NotifyMessage.RemoteBlocks(fields.string("req_id", MAX_ID_BYTES), transferId,
                     fields.integers("block_notify_list", MAX_BLOCKS), intIn(fields, "decode_rank", 0, Integer.MAX_VALUE));
             default -> throw new MalformedFrameException("unknown notify message type '" + LogText.escape(type)
-                    + "'; expected remote_blocks, write_done, write_failed or release");
+                    + "'; expected remote_blocks, write_done, write_failed, release or abort");
         };
     }
 

@@ -80,6 +80,7 @@ public final class RetainedBytes<V> {
         long size = 2L * message.transferId().length();
         return switch (message) {
             case NotifyMessage.WriteFailed failed -> size + 2L * failed.reason().length();
+            case NotifyMessage.Abort abort -> size + 2L * abort.reason().length();
             case NotifyMessage.RemoteBlocks blocks -> size + 2L * blocks.reqId().length()
                     + 24L * blocks.blockNotifyList().size();
             default -> size;

@@ -157,8 +157,9 @@ class NotifyFuzzTest {
 
     private static NotifyMessage message(Random random) {
         String id = text(random, 1 + random.nextInt(40));
-        return switch (random.nextInt(4)) {
+        return switch (random.nextInt(5)) {
             case 0 -> new NotifyMessage.WriteDone(id);
+            case 4 -> new NotifyMessage.Abort(id, text(random, random.nextInt(100)));
             case 1 -> new NotifyMessage.Release(id);
             case 2 -> new NotifyMessage.WriteFailed(id, random.nextBoolean() ? StatusCode.IN_PROGRESS
                     : StatusCode.ERR_RDMA_OP, text(random, random.nextInt(300)));
