@@ -41,6 +41,8 @@ public final class DecodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        OptionChecks.positive(spec.commandLine(), "--receive-deadline", receiveDeadline);
+        roleOptions.check(spec.commandLine());
         KvfluxConfig config = configOptions.load(spec.commandLine());
         Duration deadline = noDeadline ? null
                 : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());

@@ -49,6 +49,8 @@ public final class PrefillCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        OptionChecks.transferTimeout(spec.commandLine(), "--transfer-timeout", transferTimeout);
+        roleOptions.check(spec.commandLine());
         KvfluxConfig config = configOptions.load(spec.commandLine());
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
