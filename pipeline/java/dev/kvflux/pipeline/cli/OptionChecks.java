@@ -16,6 +16,9 @@ import picocli.CommandLine.ParameterException;
  * naming the option, the value and what it should be, which the CLI prints as one line with exit code 2.
  */
 final class OptionChecks {
+    /** The most KV blocks a simulated role may be given: 2^24, far beyond any real cache's block count. */
+    static final int MAX_KV_BLOCKS = 1 << 24;
+
     private OptionChecks() {
     }
 
