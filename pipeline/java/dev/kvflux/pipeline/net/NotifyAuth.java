@@ -109,15 +109,46 @@ public final class NotifyAuth {
     }
 
     private byte[] tag(long ts, byte[] message) {
+        return tag(DOMAIN, ts, message);
+    }
+
+    /**
+     * HMAC-SHA256 under this secret over {@code domain}, {@code ts} as 8 big-endian bytes and {@code body}:
+     * the primitive under notify frames (domain {@code kvflux-notify-v1}), for other messages the cluster
+     * signs with the same secret under a domain of their own, so that one kind can never pass for another.
+     */
+    public byte[] tag(byte[] domain, long ts, byte[] body) {
+        Objects.requireNonNull(domain, "domain");
+        Objects.requireNonNull(body, "body");
         try {
             Mac mac = Mac.getInstance(ALGORITHM);
             mac.init(key);
-            mac.update(DOMAIN);
+            mac.update(domain);
             mac.update(ByteBuffer.allocate(Long.BYTES).putLong(0, ts));
-            return mac.doFinal(message);
+            return mac.doFinal(body);
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException(ALGORITHM + " is not available in this JDK", e);
         }
+    }
+
+    /** Whether {@code expected} and {@code actual} tags are equal, compared in constant time. */
+    public static boolean tagsEqual(byte[] expected, byte[] actual) {
+        return actual != null && MessageDigest.isEqual(expected, actual);
+    }
+
+    /** Whether {@code ts} (milliseconds since the epoch) is within the max age of this secret's clock, either way. */
+    public boolean fresh(long ts) {
+        return Math.abs(now() - ts) <= maxAge.toMillis();
+    }
+
+    /** How far a signed message's time may be from this secret's clock, either way. */
+    public Duration maxAge() {
+        return maxAge;
+    }
+
+    /** The time now on this secret's clock, in milliseconds since the epoch: what a signer puts in its {@code ts}. */
+    public long nowMillis() {
+        return now();
     }
 
     private long now() {

@@ -55,6 +55,12 @@ public final class NotifyCodec {
                     packer.packString("code").packInt(failed.code().value());
                     packString(packer, "reason", failed.reason());
                 }
+                case NotifyMessage.Abort abort -> {
+                    packer.packMapHeader(3 + extra);
+                    packString(packer, "type", abort.type());
+                    packString(packer, "transfer_id", abort.transferId());
+                    packString(packer, "reason", abort.reason());
+                }
                 case NotifyMessage.WriteDone done -> packTypeAndId(packer, done, extra);
                 case NotifyMessage.Release release -> packTypeAndId(packer, release, extra);
             }
@@ -105,11 +111,12 @@ public final class NotifyCodec {
         return switch (type) {
             case "write_done" -> new NotifyMessage.WriteDone(transferId);
             case "release" -> new NotifyMessage.Release(transferId);
+            case "abort" -> new NotifyMessage.Abort(transferId, string(map, "reason"));
             case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(map), string(map, "reason"));
             case "remote_blocks" -> new NotifyMessage.RemoteBlocks(string(map, "req_id"), transferId,
                     blocks(map), intIn(map, "decode_rank", 0, Integer.MAX_VALUE));
             default -> throw new MalformedFrameException("unknown notify message type '" + type
-                    + "'; expected remote_blocks, write_done, write_failed or release");
+                    + "'; expected remote_blocks, write_done, write_failed, release or abort");
         };
     }
 
