@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
             DecodeCommand.class,
             ProxyCommand.class,
             ServeBenchCommand.class,
+            dev.kvflux.pipeline.scale.BenchCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 
