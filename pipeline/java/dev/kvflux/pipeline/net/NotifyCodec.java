@@ -3,40 +3,42 @@ package dev.kvflux.pipeline.net;
 import dev.kvflux.bindings.StatusCode;
 import java.io.IOException;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
-import org.msgpack.core.MessagePackException;
-import org.msgpack.core.MessageUnpacker;
-import org.msgpack.value.Value;
-import org.msgpack.value.ValueType;
 
 /**
  * msgpack encoding of {@link NotifyMessage}s: one map per message with string keys, as MoRIIO sends them
  * ({@code type}, {@code transfer_id}, {@code req_id}, {@code block_notify_list}, {@code decode_rank}),
- * and for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text.
+ * for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text, and for
+ * kvflux's {@code abort} the {@code reason}.
  * kvflux peers add {@code incarnation}, {@code to_incarnation} and {@code checksum} when not 0
- * ({@link NotifyMessage}); absent, they read as 0. Unknown keys are ignored, so newer senders stay readable. With a notify secret, the keys {@code ts} and
- * {@code mac} are added ({@link NotifyAuth}).
+ * ({@link NotifyMessage}); absent, they read as 0. Unknown keys with scalar values are ignored, so newer
+ * senders stay readable.
+ *
+ * <p>Decoding is bounded before anything is allocated: {@link FlatMapReader} checks the frame's structure
+ * and every length against the bytes present, then each field is checked against its own limit
+ * ({@value #MAX_ID_BYTES} bytes for ids, {@value #MAX_BLOCKS} blocks) before it becomes a string or a list.
+ * A {@code reason} longer than {@value #MAX_REASON_BYTES} bytes is cut to that, with a note of what was cut.
  */
 public final class NotifyCodec {
+    /** Longest {@code transfer_id} or {@code req_id}, in UTF-8 bytes. */
+    public static final int MAX_ID_BYTES = 256;
+    /** Most blocks in one {@code block_notify_list}. */
+    public static final int MAX_BLOCKS = 65_536;
+    /** Longest {@code reason} kept, in UTF-8 bytes; a longer one is cut. */
+    public static final int MAX_REASON_BYTES = 1024;
+    /** Longest {@code type} accepted, in UTF-8 bytes. */
+    private static final int MAX_TYPE_BYTES = 32;
+
     private NotifyCodec() {
     }
 
     /** The message's msgpack bytes. */
     public static byte[] encode(NotifyMessage message) {
-        return encode(message, 0, null);
-    }
-
-    /**
-     * The message's msgpack bytes, with the authentication keys {@code ts} and {@code mac} added when
-     * {@code mac} is not null (see {@link NotifyAuth}).
-     */
-    static byte[] encode(NotifyMessage message, long ts, byte[] mac) {
         List<Map.Entry<String, Long>> optional = optionalKeys(message);
-        int extra = (mac == null ? 0 : 2) + optional.size();
+        int extra = optional.size();
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
             switch (message) {
                 case NotifyMessage.RemoteBlocks blocks -> {
@@ -69,10 +71,6 @@ public final class NotifyCodec {
             for (Map.Entry<String, Long> key : optional) {
                 packer.packString(key.getKey()).packLong(key.getValue());
             }
-            if (mac != null) {
-                packer.packString("ts").packLong(ts);
-                packer.packString("mac").packBinaryHeader(mac.length).writePayload(mac);
-            }
             return packer.toByteArray();
         } catch (IOException e) {
             throw new IllegalStateException("msgpack encoding into memory failed", e);
@@ -85,29 +83,12 @@ public final class NotifyCodec {
      * @throws MalformedFrameException saying what was wrong, if the bytes are not one message map
      */
     public static NotifyMessage decode(byte[] bytes) {
-        return message(readMap(bytes));
+        return decode(bytes, 0, bytes.length);
     }
 
-    /** A decoded frame with its authentication keys, each null when absent. */
-    record Signed(NotifyMessage message, Long ts, byte[] mac) {
-    }
-
-    /**
-     * The message in {@code bytes} with its {@code ts} and {@code mac}.
-     *
-     * @throws MalformedFrameException saying what was wrong, if the bytes are not one message map or an
-     *     authentication key has the wrong type
-     */
-    static Signed decodeSigned(byte[] bytes) {
-        Map<String, Value> map = readMap(bytes);
-        NotifyMessage message = message(map);
-        Value mac = map.get("mac");
-        if (mac != null && !mac.isBinaryValue()) {
-            throw new MalformedFrameException("notify message key 'mac' is a " + mac.getValueType()
-                    + ", expected binary");
-        }
-        return new Signed(message, map.containsKey("ts") ? integer(map, "ts") : null,
-                mac == null ? null : mac.asBinaryValue().asByteArray());
+    /** The message in {@code bytes[offset, offset + length)}; see {@link #decode(byte[])}. */
+    static NotifyMessage decode(byte[] bytes, int offset, int length) {
+        return message(FlatMapReader.read(bytes, offset, length));
     }
 
     /** The kvflux-only keys of a message that are not 0, in a fixed order. */
@@ -130,51 +111,30 @@ public final class NotifyCodec {
     }
 
     /** An optional integer key; 0 when absent. */
-    private static long optionalLong(Map<String, Value> map, String key) {
-        return map.containsKey(key) ? integer(map, key) : 0;
+    private static long optionalLong(FlatMapReader.Fields fields, String key) {
+        return fields.get(key) == null ? 0 : fields.integer(key);
     }
 
-    private static NotifyMessage message(Map<String, Value> map) {
-        String type = string(map, "type");
-        String transferId = string(map, "transfer_id");
-        long incarnation = optionalLong(map, "incarnation");
-        long to = optionalLong(map, "to_incarnation");
+    /** The record a message map's fields make; each field is checked against its limit before it is read. */
+    private static NotifyMessage message(FlatMapReader.Fields fields) {
+        String type = fields.string("type", MAX_TYPE_BYTES);
+        String transferId = fields.string("transfer_id", MAX_ID_BYTES);
+        long incarnation = optionalLong(fields, "incarnation");
+        long to = optionalLong(fields, "to_incarnation");
         return switch (type) {
-            case "write_done" -> new NotifyMessage.WriteDone(transferId, incarnation, to, optionalLong(map, "checksum"));
+            case "write_done" -> new NotifyMessage.WriteDone(transferId, incarnation, to,
+                    optionalLong(fields, "checksum"));
             case "release" -> new NotifyMessage.Release(transferId, incarnation, to);
-            case "abort" -> new NotifyMessage.Abort(transferId, string(map, "reason"), incarnation);
-            case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(map), string(map, "reason"),
-                    incarnation, to);
-            case "remote_blocks" -> new NotifyMessage.RemoteBlocks(string(map, "req_id"), transferId,
-                    blocks(map), intIn(map, "decode_rank", 0, Integer.MAX_VALUE), incarnation);
-            default -> throw new MalformedFrameException("unknown notify message type '" + type
+            case "abort" -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES),
+                    incarnation);
+            case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(fields),
+                    fields.truncatedString("reason", MAX_REASON_BYTES), incarnation, to);
+            case "remote_blocks" -> new NotifyMessage.RemoteBlocks(fields.string("req_id", MAX_ID_BYTES), transferId,
+                    fields.integers("block_notify_list", MAX_BLOCKS), intIn(fields, "decode_rank", 0, Integer.MAX_VALUE),
+                    incarnation);
+            default -> throw new MalformedFrameException("unknown notify message type '" + LogText.escape(type)
                     + "'; expected remote_blocks, write_done, write_failed, release or abort");
         };
-    }
-
-    private static Map<String, Value> readMap(byte[] bytes) {
-        Map<String, Value> map = new HashMap<>();
-        try (MessageUnpacker unpacker = MessagePack.newDefaultUnpacker(bytes)) {
-            if (!unpacker.hasNext()) {
-                throw new MalformedFrameException("empty notify frame; expected one msgpack map");
-            }
-            Value value = unpacker.unpackValue();
-            if (unpacker.hasNext()) {
-                throw new MalformedFrameException("notify frame holds more than one msgpack value; send one map per frame");
-            }
-            if (value.getValueType() != ValueType.MAP) {
-                throw new MalformedFrameException("notify frame is a msgpack " + value.getValueType()
-                        + ", not a map; expected {\"type\": ..., \"transfer_id\": ...}");
-            }
-            for (Map.Entry<Value, Value> entry : value.asMapValue().entrySet()) {
-                if (entry.getKey().isStringValue()) {
-                    map.put(entry.getKey().asStringValue().asString(), entry.getValue());
-                }
-            }
-        } catch (MessagePackException | IOException e) {
-            throw new MalformedFrameException("notify frame is not valid msgpack: " + e.getMessage(), e);
-        }
-        return map;
     }
 
     /**
@@ -194,12 +154,13 @@ public final class NotifyCodec {
 
     /** The transfer id an acknowledgement names. */
     static String decodeAck(byte[] bytes) {
-        Map<String, Value> map = readMap(bytes);
-        String type = string(map, "type");
+        FlatMapReader.Fields fields = FlatMapReader.read(bytes, 0, bytes.length);
+        String type = fields.string("type", MAX_TYPE_BYTES);
         if (!type.equals("ack")) {
-            throw new MalformedFrameException("expected an ack from the notify server, got '" + type + "'");
+            throw new MalformedFrameException("expected an ack from the notify server, got '" + LogText.escape(type)
+                    + "'");
         }
-        return string(map, "transfer_id");
+        return fields.string("transfer_id", MAX_ID_BYTES);
     }
 
     private static void packString(MessageBufferPacker packer, String key, String value) throws IOException {
@@ -213,38 +174,12 @@ public final class NotifyCodec {
         packString(packer, "transfer_id", message.transferId());
     }
 
-    private static Value required(Map<String, Value> map, String key) {
-        Value value = map.get(key);
-        if (value == null) {
-            throw new MalformedFrameException("notify message lacks the key '" + key + "'");
-        }
-        return value;
-    }
-
-    private static String string(Map<String, Value> map, String key) {
-        Value value = required(map, key);
-        if (!value.isStringValue()) {
-            throw new MalformedFrameException("notify message key '" + key + "' is a " + value.getValueType()
-                    + ", expected a string");
-        }
-        return value.asStringValue().asString();
-    }
-
-    private static long integer(Map<String, Value> map, String key) {
-        Value value = required(map, key);
-        if (!value.isIntegerValue() || !value.asIntegerValue().isInLongRange()) {
-            throw new MalformedFrameException("notify message key '" + key + "' is a " + value.getValueType()
-                    + ", expected an integer");
-        }
-        return value.asIntegerValue().toLong();
-    }
-
     /**
      * An integer key that must lie in {@code [min, max]}; a plain cast would wrap a larger value into a
      * wrong but plausible one (2^32 + 1 would read as rank 1).
      */
-    private static int intIn(Map<String, Value> map, String key, int min, int max) {
-        long value = integer(map, key);
+    private static int intIn(FlatMapReader.Fields fields, String key, int min, int max) {
+        long value = fields.integer(key);
         if (value < min || value > max) {
             throw new MalformedFrameException("notify message key '" + key + "' is " + value + ", outside "
                     + min + ".." + max + "; the sender is not speaking this protocol or is corrupt");
@@ -252,8 +187,8 @@ public final class NotifyCodec {
         return (int) value;
     }
 
-    private static StatusCode code(Map<String, Value> map) {
-        int raw = intIn(map, "code", Integer.MIN_VALUE, Integer.MAX_VALUE);
+    private static StatusCode code(FlatMapReader.Fields fields) {
+        int raw = intIn(fields, "code", Integer.MIN_VALUE, Integer.MAX_VALUE);
         try {
             StatusCode code = StatusCode.of(raw);
             if (!code.isFailure() && code != StatusCode.IN_PROGRESS) {
@@ -264,22 +199,5 @@ public final class NotifyCodec {
         } catch (IllegalArgumentException e) {
             throw new MalformedFrameException("write_failed carries " + e.getMessage(), e);
         }
-    }
-
-    private static List<Long> blocks(Map<String, Value> map) {
-        Value value = required(map, "block_notify_list");
-        if (!value.isArrayValue()) {
-            throw new MalformedFrameException("notify message key 'block_notify_list' is a "
-                    + value.getValueType() + ", expected an array of integers");
-        }
-        List<Long> blocks = new ArrayList<>(value.asArrayValue().size());
-        for (Value block : value.asArrayValue()) {
-            if (!block.isIntegerValue() || !block.asIntegerValue().isInLongRange()) {
-                throw new MalformedFrameException("block_notify_list holds a " + block.getValueType()
-                        + ", expected integers");
-            }
-            blocks.add(block.asIntegerValue().toLong());
-        }
-        return blocks;
     }
 }
