@@ -1,7 +1,9 @@
 package dev.kvflux.pipeline.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
@@ -253,6 +255,8 @@ public final class DecodeServer implements AutoCloseable {
         final LongAdder refusedOutOfBlocks = new LongAdder();
         final LongAdder refusedShuttingDown = new LongAdder();
         final LongAdder staleIncarnation = new LongAdder();
+        final LongAdder corruptKv = new LongAdder();
+        final LongAdder kvVerified = new LongAdder();
         final AtomicInteger abortsInFlight = new AtomicInteger();
     }
 
@@ -268,14 +272,16 @@ public final class DecodeServer implements AutoCloseable {
     private static final class Active {
         final String id;
         final InetSocketAddress prefill;
+        final List<Long> blocks;
         final Sinks.Empty<Void> stop = Sinks.empty();
         /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
         volatile boolean prefillSettled;
         volatile String failure;
 
-        Active(String id, InetSocketAddress prefill) {
+        Active(String id, InetSocketAddress prefill, List<Long> blocks) {
             this.id = id;
             this.prefill = prefill;
+            this.blocks = blocks;
         }
     }
 
@@ -306,6 +312,24 @@ public final class DecodeServer implements AutoCloseable {
                         + " meant for this decode before a restart", message.transferId(), message.type(), to,
                         incarnation);
                 return;
+            }
+            if (message instanceof NotifyMessage.WriteDone done && done.checksum() != 0) {
+                Active a = active.get(done.transferId());
+                if (a != null) {
+                    long expectedSum = KvChecksum.of(a.id, model.layers(), a.blocks);
+                    if (expectedSum != done.checksum()) {
+                        stats.corruptKv.increment();
+                        LOG.error("transfer {}: KV content check failed (prefill's checksum {} over the blocks it wrote,"
+                                + " {} expected over decode's blocks); the request fails instead of decoding from"
+                                + " wrong KV", LogText.escape(a.id), Long.toHexString(done.checksum()),
+                                Long.toHexString(expectedSum));
+                        expected.accept(new NotifyMessage.WriteFailed(a.id, StatusCode.ERR_BAD_STATE,
+                                "KV content check failed: the KV prefill wrote does not match the blocks decode granted"
+                                        + " for this transfer; not decoding from it"));
+                        return;
+                    }
+                    stats.kvVerified.increment();
+                }
             }
             if (message instanceof NotifyMessage.Release release) {
                 if (blocks.release(release.transferId())) {
@@ -347,7 +371,8 @@ public final class DecodeServer implements AutoCloseable {
                     .put("releases", stats.releases.sum()).put("releases_unknown", stats.releasesUnknown.sum())
                     .put("refused_out_of_blocks", stats.refusedOutOfBlocks.sum())
                     .put("refused_shutting_down", stats.refusedShuttingDown.sum())
-                    .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation);
+                    .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation)
+                    .put("kv_verified", stats.kvVerified.sum()).put("corrupt_kv", stats.corruptKv.sum());
             json.set("kv_blocks", BlockMetrics.json(blocks));
             return json;
         }
@@ -386,7 +411,7 @@ public final class DecodeServer implements AutoCloseable {
                         "duplicate_transfer_id", "transfer " + id + " is already running here; every request needs"
                                 + " its own transfer id");
             }
-            Active a = new Active(id, prefill);
+            Active a = new Active(id, prefill, granted);
             active.put(id, a);
             Mono<Void> askForKv = Mono.defer(() -> {
                         blocks.writing(id);
