@@ -137,7 +137,8 @@ public final class DecodeServer implements AutoCloseable {
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, blocks, blockLease,
                 receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null,
-                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next());
+                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next(),
+                new ConcurrentHashMap<>());
         NotifyServer notify;
         try {
             notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
@@ -256,6 +257,7 @@ public final class DecodeServer implements AutoCloseable {
         final LongAdder refusedShuttingDown = new LongAdder();
         final LongAdder staleIncarnation = new LongAdder();
         final LongAdder corruptKv = new LongAdder();
+        final LongAdder failedOnPrefillRestart = new LongAdder();
         final LongAdder kvVerified = new LongAdder();
         final AtomicInteger abortsInFlight = new AtomicInteger();
     }
@@ -268,12 +270,21 @@ public final class DecodeServer implements AutoCloseable {
         }
     }
 
+    /** The prefill instance the request's KV was to come from restarted; its previous life's work is gone. */
+    private static final class PrefillRestartedException extends RuntimeException {
+        PrefillRestartedException(InetSocketAddress prefill, long previous, long current) {
+            super("prefill " + Instance.hostPort(prefill) + " restarted (incarnation " + previous + " -> " + current
+                    + ") before this request's KV was written; retry the request", null, false, false);
+        }
+    }
+
     /** One request from its arrival to its end, for shutdown and for the abort sent to prefill. */
     private static final class Active {
         final String id;
         final InetSocketAddress prefill;
         final List<Long> blocks;
         final Sinks.Empty<Void> stop = Sinks.empty();
+        final long arrivalMillis = System.currentTimeMillis();
         /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
         volatile boolean prefillSettled;
         volatile String failure;
@@ -293,7 +304,7 @@ public final class DecodeServer implements AutoCloseable {
     private record Handler(ServingModel model, ExpectedTransfers expected, NotifyClient client, BlockAllocator blocks,
                            Duration blockLease, Duration blocksWithin, boolean failWhenUndeliverable,
                            Duration receiveDeadline, DecodeStats stats, Map<String, Active> active,
-                           AtomicBoolean closing, long incarnation) {
+                           AtomicBoolean closing, long incarnation, Map<InetSocketAddress, Long> prefillIncarnations) {
 
         /**
          * The notify server's handler: a message from prefill about another incarnation's blocks is rejected
@@ -311,6 +322,9 @@ public final class DecodeServer implements AutoCloseable {
                 LOG.warn("transfer {}: rejected {} about blocks of decode incarnation {}, not this one ({}): it was"
                         + " meant for this decode before a restart", message.transferId(), message.type(), to,
                         incarnation);
+                return;
+            }
+            if (message.incarnation() != 0 && !fromCurrentPrefill(message)) {
                 return;
             }
             if (message instanceof NotifyMessage.WriteDone done && done.checksum() != 0) {
@@ -344,6 +358,45 @@ public final class DecodeServer implements AutoCloseable {
             expected.accept(message);
         }
 
+        /**
+         * Checks a prefill message's incarnation against the newest seen from that prefill (known through the
+         * transfer's request). An older one is rejected and counted; a newer one means prefill restarted:
+         * every request waiting for KV from its previous incarnation (that came before the restart) fails at
+         * once with 503 {@code prefill_restarted}.
+         *
+         * @return false if the message is stale and must be dropped
+         */
+        private boolean fromCurrentPrefill(NotifyMessage message) {
+            Active a = active.get(message.transferId());
+            if (a == null) {
+                return true;
+            }
+            long known = prefillIncarnations.getOrDefault(a.prefill, 0L);
+            if (message.incarnation() < known) {
+                stats.staleIncarnation.increment();
+                LOG.warn("transfer {}: rejected {} from prefill incarnation {}, older than {} (from before a"
+                        + " restart)", LogText.escape(a.id), message.type(), message.incarnation(), known);
+                return false;
+            }
+            if (message.incarnation() > known
+                    && prefillIncarnations.merge(a.prefill, message.incarnation(), Math::max) == message.incarnation()
+                    && known != 0) {
+                long startedAt = Incarnation.startMillis(message.incarnation());
+                int failed = 0;
+                for (Active other : active.values()) {
+                    if (other.prefill.equals(a.prefill) && !other.prefillSettled && other.arrivalMillis < startedAt
+                            && other.stop.tryEmitError(new PrefillRestartedException(a.prefill, known,
+                                    message.incarnation())) == Sinks.EmitResult.OK) {
+                        failed++;
+                    }
+                }
+                stats.failedOnPrefillRestart.add(failed);
+                LOG.warn("prefill {} restarted (incarnation {} -> {}): failed {} requests waiting for KV from its"
+                        + " previous incarnation", Instance.hostPort(a.prefill), known, message.incarnation(), failed);
+            }
+            return true;
+        }
+
         /** Frees quarantined blocks whose lease passed: prefill never said release. */
         void reap() {
             for (String owner : blocks.reclaimExpired()) {
@@ -372,7 +425,8 @@ public final class DecodeServer implements AutoCloseable {
                     .put("refused_out_of_blocks", stats.refusedOutOfBlocks.sum())
                     .put("refused_shutting_down", stats.refusedShuttingDown.sum())
                     .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation)
-                    .put("kv_verified", stats.kvVerified.sum()).put("corrupt_kv", stats.corruptKv.sum());
+                    .put("kv_verified", stats.kvVerified.sum()).put("corrupt_kv", stats.corruptKv.sum())
+                    .put("failed_on_prefill_restart", stats.failedOnPrefillRestart.sum());
             json.set("kv_blocks", BlockMetrics.json(blocks));
             return json;
         }
@@ -436,6 +490,9 @@ public final class DecodeServer implements AutoCloseable {
                     .onErrorResume(ReceiveDeadlineException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.GATEWAY_TIMEOUT, "kv_transfer_timeout", "RECEIVE_DEADLINE",
                             e.getMessage())))
+                    .onErrorResume(PrefillRestartedException.class, e -> Mono.from(HttpJson.error(response,
+                            HttpResponseStatus.SERVICE_UNAVAILABLE, "kv_transfer_failed", "prefill_restarted",
+                            e.getMessage())))
                     .onErrorResume(ShuttingDownException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable", "decode_shutting_down",
                             e.getMessage())))
@@ -456,6 +513,9 @@ public final class DecodeServer implements AutoCloseable {
             }
             if (e instanceof ShuttingDownException) {
                 return "decode is shutting down";
+            }
+            if (e instanceof PrefillRestartedException) {
+                return "prefill restarted";
             }
             return "decode's request failed: " + e.getMessage();
         }
