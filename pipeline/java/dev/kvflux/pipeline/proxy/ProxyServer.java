@@ -318,6 +318,9 @@ public final class ProxyServer implements AutoCloseable {
         }
     }
 
+    /** The largest registration body read: a registration is three short strings. */
+    static final int MAX_REGISTRATION_BYTES = 4096;
+
     /** Who answers a client's request: nobody yet, decode (its answer is streaming) or prefill's failure. */
     private static final int NOBODY = 0;
     private static final int DECODE_OWNS = 1;
@@ -459,7 +462,8 @@ public final class ProxyServer implements AutoCloseable {
         }
 
         Publisher<Void> register(HttpServerRequest request, HttpServerResponse response) {
-            return HttpJson.withBody(request, response, body -> {
+            return HttpJson.withBody(request, response, MAX_REGISTRATION_BYTES, "a registration is {\"role\", \"http\","
+                    + " \"notify\"} and nothing more", body -> {
                 long signedAt = Long.MIN_VALUE;
                 if (registrationAuth != null) {
                     try {

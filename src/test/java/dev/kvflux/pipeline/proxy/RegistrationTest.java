@@ -154,4 +154,14 @@ class RegistrationTest {
         assertThat(registry.ping(second)).isEqualTo(InstanceRegistry.Outcome.REGISTERED);
         assertThat(registry.live(Role.DECODE)).containsExactly(second);
     }
+
+    @Test
+    void aRegistrationBodyOverFourKibibytesIsRefusedUnread() {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+        String padded = DECODE.replace("}", ", \"pad\": \"" + "x".repeat(ProxyServer.MAX_REGISTRATION_BYTES) + "\"}");
+
+        assertThat(register(padded, new DefaultHttpHeaders())).startsWith("413 ").contains("4 KiB limit");
+        assertThat(registry.live(Role.DECODE)).isEmpty();
+    }
 }
