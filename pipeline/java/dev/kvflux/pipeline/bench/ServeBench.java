@@ -152,7 +152,8 @@ public final class ServeBench {
         }
     }
 
-    private static void awaitRegistration(InstanceRegistry registry) {
+    /** Blocks until a prefill and a decode instance are live in {@code registry}, for at most 10 s. */
+    static void awaitRegistration(InstanceRegistry registry) {
         long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (registry.live(Role.PREFILL).isEmpty() || registry.live(Role.DECODE).isEmpty()) {
             if (System.nanoTime() > until) {

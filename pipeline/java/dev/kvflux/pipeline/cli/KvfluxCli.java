@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
             DecodeCommand.class,
             ProxyCommand.class,
             ServeBenchCommand.class,
+            ProxyProbeCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 
