@@ -164,4 +164,20 @@ class RegistrationTest {
         assertThat(register(padded, new DefaultHttpHeaders())).startsWith("413 ").contains("4 KiB limit");
         assertThat(registry.live(Role.DECODE)).isEmpty();
     }
+
+    @Test
+    void aRegistrationWhoseHostIsNotAHostNameIsRefusedWithoutEchoingIt() {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+        String forged = "{\"role\": \"decode\", \"http\": \"evil\\n12:00:00 INFO registered decode:8200\","
+                + " \"notify\": \"127.0.0.1:8201\"}";
+
+        String answer = register(forged, new DefaultHttpHeaders());
+
+        assertThat(answer).startsWith("400 ").contains("is not host:port with a host name or IP address")
+                .contains("evil?12:00:00").doesNotContain("\\n12");
+        assertThat(registry.live(Role.DECODE)).isEmpty();
+        assertThat(Instance.address("[::1]:8200").getPort()).isEqualTo(8200);
+        assertThat(Instance.address("decode-0.cluster.local:8200").getHostString()).isEqualTo("decode-0.cluster.local");
+    }
 }
