@@ -437,9 +437,21 @@ public final class ProxyServer implements AutoCloseable {
                     });
         }
 
-        /** An upstream's text cut to 300 characters, so an error message never carries a peer's megabytes. */
+        /**
+         * An upstream's text cut to 300 characters with line breaks and other control characters escaped, so
+         * an error message or a log line never carries a peer's megabytes or forged lines.
+         */
         private static String abbreviate(String text) {
-            return text.length() <= 300 ? text : text.substring(0, 300) + "... (" + text.length() + " characters)";
+            StringBuilder out = new StringBuilder(Math.min(text.length(), 300) + 32);
+            for (int i = 0; i < text.length() && i < 300; i++) {
+                char c = text.charAt(i);
+                if (c < 0x20 || c == 0x7f) {
+                    out.append(String.format("\\u%04x", (int) c));
+                } else {
+                    out.append(c);
+                }
+            }
+            return text.length() <= 300 ? out.toString() : out + "... (" + text.length() + " characters)";
         }
 
         /** The request's refusal; the first is logged as a warning, later ones at debug level. */
