@@ -15,6 +15,7 @@ import picocli.CommandLine.Command;
             ServeBenchCommand.class,
             dev.kvflux.pipeline.scale.BenchCommand.class,
             HostileCommand.class,
+            ProxyProbeCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 
