@@ -50,6 +50,10 @@ public final class DecodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        OptionChecks.positive(spec.commandLine(), "--receive-deadline", receiveDeadline);
+        OptionChecks.positive(spec.commandLine(), "--block-lease", blockLease);
+        OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
+        roleOptions.check(spec.commandLine());
         KvfluxConfig config = configOptions.load(spec.commandLine());
         Duration deadline = noDeadline ? null
                 : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());

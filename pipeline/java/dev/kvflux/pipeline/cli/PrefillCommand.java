@@ -53,6 +53,9 @@ public final class PrefillCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        OptionChecks.transferTimeout(spec.commandLine(), "--transfer-timeout", transferTimeout);
+        OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
+        roleOptions.check(spec.commandLine());
         KvfluxConfig config = configOptions.load(spec.commandLine());
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())

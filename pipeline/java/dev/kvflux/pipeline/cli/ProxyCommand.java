@@ -50,6 +50,12 @@ public final class ProxyCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        OptionChecks.port(spec.commandLine(), "--port", port);
+        OptionChecks.port(spec.commandLine(), "--discovery-port", discoveryPort);
+        OptionChecks.positive(spec.commandLine(), "--instance-ttl", instanceTtl);
+        OptionChecks.positive(spec.commandLine(), "--upstream-timeout", upstreamTimeout);
+        OptionChecks.inRange(spec.commandLine(), "--max-instances-per-role", maxInstancesPerRole, 1,
+                InstanceRegistry.MAX_PER_ROLE_LIMIT);
         KvfluxConfig config = configOptions.load(spec.commandLine());
         ProxyServer.Builder settings;
         try {
