@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
             DecodeCommand.class,
             ProxyCommand.class,
             ServeBenchCommand.class,
+            ChaosCommand.class,
             dev.kvflux.pipeline.scale.BenchCommand.class,
             HostileCommand.class,
             ProxyProbeCommand.class,
