@@ -37,8 +37,13 @@ import reactor.core.scheduler.Schedulers;
  *       flight: a {@link TransferException} with code IN_PROGRESS whose reason says the transfer stalled
  *       ({@link TransferException#isStall()}), at the first slice that sees it. A transfer that keeps
  *       completing statuses, however slowly, runs on to the transfer timeout.</li>
+ *   <li>A status that breaks the {@link TransferStatus} contract (the list holds null, or a
+ *       {@code code()} throws or returns null): a {@link TransferException} with code
+ *       {@link StatusCode#ERR_BAD_STATE} and the thrown exception as its cause, at the query that sees it,
+ *       in either mode (a status that cannot be queried can never be drained).</li>
  * </ul>
- * Only statuses still in flight are queried. Cancelling the {@code Mono} stops all polling. Queries run
+ * Only statuses still in flight are queried, kept in a compacting array of indexes; a tick allocates
+ * nothing of the wait's own. Cancelling the {@code Mono} stops all polling. Queries run
  * on the wait's {@link Scheduler} ({@link Schedulers#parallel()} unless set, looked up at subscription so
  * that {@code StepVerifier.withVirtualTime} drives it); {@link TransferStatus#code()} never blocks.
  *
@@ -158,22 +163,22 @@ public final class CompletionWait implements WaitStrategy {
 
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
-        Objects.requireNonNull(statuses, "statuses");
-        TransferStatus[] snapshot = statuses.toArray(TransferStatus[]::new);
-        for (int i = 0; i < snapshot.length; i++) {
-            Objects.requireNonNull(snapshot[i], "status " + i + " of the wait is null");
-        }
+        TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
         return Mono.defer(() -> {
+            TransferException broken = StatusChecks.nullStatus(snapshot);
+            if (broken != null) {
+                return Mono.error(broken);
+            }
             Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
             Tracker tracker = new Tracker(snapshot, mode, transferTimeout, stallAfter, on);
             if (tracker.poll()) {
                 return tracker.signal();
             }
             return Flux.interval(slice, slice, on)
-                    .filter(tick -> tracker.poll())
+                    .filter(tracker)
                     .next()
-                    .map(tick -> true)
-                    .timeout(transferTimeout, Mono.fromCallable(tracker::pollAtDeadline), on)
+                    .then()
+                    .timeout(transferTimeout, Mono.fromRunnable(tracker::pollAtDeadline), on)
                     .then(Mono.defer(tracker::signal));
         });
     }
@@ -201,7 +206,7 @@ public final class CompletionWait implements WaitStrategy {
      * The statuses still in flight and the first failure seen. Polled from the interval's worker and,
      * once, from the timeout's timer, which may overlap a late tick: hence synchronized.
      */
-    private static final class Tracker {
+    private static final class Tracker implements java.util.function.Predicate<Long> {
         private final TransferStatus[] statuses;
         private final Mode mode;
         private final Duration transferTimeout;
@@ -231,7 +236,17 @@ public final class CompletionWait implements WaitStrategy {
             this.inFlightCount = statuses.length;
         }
 
-        /** Queries every status still in flight; returns whether the wait is settled. */
+        /** One tick of the interval: polls; the tick passes once the wait is settled. */
+        @Override
+        public boolean test(Long tick) {
+            return poll();
+        }
+
+        /**
+         * Queries every status still in flight, compacting the in-flight indexes in place (no allocation);
+         * returns whether the wait is settled. A status that breaks the contract settles it at once with
+         * ERR_BAD_STATE, in either mode: it can no longer be told apart from a finished one.
+         */
         synchronized boolean poll() {
             if (settled) {
                 return true;
@@ -239,12 +254,18 @@ public final class CompletionWait implements WaitStrategy {
             int kept = 0;
             for (int i = 0; i < inFlightCount; i++) {
                 int index = inFlight[i];
-                StatusCode code = statuses[index].code();
+                StatusCode code;
+                try {
+                    code = StatusChecks.code(statuses, index);
+                } catch (TransferException broken) {
+                    settle(broken);
+                    return true;
+                }
                 if (code.isFailure()) {
                     if (failedIndex < 0 || index < failedIndex) {
                         failedIndex = index;
                         failedCode = code;
-                        failedMessage = statuses[index].message();
+                        failedMessage = StatusChecks.message(statuses[index]);
                     }
                 } else if (code != StatusCode.SUCCESS) {
                     inFlight[kept++] = index;

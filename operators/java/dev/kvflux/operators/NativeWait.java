@@ -19,7 +19,9 @@ import reactor.core.scheduler.Schedulers;
  * unless set, looked up at subscription), never on a non-blocking thread. It completes when
  * {@code waitAll} returns SUCCESS; otherwise it errors with a {@link TransferException}: IN_PROGRESS with
  * the seed's timeout message, or the returned failure code with the first failed status's message.
- * Cancelling interrupts the blocking call. Each wait holds one thread of that scheduler for its whole
+ * A status that breaks the {@link TransferStatus} contract (null in the list, or a {@code code()} that
+ * throws or returns null, seen by the engine or by the wait) ends the wait with a {@link TransferException}
+ * with code ERR_BAD_STATE and the thrown exception as its cause. Cancelling interrupts the blocking call. Each wait holds one thread of that scheduler for its whole
  * length; {@code boundedElastic} has at most ten threads per core, and waits beyond that queue.
  */
 public final class NativeWait implements WaitStrategy {
@@ -59,10 +61,16 @@ public final class NativeWait implements WaitStrategy {
 
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
-        List<TransferStatus> snapshot = List.copyOf(statuses);
+        TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
         long timeoutMs = ceilMillis(transferTimeout);
-        return Mono.defer(() -> Mono.fromCallable(() -> engine.waitAll(snapshot, timeoutMs))
-                        .subscribeOn(scheduler != null ? scheduler : Schedulers.boundedElastic()))
+        return Mono.defer(() -> {
+                    TransferException broken = StatusChecks.nullStatus(snapshot);
+                    if (broken != null) {
+                        return Mono.error(broken);
+                    }
+                    return Mono.fromCallable(() -> NativeResults.waitAll(engine, List.of(snapshot), timeoutMs))
+                            .subscribeOn(scheduler != null ? scheduler : Schedulers.boundedElastic());
+                })
                 .flatMap(code -> code == StatusCode.SUCCESS
                         ? Mono.<Void>empty()
                         : Mono.error(NativeResults.toException(code, snapshot, transferTimeout)));

@@ -19,7 +19,9 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p>Between calls: every status SUCCESS → complete; a status failed → error at once
  * ({@link CompletionWait.Mode#FAIL_FAST}) or once nothing is in flight ({@link CompletionWait.Mode#DRAIN}),
- * the earliest failed status in the list giving the code and message; {@code waitAll} returned an error
+ * the earliest failed status in the list giving the code and message; a status that breaks the
+ * {@link TransferStatus} contract (null in the list, a {@code code()} that throws or returns null) → error
+ * ERR_BAD_STATE with the thrown exception as cause, at once in either mode; {@code waitAll} returned an error
  * that no status shows → error with that code; the deadline passed with statuses in flight → error
  * IN_PROGRESS with the seed's timeout message. Errors are {@link TransferException}s with the same
  * messages as {@link CompletionWait}.
@@ -113,50 +115,58 @@ public final class SlicedNativeWait implements WaitStrategy {
 
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
-        List<TransferStatus> snapshot = List.copyOf(statuses);
+        TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
         return Mono.defer(() -> {
+            TransferException broken = StatusChecks.nullStatus(snapshot);
+            if (broken != null) {
+                return Mono.error(broken);
+            }
             Scheduler on = scheduler != null ? scheduler : Schedulers.boundedElastic();
             Scheduler time = clock != null ? clock : on;
             return Mono.<Void>fromRunnable(() -> loop(snapshot, time)).subscribeOn(on);
         });
     }
 
-    private void loop(List<TransferStatus> statuses, Scheduler time) {
+    private void loop(TransferStatus[] statuses, Scheduler time) {
         long deadline = time.now(TimeUnit.NANOSECONDS) + transferTimeout.toNanos();
         long sliceMs = NativeWait.ceilMillis(slice);
-        List<TransferStatus> inFlight = new ArrayList<>(statuses);
+        List<TransferStatus> inFlight = new ArrayList<>(List.of(statuses));
         while (true) {
             StatusCode result = StatusCode.SUCCESS;
             long remaining = deadline - time.now(TimeUnit.NANOSECONDS);
             if (remaining > 0 && !inFlight.isEmpty()) {
                 long ms = Math.min(sliceMs, Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining + 999_999)));
-                result = engine.waitAll(inFlight, ms);
+                result = NativeResults.waitAll(engine, inFlight, ms);
             }
             if (Thread.currentThread().isInterrupted()) {
                 return;
             }
-            TransferStatus failed = null;
+            int failed = -1;
+            StatusCode failedCode = null;
             List<TransferStatus> still = new ArrayList<>(inFlight.size());
-            for (TransferStatus status : statuses) {
-                StatusCode code = status.code();
+            for (int i = 0; i < statuses.length; i++) {
+                StatusCode code = StatusChecks.code(statuses, i);
                 if (code.isFailure()) {
-                    failed = failed == null ? status : failed;
+                    if (failed < 0) {
+                        failed = i;
+                        failedCode = code;
+                    }
                 } else if (code != StatusCode.SUCCESS) {
-                    still.add(status);
+                    still.add(statuses[i]);
                 }
             }
             inFlight = still;
-            if (failed != null && (mode == CompletionWait.Mode.FAIL_FAST || still.isEmpty())) {
-                throw TransferException.failed(failed.code(), failed.message());
+            if (failed >= 0 && (mode == CompletionWait.Mode.FAIL_FAST || still.isEmpty())) {
+                throw StatusChecks.failed(statuses[failed], failedCode);
             }
-            if (failed == null && still.isEmpty()) {
+            if (failed < 0 && still.isEmpty()) {
                 return;
             }
-            if (failed == null && result.isFailure()) {
+            if (failed < 0 && result.isFailure()) {
                 throw NativeResults.toException(result, statuses, transferTimeout);
             }
             if (time.now(TimeUnit.NANOSECONDS) >= deadline) {
-                throw failed != null ? TransferException.failed(failed.code(), failed.message())
+                throw failed >= 0 ? StatusChecks.failed(statuses[failed], failedCode)
                         : TransferException.timedOut(transferTimeout);
             }
         }

@@ -16,9 +16,22 @@ public final class TransferException extends RuntimeException {
     private final String reason;
 
     public TransferException(StatusCode code, String reason) {
-        super("MoRIIO batch wait failed (" + code.qualifiedName() + "): " + reason, null, false, false);
+        this(code, reason, null);
+    }
+
+    /** A wait error caused by {@code cause} (a status that broke the library contract); cause may be null. */
+    public TransferException(StatusCode code, String reason, Throwable cause) {
+        super("MoRIIO batch wait failed (" + code.qualifiedName() + "): " + reason, cause, false, false);
         this.code = Objects.requireNonNull(code, "code");
         this.reason = Objects.requireNonNull(reason, "reason");
+    }
+
+    /**
+     * The error for a status that broke the {@link dev.kvflux.bindings.TransferStatus} contract: it is null,
+     * or its {@code code()} threw ({@code cause}) or returned null. Code {@link StatusCode#ERR_BAD_STATE}.
+     */
+    public static TransferException badState(String reason, Throwable cause) {
+        return new TransferException(StatusCode.ERR_BAD_STATE, reason, cause);
     }
 
     /** The error for statuses still in flight at {@code transferTimeout}. */

@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.bench;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.HttpLimits;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import java.nio.charset.StandardCharsets;
@@ -87,7 +88,7 @@ public final class LoadGenerator {
         onStart.accept(progress);
         // at most `concurrency` requests are open (the flatMap below), so none should wait for a connection;
         // the pending bound only keeps a fault from queueing without limit, and a request it refuses fails
-        ConnectionProvider pool = ConnectionProvider.builder("kvflux-bench").maxConnections(concurrency * 2)
+        ConnectionProvider pool = HttpLimits.pool("kvflux-bench").maxConnections(concurrency * 2)
                 .pendingAcquireMaxCount(concurrency).build();
         try {
             HttpClient client = HttpClient.create(pool)

@@ -104,10 +104,12 @@ public final class ServeBench {
                      policy.decodeDeadline() ? settings.kvfluxDeadline() : null, settings.notifyAuth());
              PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), settings.model(), policy, engine,
                      settings.transferTimeout(), settings.kvfluxDeadline(), settings.notifyAuth());
-             ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
+             ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
+                     .registrationSecret(settings.notifyAuth()).start()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
-            decode.pingProxy(url, Duration.ofSeconds(1));
-            prefill.pingProxy(url, Duration.ofSeconds(1));
+            String discovery = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();
+            decode.pingProxy(discovery, Duration.ofSeconds(1));
+            prefill.pingProxy(discovery, Duration.ofSeconds(1));
             awaitRegistration(registry);
             LoadGenerator load = new LoadGenerator(url, prompts, concurrency, settings.inputTokens(),
                     settings.outputTokens(), settings.requestTimeout());

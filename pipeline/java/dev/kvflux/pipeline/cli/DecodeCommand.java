@@ -39,8 +39,21 @@ public final class DecodeCommand implements Callable<Integer> {
             description = "Wait for a notice for ever, as vLLM's WRITE mode does (for comparison only).")
     boolean noDeadline;
 
+    @Option(names = "--kv-blocks", paramLabel = "N",
+            description = "KV blocks of this instance; a request needing more than are free gets 503 at once (default 65536).")
+    int kvBlocks = DecodeServer.DEFAULT_KV_BLOCKS;
+
+    @Option(names = "--block-lease", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long an ended request's blocks stay quarantined when prefill never releases them"
+                    + " (default: twice transfer.timeout).")
+    Duration blockLease;
+
     @Override
     public Integer call() {
+        OptionChecks.positive(spec.commandLine(), "--receive-deadline", receiveDeadline);
+        OptionChecks.positive(spec.commandLine(), "--block-lease", blockLease);
+        OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
+        roleOptions.check(spec.commandLine());
         KvfluxConfig config = configOptions.load(spec.commandLine());
         Duration deadline = noDeadline ? null
                 : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());
@@ -50,7 +63,7 @@ public final class DecodeCommand implements Callable<Integer> {
         try {
             decode = DecodeServer.start(
                     roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()), model, deadline,
-                    auth);
+                    auth, kvBlocks, blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {

@@ -13,6 +13,7 @@ import picocli.CommandLine.Command;
             DecodeCommand.class,
             ProxyCommand.class,
             ServeBenchCommand.class,
+            dev.kvflux.pipeline.scale.BenchCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 
@@ -22,6 +23,31 @@ public final class KvfluxCli implements Runnable {
     }
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new KvfluxCli()).execute(args));
+        System.exit(commandLine().execute(args));
+    }
+
+    /**
+     * The {@code kvflux} command line: a bad option or configuration value prints one line saying what was
+     * wrong (and, for an unknown option, picocli's suggestions) and exits with 2, without the usage text; a
+     * file the command cannot read or write prints one line and exits with 1.
+     */
+    public static CommandLine commandLine() {
+        CommandLine cmd = new CommandLine(new KvfluxCli());
+        cmd.setParameterExceptionHandler((ex, args) -> {
+            CommandLine failed = ex.getCommandLine();
+            failed.getErr().println(ex.getMessage());
+            CommandLine.UnmatchedArgumentException.printSuggestions(ex, failed.getErr());
+            failed.getErr().flush();
+            return failed.getCommandSpec().exitCodeOnInvalidInput();
+        });
+        cmd.setExecutionExceptionHandler((ex, failed, parseResult) -> {
+            if (ex instanceof java.io.IOException || ex instanceof java.io.UncheckedIOException) {
+                failed.getErr().println("kvflux " + failed.getCommandName() + ": " + ex.getMessage());
+                failed.getErr().flush();
+                return failed.getCommandSpec().exitCodeOnExecutionException();
+            }
+            throw ex;
+        });
+        return cmd;
     }
 }

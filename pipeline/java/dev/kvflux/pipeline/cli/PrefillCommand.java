@@ -47,8 +47,15 @@ public final class PrefillCommand implements Callable<Integer> {
             description = "Use the scatter/gather copy path, whose copies are seen only after prefill's queued steps.")
     boolean sgUnderLoad;
 
+    @Option(names = "--kv-blocks", paramLabel = "N",
+            description = "KV blocks of this instance; a prompt needing more than are free gets 503 at once (default 65536).")
+    int kvBlocks = PrefillServer.DEFAULT_KV_BLOCKS;
+
     @Override
     public Integer call() {
+        OptionChecks.transferTimeout(spec.commandLine(), "--transfer-timeout", transferTimeout);
+        OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
+        roleOptions.check(spec.commandLine());
         KvfluxConfig config = configOptions.load(spec.commandLine());
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
@@ -60,7 +67,7 @@ public final class PrefillCommand implements Callable<Integer> {
             prefill = PrefillServer.start(
                     roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()),
                     model, policy, engine, config.transfer().withTimeout(timeout),
-                    ExpectedTransfers.defaultDeadline(timeout), auth);
+                    ExpectedTransfers.defaultDeadline(timeout), auth, PrefillServer.DEFAULT_MAX_QUEUED_PROMPTS, kvBlocks);
         } catch (IllegalArgumentException e) {
             engine.close();
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

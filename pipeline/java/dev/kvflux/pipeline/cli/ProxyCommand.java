@@ -10,12 +10,14 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import reactor.core.scheduler.Schedulers;
 
 /** {@code kvflux proxy}: the OpenAI-style front that pairs a prefill and a decode instance per request. */
 @Command(name = "proxy", mixinStandardHelpOptions = true,
         description = {"Runs the disaggregated-serving proxy: POST /v1/completions goes to a prefill (max_tokens=1)"
                 + " and a decode instance, decode's answer streams back. Instances register on the discovery"
-                + " port and are dropped when they stop pinging. Ports default to the configuration's."})
+                + " port only, signed with the notify secret when one is set (notify.secret or KVFLUX_NOTIFY_SECRET), and"
+                + " are dropped when they stop pinging. Ports default to the configuration's."})
 public final class ProxyCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -41,16 +43,33 @@ public final class ProxyCommand implements Callable<Integer> {
             description = "Answer 504 when an instance's answer sends nothing for this long (default 10m).")
     Duration upstreamTimeout = ProxyServer.DEFAULT_UPSTREAM_TIMEOUT;
 
+    @Option(names = "--max-instances-per-role", paramLabel = "N",
+            description = "Hold at most N prefill and N decode instances; a new one beyond that is refused until a"
+                    + " place frees (default ${DEFAULT-VALUE}).")
+    int maxInstancesPerRole = InstanceRegistry.DEFAULT_MAX_PER_ROLE;
+
     @Override
     public Integer call() {
+        OptionChecks.port(spec.commandLine(), "--port", port);
+        OptionChecks.port(spec.commandLine(), "--discovery-port", discoveryPort);
+        OptionChecks.positive(spec.commandLine(), "--instance-ttl", instanceTtl);
+        OptionChecks.positive(spec.commandLine(), "--upstream-timeout", upstreamTimeout);
+        OptionChecks.inRange(spec.commandLine(), "--max-instances-per-role", maxInstancesPerRole, 1,
+                InstanceRegistry.MAX_PER_ROLE_LIMIT);
         KvfluxConfig config = configOptions.load(spec.commandLine());
-        ProxyServer proxy;
+        ProxyServer.Builder settings;
         try {
-            proxy = ProxyServer.start(host, port != null ? port : config.ports().proxy(),
-                    discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery(),
-                    new InstanceRegistry(instanceTtl), upstreamTimeout);
+            settings = ProxyServer.builder().host(host).port(port != null ? port : config.ports().proxy())
+                    .discoveryPort(discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery())
+                    .registry(new InstanceRegistry(instanceTtl, Schedulers.parallel(), maxInstancesPerRole))
+                    .upstreamTimeout(upstreamTimeout)
+                    .registrationSecret(NotifySecret.resolve(config, spec.commandLine()));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        ProxyServer proxy;
+        try {
+            proxy = settings.start();
         } catch (IllegalStateException e) {
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }

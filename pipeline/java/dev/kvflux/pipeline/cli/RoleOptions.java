@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.pipeline.config.KvfluxConfig;
 import dev.kvflux.pipeline.serve.RoleAddresses;
+import picocli.CommandLine;
 import picocli.CommandLine.Option;
 
 /** Where a prefill or decode instance listens and which proxy it registers with ({@code @Mixin RoleOptions}). */
@@ -18,6 +19,13 @@ public final class RoleOptions {
     @Option(names = "--proxy", paramLabel = "URL",
             description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>).")
     String proxy;
+
+    /** Checks the ports and the proxy URL given, before anything starts. */
+    void check(CommandLine cmd) {
+        OptionChecks.port(cmd, "--http-port", httpPort);
+        OptionChecks.port(cmd, "--notify-port", notifyPort);
+        OptionChecks.httpUrl(cmd, "--proxy", proxy);
+    }
 
     /** The addresses, with the given configured ports where none was given. */
     RoleAddresses addresses(int configuredHttp, int configuredNotify) {

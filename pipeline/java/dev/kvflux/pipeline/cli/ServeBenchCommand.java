@@ -6,6 +6,7 @@ import dev.kvflux.pipeline.bench.FaultPlan;
 import dev.kvflux.pipeline.bench.ServeBench;
 import dev.kvflux.pipeline.config.Durations;
 import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.proxy.CompletionSchema;
 import dev.kvflux.pipeline.serve.Policy;
 import dev.kvflux.pipeline.serve.ServingModel;
 import java.io.IOException;
@@ -30,6 +31,9 @@ import picocli.CommandLine.Spec;
                 + " failed with IN_PROGRESS, request throughput and client TTFT. Progress goes to stderr.",
                 "Nothing is time-scaled: the simulated model and xGMI engine run in real time."})
 public final class ServeBenchCommand implements Callable<Integer> {
+    private static final int MAX_CONCURRENCY = 10_000;
+    private static final int MAX_PROMPTS = 10_000_000;
+
     @Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -97,6 +101,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException {
         CommandLine cmd = spec.commandLine();
+        checkOptions(cmd);
         KvfluxConfig config = configOptions.load(cmd);
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         FaultPlan faults;
@@ -124,6 +129,19 @@ public final class ServeBenchCommand implements Callable<Integer> {
             System.err.println("report written to " + report.toAbsolutePath());
         }
         return 0;
+    }
+
+    /** Every option's value, checked before anything starts, so a typo never costs a run. */
+    private void checkOptions(CommandLine cmd) {
+        OptionChecks.allInRange(cmd, "--concurrency", concurrencies, 1, MAX_CONCURRENCY);
+        OptionChecks.allInRange(cmd, "--num-prompts", numPrompts, 1, MAX_PROMPTS);
+        OptionChecks.inRange(cmd, "--input-len", inputLen, 1, CompletionSchema.MAX_PROMPT_TOKENS);
+        OptionChecks.inRange(cmd, "--output-len", outputLen, 1, CompletionSchema.MAX_TOKENS);
+        OptionChecks.inRange(cmd, "--warmup", warmup, 0, MAX_PROMPTS);
+        OptionChecks.transferTimeout(cmd, "--transfer-timeout", transferTimeout);
+        OptionChecks.positive(cmd, "--receive-deadline", receiveDeadline);
+        OptionChecks.positive(cmd, "--request-timeout", requestTimeout);
+        OptionChecks.writableFile(cmd, "--report", report);
     }
 
     private static Map<String, Object> describe(ServeBench.Settings s) {

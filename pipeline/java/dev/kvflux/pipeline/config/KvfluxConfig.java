@@ -9,6 +9,7 @@ import io.vavr.control.Validation;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -20,7 +21,10 @@ import java.util.Set;
 import java.util.function.Function;
 import org.yaml.snakeyaml.LoaderOptions;
 import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.constructor.DuplicateKeyException;
 import org.yaml.snakeyaml.constructor.SafeConstructor;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
+import org.yaml.snakeyaml.error.YAMLException;
 
 /**
  * kvflux's configuration: {@code kvflux.yaml} from the classpath ({@code config/} in the source tree),
@@ -105,10 +109,15 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         }, Function.identity());
     }
 
+    /** The largest configuration file read: far above any real one, far below what would take long to parse. */
+    public static final int MAX_FILE_BYTES = 1 << 20;
+
     /**
      * The defaults with {@code override}'s keys laid over them.
      *
-     * @return valid, or invalid with every problem (a missing or unreadable file is one problem)
+     * @return valid, or invalid with every problem; a file that is missing, unreadable, over
+     *     {@link #MAX_FILE_BYTES}, not YAML, not a map at its top level or holding a key twice is one problem
+     *     naming the file
      */
     public static Validation<Seq<String>, KvfluxConfig> load(Optional<Path> override) {
         Map<String, Object> keys = new LinkedHashMap<>();
@@ -122,17 +131,51 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             throw new UncheckedIOException(e);
         }
         if (override.isPresent()) {
-            Path path = override.get();
-            if (!Files.isReadable(path)) {
-                return Validation.invalid(List.of("configuration file " + path + " does not exist or cannot be read"));
-            }
-            try (InputStream in = Files.newInputStream(path)) {
-                flatten("", yaml().load(in), keys);
-            } catch (IOException | RuntimeException e) {
-                return Validation.invalid(List.of("configuration file " + path + " is not valid YAML: " + e.getMessage()));
+            Optional<String> problem = read(override.get(), keys);
+            if (problem.isPresent()) {
+                return Validation.invalid(List.of("configuration file " + override.get() + " " + problem.get()));
             }
         }
         return parse(keys);
+    }
+
+    /** Lays the keys of the YAML file {@code path} over {@code keys}; the problem, if it cannot. */
+    private static Optional<String> read(Path path, Map<String, Object> keys) {
+        if (Files.isDirectory(path) || !Files.isReadable(path)) {
+            return Optional.of("does not exist or cannot be read");
+        }
+        byte[] bytes;
+        try (InputStream in = Files.newInputStream(path)) {
+            bytes = in.readNBytes(MAX_FILE_BYTES + 1);
+        } catch (IOException e) {
+            return Optional.of("cannot be read: " + e.getMessage());
+        }
+        if (bytes.length > MAX_FILE_BYTES) {
+            return Optional.of("is over the " + (MAX_FILE_BYTES >> 20) + " MiB limit of a configuration file; give"
+                    + " only the keys you change");
+        }
+        Object root;
+        try {
+            root = yaml().load(new String(bytes, StandardCharsets.UTF_8));
+        } catch (DuplicateKeyException e) {
+            return Optional.of("holds " + e.getProblem().replaceFirst("^found ", "a ") + where(e)
+                    + "; give each key once");
+        } catch (MarkedYAMLException e) {
+            return Optional.of("is not valid YAML: " + e.getProblem() + where(e));
+        } catch (YAMLException e) {
+            return Optional.of("is not valid YAML: " + e.getMessage().lines().findFirst().orElse(""));
+        }
+        if (root != null && !(root instanceof Map)) {
+            return Optional.of("holds a " + (root instanceof java.util.List ? "list" : "single value") + " at its top"
+                    + " level; it must be a map of keys, such as transfer: with timeout: 30s under it");
+        }
+        flatten("", root, keys);
+        return Optional.empty();
+    }
+
+    private static String where(MarkedYAMLException e) {
+        return e.getProblemMark() == null ? "" : " (line " + (e.getProblemMark().getLine() + 1) + ", column "
+                + (e.getProblemMark().getColumn() + 1) + ")";
     }
 
     /** Parses flat dotted keys ({@code transfer.timeout: 30s}). */
@@ -190,8 +233,17 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         return nested.flatMap(Function.identity());
     }
 
+    /**
+     * A YAML parser that refuses duplicate keys, documents over {@link #MAX_FILE_BYTES} characters, more than
+     * 10 aliases and nesting deeper than 16: configuration needs none of them.
+     */
     private static Yaml yaml() {
-        return new Yaml(new SafeConstructor(new LoaderOptions()));
+        LoaderOptions options = new LoaderOptions();
+        options.setAllowDuplicateKeys(false);
+        options.setCodePointLimit(MAX_FILE_BYTES);
+        options.setMaxAliasesForCollections(10);
+        options.setNestingDepthLimit(16);
+        return new Yaml(new SafeConstructor(options));
     }
 
     private static void flatten(String prefix, Object node, Map<String, Object> out) {

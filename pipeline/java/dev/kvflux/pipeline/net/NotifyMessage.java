@@ -9,7 +9,7 @@ import java.util.Objects;
  * One message of the notify channel between prefill (P) and decode (D), with vLLM MoRIIO's shapes:
  * D tells P where to write ({@link RemoteBlocks}), P tells D that the KV has arrived ({@link WriteDone})
  * or, new in kvflux, that it never will ({@link WriteFailed}); {@link Release} lets either side drop a
- * transfer early. On the wire each is a msgpack map whose {@code type} key names it.
+ * transfer early; {@link Abort} tells prefill that nobody wants the transfer any more. On the wire each is a msgpack map whose {@code type} key names it.
  */
 public sealed interface NotifyMessage {
 
@@ -77,6 +77,22 @@ public sealed interface NotifyMessage {
         @Override
         public String type() {
             return "release";
+        }
+    }
+
+    /**
+     * D (or anyone routing the request) → P: nobody wants the transfer any more (the client went away,
+     * decode's deadline passed, decode is shutting down); P stops working on it ({@code type: abort}).
+     */
+    record Abort(String transferId, String reason) implements NotifyMessage {
+        public Abort {
+            Objects.requireNonNull(transferId, "transferId");
+            Objects.requireNonNull(reason, "reason");
+        }
+
+        @Override
+        public String type() {
+            return "abort";
         }
     }
 }

@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.proxy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.net.NotifyAuth;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -14,13 +15,13 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
-import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 import reactor.netty.internal.shaded.reactor.pool.PoolAcquirePendingLimitException;
@@ -31,18 +32,22 @@ import reactor.netty.resources.ConnectionProvider;
  * prefill and a decode instance.
  *
  * <ul>
- *   <li>{@code POST /v1/completions}: gives the request a transfer id, sends it to a prefill instance
- *       with {@code max_tokens=1} and to a decode instance at the same time, each with
- *       {@code kv_transfer_params} naming the other's notify address, and streams decode's answer back
- *       (status, content type and body as decode sent them). Prefill's answer is dropped, unless it is
- *       an error or prefill cannot be reached: then decode's request is cancelled and the client gets
- *       502 at once, since the KV will never come (503 when prefill refused it as overloaded, so the client
- *       knows a retry may succeed).
- *       503 when no instance of a role is live; 400 for a body that is not a JSON object; 503
- *       ({@code proxy_overloaded}) at once when {@link #DEFAULT_MAX_CONNECTIONS} requests are open to an
- *       instance and {@link #PENDING_PER_CONNECTION} times as many already wait for a connection to it.</li>
- *   <li>{@code POST /register}: an instance's ping, {@code {"role", "http", "notify"}} with
- *       {@code host:port} addresses.</li>
+ *   <li>{@code POST /v1/completions}: checks the request against {@link CompletionSchema} (400
+ *       {@code invalid_request} naming the wrong field, before any instance sees it), gives it a transfer
+ *       id, sends it to a prefill instance with {@code max_tokens=1} and to a decode instance at the same
+ *       time, each with {@code kv_transfer_params} naming the other's notify address, and streams decode's
+ *       answer back (status, content type and body as decode sent them). Prefill's answer is dropped,
+ *       unless it is an error or prefill cannot be reached before decode's answer has started: then
+ *       decode's request is cancelled and the client gets 502 at once, since the KV will never come (503
+ *       when prefill refused it as overloaded, so the client knows a retry may succeed). Each request gets
+ *       exactly one answer: whichever side's outcome comes first owns it, and the other's is only logged.
+ *       503 when no instance of a role is live; 503 ({@code proxy_overloaded}) at once when
+ *       {@link #DEFAULT_MAX_CONNECTIONS} requests are open to an instance and
+ *       {@link #PENDING_PER_CONNECTION} times as many already wait for a connection to it.</li>
+ *   <li>{@code POST /register}, on the discovery port only (the clients' port answers 404): an instance's
+ *       ping, {@code {"role", "http", "notify"}} with {@code host:port} addresses, signed with the cluster's
+ *       notify secret when the proxy has one ({@link RegistrationAuth}; 401 otherwise); 503
+ *       ({@code instance_cap}) for a new instance when its role is full ({@link InstanceRegistry}).</li>
  *   <li>{@code GET /health}: 200 with the live instances.</li>
  * </ul>
  */
@@ -115,52 +120,169 @@ public final class ProxyServer implements AutoCloseable {
      */
     public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry,
             Duration upstreamTimeout, int maxConnections) {
-        Objects.requireNonNull(registry, "registry");
-        if (maxConnections < 1 || maxConnections > Integer.MAX_VALUE / PENDING_PER_CONNECTION) {
-            throw new IllegalArgumentException("maxConnections must be from 1 to "
-                    + Integer.MAX_VALUE / PENDING_PER_CONNECTION + ", got " + maxConnections);
+        return builder().host(host).port(port).discoveryPort(discoveryPort).registry(registry)
+                .upstreamTimeout(upstreamTimeout).maxConnections(maxConnections).start();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A proxy's settings; {@link #start} binds it. Each setter checks its value. */
+    public static final class Builder {
+        private String host = "127.0.0.1";
+        private int port;
+        private int discoveryPort = -1;
+        private InstanceRegistry registry;
+        private Duration upstreamTimeout = DEFAULT_UPSTREAM_TIMEOUT;
+        private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+        private RegistrationAuth registrationAuth;
+        private HttpLimits httpLimits = HttpLimits.DEFAULT;
+
+        private Builder() {
         }
-        Objects.requireNonNull(upstreamTimeout, "upstreamTimeout");
-        if (upstreamTimeout.isZero() || upstreamTimeout.isNegative()) {
-            throw new IllegalArgumentException("upstream timeout must be positive, got " + upstreamTimeout);
+
+        /** The bounds of both ports' connections and of the pool to the instances; default {@link HttpLimits#DEFAULT}. */
+        public Builder httpLimits(HttpLimits httpLimits) {
+            this.httpLimits = Objects.requireNonNull(httpLimits, "httpLimits");
+            return this;
         }
-        int maxPending = maxConnections * PENDING_PER_CONNECTION;
-        ConnectionProvider connections = ConnectionProvider.builder("kvflux-proxy")
-                .maxConnections(maxConnections).pendingAcquireMaxCount(maxPending).build();
-        HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
-        Handlers handlers = new Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean());
-        try {
-            DisposableServer server = HttpServer.create().host(host).port(port)
-                    .route(routes -> routes
-                            .post("/v1/completions", handlers::completions)
-                            .post("/register", handlers::register)
-                            .get("/health", handlers::health))
-                    .bindNow();
+
+        /** The address both ports bind (default 127.0.0.1). */
+        public Builder host(String host) {
+            this.host = Objects.requireNonNull(host, "host");
+            return this;
+        }
+
+        /** The clients' port; 0 (the default) picks a free one. */
+        public Builder port(int port) {
+            this.port = checkPort(port, 0, "port");
+            return this;
+        }
+
+        /**
+         * The port where instances register ({@code POST /register}) and where {@code GET /health} lists them;
+         * 0 picks a free one, -1 (the default) for none: then instances can be added only through the
+         * registry. The clients' port never takes registrations.
+         */
+        public Builder discoveryPort(int discoveryPort) {
+            this.discoveryPort = checkPort(discoveryPort, -1, "discovery port");
+            return this;
+        }
+
+        /** The live instances the proxy picks from, and where registrations go. Required. */
+        public Builder registry(InstanceRegistry registry) {
+            this.registry = Objects.requireNonNull(registry, "registry");
+            return this;
+        }
+
+        /**
+         * How long an instance's answer may send nothing (before its first byte or between two) before the
+         * client gets 504 ({@code upstream_timeout}), or its stream is cut if it has started; default
+         * {@link #DEFAULT_UPSTREAM_TIMEOUT}.
+         */
+        public Builder upstreamTimeout(Duration upstreamTimeout) {
+            Objects.requireNonNull(upstreamTimeout, "upstreamTimeout");
+            if (upstreamTimeout.isZero() || upstreamTimeout.isNegative()) {
+                throw new IllegalArgumentException("upstream timeout must be positive, got " + upstreamTimeout);
+            }
+            this.upstreamTimeout = upstreamTimeout;
+            return this;
+        }
+
+        /**
+         * The most connections to one instance (default {@link #DEFAULT_MAX_CONNECTIONS}); up to
+         * {@link #PENDING_PER_CONNECTION} times as many requests wait for one, and a request beyond that is
+         * answered 503 ({@code proxy_overloaded}) at once.
+         */
+        public Builder maxConnections(int maxConnections) {
+            if (maxConnections < 1 || maxConnections > Integer.MAX_VALUE / PENDING_PER_CONNECTION) {
+                throw new IllegalArgumentException("maxConnections must be from 1 to "
+                        + Integer.MAX_VALUE / PENDING_PER_CONNECTION + ", got " + maxConnections);
+            }
+            this.maxConnections = maxConnections;
+            return this;
+        }
+
+        /**
+         * Accept only registrations signed with the cluster's notify secret ({@link RegistrationAuth});
+         * {@code null} (the default) accepts unsigned ones, so the discovery port must then be reachable by
+         * the instances alone.
+         */
+        public Builder registrationSecret(NotifyAuth secret) {
+            this.registrationAuth = secret == null ? null : RegistrationAuth.of(secret);
+            return this;
+        }
+
+        private static int checkPort(int port, int lowest, String what) {
+            if (port < lowest || port > 65535) {
+                throw new IllegalArgumentException(what + " " + port + " is out of range; use 1 to 65535, 0 for any"
+                        + " free port" + (lowest < 0 ? ", or -1 for none" : ""));
+            }
+            return port;
+        }
+
+        /**
+         * Binds the ports and starts serving.
+         *
+         * @throws IllegalStateException saying why, if a port cannot be bound
+         */
+        public ProxyServer start() {
+            Objects.requireNonNull(registry, "set a registry before starting the proxy");
+            int maxPending = maxConnections * PENDING_PER_CONNECTION;
+            ConnectionProvider connections = httpLimits.poolNamed("kvflux-proxy")
+                    .maxConnections(maxConnections).pendingAcquireMaxCount(maxPending).build();
+            HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
+            Handlers handlers = new Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean(),
+                    registrationAuth, new AtomicBoolean());
+            DisposableServer server;
+            try {
+                server = httpLimits.serverOn(host, port)
+                        .route(routes -> routes
+                                .post("/v1/completions", handlers::completions)
+                                .get("/health", handlers::health))
+                        .bindNow();
+            } catch (RuntimeException e) {
+                connections.dispose();
+                throw new IllegalStateException("cannot start the proxy on " + host + ":" + port + ": "
+                        + HttpLimits.bindFailure(host, port, e), e);
+            }
             DisposableServer discovery = null;
             if (discoveryPort >= 0) {
                 try {
-                    discovery = HttpServer.create().host(host).port(discoveryPort)
+                    discovery = httpLimits.serverOn(host, discoveryPort)
                             .route(routes -> routes.post("/register", handlers::register).get("/health", handlers::health))
                             .bindNow();
                 } catch (RuntimeException e) {
                     server.disposeNow();
-                    throw e;
+                    connections.dispose();
+                    throw new IllegalStateException("cannot start the proxy's discovery port on " + host + ":"
+                            + discoveryPort + ": " + HttpLimits.bindFailure(host, discoveryPort, e), e);
                 }
             }
             LOG.info("proxy listening on http://{}:{}{}", host, ((InetSocketAddress) server.address()).getPort(),
-                    discovery == null ? "" : ", registrations also on port "
-                            + ((InetSocketAddress) discovery.address()).getPort());
+                    discovery == null ? "" : ", registrations on port "
+                            + ((InetSocketAddress) discovery.address()).getPort()
+                            + (registrationAuth == null ? " (unsigned accepted)" : " (signed only)"));
             return new ProxyServer(server, discovery, connections);
-        } catch (RuntimeException e) {
-            connections.dispose();
-            throw new IllegalStateException("cannot start the proxy on " + host + ":" + port
-                    + (discoveryPort >= 0 ? " and " + discoveryPort : "") + " ("
-                    + e.getMessage() + "); is another process using the port?", e);
         }
     }
 
+    /** Where clients send completions. */
     public InetSocketAddress address() {
         return (InetSocketAddress) server.address();
+    }
+
+    /**
+     * Where instances register.
+     *
+     * @throws IllegalStateException if this proxy has no discovery port
+     */
+    public InetSocketAddress discoveryAddress() {
+        if (discovery == null) {
+            throw new IllegalStateException("this proxy was started without a discovery port");
+        }
+        return (InetSocketAddress) discovery.address();
     }
 
     @Override
@@ -196,8 +318,14 @@ public final class ProxyServer implements AutoCloseable {
         }
     }
 
+    /** Who answers a client's request: nobody yet, decode (its answer is streaming) or prefill's failure. */
+    private static final int NOBODY = 0;
+    private static final int DECODE_OWNS = 1;
+    private static final int PREFILL_OWNS = 2;
+
     private record Handlers(InstanceRegistry registry, HttpClient client, int maxConnections, int maxPending,
-                            AtomicBoolean warnedOverloaded) {
+                            AtomicBoolean warnedOverloaded, RegistrationAuth registrationAuth,
+                            AtomicBoolean warnedRefusedRegistration) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             return HttpJson.withBody(request, response, body -> route(body, response));
@@ -206,10 +334,10 @@ public final class ProxyServer implements AutoCloseable {
         private Publisher<Void> route(String body, HttpServerResponse response) {
             ObjectNode json;
             try {
-                json = HttpJson.object(body);
+                json = CompletionSchema.check(HttpJson.object(body));
             } catch (IllegalArgumentException e) {
-                return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "bad_json",
-                        e.getMessage());
+                return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                        "invalid_request", e.getMessage());
             }
             Optional<Instance> prefill = registry.pick(Role.PREFILL);
             Optional<Instance> decode = registry.pick(Role.DECODE);
@@ -224,9 +352,14 @@ public final class ProxyServer implements AutoCloseable {
                     .into(json.deepCopy());
             toPrefill.put("max_tokens", 1);
             toPrefill.put("stream", false);
+            toPrefill.remove("stream_options");
             ObjectNode toDecode = new KvTransferParams(transferId, Role.PREFILL, prefill.get().notifyAddress())
                     .into(json.deepCopy());
 
+            // Exactly one side answers the client: decode, once its answer's headers arrive, or prefill's
+            // failure, if it comes first. Whichever claims the response first owns it; the other's outcome is
+            // only logged, so the two answers never race on one response.
+            AtomicInteger owner = new AtomicInteger(NOBODY);
             // Prefill's answer only matters when it is an error: then the KV will never come, and decode's
             // request is cancelled at once instead of waiting for its receive deadline.
             Mono<Void> prefillFailed = post(prefill.get(), toPrefill)
@@ -234,15 +367,26 @@ public final class ProxyServer implements AutoCloseable {
                             .flatMap(text -> status.status().code() == 200
                                     ? Mono.<Void>never()
                                     : Mono.<Void>error(new PrefillFailedException(prefill.get(),
-                                            status.status().code() + " " + text,
+                                            status.status().code() + " " + abbreviate(text),
                                             status.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code()))))
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill.get()))
                     .onErrorMap(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
-                            e -> new PrefillFailedException(prefill.get(), e.toString()));
+                            e -> new PrefillFailedException(prefill.get(), e.toString()))
+                    .onErrorResume(e -> {
+                        if (owner.compareAndSet(NOBODY, PREFILL_OWNS)) {
+                            return Mono.error(e);
+                        }
+                        LOG.warn("transfer {}: {} after decode's answer had started; decode's answer stands",
+                                transferId, e.getMessage());
+                        return Mono.never();
+                    });
 
             response.header("x-kvflux-transfer-id", transferId);
             Mono<Void> decoded = post(decode.get(), toDecode)
                     .response((status, content) -> {
+                        if (!owner.compareAndSet(NOBODY, DECODE_OWNS)) {
+                            return Mono.never();
+                        }
                         response.status(status.status());
                         String type = status.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE);
                         if (type != null) {
@@ -251,7 +395,9 @@ public final class ProxyServer implements AutoCloseable {
                         return response.send(content.retain(), buf -> true).then();
                     })
                     .then()
-                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.DECODE, decode.get()));
+                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.DECODE, decode.get()))
+                    .onErrorResume(e -> owner.compareAndSet(NOBODY, DECODE_OWNS) || owner.get() == DECODE_OWNS
+                            ? Mono.error(e) : Mono.never());
             return Mono.firstWithSignal(decoded, prefillFailed)
                     .onErrorResume(error -> {
                         if (error instanceof PrefillFailedException) {
@@ -283,8 +429,14 @@ public final class ProxyServer implements AutoCloseable {
                         }
                         return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
                                 "decode_unreachable", "decode instance " + decode.get().baseUrl()
-                                        + " did not answer: " + error.getMessage()));
+                                        + " did not answer: " + (error.getMessage() != null ? error.getMessage()
+                                                : error.getClass().getSimpleName())));
                     });
+        }
+
+        /** An upstream's text cut to 300 characters, so an error message never carries a peer's megabytes. */
+        private static String abbreviate(String text) {
+            return text.length() <= 300 ? text : text.substring(0, 300) + "... (" + text.length() + " characters)";
         }
 
         /** The request's refusal; the first is logged as a warning, later ones at debug level. */
@@ -308,18 +460,47 @@ public final class ProxyServer implements AutoCloseable {
 
         Publisher<Void> register(HttpServerRequest request, HttpServerResponse response) {
             return HttpJson.withBody(request, response, body -> {
+                long signedAt = Long.MIN_VALUE;
+                if (registrationAuth != null) {
+                    try {
+                        signedAt = registrationAuth.verify(request.requestHeaders(), body.getBytes(StandardCharsets.UTF_8));
+                    } catch (RegistrationAuth.RefusedException e) {
+                        return Mono.from(refuseRegistration(response, HttpResponseStatus.UNAUTHORIZED,
+                                "unauthenticated_registration", e.getMessage(), request));
+                    }
+                }
+                Instance instance;
                 try {
                     ObjectNode json = HttpJson.object(body);
-                    Instance instance = new Instance(Role.of(text(json, "role")),
+                    instance = new Instance(Role.of(text(json, "role")),
                             Instance.address(text(json, "http")), Instance.address(text(json, "notify")));
-                    registry.ping(instance);
-                    return Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
-                            HttpJson.MAPPER.createObjectNode().put("status", "registered")));
                 } catch (IllegalArgumentException e) {
                     return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
                             "invalid_request_error", "bad_registration", e.getMessage()));
                 }
+                return Mono.from(switch (registry.ping(instance, signedAt)) {
+                    case REGISTERED, REFRESHED -> HttpJson.reply(response, HttpResponseStatus.OK,
+                            HttpJson.MAPPER.createObjectNode().put("status", "registered"));
+                    case FULL -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                            "instance_cap", registry.maxPerRole() + " " + instance.role().wireName() + " instances are"
+                                    + " registered, the most this proxy holds; a place frees when one stops pinging");
+                    case REPLAYED -> refuseRegistration(response, HttpResponseStatus.UNAUTHORIZED,
+                            "replayed_registration", "the registration is no newer than the last one accepted for this"
+                                    + " instance: a replay", request);
+                });
             });
+        }
+
+        /** Refuses a registration; the first refusal is logged as a warning, later ones at debug level. */
+        private Publisher<Void> refuseRegistration(HttpServerResponse response, HttpResponseStatus status, String code,
+                String message, HttpServerRequest request) {
+            if (warnedRefusedRegistration.compareAndSet(false, true)) {
+                LOG.warn("refused a registration from {}: {}. Later refusals are logged at debug level",
+                        request.remoteAddress(), message);
+            } else {
+                LOG.debug("refused a registration from {}: {}", request.remoteAddress(), message);
+            }
+            return HttpJson.error(response, status, "authentication_error", code, message);
         }
 
         Publisher<Void> health(HttpServerRequest request, HttpServerResponse response) {

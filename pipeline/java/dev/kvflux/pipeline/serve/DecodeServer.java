@@ -10,6 +10,7 @@ import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.net.ReceiveDeadlineException;
 import dev.kvflux.pipeline.net.RemoteWriteFailedException;
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -18,16 +19,21 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.DisposableServer;
-import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
@@ -48,7 +54,12 @@ import reactor.netty.http.server.HttpServerResponse;
  */
 public final class DecodeServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeServer.class);
-    private static final int BLOCK_CAPACITY = 1 << 16;
+    /** KV blocks per instance by default. */
+    public static final int DEFAULT_KV_BLOCKS = 1 << 16;
+    /** How long blocks whose prefill never said release stay quarantined by default: 2 × the default transfer timeout. */
+    public static final Duration DEFAULT_BLOCK_LEASE = Duration.ofSeconds(60);
+    /** How long close() waits for the aborts it sends to prefill. */
+    private static final Duration ABORTS_ON_CLOSE_WITHIN = Duration.ofSeconds(2);
     /** How long remote_blocks is retried without a receive deadline (as long as prefill's defer timeout). */
     private static final Duration LEGACY_BLOCKS_WITHIN = Duration.ofSeconds(60);
 
@@ -56,16 +67,22 @@ public final class DecodeServer implements AutoCloseable {
     private final NotifyServer notify;
     private final NotifyClient client;
     private final ExpectedTransfers expected;
+    private final Handler handler;
+    private final Disposable reaper;
     private final String host;
+    private final NotifyAuth auth;
     private Disposable pinger = reactor.core.Disposables.disposed();
 
     private DecodeServer(DisposableServer http, NotifyServer notify, NotifyClient client, ExpectedTransfers expected,
-            String host) {
+            Handler handler, Disposable reaper, String host, NotifyAuth auth) {
         this.http = http;
         this.notify = notify;
         this.client = client;
         this.expected = expected;
+        this.handler = handler;
+        this.reaper = reaper;
         this.host = host;
+        this.auth = auth;
     }
 
     /**
@@ -87,43 +104,77 @@ public final class DecodeServer implements AutoCloseable {
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
             NotifyAuth auth) {
+        return start(where, model, receiveDeadline, auth, DEFAULT_KV_BLOCKS, DEFAULT_BLOCK_LEASE);
+    }
+
+    /**
+     * As {@link #start(RoleAddresses, ServingModel, Duration, NotifyAuth)}, with {@code kvBlocks} KV blocks (a
+     * request whose prompt needs more than are free is refused at once with 503, {@code kv_blocks_exhausted})
+     * and a block lease: the blocks of a request that has ended stay QUARANTINED until prefill says
+     * {@code release} or, when it never does (prefill is gone), until {@code blockLease} after the request
+     * ended. Blocks as that does: not on a non-blocking thread.
+     *
+     * @throws IllegalArgumentException if {@code kvBlocks} or {@code blockLease} is not positive
+     */
+    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
+            NotifyAuth auth, int kvBlocks, Duration blockLease) {
         Blocking.requireBlockingAllowed("DecodeServer.start");
+        if (kvBlocks < 1) {
+            throw new IllegalArgumentException("kvBlocks must be at least 1, got " + kvBlocks);
+        }
+        Objects.requireNonNull(blockLease, "blockLease");
+        if (blockLease.isZero() || blockLease.isNegative()) {
+            throw new IllegalArgumentException("the block lease must be positive, got " + blockLease
+                    + "; the default is twice the transfer timeout");
+        }
         Objects.requireNonNull(where, "where");
         Objects.requireNonNull(model, "model");
         NotifyMetrics metrics = new NotifyMetrics();
         ExpectedTransfers expected = (receiveDeadline == null
                 ? ExpectedTransfers.withoutDeadline()
                 : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics);
-        NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
-                .metrics(metrics).auth(auth).handler(expected).bind().block(Duration.ofSeconds(10));
+        BlockAllocator blocks = new BlockAllocator("decode", kvBlocks, System::nanoTime);
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
-        Handler handler = new Handler(model, expected, client, new KvCache(model, BLOCK_CAPACITY),
-                receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null);
+        Handler handler = new Handler(model, expected, client, blocks, blockLease,
+                receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null,
+                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean());
+        NotifyServer notify;
         try {
-            DisposableServer http = HttpServer.create().host(where.host()).port(where.httpPort())
+            notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
+                    .metrics(metrics).auth(auth).handler(handler::accept).bind().block(Duration.ofSeconds(10));
+        } catch (RuntimeException e) {
+            client.close();
+            throw e;
+        }
+        Duration reapEvery = blockLease.dividedBy(8).compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
+                : blockLease.dividedBy(8).isZero() ? Duration.ofMillis(1) : blockLease.dividedBy(8);
+        Disposable reaper = Flux.interval(reapEvery, Schedulers.parallel()).subscribe(tick -> handler.reap());
+        try {
+            DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
                     .route(routes -> routes.post("/v1/completions", handler::completions)
                             .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
                             .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                    HttpJson.MAPPER.valueToTree(metrics.snapshot()))))
+                                    handler.metricsJson(metrics))))
                     .bindNow();
-            DecodeServer server = new DecodeServer(http, notify, client, expected, where.host());
+            DecodeServer server = new DecodeServer(http, notify, client, expected, handler, reaper, where.host(), auth);
             LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", model,
                     receiveDeadline == null ? "none" : receiveDeadline.toMillis() + " ms");
             return server;
         } catch (RuntimeException e) {
+            reaper.dispose();
             notify.close();
             client.close();
             throw new IllegalStateException("cannot start decode's HTTP server on " + where.host() + ":"
-                    + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+                    + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
         }
     }
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public DecodeServer pingProxy(String proxyBaseUrl, Duration interval) {
         pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval);
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth);
         return this;
     }
 
@@ -145,12 +196,35 @@ public final class DecodeServer implements AutoCloseable {
         return expected.metrics();
     }
 
+    /**
+     * Stops serving: new requests are refused with 503 ({@code decode_shutting_down}), every request still
+     * waiting for its KV fails with 503 and the reason, and prefill is told {@code abort} for each (this
+     * waits up to 2 s for those to be delivered); then the ports close. Logs what it did.
+     */
     @Override
     public void close() {
         pinger.dispose();
+        int failed = handler.shutDown();
+        long until = System.nanoTime() + ABORTS_ON_CLOSE_WITHIN.toNanos();
+        while (handler.stats.abortsInFlight.get() > 0 && System.nanoTime() < until) {
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        LOG.info("decode stopping: {} requests waiting for their KV failed and prefill was told abort ({} not"
+                + " confirmed)", failed, handler.stats.abortsInFlight.get());
+        reaper.dispose();
         http.disposeNow();
         notify.close();
         client.close();
+    }
+
+    /** Blocks per state, for tests and the chaos run. */
+    BlockAllocator.Snapshot blocks() {
+        return handler.blocks.snapshot();
     }
 
     /** Prefill could not be given the request's block list, so it cannot write and the KV will never come. */
@@ -168,8 +242,94 @@ public final class DecodeServer implements AutoCloseable {
      * @param failWhenUndeliverable whether a request whose remote_blocks could not be delivered fails at once
      *     (with a receive deadline) or keeps waiting for its notice (without one, as vLLM does)
      */
-    private record Handler(ServingModel model, ExpectedTransfers expected, NotifyClient client, KvCache cache,
-                           Duration blocksWithin, boolean failWhenUndeliverable) {
+    /** Decode's counters beyond the notify channel's. */
+    static final class DecodeStats {
+        final LongAdder abortsSent = new LongAdder();
+        final LongAdder releases = new LongAdder();
+        final LongAdder releasesUnknown = new LongAdder();
+        final LongAdder refusedOutOfBlocks = new LongAdder();
+        final LongAdder refusedShuttingDown = new LongAdder();
+        final AtomicInteger abortsInFlight = new AtomicInteger();
+    }
+
+    /** Decode is stopping; the request's KV will not be waited for. */
+    private static final class ShuttingDownException extends RuntimeException {
+        ShuttingDownException() {
+            super("decode is shutting down; the request's KV is no longer waited for; retry on another decode"
+                    + " instance", null, false, false);
+        }
+    }
+
+    /** One request from its arrival to its end, for shutdown and for the abort sent to prefill. */
+    private static final class Active {
+        final String id;
+        final InetSocketAddress prefill;
+        final Sinks.Empty<Void> stop = Sinks.empty();
+        /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
+        volatile boolean prefillSettled;
+        volatile String failure;
+
+        Active(String id, InetSocketAddress prefill) {
+            this.id = id;
+            this.prefill = prefill;
+        }
+    }
+
+    /**
+     * @param blocksWithin how long remote_blocks is retried towards prefill
+     * @param failWhenUndeliverable whether a request whose remote_blocks could not be delivered fails at once
+     *     (with a receive deadline) or keeps waiting for its notice (without one, as vLLM does)
+     */
+    private record Handler(ServingModel model, ExpectedTransfers expected, NotifyClient client, BlockAllocator blocks,
+                           Duration blockLease, Duration blocksWithin, boolean failWhenUndeliverable,
+                           Duration receiveDeadline, DecodeStats stats, Map<String, Active> active,
+                           AtomicBoolean closing) {
+
+        /** The notify server's handler: {@code release} frees or unquarantines blocks; the rest is for expect. */
+        void accept(NotifyMessage message) {
+            if (message instanceof NotifyMessage.Release release) {
+                if (blocks.release(release.transferId())) {
+                    stats.releases.increment();
+                } else {
+                    stats.releasesUnknown.increment();
+                    LOG.debug("release for transfer {}, which holds no blocks here (late or duplicate)",
+                            release.transferId());
+                }
+                return;
+            }
+            expected.accept(message);
+        }
+
+        /** Frees quarantined blocks whose lease passed: prefill never said release. */
+        void reap() {
+            for (String owner : blocks.reclaimExpired()) {
+                LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after the"
+                        + " request ended; reclaimed them (prefill is gone or unreachable)", owner, blockLease.toMillis());
+            }
+        }
+
+        /** Refuses new requests and fails every waiting one; returns how many were failed. */
+        int shutDown() {
+            closing.set(true);
+            int n = 0;
+            for (Active a : active.values()) {
+                if (!a.prefillSettled) {
+                    a.stop.tryEmitError(new ShuttingDownException());
+                    n++;
+                }
+            }
+            return n;
+        }
+
+        ObjectNode metricsJson(NotifyMetrics metrics) {
+            ObjectNode json = HttpJson.MAPPER.valueToTree(metrics.snapshot());
+            json.put("requests_running", active.size()).put("aborts_sent", stats.abortsSent.sum())
+                    .put("releases", stats.releases.sum()).put("releases_unknown", stats.releasesUnknown.sum())
+                    .put("refused_out_of_blocks", stats.refusedOutOfBlocks.sum())
+                    .put("refused_shutting_down", stats.refusedShuttingDown.sum());
+            json.set("kv_blocks", BlockMetrics.json(blocks));
+            return json;
+        }
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             return HttpJson.withBody(request, response, body -> serve(body, response));
@@ -185,13 +345,41 @@ public final class DecodeServer implements AutoCloseable {
                         "bad_request", e.getMessage());
             }
             String id = request.params().transferId();
-            List<Long> blocks = cache.allocate(model.blocksFor(request.promptTokens()));
             InetSocketAddress prefill = request.params().remoteNotify();
-            Mono<Void> askForKv = client.send(prefill, new NotifyMessage.RemoteBlocks(id, id, blocks, 0), blocksWithin)
+            if (closing.get()) {
+                stats.refusedShuttingDown.increment();
+                sendAbort(id, prefill, "decode is shutting down");
+                return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                        "decode_shutting_down", new ShuttingDownException().getMessage());
+            }
+            List<Long> granted;
+            try {
+                granted = blocks.allocate(id, model.blocksFor(request.promptTokens()));
+            } catch (BlockAllocator.OutOfBlocksException e) {
+                stats.refusedOutOfBlocks.increment();
+                sendAbort(id, prefill, "decode is out of KV blocks");
+                return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                        "kv_blocks_exhausted", e.getMessage());
+            } catch (IllegalStateException e) {
+                return HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",
+                        "duplicate_transfer_id", "transfer " + id + " is already running here; every request needs"
+                                + " its own transfer id");
+            }
+            Active a = new Active(id, prefill);
+            active.put(id, a);
+            Mono<Void> askForKv = Mono.defer(() -> {
+                        blocks.writing(id);
+                        return client.send(prefill, new NotifyMessage.RemoteBlocks(id, id, granted, 0), blocksWithin);
+                    })
                     .flatMap(delivered -> delivered || !failWhenUndeliverable ? Mono.<Void>empty()
                             : Mono.error(new BlocksUndeliverableException(id, prefill, blocksWithin)));
+            Mono<Void> kv = expected.expect(id)
+                    .doOnSuccess(v -> a.prefillSettled = true)
+                    .doOnError(RemoteWriteFailedException.class, e -> a.prefillSettled = true);
             // expect() registers the transfer when subscribed, before remote_blocks lets prefill write
-            return Mono.when(expected.expect(id), askForKv)
+            Mono<Void> arrived = Mono.firstWithSignal(Mono.when(kv, askForKv), a.stop.asMono());
+            return arrived
+                    .doOnError(e -> a.failure = failureReason(e))
                     .then(Mono.defer(() -> Mono.from(decode(request, response))))
                     .onErrorResume(RemoteWriteFailedException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.SERVICE_UNAVAILABLE, "kv_transfer_failed", e.code().name(),
@@ -202,10 +390,49 @@ public final class DecodeServer implements AutoCloseable {
                     .onErrorResume(ReceiveDeadlineException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.GATEWAY_TIMEOUT, "kv_transfer_timeout", "RECEIVE_DEADLINE",
                             e.getMessage())))
+                    .onErrorResume(ShuttingDownException.class, e -> Mono.from(HttpJson.error(response,
+                            HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable", "decode_shutting_down",
+                            e.getMessage())))
                     // expect() refuses a transfer id that is already waiting or finished
                     .onErrorResume(e -> e instanceof IllegalStateException && !response.hasSentHeaders(),
                             e -> Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT,
-                                    "invalid_request_error", "duplicate_transfer_id", e.getMessage())));
+                                    "invalid_request_error", "duplicate_transfer_id", e.getMessage())))
+                    .doFinally(signal -> ended(a));
+        }
+
+        private String failureReason(Throwable e) {
+            if (e instanceof ReceiveDeadlineException) {
+                return "decode's receive deadline" + (receiveDeadline == null ? "" : " of " + receiveDeadline.toMillis()
+                        + " ms") + " passed";
+            }
+            if (e instanceof BlocksUndeliverableException) {
+                return "decode could not deliver its block list";
+            }
+            if (e instanceof ShuttingDownException) {
+                return "decode is shutting down";
+            }
+            return "decode's request failed: " + e.getMessage();
+        }
+
+        /**
+         * The request has ended, once: its blocks are quarantined until prefill's release (freed at once if it
+         * came already), and prefill is told {@code abort} unless it already said how the write ended.
+         */
+        private void ended(Active a) {
+            active.remove(a.id, a);
+            blocks.end(a.id, blockLease);
+            if (!a.prefillSettled) {
+                sendAbort(a.id, a.prefill, a.failure != null ? a.failure
+                        : "decode's client went away before the KV arrived");
+            }
+        }
+
+        private void sendAbort(String id, InetSocketAddress prefill, String reason) {
+            stats.abortsSent.increment();
+            stats.abortsInFlight.incrementAndGet();
+            client.send(prefill, new NotifyMessage.Abort(id, reason), blocksWithin)
+                    .doFinally(signal -> stats.abortsInFlight.decrementAndGet())
+                    .subscribe();
         }
 
         private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response) {

@@ -1,7 +1,10 @@
 package dev.kvflux.pipeline.serve;
 
+import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
+import dev.kvflux.pipeline.proxy.RegistrationAuth;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import java.nio.charset.StandardCharsets;
@@ -15,32 +18,45 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
+import reactor.netty.resources.ConnectionProvider;
 
 /**
  * Registers an instance with the proxy and keeps it registered: posts {@code {"role", "http", "notify"}}
- * to the proxy's {@code /register} at once and then every {@code interval}. A failed or slow ping is
- * logged and the next one tried, for as long as the instance runs; the proxy drops the instance if pings
- * stop arriving.
+ * to the proxy's {@code /register} at once and then every {@code interval}, each signed afresh
+ * ({@link RegistrationAuth}) when the instance has a notify secret. A failed or slow ping is logged and the
+ * next one tried, for as long as the instance runs; the proxy drops the instance if pings stop arriving.
+ * Its one pooled connection is closed when idle ({@link HttpLimits#pool}) and when the pinger is disposed.
  */
 final class InstancePinger implements Disposable {
     private static final Logger LOG = LoggerFactory.getLogger(InstancePinger.class);
 
     private final Disposable pings;
+    private final ConnectionProvider pool;
 
-    private InstancePinger(Disposable pings) {
+    private InstancePinger(Disposable pings, ConnectionProvider pool) {
         this.pings = pings;
+        this.pool = pool;
     }
 
-    static InstancePinger start(String proxyBaseUrl, Instance self, Duration interval) {
+    /** Pings {@code proxyBaseUrl} as {@code self} every {@code interval}, signed with {@code auth} unless {@code null}. */
+    static InstancePinger start(String proxyBaseUrl, Instance self, Duration interval, NotifyAuth auth) {
         byte[] body = HttpJson.write(HttpJson.MAPPER.createObjectNode()
                 .put("role", self.role().wireName())
                 .put("http", Instance.hostPort(self.httpAddress()))
                 .put("notify", Instance.hostPort(self.notifyAddress()))).getBytes(StandardCharsets.UTF_8);
-        HttpClient client = HttpClient.create()
+        RegistrationAuth signer = auth == null ? null : RegistrationAuth.of(auth);
+        ConnectionProvider pool = HttpLimits.pool("kvflux-pinger").maxConnections(1).pendingAcquireMaxCount(1).build();
+        HttpClient client = HttpClient.create(pool)
                 .headers(h -> h.set(HttpHeaderNames.CONTENT_TYPE, "application/json"))
                 .responseTimeout(interval);
         boolean[] warned = {false};
-        Disposable pings = schedule(interval, Schedulers.parallel(), () -> client.post().uri(proxyBaseUrl + "/register")
+        Disposable pings = schedule(interval, Schedulers.parallel(), () -> client
+                        .headers(h -> {
+                            if (signer != null) {
+                                signer.sign(h, body);
+                            }
+                        })
+                        .post().uri(proxyBaseUrl + "/register")
                         .send(Mono.fromSupplier(() -> Unpooled.wrappedBuffer(body)))
                         .responseSingle((response, content) -> content.asString().defaultIfEmpty("")
                                 .map(text -> response.status().code() == 200 ? "" : response.status() + " " + text)))
@@ -51,7 +67,7 @@ final class InstancePinger implements Disposable {
                     }
                     warned[0] = !problem.isEmpty();
                 });
-        return new InstancePinger(pings);
+        return new InstancePinger(pings, pool);
     }
 
     /**
@@ -70,6 +86,7 @@ final class InstancePinger implements Disposable {
     @Override
     public void dispose() {
         pings.dispose();
+        pool.dispose();
     }
 
     @Override

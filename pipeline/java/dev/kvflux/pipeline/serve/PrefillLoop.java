@@ -85,7 +85,10 @@ final class PrefillLoop implements AutoCloseable {
     /**
      * Queues a prompt of {@code tokens} tokens.
      *
-     * @return a {@code Mono} that completes when the prompt's last prefill step ends
+     * @return a {@code Mono} that completes when the prompt's last prefill step ends. Cancelling it
+     *     before the prompt's last step is formed takes the prompt out of the queue (on the loop's worker),
+     *     so no later step spends time on it and its place in the bound is given back; once the last step
+     *     is formed, cancelling only stops the signal
      * @throws QueueFullException at once, queueing nothing, if {@code maxQueued} prompts already wait for
      *     their last step
      */
@@ -95,11 +98,35 @@ final class PrefillLoop implements AutoCloseable {
             throw new QueueFullException(maxQueued);
         }
         Sinks.Empty<Void> done = Sinks.empty();
+        Job job = new Job(tokens, onLastStep, done);
         worker.schedule(() -> {
-            queue.add(new Job(tokens, onLastStep, done));
-            planSoon();
+            if (!job.cancelled) {
+                queue.add(job);
+                planSoon();
+            }
         });
-        return done.asMono();
+        return done.asMono().doOnCancel(() -> {
+            try {
+                worker.schedule(() -> cancel(job));
+            } catch (java.util.concurrent.RejectedExecutionException closed) {
+                // the loop is closed: nothing runs any more
+            }
+        });
+    }
+
+    /** How many prompts wait for their last step (submitted, not cancelled, last step not yet formed). */
+    int waiting() {
+        return waiting.get();
+    }
+
+    /** Takes a prompt out of the queue if its last step is not formed yet; on the worker. */
+    private void cancel(Job job) {
+        if (job.cancelled || job.formed) {
+            return;
+        }
+        job.cancelled = true;
+        queue.remove(job);
+        waiting.decrementAndGet();
     }
 
     /** How many steps have been queued. */
@@ -129,7 +156,9 @@ final class PrefillLoop implements AutoCloseable {
             budget -= take;
             batch += take;
             if (job.remaining == 0) {
-                finishing.add(queue.poll());
+                Job formed = queue.poll();
+                formed.formed = true;
+                finishing.add(formed);
                 waiting.decrementAndGet();
             }
         }
@@ -163,6 +192,8 @@ final class PrefillLoop implements AutoCloseable {
 
     private static final class Job {
         int remaining;
+        boolean cancelled;
+        boolean formed;
         final LastStep onLastStep;
         final Sinks.Empty<Void> done;
 

@@ -6,15 +6,21 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.TransferException;
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
 import dev.kvflux.pipeline.write.LayerWrite;
@@ -35,7 +41,6 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.DisposableServer;
-import reactor.netty.http.server.HttpServer;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
@@ -52,7 +57,8 @@ import reactor.netty.http.server.HttpServerResponse;
  */
 public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
-    private static final int BLOCK_CAPACITY = 1 << 16;
+    /** KV blocks per instance by default. */
+    public static final int DEFAULT_KV_BLOCKS = 1 << 16;
     /** How many prompts may wait for a prefill step by default before requests are refused with 503. */
     public static final int DEFAULT_MAX_QUEUED_PROMPTS = PrefillLoop.DEFAULT_MAX_QUEUED;
     /** How long a write waits for decode's block list, as vLLM's {@code defer_timeout}. */
@@ -65,11 +71,14 @@ public final class PrefillServer implements AutoCloseable {
     private final Scheduler loopScheduler;
     private final PrefillStats stats;
     private final Disposable.Composite writes;
+    private final Writer writer;
     private final String host;
+    private final NotifyAuth auth;
     private Disposable pinger = Disposables.disposed();
 
     private PrefillServer(DisposableServer http, NotifyServer notify, NotifyClient client, PrefillLoop loop,
-            Scheduler loopScheduler, PrefillStats stats, Disposable.Composite writes, String host) {
+            Scheduler loopScheduler, PrefillStats stats, Disposable.Composite writes, Writer writer, String host,
+            NotifyAuth auth) {
         this.http = http;
         this.notify = notify;
         this.client = client;
@@ -77,7 +86,9 @@ public final class PrefillServer implements AutoCloseable {
         this.loopScheduler = loopScheduler;
         this.stats = stats;
         this.writes = writes;
+        this.writer = writer;
         this.host = host;
+        this.auth = auth;
     }
 
     /**
@@ -127,7 +138,24 @@ public final class PrefillServer implements AutoCloseable {
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
             int maxQueuedPrompts) {
+        return start(where, model, policy, engine, transfer, notifyWithin, auth, maxQueuedPrompts,
+                DEFAULT_KV_BLOCKS);
+    }
+
+    /**
+     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, KvfluxConfig.Transfer, Duration,
+     * NotifyAuth, int)}, with {@code kvBlocks} KV blocks: a completion whose prompt needs more blocks than are
+     * free is refused at once with 503 ({@code "code": "kv_blocks_exhausted"}). Blocks as that does.
+     *
+     * @throws IllegalArgumentException if {@code kvBlocks} is not positive
+     */
+    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
+            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
+            int maxQueuedPrompts, int kvBlocks) {
         Blocking.requireBlockingAllowed("PrefillServer.start");
+        if (kvBlocks < 1) {
+            throw new IllegalArgumentException("kvBlocks must be at least 1, got " + kvBlocks);
+        }
         if (maxQueuedPrompts < 1) {
             throw new IllegalArgumentException("maxQueuedPrompts must be at least 1, got " + maxQueuedPrompts);
         }
@@ -138,35 +166,48 @@ public final class PrefillServer implements AutoCloseable {
         Objects.requireNonNull(policy, "policy");
         Objects.requireNonNull(engine, "engine");
         NotifyMetrics metrics = new NotifyMetrics();
-        RemoteBlockBoard board = new RemoteBlockBoard();
+        RemoteBlockBoard board = new RemoteBlockBoard(RemoteBlockBoard.DEFAULT_BUDGET_BYTES,
+                RemoteBlockBoard.DEFAULT_CAPACITY, metrics);
+        BlockAllocator blocks = new BlockAllocator("prefill", kvBlocks, System::nanoTime);
+        PrefillTransfers transfers = new PrefillTransfers();
+        Writer[] handler = new Writer[1];
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
-                .metrics(metrics).auth(auth).handler(board).bind().block(Duration.ofSeconds(10));
+                .metrics(metrics).auth(auth).handler(message -> {
+                    Writer writer = handler[0];
+                    if (writer != null) {
+                        writer.accept(message);
+                    } else {
+                        board.accept(message);
+                    }
+                }).bind().block(Duration.ofSeconds(10));
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Scheduler loopScheduler = Schedulers.newSingle("kvflux-prefill");
         PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
                 maxQueuedPrompts);
         try {
-            KvCache cache = new KvCache(model, BLOCK_CAPACITY);
+            KvCache cache = new KvCache(model, kvBlocks);
             MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
             MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
             PrefillStats stats = new PrefillStats();
             Disposable.Composite writes = Disposables.composite();
-            Writer writer = new Writer(model, policy, cache, board, engine.createSession(local, remote),
-                    policy.writePipeline(engine, transfer),
-                    client, notifyWithin, stats, writes);
+            Writer writer = new Writer(model, policy, cache, blocks, transfers, board,
+                    engine.createSession(local, remote), policy.writePipeline(engine, transfer),
+                    client, notifyWithin, transferTimeout, stats, writes);
+            handler[0] = writer;
             DisposableServer http;
             try {
-                http = HttpServer.create().host(where.host()).port(where.httpPort())
+                http = HttpLimits.server(where.host(), where.httpPort())
                         .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
                                 .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
                                 .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                        metricsJson(stats, metrics))))
+                                        metricsJson(stats, metrics, blocks, transfers))))
                         .bindNow();
             } catch (RuntimeException e) {
                 throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
-                        + where.httpPort() + " (" + e.getMessage() + "); is another process using the port?", e);
+                        + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
             }
-            PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, where.host());
+            PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, writer,
+                    where.host(), auth);
             LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, copy path {},"
                     + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", policy.wireName(), transferTimeout.toMillis(),
@@ -182,12 +223,18 @@ public final class PrefillServer implements AutoCloseable {
         }
     }
 
-    private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics) {
+    private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics, BlockAllocator blocks,
+            PrefillTransfers transfers) {
         ObjectNode json = HttpJson.MAPPER.createObjectNode();
         json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
                 .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
                 .put("failures_not_notified", stats.failuresNotNotified())
-                .put("refused_queue_full", stats.refusedQueueFull());
+                .put("refused_queue_full", stats.refusedQueueFull())
+                .put("refused_out_of_blocks", stats.refusedOutOfBlocks()).put("aborted", stats.aborted())
+                .put("aborts_for_unknown", stats.abortsForUnknown()).put("refused_fenced", stats.refusedFenced())
+                .put("releases_sent", stats.releasesSent()).put("stalled_at_release", stats.stalledAtRelease())
+                .put("transfers_running", transfers.size());
+        json.set("kv_blocks", BlockMetrics.json(blocks));
         json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
         return json;
     }
@@ -195,7 +242,7 @@ public final class PrefillServer implements AutoCloseable {
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public PrefillServer pingProxy(String proxyBaseUrl, Duration interval) {
         pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval);
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth);
         return this;
     }
 
@@ -215,6 +262,16 @@ public final class PrefillServer implements AutoCloseable {
         return stats;
     }
 
+    /** Blocks per state, for tests and the chaos run. */
+    BlockAllocator.Snapshot blocks() {
+        return writer.blocks.snapshot();
+    }
+
+    /** Writes holding one of the WRITE pipeline's places now. */
+    int writesInFlight() {
+        return writer.pipeline.requestsInFlight();
+    }
+
     /** The notify channel's counters (sends, retries, undeliverable). */
     public NotifyMetrics notifyMetrics() {
         return client.metrics();
@@ -232,9 +289,78 @@ public final class PrefillServer implements AutoCloseable {
         loopScheduler.dispose();
     }
 
-    private record Writer(ServingModel model, Policy policy, KvCache cache, RemoteBlockBoard board,
-                          TransferSession session, WritePipeline pipeline, NotifyClient client,
-                          Duration notifyWithin, PrefillStats stats, Disposable.Composite writes) {
+    /**
+     * Serves completions and runs their writes. HTTP handlers run on Netty's event loops, {@link #abort}
+     * on the notify server's, {@link #startWrite} on the prefill loop's worker, outcomes and drains on
+     * the pipeline's and the wait's schedulers; shared state is in {@link PrefillTransfers} and
+     * {@link BlockAllocator}, both thread-safe.
+     */
+    private static final class Writer {
+        private final ServingModel model;
+        private final Policy policy;
+        private final KvCache cache;
+        private final BlockAllocator blocks;
+        private final PrefillTransfers transfers;
+        private final RemoteBlockBoard board;
+        private final TransferSession session;
+        private final WritePipeline pipeline;
+        private final NotifyClient client;
+        private final Duration notifyWithin;
+        private final Duration transferTimeout;
+        private final Duration deadline;
+        private final PrefillStats stats;
+        private final Disposable.Composite writes;
+
+        Writer(ServingModel model, Policy policy, KvCache cache, BlockAllocator blocks, PrefillTransfers transfers,
+                RemoteBlockBoard board, TransferSession session, WritePipeline pipeline, NotifyClient client,
+                Duration notifyWithin, Duration transferTimeout, PrefillStats stats, Disposable.Composite writes) {
+            this.model = model;
+            this.policy = policy;
+            this.cache = cache;
+            this.blocks = blocks;
+            this.transfers = transfers;
+            this.board = board;
+            this.session = session;
+            this.pipeline = pipeline;
+            this.client = client;
+            this.notifyWithin = notifyWithin;
+            this.transferTimeout = transferTimeout;
+            this.deadline = ExpectedTransfers.defaultDeadline(transferTimeout);
+            this.stats = stats;
+            this.writes = writes;
+        }
+
+        /** The notify server's handler: {@code abort} stops a transfer, everything else goes to the board. */
+        void accept(NotifyMessage message) {
+            if (message instanceof NotifyMessage.Abort abort) {
+                // the reason is a peer's text: escaped, and cut so that fenced ids stay small
+                abort(abort.transferId(), "decode aborted it: " + LogText.escape(abort.reason()));
+            } else {
+                board.accept(message);
+            }
+        }
+
+        /**
+         * Stops the transfer: its queued prompt leaves the prefill queue, no further layer is posted, its
+         * write's place is given back, and once what was posted is terminal its blocks are freed and
+         * decode gets {@code release}. An abort for a transfer not seen yet fences its id.
+         */
+        void abort(String id, String reason) {
+            PrefillTransfers.Transfer t = transfers.get(id);
+            if (t == null) {
+                transfers.fence(id, "was aborted (" + reason + ")");
+                stats.abortsForUnknown.increment();
+                LOG.debug("transfer {}: abort for a transfer prefill has not seen or has finished: {}",
+                        LogText.escape(id), reason);
+                return;
+            }
+            if (t.abort(reason)) {
+                stats.aborted.increment();
+                LOG.info("transfer {}: aborted ({}); {}", id, reason,
+                        t.wrote() ? "its write is stopped and what was posted is drained" : "its prompt leaves the queue");
+                settle(t);
+            }
+        }
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response, PrefillLoop loop) {
             return HttpJson.withBody(request, response, body -> {
@@ -245,46 +371,118 @@ public final class PrefillServer implements AutoCloseable {
                     return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
                             "invalid_request_error", "bad_request", e.getMessage()));
                 }
+                String id = parsed.params().transferId();
+                PrefillTransfers.Transfer t;
+                try {
+                    t = transfers.open(id, parsed.params().remoteNotify(),
+                            System.nanoTime() + deadline.toNanos());
+                } catch (PrefillTransfers.FencedException e) {
+                    stats.refusedFenced.increment();
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",
+                            "transfer_fenced", e.getMessage()));
+                }
+                try {
+                    t.localBlocks(blocks.allocate(id, model.blocksFor(parsed.promptTokens())));
+                } catch (BlockAllocator.OutOfBlocksException e) {
+                    stats.refusedOutOfBlocks.increment();
+                    settle(t);
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                            "kv_blocks_exhausted", e.getMessage()));
+                }
                 Mono<Void> prefilled;
                 try {
-                    prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(parsed, startsIn, length));
+                    prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(t, startsIn, length));
                 } catch (PrefillLoop.QueueFullException e) {
                     stats.refusedQueueFull.increment();
+                    settle(t);
                     return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
                             "prefill_queue_full", e.getMessage()));
                 }
                 stats.requests.increment();
-                return prefilled.then(Mono.defer(() -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
-                                firstToken(parsed)))));
+                // Whichever comes first: the prompt's last step ends, or the transfer is aborted (which
+                // cancels the prompt). The request's own cancellation (client or proxy gone) aborts it.
+                return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted())
+                        .doOnCancel(() -> abort(id, "prefill's HTTP request was cancelled: the client or the proxy"
+                                + " gave up"))
+                        .flatMap(aborted -> aborted.isEmpty()
+                                ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
+                                : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
+                                        "transfer_aborted", "transfer " + id + " was aborted: " + aborted)));
             });
         }
 
         /** Called when the prompt's last prefill step is queued: its layers finish across the step. */
-        private void startWrite(CompletionRequest request, Duration startsIn, Duration stepLength) {
-            String id = request.params().transferId();
-            InetSocketAddress decode = request.params().remoteNotify();
-            List<Long> localBlocks = cache.allocate(model.blocksFor(request.promptTokens()));
+        private void startWrite(PrefillTransfers.Transfer t, Duration startsIn, Duration stepLength) {
+            if (!t.startWriting()) {
+                return;
+            }
+            String id = t.id;
+            blocks.writing(id);
+            List<Long> localBlocks = t.localBlocks();
             int layers = model.layers();
             SimulatedLayerEvent[] events = new SimulatedLayerEvent[layers];
             for (int l = 0; l < layers; l++) {
                 events[l] = SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
                         startsIn.plus(stepLength.multipliedBy(l + 1).dividedBy(layers)));
             }
+            Duration left = Duration.ofNanos(Math.max(1_000_000, t.deadlineNanos - System.nanoTime()));
             Flux<LayerWrite> layerWrites = board.blocks(id)
-                    .timeout(DEFER_TIMEOUT, Mono.error(() -> new IllegalStateException("decode's block list for "
-                            + id + " did not arrive within " + DEFER_TIMEOUT.toSeconds() + " s")))
+                    .timeout(left, Mono.error(() -> new IllegalStateException("decode's block list for " + id
+                            + " did not arrive by the transfer's deadline (" + deadline.toMillis() + " ms after the"
+                            + " request came, when decode gives up); decode is gone, slow, or cannot reach prefill's"
+                            + " notify port")))
                     .flatMapMany(remoteBlocks -> Flux.range(0, layers)
                             .map(l -> new LayerWrite(l, events[l], cache.layerPlan(l, localBlocks, remoteBlocks))));
             Disposable[] self = new Disposable[1];
-            self[0] = pipeline.write(new WriteRequest(id, session, layerWrites))
+            self[0] = pipeline.write(new WriteRequest(id, t.recording(session), layerWrites))
                     .doFinally(signal -> {
                         if (self[0] != null) {
                             writes.remove(self[0]);
                         }
                     })
-                    .subscribe(outcome -> finish(outcome, decode));
+                    .subscribe(outcome -> {
+                        finish(outcome, t.decode);
+                        settle(t);
+                    });
             if (!self[0].isDisposed()) {
                 writes.add(self[0]);
+                t.writing(self[0]);
+            }
+        }
+
+        /**
+         * Ends the transfer once: waits until nothing it posted is in flight (the drain wait, bounded by the
+         * transfer timeout), frees its source blocks and sends decode {@code release}. When copies are still
+         * in flight at the timeout (they stalled), the source blocks are freed anyway, counted, and decode is
+         * sent no release: its lease reclaims its blocks.
+         */
+        private void settle(PrefillTransfers.Transfer t) {
+            List<TransferStatus> posted = t.end();
+            if (posted == null) {
+                return;
+            }
+            CompletionWait.drain(transferTimeout).await(posted)
+                    .then(Mono.fromRunnable(() -> released(t)))
+                    .onErrorResume(e -> {
+                        if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS) {
+                            stats.stalledAtRelease.increment();
+                            blocks.forceFree(t.id);
+                            LOG.warn("transfer {}: copies still in flight {} ms after it ended; its source blocks are"
+                                    + " freed anyway and decode is sent no release (its lease reclaims its blocks)",
+                                    t.id, transferTimeout.toMillis());
+                        } else {
+                            released(t);
+                        }
+                        return Mono.empty();
+                    })
+                    .subscribe();
+        }
+
+        private void released(PrefillTransfers.Transfer t) {
+            blocks.free(t.id);
+            if (t.decode != null) {
+                stats.releasesSent.increment();
+                client.send(t.decode, new NotifyMessage.Release(t.id), notifyWithin).subscribe();
             }
         }
 

@@ -10,6 +10,12 @@ public final class PrefillStats {
     final LongAdder failedWaitsInProgress = new LongAdder();
     final LongAdder failuresNotNotified = new LongAdder();
     final LongAdder refusedQueueFull = new LongAdder();
+    final LongAdder refusedOutOfBlocks = new LongAdder();
+    final LongAdder aborted = new LongAdder();
+    final LongAdder abortsForUnknown = new LongAdder();
+    final LongAdder refusedFenced = new LongAdder();
+    final LongAdder releasesSent = new LongAdder();
+    final LongAdder stalledAtRelease = new LongAdder();
 
     /** Completion requests accepted (queued for prefill). */
     public long requests() {
@@ -39,5 +45,38 @@ public final class PrefillStats {
     /** Failed writes that decode was not told of (policies without failure notices). */
     public long failuresNotNotified() {
         return failuresNotNotified.sum();
+    }
+
+    /** Completion requests refused with 503 because too few KV blocks were free. */
+    public long refusedOutOfBlocks() {
+        return refusedOutOfBlocks.sum();
+    }
+
+    /** Transfers stopped by an {@code abort} (from decode or the proxy) or by their HTTP request's cancellation. */
+    public long aborted() {
+        return aborted.sum();
+    }
+
+    /** {@code abort} messages for a transfer prefill had not seen yet (its id is fenced from then on). */
+    public long abortsForUnknown() {
+        return abortsForUnknown.sum();
+    }
+
+    /** Completion requests refused because their transfer id was already aborted or finished. */
+    public long refusedFenced() {
+        return refusedFenced.sum();
+    }
+
+    /** {@code release} messages sent to decode, each once the transfer's copies were terminal. */
+    public long releasesSent() {
+        return releasesSent.sum();
+    }
+
+    /**
+     * Transfers whose copies were still in flight when the drain before {@code release} timed out: their
+     * source blocks were freed anyway and decode was sent no release (its lease reclaims the blocks).
+     */
+    public long stalledAtRelease() {
+        return stalledAtRelease.sum();
     }
 }

@@ -2,13 +2,15 @@ package dev.kvflux.pipeline.write;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicInteger;
-import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
 
 /**
  * At most {@code permits} works running at once; the others wait in arrival order. A work holds its
  * permit from its start until it terminates or is cancelled; a work cancelled while waiting leaves the
- * queue. Starting is trampolined, so works that finish at once do not deepen the stack.
+ * queue. The permit is acquired and released around the work as {@code Mono.usingWhen} does, so the work
+ * is subscribed by the caller's subscriber chain and sees its {@code Context}. Starting is trampolined, so
+ * works that finish at once do not deepen the stack.
  */
 final class InFlightGate {
     private final int permits;
@@ -28,15 +30,30 @@ final class InFlightGate {
         return queue.size();
     }
 
+    /**
+     * {@code work} once a permit is free, with the permit released when it completes, fails or is
+     * cancelled (and, as a safety net, whenever the returned {@code Mono} ends for any reason).
+     */
     <T> Mono<T> run(Mono<T> work) {
-        return Mono.create(sink -> {
+        return Mono.defer(() -> {
             Ticket ticket = new Ticket();
-            ticket.start = () -> {
-                Disposable running = work.doFinally(signal -> release(ticket))
-                        .subscribe(sink::success, sink::error, sink::success);
-                ticket.running(running);
-            };
-            sink.onCancel(() -> cancel(ticket));
+            return Mono.usingWhen(acquire(ticket), held -> work,
+                            held -> Mono.fromRunnable(() -> release(held)),
+                            (held, error) -> Mono.fromRunnable(() -> release(held)),
+                            held -> Mono.fromRunnable(() -> release(held)))
+                    .doFinally(signal -> release(ticket));
+        });
+    }
+
+    /** Emits {@code ticket} once it holds a permit; cancelled while waiting, it leaves the queue. */
+    private Mono<Ticket> acquire(Ticket ticket) {
+        return Mono.create(sink -> {
+            ticket.sink = sink;
+            sink.onCancel(() -> {
+                synchronized (this) {
+                    queue.remove(ticket);
+                }
+            });
             synchronized (this) {
                 queue.add(ticket);
             }
@@ -59,11 +76,12 @@ final class InFlightGate {
                     active++;
                     next.holding = true;
                 }
-                next.start.run();
+                next.sink.success(next);
             }
         } while (wip.decrementAndGet() != 0);
     }
 
+    /** Gives the ticket's permit back, once; a ticket that holds none is left as it is. */
     private void release(Ticket ticket) {
         synchronized (this) {
             if (!ticket.holding) {
@@ -75,35 +93,9 @@ final class InFlightGate {
         drain();
     }
 
-    private void cancel(Ticket ticket) {
-        synchronized (this) {
-            queue.remove(ticket);
-        }
-        ticket.cancel();
-    }
-
     private static final class Ticket {
-        Runnable start;
+        MonoSink<Ticket> sink;
+        /** Guarded by the gate. */
         boolean holding;
-        private Disposable running;
-        private boolean cancelled;
-
-        synchronized void running(Disposable running) {
-            this.running = running;
-            if (cancelled) {
-                running.dispose();
-            }
-        }
-
-        void cancel() {
-            Disposable toDispose;
-            synchronized (this) {
-                cancelled = true;
-                toDispose = running;
-            }
-            if (toDispose != null) {
-                toDispose.dispose();
-            }
-        }
     }
 }

@@ -33,6 +33,8 @@ import reactor.core.scheduler.Schedulers;
  *       {@code RDMA transfer timed out after 30s};</li>
  *   <li>a layer's event failed, or was not ready within the event timeout: ERR_GPU_OP;</li>
  *   <li>a layer's block plan runs past a buffer: ERR_INVALID_ARGS;</li>
+ *   <li>a layer's {@code batchWrite} returned {@code null} instead of a status (nothing shows the layer was
+ *       posted, so the request can never be known done): ERR_BAD_STATE, with a reason naming the layer;</li>
  *   <li>the layer stream itself failed, or went the layer timeout (2 min by default) without a layer
  *       or its completion (a request never sealed): ERR_BAD_STATE;</li>
  *   <li>anything else: ERR_BAD_STATE.</li>
@@ -47,6 +49,10 @@ import reactor.core.scheduler.Schedulers;
  * that runs to its timeout, delays no other request's outcome. At most {@code maxInFlight} requests
  * run at once; the others wait in arrival order, whether they came through {@link #write} or
  * {@link #writeAll}. {@code maxInFlight(1)} gives vLLM's single serial write worker, for comparison.
+ * A request holds its place from its start until its outcome is out or it is cancelled; cancelled while
+ * waiting, it leaves the queue. The subscriber's {@code Context} reaches everything a request runs (the
+ * layer stream, the wait strategy), queued or not, so {@code write(request).contextWrite(...)} can carry a
+ * transfer id to logs and metrics.
  * Event polls and their timeouts run on the scheduler ({@link Schedulers#parallel()} unless set, looked
  * up at subscription); the wait runs where its strategy runs it.
  */
@@ -144,12 +150,19 @@ public final class WritePipeline {
                         + "'s event " + (e instanceof TimeoutException
                                 ? "was not ready after " + eventTimeout.toMillis() + " ms" : "failed: " + e.getMessage())))
                 .then(Mono.fromCallable(() -> {
+                    TransferStatus status;
                     try {
-                        return request.session().batchWrite(layer.plan(), request.session().allocateTransferUid());
+                        status = request.session().batchWrite(layer.plan(), request.session().allocateTransferUid());
                     } catch (IllegalArgumentException e) {
                         throw new TransferException(StatusCode.ERR_INVALID_ARGS,
                                 "layer " + layer.layer() + ": " + e.getMessage());
                     }
+                    if (status == null) {
+                        throw new TransferException(StatusCode.ERR_BAD_STATE, "layer " + layer.layer()
+                                + "'s batchWrite returned no status (null), so nothing shows that its copies were"
+                                + " posted; the transfer session broke its contract");
+                    }
+                    return status;
                 }));
     }
 

@@ -90,6 +90,127 @@ class PushWaitTest {
     }
 
     @Test
+    void drainErrorsOnlyOnceEveryStatusHasSettled() {
+        Pushed a = new Pushed();
+        Pushed b = new Pushed();
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(30)).await(List.of(a, b)))
+                .expectSubscription()
+                .then(() -> a.push(StatusCode.ERR_RDMA_OP))
+                .expectNoEvent(Duration.ofMillis(500))
+                .then(() -> b.push(StatusCode.SUCCESS))
+                .expectErrorSatisfies(e -> assertThat(((TransferException) e).code()).isEqualTo(StatusCode.ERR_RDMA_OP))
+                .verify();
+    }
+
+    @Test
+    void drainReportsTheEarliestListedFailureWhateverTheOrderOfThePushes() {
+        Pushed a = new Pushed();
+        Pushed b = new Pushed();
+        Pushed c = new Pushed();
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(30)).await(List.of(a, b, c)))
+                .expectSubscription()
+                .then(() -> c.push(StatusCode.ERR_RDMA_OP))
+                .then(() -> b.push(StatusCode.ERR_GPU_OP))
+                .expectNoEvent(Duration.ofMillis(10))
+                .then(() -> a.push(StatusCode.SUCCESS))
+                .expectErrorSatisfies(e -> assertThat(((TransferException) e).code()).isEqualTo(StatusCode.ERR_GPU_OP))
+                .verify();
+    }
+
+    @Test
+    void drainCompletesWhenEveryStatusSucceeds() {
+        Pushed a = new Pushed();
+        Pushed b = new Pushed();
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(30)).await(List.of(a, b)))
+                .expectSubscription()
+                .then(() -> b.push(StatusCode.SUCCESS))
+                .expectNoEvent(Duration.ofMillis(10))
+                .then(() -> a.push(StatusCode.SUCCESS))
+                .verifyComplete();
+    }
+
+    @Test
+    void drainStillInFlightAtTheTimeoutReportsAFailureSeenRatherThanTheTimeout() {
+        Pushed a = new Pushed();
+        Pushed b = new Pushed();
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(3)).await(List.of(a, b)))
+                .expectSubscription()
+                .then(() -> a.push(StatusCode.ERR_RDMA_OP))
+                .expectNoEvent(Duration.ofMillis(2999))
+                .thenAwait(Duration.ofMillis(1))
+                .expectErrorSatisfies(e -> assertThat(((TransferException) e).code()).isEqualTo(StatusCode.ERR_RDMA_OP))
+                .verify();
+    }
+
+    @Test
+    void aRequestIsHandedToTheSchedulerOnceHoweverManyStatusesItPushes() {
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        CountingScheduler counting = new CountingScheduler(time);
+        List<Pushed> statuses = new java.util.ArrayList<>();
+        for (int i = 0; i < 118; i++) {
+            statuses.add(new Pushed());
+        }
+        AtomicReference<String> outcome = new AtomicReference<>();
+        PushWait.of(Duration.ofSeconds(30)).scheduler(counting).await(statuses)
+                .subscribe(null, e -> outcome.set("error"), () -> outcome.set("complete"));
+        statuses.forEach(s -> s.push(StatusCode.SUCCESS));
+        assertThat(outcome.get()).isEqualTo("complete");
+        assertThat(counting.immediate).hasValue(1);
+    }
+
+    @Test
+    void aFailFastRequestIsHandedOverOnceEvenWhenSeveralStatusesFail() {
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        CountingScheduler counting = new CountingScheduler(time);
+        Pushed a = new Pushed();
+        Pushed b = new Pushed();
+        AtomicReference<Throwable> error = new AtomicReference<>();
+        PushWait.of(Duration.ofSeconds(30)).scheduler(counting).await(List.of(a, b)).subscribe(null, error::set);
+        a.push(StatusCode.ERR_GPU_OP);
+        b.push(StatusCode.ERR_RDMA_OP);
+        assertThat(error.get()).isInstanceOf(TransferException.class);
+        assertThat(counting.immediate).hasValue(1);
+        assertThat(b.sink.currentSubscriberCount()).as("the other status's push is no longer awaited").isZero();
+    }
+
+    /** A scheduler that counts the tasks handed to it without delay. */
+    private static final class CountingScheduler implements Scheduler {
+        final Scheduler delegate;
+        final java.util.concurrent.atomic.AtomicInteger immediate = new java.util.concurrent.atomic.AtomicInteger();
+
+        CountingScheduler(Scheduler delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public reactor.core.Disposable schedule(Runnable task) {
+            immediate.incrementAndGet();
+            return delegate.schedule(task);
+        }
+
+        @Override
+        public reactor.core.Disposable schedule(Runnable task, long delay, TimeUnit unit) {
+            return delegate.schedule(task, delay, unit);
+        }
+
+        @Override
+        public reactor.core.Disposable schedulePeriodically(Runnable task, long initialDelay, long period,
+                                                           TimeUnit unit) {
+            return delegate.schedulePeriodically(task, initialDelay, period, unit);
+        }
+
+        @Override
+        public long now(TimeUnit unit) {
+            return delegate.now(unit);
+        }
+
+        @Override
+        public Worker createWorker() {
+            return delegate.createWorker();
+        }
+    }
+
+    @Test
     void statusesStillInFlightAtTheTimeoutFailWithTheSeedsMessage() {
         StepVerifier.withVirtualTime(() -> PushWait.of(Duration.ofSeconds(3)).await(List.of(new Pushed())))
                 .expectSubscription()

@@ -8,6 +8,7 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.mori.internal.MoriNative;
 import dev.kvflux.bindings.mori.internal.NativeLibraries;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.TransferException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -130,7 +131,11 @@ class MoriAbiBadInputTest {
         Mono<Void> wait = CompletionWait.failFast(Duration.ofSeconds(5)).await(List.of(status));
         Schedulers.parallel().schedule(pair::close, 50, TimeUnit.MILLISECONDS);
 
-        MoriIoException error = abiError(wait::block);
+        // The wait keeps its contract: ERR_BAD_STATE, with the ABI's error as the cause.
+        TransferException failed = catchThrowableOfType(TransferException.class, wait::block);
+        assertThat(failed.code()).isEqualTo(StatusCode.ERR_BAD_STATE);
+        assertThat(failed.getCause()).isInstanceOf(MoriIoException.class);
+        MoriIoException error = (MoriIoException) failed.getCause();
         assertThat(error.errorName()).isEqualTo("KVFLUX_MORI_E_BAD_HANDLE");
         assertThat(error.getMessage()).contains("kvflux_mori_status_code", "was released");
     }

@@ -15,7 +15,7 @@ class RoleCommandsTest {
     private final StringWriter err = new StringWriter();
 
     private int run(String... args) {
-        return new CommandLine(new KvfluxCli()).setErr(new PrintWriter(err, true)).execute(args);
+        return KvfluxCli.commandLine().setErr(new PrintWriter(err, true)).execute(args);
     }
 
     @Test
@@ -32,7 +32,7 @@ class RoleCommandsTest {
         int code = run("decode", "--receive-deadline", "0s", "--http-port", "1", "--notify-port", "1");
 
         assertThat(code).isEqualTo(2);
-        assertThat(err.toString()).contains("receive deadline must be positive").doesNotContain("Exception");
+        assertThat(err.toString()).contains("--receive-deadline must be greater than zero").doesNotContain("Exception");
     }
 
     @Test

@@ -122,4 +122,81 @@ class KvfluxConfigTest {
         assertThat(Durations.format(Duration.ofNanos(12_500))).isEqualTo("12.5us");
         assertThatThrownBy(() -> Durations.parse("3 parsecs")).hasMessageContaining("like 30s, 500ms");
     }
+
+    private java.util.List<String> problems(Path path) {
+        Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(path));
+        assertThat(config.isInvalid()).as(config.toString()).isTrue();
+        return config.getError().toJavaList();
+    }
+
+    @Test
+    void aFileWhoseTopLevelIsAListIsAnErrorNamingTheFile() throws IOException {
+        Path path = file("- transfer\n- timeout\n");
+
+        assertThat(problems(path)).singleElement().asString()
+                .isEqualTo("configuration file " + path + " holds a list at its top level; it must be a map of keys,"
+                        + " such as transfer: with timeout: 30s under it");
+    }
+
+    @Test
+    void aDuplicateKeyIsAnErrorNamingTheFileTheKeyAndTheLine() throws IOException {
+        Path path = file("transfer:\n  timeout: 3s\ntransfer:\n  slice: 5ms\n");
+        java.util.logging.Logger root = java.util.logging.Logger.getLogger("");
+        java.util.List<java.util.logging.LogRecord> jul = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler capture = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                jul.add(record);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        root.addHandler(capture);
+        try {
+            assertThat(problems(path)).singleElement().asString()
+                    .startsWith("configuration file " + path + " holds a duplicate key transfer (line 3")
+                    .endsWith("give each key once");
+        } finally {
+            root.removeHandler(capture);
+        }
+        assertThat(jul).as("no raw java.util.logging warning").isEmpty();
+    }
+
+    @Test
+    void aFileOverTheSizeLimitIsRefusedBeforeItIsParsed() throws IOException {
+        Path path = Files.writeString(dir.resolve("big.yaml"), "# " + "x".repeat(KvfluxConfig.MAX_FILE_BYTES) + "\n");
+        long start = System.nanoTime();
+
+        assertThat(problems(path)).singleElement().asString()
+                .isEqualTo("configuration file " + path + " is over the 1 MiB limit of a configuration file; give only"
+                        + " the keys you change");
+        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+    }
+
+    @Test
+    void anAliasBombIsRefusedAsInvalidYaml() throws IOException {
+        Path path = file("""
+                a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]
+                b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+                c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+                d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+                """);
+
+        assertThat(problems(path)).singleElement().asString()
+                .startsWith("configuration file " + path + " is not valid YAML: ").doesNotContain("\n");
+    }
+
+    @Test
+    void anEmptyFileChangesNothing() throws IOException {
+        Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(file("")));
+
+        assertThat(config.isValid()).as(config.toString()).isTrue();
+        assertThat(config.get()).isEqualTo(KvfluxConfig.defaults());
+    }
 }

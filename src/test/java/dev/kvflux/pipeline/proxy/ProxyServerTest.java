@@ -55,7 +55,11 @@ class ProxyServerTest {
     }
 
     private String post(String path, String body) {
-        return HttpClient.create().post().uri("http://127.0.0.1:" + proxy.address().getPort() + path)
+        return post(proxy.address(), path, body);
+    }
+
+    static String post(InetSocketAddress to, String path, String body) {
+        return HttpClient.create().post().uri("http://127.0.0.1:" + to.getPort() + path)
                 .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
                 .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
                         .map(text -> res.status().code() + " " + text))
@@ -197,15 +201,27 @@ class ProxyServerTest {
     }
 
     @Test
-    void registrationThroughHttpShowsInHealth() {
-        proxy = ProxyServer.start("127.0.0.1", 0, new InstanceRegistry(Duration.ofSeconds(30)));
+    void registrationOnTheDiscoveryPortShowsInHealth() {
+        proxy = ProxyServer.builder().discoveryPort(0).registry(new InstanceRegistry(Duration.ofSeconds(30))).start();
 
-        String registered = post("/register", "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
+        String registered = post(proxy.discoveryAddress(), "/register",
+                "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
         String health = HttpClient.create().get().uri("http://127.0.0.1:" + proxy.address().getPort() + "/health")
                 .responseContent().aggregate().asString().block(WAIT);
 
         assertThat(registered).startsWith("200 ");
         assertThat(HttpJson.object(health).at("/decode/0/notify").asText()).isEqualTo("127.0.0.1:8201");
+    }
+
+    @Test
+    void theClientPortAnswers404ToRegistrationsAndRegistersNothing() {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+
+        String answer = post("/register", "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
+
+        assertThat(answer).startsWith("404 ");
+        assertThat(registry.live(Role.DECODE)).isEmpty();
     }
 
     @Test
@@ -224,5 +240,131 @@ class ProxyServerTest {
 
         assertThat(registry.live(Role.DECODE)).isEmpty();
         assertThat(registry.pick(Role.DECODE)).isEmpty();
+    }
+
+    /** {@code count} copies of {@code body} sent at once; each answer as "status body", or "broken: error". */
+    private java.util.List<String> postMany(int count, String body) {
+        String uri = "http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions";
+        HttpClient client = HttpClient.create(reactor.netty.resources.ConnectionProvider.create("test", 64));
+        return Flux.range(0, count)
+                .flatMap(i -> client.post().uri(uri)
+                        .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
+                        .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                                .map(text -> res.status().code() + " " + text))
+                        .onErrorResume(e -> Mono.just("broken: " + e)), 32)
+                .collectList()
+                .block(Duration.ofSeconds(60));
+    }
+
+    private static boolean wellFormedError(String answer, int status) {
+        if (!answer.startsWith(status + " ")) {
+            return false;
+        }
+        JsonNode body = HttpJson.object(answer.substring(4));
+        return body.at("/error/message").isTextual() && body.at("/error/code").isTextual();
+    }
+
+    private DisposableServer answering(int status, String body, java.util.concurrent.atomic.AtomicInteger requests) {
+        return HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> req.receive().then(Mono.defer(() -> {
+                    requests.incrementAndGet();
+                    return res.status(status).header("content-type", "application/json").sendString(Mono.just(body)).then();
+                }))))
+                .bindNow();
+    }
+
+    private void startProxyOver(DisposableServer prefillServer, DisposableServer decodeServer) {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefillServer, 7001));
+        registry.ping(instance(Role.DECODE, decodeServer, 7002));
+        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+    }
+
+    @Test
+    void twoHundredIdenticalInvalidRequestsGetTwoHundred400sAndNoneReachesAnInstance() {
+        var reached = new java.util.concurrent.atomic.AtomicInteger();
+        prefill = answering(400, "{\"error\":{\"message\":\"bad\",\"code\":\"bad_request\"}}", reached);
+        decode = answering(400, "{\"error\":{\"message\":\"bad\",\"code\":\"bad_request\"}}", reached);
+        startProxyOver(prefill, decode);
+
+        java.util.List<String> answers = postMany(200, "{\"prompt\": 5}");
+
+        assertThat(answers).hasSize(200).allSatisfy(a -> {
+            assertThat(wellFormedError(a, 400)).as(a).isTrue();
+            assertThat(a).contains("invalid_request").contains("prompt must be a string or a list of token ids");
+        });
+        assertThat(reached.get()).isZero();
+    }
+
+    @Test
+    void whenBothInstancesRefuseAValidRequestEachClientGetsExactlyOneWholeAnswer() {
+        var reached = new java.util.concurrent.atomic.AtomicInteger();
+        String refusal = "{\"error\":{\"message\":\"refused\",\"code\":\"bad_request\"}}";
+        prefill = answering(400, refusal, reached);
+        decode = answering(400, refusal, reached);
+        startProxyOver(prefill, decode);
+
+        java.util.List<String> answers = postMany(200, "{\"prompt\": \"a b\"}");
+
+        // decode's own 400 when its answer came first, else a 502 (prefill's failure, or decode's connection
+        // closed under it when an earlier request was cancelled): never both, never cut
+        assertThat(answers).hasSize(200).allSatisfy(a -> assertThat(wellFormedError(a, 400)
+                || wellFormedError(a, 502)).as(a).isTrue());
+        assertThat(answers).anySatisfy(a -> assertThat(a).startsWith("400 ").contains("refused"));
+    }
+
+    @Test
+    void decodeClosingWithoutAnAnswerGetsOneWhole502() {
+        prefill = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never())).bindNow();
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .doOnConnection(c -> c.addHandlerFirst("close-at-once", new io.netty.channel.ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(io.netty.channel.ChannelHandlerContext ctx, Object msg) {
+                        io.netty.util.ReferenceCountUtil.release(msg);
+                        ctx.close();
+                    }
+                }))
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()))
+                .bindNow();
+        startProxyOver(prefill, decode);
+
+        java.util.List<String> answers = postMany(20, "{\"prompt\": \"a\"}");
+
+        assertThat(answers).hasSize(20).allSatisfy(a ->
+                assertThat(wellFormedError(a, 502) && a.contains("decode_unreachable")).as(a).isTrue());
+    }
+
+    @Test
+    void prefillFailingAfterDecodesAnswerStartedLeavesDecodesAnswerWhole() {
+        prefill = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> req.receive().then(Mono.delay(Duration.ofMillis(100)))
+                        .then(res.status(500).sendString(Mono.just("{\"error\":{}}")).then())))
+                .bindNow();
+        decode = recording(toDecode, Flux.just("data: {\"a\":1}\n\n").concatWith(
+                Mono.delay(Duration.ofMillis(300)).thenReturn("data: [DONE]\n\n")));
+        startProxyOver(prefill, decode);
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\", \"stream\": true}");
+
+        assertThat(answer).isEqualTo("200 data: {\"a\":1}\n\ndata: [DONE]\n\n");
+    }
+
+    @Test
+    void prefillFailingFirstCancelsDecodeAndGetsOneWhole502() throws Exception {
+        java.util.concurrent.CountDownLatch decodeCancelled = new java.util.concurrent.CountDownLatch(1);
+        var reached = new java.util.concurrent.atomic.AtomicInteger();
+        prefill = answering(500, "{\"error\":{\"message\":\"engine gone\"}}", reached);
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()
+                        .doOnCancel(decodeCancelled::countDown).then()))
+                .bindNow();
+        startProxyOver(prefill, decode);
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(wellFormedError(answer, 502)).as(answer).isTrue();
+        assertThat(answer).contains("prefill_failed").contains("engine gone");
+        assertThat(decodeCancelled.await(5, TimeUnit.SECONDS)).isTrue();
     }
 }

@@ -65,4 +65,30 @@ class PrefillLoopTest {
             assertThat(done).containsExactly("a", "b", "c", "e");
         }
     }
+
+    @Test
+    void aCancelledPromptLeavesTheQueueAndNoStepSpendsTimeOnIt() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        ServingModel model = new ServingModel("test", 1000, 100, 2, Duration.ofMillis(1), 16, 8);
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
+             PrefillLoop loop = new PrefillLoop(model, engine, clock, PrefillLoop.DEFAULT_LAUNCH_AHEAD, 2)) {
+            List<String> lastSteps = new java.util.concurrent.CopyOnWriteArrayList<>();
+            Map<String, Long> doneAtMs = new ConcurrentHashMap<>();
+            // a runs alone at once (100 ms); b (300 tokens) would take the next three steps, c the one after
+            loop.submit(100, (startsIn, length) -> lastSteps.add("a")).subscribe();
+            reactor.core.Disposable b = loop.submit(300, (startsIn, length) -> lastSteps.add("b")).subscribe();
+            loop.submit(50, (startsIn, length) -> lastSteps.add("c"))
+                    .subscribe(null, null, () -> doneAtMs.put("c", clock.now(TimeUnit.MILLISECONDS)));
+            clock.advanceTimeBy(Duration.ofMillis(10));
+            assertThat(loop.waiting()).isEqualTo(2);
+
+            b.dispose();
+            clock.advanceTimeBy(Duration.ofSeconds(1));
+
+            assertThat(lastSteps).as("b's last step is never formed").containsExactly("a", "c");
+            // c runs right after a: 100 ms + 50 ms, not after b's 300 tokens
+            assertThat(doneAtMs).containsEntry("c", 150L);
+            assertThat(loop.waiting()).as("b's place in the queue bound is given back").isZero();
+        }
+    }
 }

@@ -96,4 +96,41 @@ class ServingStackTest {
         assertThat(result.neverFinished()).isEqualTo(1);
         assertThat(result.failed()).isZero();
     }
+
+    @Test
+    void aClientThatDisconnectsMidRequestLeavesNothingHeldOnEitherSide() throws Exception {
+        // 4 tokens per step at 10 tokens/s: a 100-word prompt queues behind another for seconds
+        ServingModel slow = new ServingModel("slow", 10, 4, 2, Duration.ofMillis(5), 16, 64);
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), slow, Duration.ofSeconds(30));
+             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), slow, Policy.KVFLUX, engine,
+                     Duration.ofSeconds(10), Duration.ofSeconds(3));
+             ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
+            registry.ping(decode.instance());
+            registry.ping(prefill.instance());
+            java.net.InetSocketAddress at = java.net.InetSocketAddress.createUnresolved("127.0.0.1",
+                    proxy.address().getPort());
+            String body = "{\"prompt\": \"" + "w ".repeat(100).trim() + "\", \"max_tokens\": 2}";
+            reactor.core.Disposable first = Completions.post(at, body).subscribe();
+            reactor.core.Disposable second = Completions.post(at, body).subscribe();
+            waitFor(() -> prefill.stats().requests() == 2 && decode.blocks().owners() == 2);
+
+            first.dispose();
+            second.dispose();
+
+            waitFor(() -> prefill.stats().aborted() == 2);
+            waitFor(() -> prefill.blocks().owners() == 0 && decode.blocks().owners() == 0);
+            assertThat(prefill.blocks().owners()).isZero();
+            assertThat(decode.blocks().owners()).as("released by prefill, not by the lease").isZero();
+            assertThat(decode.blocks().leaseExpired()).isZero();
+        }
+    }
+
+    private static void waitFor(java.util.function.BooleanSupplier condition) throws InterruptedException {
+        for (int i = 0; i < 1000 && !condition.getAsBoolean(); i++) {
+            Thread.sleep(10);
+        }
+        assertThat(condition.getAsBoolean()).isTrue();
+    }
 }

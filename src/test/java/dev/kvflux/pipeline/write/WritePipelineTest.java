@@ -128,9 +128,21 @@ class WritePipelineTest {
     @Test
     void maxInFlightBoundsTheRequestsRunningAtOnce() {
         TransferSession session = session(SimulatedXgmiEngine.builder());
-        WritePipeline pipeline = pipeline().maxInFlight(2).build();
         AtomicInteger running = new AtomicInteger();
         AtomicInteger mostRunning = new AtomicInteger();
+        // a request runs from its layer stream's subscription until its wait ends
+        dev.kvflux.operators.WaitStrategy wait = CompletionWait.failFast(TIMEOUT).scheduler(clock);
+        WritePipeline pipeline = pipeline().maxInFlight(2).waitStrategy(new dev.kvflux.operators.WaitStrategy() {
+            @Override
+            public String name() {
+                return wait.name();
+            }
+
+            @Override
+            public Mono<Void> await(List<? extends dev.kvflux.bindings.TransferStatus> statuses) {
+                return wait.await(statuses).doOnTerminate(running::decrementAndGet);
+            }
+        }).build();
         List<WriteRequest> requests = Flux.range(0, 5).map(i -> {
             WriteRequest r = request("r" + i, session);
             return new WriteRequest(r.transferId(), session, r.layers()
@@ -138,7 +150,7 @@ class WritePipelineTest {
         }).collectList().block();
 
         for (WriteRequest r : requests) {
-            pipeline.write(r).doOnNext(o -> running.decrementAndGet()).subscribe(this::record);
+            pipeline.write(r).subscribe(this::record);
         }
         assertThat(pipeline.requestsInFlight()).isEqualTo(2);
         assertThat(pipeline.requestsQueued()).isEqualTo(3);
@@ -249,5 +261,99 @@ class WritePipelineTest {
         assertThat(cancelledStarts).hasValue(0);
         assertThat(serial.requestsInFlight()).isZero();
         assertThat(serial.requestsQueued()).isZero();
+    }
+
+    @Test
+    void aBatchWriteThatReturnsNullIsWriteFailedWithErrBadStateNamingTheLayer() {
+        TransferSession real = session(SimulatedXgmiEngine.builder());
+        TransferSession nullOnLayerTwo = new TransferSession() {
+            private int posts;
+
+            @Override
+            public long allocateTransferUid() {
+                return real.allocateTransferUid();
+            }
+
+            @Override
+            public dev.kvflux.bindings.TransferStatus batchWrite(dev.kvflux.bindings.BatchPlan plan, long uid) {
+                return posts++ == 2 ? null : real.batchWrite(plan, uid);
+            }
+
+            @Override
+            public dev.kvflux.bindings.TransferStatus batchRead(dev.kvflux.bindings.BatchPlan plan, long uid) {
+                return real.batchRead(plan, uid);
+            }
+
+            @Override
+            public dev.kvflux.bindings.MemoryRegion local() {
+                return real.local();
+            }
+
+            @Override
+            public dev.kvflux.bindings.MemoryRegion remote() {
+                return real.remote();
+            }
+        };
+
+        pipeline().build().write(request("nothing-posted", nullOnLayerTwo)).subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(outcomes.get("nothing-posted")).isInstanceOfSatisfying(WriteFailed.class, f -> {
+            assertThat(f.code()).isEqualTo(StatusCode.ERR_BAD_STATE);
+            assertThat(f.reason()).contains("layer 2").contains("returned no status (null)");
+        });
+    }
+
+    /** A wait strategy that succeeds and records the subscriber's {@code transfer} Context entry. */
+    private static dev.kvflux.operators.WaitStrategy contextReading(List<String> seen) {
+        return new dev.kvflux.operators.WaitStrategy() {
+            @Override
+            public String name() {
+                return "context-reading";
+            }
+
+            @Override
+            public Mono<Void> await(List<? extends dev.kvflux.bindings.TransferStatus> statuses) {
+                return Mono.deferContextual(context -> {
+                    seen.add(context.getOrDefault("transfer", "none"));
+                    return Mono.empty();
+                });
+            }
+        };
+    }
+
+    @Test
+    void theSubscribersContextReachesTheWaitStrategyThroughThePipeline() {
+        TransferSession session = session(SimulatedXgmiEngine.builder());
+        List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        WritePipeline pipeline = WritePipeline.builder().scheduler(clock).waitStrategy(contextReading(seen)).build();
+
+        pipeline.write(request("r", session)).contextWrite(reactor.util.context.Context.of("transfer", "t-1"))
+                .subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(outcomes.get("r")).isEqualTo(new WriteDone("r"));
+        assertThat(seen).containsExactly("t-1");
+    }
+
+    @Test
+    void aQueuedRequestKeepsItsOwnSubscribersContext() {
+        TransferSession session = session(SimulatedXgmiEngine.builder());
+        List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        WritePipeline serial = WritePipeline.builder().scheduler(clock).maxInFlight(1)
+                .waitStrategy(contextReading(seen)).build();
+        // the first request's layers come only after a second, so the second request waits in the queue
+        WriteRequest slow = new WriteRequest("first", session,
+                request("first", session).layers().delaySubscription(Duration.ofSeconds(1), clock));
+
+        serial.write(slow).contextWrite(reactor.util.context.Context.of("transfer", "first")).subscribe(this::record);
+        serial.write(request("second", session)).contextWrite(reactor.util.context.Context.of("transfer", "second"))
+                .subscribe(this::record);
+        assertThat(serial.requestsQueued()).isEqualTo(1);
+        clock.advanceTimeBy(Duration.ofSeconds(2));
+
+        assertThat(outcomes).containsOnlyKeys("first", "second");
+        assertThat(seen).containsExactly("first", "second");
+        assertThat(serial.requestsInFlight()).isZero();
     }
 }

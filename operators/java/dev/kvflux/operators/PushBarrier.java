@@ -1,0 +1,312 @@
+package dev.kvflux.operators;
+
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferStatus;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.reactivestreams.Subscription;
+import reactor.core.CoreSubscriber;
+import reactor.core.Disposable;
+import reactor.core.publisher.MonoSink;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * One subscription of a {@link PushWait}: counts the request's statuses as they settle and hands the
+ * request to the scheduler once. A push costs two atomic updates and no allocation; the subscriber's
+ * signal, the clean-up of the other per-status subscriptions and the verdict all run on the scheduler.
+ */
+final class PushBarrier {
+    private static final VarHandle REMAINING;
+    private static final VarHandle FAILED_INDEX;
+    private static final VarHandle DONE;
+    private static final VarHandle CODES = MethodHandles.arrayElementVarHandle(StatusCode[].class);
+    private static final VarHandle SLOT_CODE;
+    private static final int NO_FAILURE = Integer.MAX_VALUE;
+
+    static {
+        try {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            REMAINING = lookup.findVarHandle(PushBarrier.class, "remaining", int.class);
+            FAILED_INDEX = lookup.findVarHandle(PushBarrier.class, "failedIndex", int.class);
+            DONE = lookup.findVarHandle(PushBarrier.class, "done", boolean.class);
+            SLOT_CODE = lookup.findVarHandle(Slot.class, "code", StatusCode.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final TransferStatus[] statuses;
+    /** The terminal code each status without a slot settled with; null while in flight. Set once (CAS). */
+    private final StatusCode[] codes;
+    private final Slot[] slots;
+    private final CompletionWait.Mode mode;
+    private final Duration transferTimeout;
+    private final Duration slice;
+    private final Scheduler on;
+    private final MonoSink<Void> sink;
+    /** Indexes of statuses that do not push and are still in flight; guarded by this. */
+    private final int[] polled;
+    private int polledCount;
+
+    /** Statuses not yet settled, plus one while {@link #start} runs, so nothing ends the wait half-built. */
+    private volatile int remaining;
+    private volatile int failedIndex = NO_FAILURE;
+    private volatile boolean done;
+    private volatile Disposable poll;
+    private volatile Disposable deadline;
+    private TransferException verdict;
+
+    PushBarrier(TransferStatus[] statuses, CompletionWait.Mode mode, Duration transferTimeout, Duration slice,
+                Scheduler on, MonoSink<Void> sink) {
+        this.statuses = statuses;
+        this.codes = new StatusCode[statuses.length];
+        this.slots = new Slot[statuses.length];
+        this.polled = new int[statuses.length];
+        this.mode = mode;
+        this.transferTimeout = transferTimeout;
+        this.slice = slice;
+        this.on = on;
+        this.sink = sink;
+    }
+
+    /** Queries every status once, subscribes to the pushes of those in flight, arms the poll and the timeout. */
+    void start() {
+        sink.onCancel(this::cancel);
+        remaining = statuses.length + 1;
+        for (int i = 0; i < statuses.length && !done; i++) {
+            StatusCode code = query(i);
+            if (code == null) {
+                return;
+            }
+            if (code.isTerminal()) {
+                continue;
+            }
+            if (statuses[i] instanceof PushedStatus pushed) {
+                Slot slot = new Slot(i);
+                slots[i] = slot;
+                pushed.pushed().subscribe(slot);
+                if (done) {
+                    slot.cancel(); // the wait ended (a failure pushed meanwhile) before this slot was there to release
+                }
+            } else {
+                polled[polledCount++] = i;
+            }
+        }
+        if (done) {
+            return;
+        }
+        if (polledCount > 0) {
+            poll = on.schedulePeriodically(this::pollTick, slice.toNanos(), slice.toNanos(), TimeUnit.NANOSECONDS);
+        }
+        deadline = on.schedule(this::atDeadline, transferTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        if (done) {
+            disposeTimers();
+        } else if ((int) REMAINING.getAndAdd(this, -1) == 1) {
+            finish(null, false);
+        }
+    }
+
+    /**
+     * Status {@code index} settled with {@code code}: counts it, and ends the wait when it was the last or
+     * (fail-fast) a failure. {@code handOff}: whether ending it must move to the scheduler (a push).
+     */
+    private void settle(int index, StatusCode code, boolean handOff) {
+        Slot slot = slots[index];
+        if (slot != null ? !slot.settle(code) : !CODES.compareAndSet(codes, index, (StatusCode) null, code)) {
+            return;
+        }
+        counted(index, code, handOff);
+    }
+
+    /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
+    private void counted(int index, StatusCode code, boolean handOff) {
+        if (code.isFailure()) {
+            int seen = failedIndex;
+            while (index < seen && !FAILED_INDEX.weakCompareAndSet(this, seen, index)) {
+                seen = failedIndex;
+            }
+            if (mode == CompletionWait.Mode.FAIL_FAST) {
+                finish(null, handOff);
+                return;
+            }
+        }
+        if ((int) REMAINING.getAndAdd(this, -1) == 1) {
+            finish(null, handOff);
+        }
+    }
+
+    /** Ends the wait once: with {@code error}, or (null) with the earliest failure seen, or success. */
+    private void finish(TransferException error, boolean handOff) {
+        if (!DONE.compareAndSet(this, false, true)) {
+            return;
+        }
+        verdict = error;
+        if (handOff) {
+            on.schedule(this::emit);
+        } else {
+            emit();
+        }
+    }
+
+    private void emit() {
+        release();
+        TransferException error = verdict;
+        int failed = failedIndex;
+        if (error == null && failed != NO_FAILURE) {
+            error = StatusChecks.failed(statuses[failed], codeOf(failed));
+        }
+        if (error != null) {
+            sink.error(error);
+        } else {
+            sink.success();
+        }
+    }
+
+    /** The code status {@code index} settled with, or null while it is in flight. */
+    private StatusCode codeOf(int index) {
+        Slot slot = slots[index];
+        return slot != null ? slot.code : codes[index];
+    }
+
+    /** The subscriber cancelled: stop everything, signal nothing. */
+    private void cancel() {
+        if (DONE.compareAndSet(this, false, true)) {
+            release();
+        }
+    }
+
+    /** Cancels the pushes still awaited and the timers; runs once the wait is done. */
+    private void release() {
+        disposeTimers();
+        for (Slot slot : slots) {
+            if (slot != null && slot.code == null) {
+                slot.cancel();
+            }
+        }
+    }
+
+    private void disposeTimers() {
+        Disposable p = poll;
+        if (p != null) {
+            p.dispose();
+        }
+        Disposable d = deadline;
+        if (d != null) {
+            d.dispose();
+        }
+    }
+
+    /**
+     * Queries status {@code index} once, on the querying thread, and settles it if terminal; null if it
+     * broke the contract, which has then ended the wait.
+     */
+    private StatusCode query(int index) {
+        StatusCode code;
+        try {
+            code = StatusChecks.code(statuses, index);
+        } catch (TransferException broken) {
+            finish(broken, false);
+            return null;
+        }
+        if (code.isTerminal()) {
+            settle(index, code, false);
+        }
+        return code;
+    }
+
+    /** One slice: queries the statuses that do not push and are still in flight, compacting their indexes. */
+    private synchronized void pollTick() {
+        int kept = 0;
+        for (int i = 0; i < polledCount && !done; i++) {
+            int index = polled[i];
+            StatusCode code = query(index);
+            if (code == null) {
+                return;
+            }
+            if (!code.isTerminal()) {
+                polled[kept++] = index;
+            }
+        }
+        polledCount = kept;
+    }
+
+    /** The timeout: one last query of every status not settled; a failure seen wins over the timeout. */
+    private synchronized void atDeadline() {
+        boolean inFlight = false;
+        for (int i = 0; i < statuses.length && !done; i++) {
+            if (codeOf(i) != null) {
+                continue;
+            }
+            StatusCode code = query(i);
+            if (code == null) {
+                return;
+            }
+            inFlight |= !code.isTerminal();
+        }
+        if (!done) {
+            finish(inFlight && failedIndex == NO_FAILURE ? TransferException.timedOut(transferTimeout) : null, false);
+        }
+    }
+
+    /**
+     * The subscription to one status's pushes, which also holds the code the status settled with, so that
+     * a push touches only its slot and the barrier's counter.
+     */
+    private final class Slot implements CoreSubscriber<StatusCode> {
+        final int index;
+        volatile StatusCode code;
+        private volatile Subscription subscription;
+        private volatile boolean cancelled;
+
+        Slot(int index) {
+            this.index = index;
+        }
+
+        @Override
+        public void onSubscribe(Subscription s) {
+            subscription = s;
+            if (cancelled) {
+                s.cancel();
+            } else {
+                s.request(Long.MAX_VALUE);
+            }
+        }
+
+        @Override
+        public void onNext(StatusCode code) {
+            if (code == null) {
+                finish(TransferException.badState("status " + index + " of " + statuses.length
+                        + ": pushed() emitted null", null), true);
+            } else if (code.isTerminal() && settle(code)) {
+                counted(index, code, true);
+            }
+        }
+
+        @Override
+        public void onError(Throwable e) {
+            finish(TransferException.badState("status " + index + " of " + statuses.length
+                    + ": pushed() errored with " + e, e), true);
+        }
+
+        @Override
+        public void onComplete() {
+            // A status never posted completes empty; the timeout's last query decides about it.
+        }
+
+        /** Records the terminal code; false if the status had already settled (a push racing the last query). */
+        boolean settle(StatusCode terminal) {
+            return SLOT_CODE.compareAndSet(this, (StatusCode) null, terminal);
+        }
+
+        void cancel() {
+            cancelled = true;
+            Subscription s = subscription;
+            if (s != null) {
+                s.cancel();
+            }
+        }
+    }
+}

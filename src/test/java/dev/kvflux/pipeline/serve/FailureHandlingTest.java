@@ -1,0 +1,249 @@
+package dev.kvflux.pipeline.serve;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.net.NotifyClient;
+import dev.kvflux.pipeline.net.NotifyMessage;
+import dev.kvflux.pipeline.net.NotifyServer;
+import dev.kvflux.pipeline.serve.BlockAllocator.State;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+
+/**
+ * Every way a transfer can stop being wanted reaches the role that works on it, and every block is
+ * given back: prefill and decode on their own, each facing a fake peer (a bare notify server that records
+ * what it is sent). Waits are for events, never for a time.
+ */
+class FailureHandlingTest {
+    /** 4 tokens per step at 10 tokens/s: a 100-token prompt keeps prefill busy for 10 s. */
+    private static final ServingModel SLOW = new ServingModel("slow", 10, 4, 2, Duration.ofMillis(5), 16, 64);
+    private static final ServingModel FAST = new ServingModel("fast", 1_000_000, 4096, 4, Duration.ofMillis(5), 16, 64);
+    private static final String LONG_PROMPT = "w ".repeat(100).trim();
+
+    private static String body(String id, String prompt, InetSocketAddress peerNotify) {
+        return "{\"prompt\": \"" + prompt + "\", \"max_tokens\": 2, \"kv_transfer_params\": {\"transfer_id\": \"" + id
+                + "\", \"remote_notify\": \"127.0.0.1:" + peerNotify.getPort() + "\"}}";
+    }
+
+    private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+        for (int i = 0; i < 1000 && !condition.getAsBoolean(); i++) {
+            Thread.sleep(10);
+        }
+        assertThat(condition.getAsBoolean()).as(what).isTrue();
+    }
+
+    private static NotifyServer recorder(List<NotifyMessage> into) {
+        return NotifyServer.builder().handler(into::add).bind().block(Duration.ofSeconds(5));
+    }
+
+    private static boolean got(List<NotifyMessage> messages, Class<? extends NotifyMessage> type, String id) {
+        return messages.stream().anyMatch(m -> type.isInstance(m) && m.transferId().equals(id));
+    }
+
+    private static PrefillServer prefill(ServingModel model, SimulatedXgmiEngine engine, int kvBlocks) {
+        return PrefillServer.start(RoleAddresses.loopback(), model, Policy.KVFLUX, engine,
+                KvfluxConfig.defaults().transfer(), Duration.ofSeconds(2), null, 16, kvBlocks);
+    }
+
+    @Test
+    void aCancelledPrefillRequestTakesItsPromptOutOfTheQueueFreesItsBlocksAndReleasesDecode() throws Exception {
+        List<NotifyMessage> toDecode = new CopyOnWriteArrayList<>();
+        try (NotifyServer decode = recorder(toDecode);
+             SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+             PrefillServer prefill = prefill(SLOW, engine, 1000)) {
+            Disposable first = Completions.post(prefill.httpAddress(), body("t-1", LONG_PROMPT, decode.address()))
+                    .subscribe();
+            Disposable second = Completions.post(prefill.httpAddress(), body("t-2", LONG_PROMPT, decode.address()))
+                    .subscribe();
+            await("both prompts are queued", () -> prefill.stats().requests() == 2);
+
+            second.dispose();
+
+            await("the cancelled prompt is aborted", () -> prefill.stats().aborted() == 1);
+            await("decode is sent release for it", () -> got(toDecode, NotifyMessage.Release.class, "t-2"));
+            assertThat(prefill.blocks().owners()).as("only the first prompt holds blocks").isEqualTo(1);
+            first.dispose();
+            await("all blocks free", () -> prefill.blocks().blocks().get(State.FREE) == 1000);
+        }
+    }
+
+    @Test
+    void decodesAbortAnswersTheQueuedPromptAtOnceAndNothingIsWritten() throws Exception {
+        List<NotifyMessage> toDecode = new CopyOnWriteArrayList<>();
+        try (NotifyServer decode = recorder(toDecode);
+             NotifyClient client = NotifyClient.create();
+             SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+             PrefillServer prefill = prefill(SLOW, engine, 1000)) {
+            Disposable first = Completions.post(prefill.httpAddress(), body("t-1", LONG_PROMPT, decode.address()))
+                    .subscribe();
+            var second = Completions.post(prefill.httpAddress(), body("t-2", LONG_PROMPT, decode.address())).toFuture();
+            await("both prompts are queued", () -> prefill.stats().requests() == 2);
+
+            client.send(prefill.notifyAddress(), new NotifyMessage.Abort("t-2", "decode's receive deadline passed"),
+                    Duration.ofSeconds(5)).block();
+
+            assertThat(second.get(5, java.util.concurrent.TimeUnit.SECONDS)).startsWith("409 ")
+                    .contains("transfer_aborted").contains("decode's receive deadline passed");
+            await("decode is sent release", () -> got(toDecode, NotifyMessage.Release.class, "t-2"));
+            assertThat(engine.batchesPosted()).isZero();
+            first.dispose();
+        }
+    }
+
+    @Test
+    void anAbortDuringTheWriteStopsItFreesItsPlaceAndReleasesDecodeOnceNothingIsInFlight() throws Exception {
+        List<NotifyMessage> toDecode = new CopyOnWriteArrayList<>();
+        try (NotifyServer decode = recorder(toDecode);
+             NotifyClient client = NotifyClient.create();
+             SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+             PrefillServer prefill = prefill(FAST, engine, 1000)) {
+            // decode never sends its block list: the write waits for it, holding a place
+            String answer = Completions.post(prefill.httpAddress(), body("t-1", "a b c", decode.address()))
+                    .block(Duration.ofSeconds(5));
+            assertThat(answer).startsWith("200 ");
+            await("the write holds a place", () -> prefill.writesInFlight() == 1);
+
+            client.send(prefill.notifyAddress(), new NotifyMessage.Abort("t-1", "the client went away"),
+                    Duration.ofSeconds(5)).block();
+
+            await("the write's place is free", () -> prefill.writesInFlight() == 0);
+            await("decode is sent release", () -> got(toDecode, NotifyMessage.Release.class, "t-1"));
+            assertThat(toDecode).as("no outcome for an aborted transfer").noneMatch(
+                    m -> m instanceof NotifyMessage.WriteDone || m instanceof NotifyMessage.WriteFailed);
+            assertThat(prefill.blocks().owners()).isZero();
+            assertThat(prefill.stats().aborted()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aTransferAbortedBeforeItsRequestCameIsRefusedAndNeverQueued() throws Exception {
+        try (NotifyClient client = NotifyClient.create();
+             SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+             PrefillServer prefill = prefill(FAST, engine, 1000)) {
+            client.send(prefill.notifyAddress(), new NotifyMessage.Abort("t-1", "the client went away"),
+                    Duration.ofSeconds(5)).block();
+
+            String answer = Completions.post(prefill.httpAddress(), body("t-1", "a b", new InetSocketAddress(9)))
+                    .block(Duration.ofSeconds(5));
+
+            assertThat(answer).startsWith("409 ").contains("transfer_fenced").contains("was aborted");
+            assertThat(prefill.stats().requests()).isZero();
+            assertThat(prefill.stats().abortsForUnknown()).isEqualTo(1);
+            assertThat(prefill.blocks().owners()).isZero();
+        }
+    }
+
+    @Test
+    void aPromptNeedingMoreBlocksThanAreFreeIsRefusedAtOnceWith503AndAReason() throws Exception {
+        List<NotifyMessage> toDecode = new CopyOnWriteArrayList<>();
+        try (NotifyServer decode = recorder(toDecode);
+             SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+             PrefillServer prefill = prefill(FAST, engine, 4)) {
+            // 100 tokens in 16-token blocks: 7 blocks, 4 exist
+            String answer = Completions.post(prefill.httpAddress(), body("t-1", LONG_PROMPT, decode.address()))
+                    .block(Duration.ofSeconds(5));
+
+            assertThat(answer).startsWith("503 ").contains("kv_blocks_exhausted").contains("needs 7 blocks, 4 of 4");
+            assertThat(prefill.stats().refusedOutOfBlocks()).isEqualTo(1);
+            await("decode may free its blocks at once", () -> got(toDecode, NotifyMessage.Release.class, "t-1"));
+        }
+    }
+
+    @Test
+    void decodesDeadlineAnswers504TellsPrefillAbortAndQuarantinesTheBlocksUntilRelease() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = recorder(toPrefill);
+             NotifyClient client = NotifyClient.create();
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofMillis(300), null,
+                     100, Duration.ofMinutes(10))) {
+            String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
+                    .block(Duration.ofSeconds(5));
+
+            assertThat(answer).startsWith("504 ").contains("RECEIVE_DEADLINE");
+            await("prefill is told abort", () -> got(toPrefill, NotifyMessage.Abort.class, "t-1"));
+            assertThat(toPrefill.stream().filter(m -> m instanceof NotifyMessage.Abort).findFirst().orElseThrow())
+                    .asString().contains("receive deadline");
+            assertThat(decode.blocks().blocks().get(State.QUARANTINED)).isEqualTo(1);
+
+            client.send(decode.notifyAddress(), new NotifyMessage.Release("t-1"), Duration.ofSeconds(5)).block();
+
+            await("the blocks are free after prefill's release", () -> decode.blocks().blocks().get(State.FREE) == 100);
+        }
+    }
+
+    @Test
+    void writeFailedAnswersTheClientAtOnceWhileTheBlocksWaitForRelease() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = recorder(toPrefill);
+             NotifyClient client = NotifyClient.create();
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30), null,
+                     100, Duration.ofMinutes(10))) {
+            var answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
+            await("decode sent its block list", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1"));
+
+            client.send(decode.notifyAddress(), new NotifyMessage.WriteFailed("t-1", StatusCode.ERR_RDMA_OP,
+                    "link down"), Duration.ofSeconds(5)).block();
+
+            assertThat(answer.get(5, java.util.concurrent.TimeUnit.SECONDS)).startsWith("503 ").contains("link down");
+            assertThat(decode.blocks().blocks().get(State.QUARANTINED)).isEqualTo(1);
+            assertThat(toPrefill).as("prefill already knows: no abort").noneMatch(m -> m instanceof NotifyMessage.Abort);
+
+            client.send(decode.notifyAddress(), new NotifyMessage.Release("t-1"), Duration.ofSeconds(5)).block();
+            await("free after release", () -> decode.blocks().blocks().get(State.FREE) == 100);
+        }
+    }
+
+    @Test
+    void blocksPrefillNeverReleasesAreReclaimedWhenTheLeasePasses() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = recorder(toPrefill);
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofMillis(100), null,
+                     100, Duration.ofMillis(200))) {
+            String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
+                    .block(Duration.ofSeconds(5));
+            assertThat(answer).startsWith("504 ");
+
+            await("the lease reclaims the blocks", () -> decode.blocks().leaseExpired() == 1);
+            assertThat(decode.blocks().blocks().get(State.FREE)).isEqualTo(100);
+        }
+    }
+
+    @Test
+    void decodesShutdownFailsWaitingRequestsWithAReasonAndTellsPrefillAbort() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = recorder(toPrefill)) {
+            DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30));
+            var answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
+            await("decode sent its block list", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1"));
+
+            decode.close();
+
+            assertThat(answer.get(5, java.util.concurrent.TimeUnit.SECONDS)).startsWith("503 ")
+                    .contains("decode_shutting_down");
+            assertThat(toPrefill).anyMatch(m -> m instanceof NotifyMessage.Abort a && a.transferId().equals("t-1")
+                    && a.reason().contains("shutting down"));
+        }
+    }
+
+    @Test
+    void decodeOutOfBlocksRefusesAtOnceAndTellsPrefillAbort() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = recorder(toPrefill);
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30), null,
+                     2, Duration.ofMinutes(1))) {
+            String answer = Completions.post(decode.httpAddress(), body("t-1", LONG_PROMPT, prefill.address()))
+                    .block(Duration.ofSeconds(5));
+
+            assertThat(answer).startsWith("503 ").contains("kv_blocks_exhausted");
+            await("prefill is told abort", () -> got(toPrefill, NotifyMessage.Abort.class, "t-1"));
+        }
+    }
+}
