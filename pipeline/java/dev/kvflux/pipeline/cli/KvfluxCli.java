@@ -15,6 +15,8 @@ import picocli.CommandLine.Command;
             ServeBenchCommand.class,
             ChaosCommand.class,
             dev.kvflux.pipeline.scale.BenchCommand.class,
+            HostileCommand.class,
+            ProxyProbeCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 
