@@ -2,11 +2,13 @@ package dev.kvflux.pipeline.chaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.InstanceRegistry;
 import dev.kvflux.pipeline.proxy.ProxyServer;
 import dev.kvflux.pipeline.proxy.Role;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -28,8 +30,8 @@ import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
 
 /**
- * The fault matrix: for each fault, a fresh prefill and decode, each its own JVM on loopback, behind an
- * in-process proxy; a closed-loop load of {@code requests} requests through the proxy while the fault is
+ * The fault matrix: for each fault, a prefill and a decode, each its own JVM on loopback (shared by the
+ * faults whose prefill takes the same options, and settled between them), behind a fresh in-process proxy; a closed-loop load of {@code requests} requests through the proxy while the fault is
  * injected; then, once both roles have had time to settle (the block lease plus a margin), what each role
  * still holds.
  *
@@ -47,7 +49,8 @@ public final class ChaosRun {
     /** The faults, in the order they run. */
     public static final List<String> FAULTS = List.of("decode-restart", "prefill-kill", "prefill-sigterm",
             "client-disconnect",
-            "validation-rejects", "burst", "status-fail", "status-stall");
+            "validation-rejects", "burst", "status-fail", "status-stall", "notify-loss", "notify-duplicate",
+            "notify-delay");
 
     /** What to run. */
     public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
@@ -98,22 +101,55 @@ public final class ChaosRun {
     }
 
     private final Settings settings;
+    /** Running role pairs by prefill options. */
+    private final Map<List<String>, RoleProcess[]> pairs = new java.util.HashMap<>();
+    /** A port nothing listens on, for the roles' --proxy (the harness registers them itself). */
+    private int deadProxy;
 
     public ChaosRun(Settings settings) {
         this.settings = Objects.requireNonNull(settings, "settings");
     }
 
-    /** Runs every fault in turn; {@code progress} gets one line per step. */
-    public List<FaultResult> run(Consumer<String> progress) throws IOException, InterruptedException {
+    /**
+     * Runs every fault in turn; {@code progress} gets one line per step. Faults whose prefill needs the same
+     * options share one prefill and decode (started once, settled between faults, restarted by the restart
+     * faults); each fault gets its own proxy.
+     */
+    public List<FaultResult> run(Consumer<String> progress) throws Exception {
         Files.createDirectories(settings.logDir());
         List<FaultResult> results = new ArrayList<>();
-        for (String fault : settings.faults()) {
-            progress.accept("fault " + fault + ": " + settings.requests() + " requests");
-            FaultResult result = runFault(fault);
-            progress.accept("fault " + fault + ": " + result);
-            results.add(result);
+        try {
+            for (String fault : settings.faults()) {
+                progress.accept("fault " + fault + ": " + settings.requests() + " requests");
+                FaultResult result = runFault(fault);
+                progress.accept("fault " + fault + ": " + result);
+                results.add(result);
+            }
+        } finally {
+            for (RoleProcess[] pair : pairs.values()) {
+                pair[0].close();
+                pair[1].close();
+            }
         }
         return results;
+    }
+
+    /** The running decode and prefill for these prefill options, started (and logged under {@code fault}) if none. */
+    private RoleProcess[] pair(String fault, List<String> prefillArgs, List<String> decodeArgs) throws Exception {
+        RoleProcess[] pair = pairs.get(prefillArgs);
+        if (pair == null) {
+            pair = new RoleProcess[] {
+                new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
+                        settings.logDir().resolve(fault + "-decode.log")),
+                new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
+                        settings.logDir().resolve(fault + "-prefill.log"))};
+            pairs.put(List.copyOf(prefillArgs), pair);
+            pair[0].start();
+            pair[1].start();
+            pair[0].awaitHealthy(Duration.ofSeconds(60));
+            pair[1].awaitHealthy(Duration.ofSeconds(60));
+        }
+        return pair;
     }
 
     private static int freePort() throws IOException {
@@ -122,8 +158,10 @@ public final class ChaosRun {
         }
     }
 
-    private FaultResult runFault(String fault) throws IOException, InterruptedException {
-        int deadProxy = freePort();
+    private FaultResult runFault(String fault) throws Exception {
+        if (deadProxy == 0) {
+            deadProxy = freePort();
+        }
         String proxyUrl = "http://127.0.0.1:" + deadProxy;
         List<String> common = List.of("--proxy", proxyUrl, "--layers", "4", "--decode-step", "5ms");
         List<String> decodeArgs = new ArrayList<>(common);
@@ -145,17 +183,37 @@ public final class ChaosRun {
             default -> { }
         }
         InstanceRegistry registry = new InstanceRegistry(Duration.ofHours(1));
-        try (RoleProcess decode = new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
-                     settings.logDir().resolve(fault + "-decode.log"));
-             RoleProcess prefill = new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
-                     settings.logDir().resolve(fault + "-prefill.log"));
+        List<NotifyRelay> relays = new ArrayList<>();
+        try (AutoCloseable closeRelays = () -> {
+                 for (NotifyRelay relay : relays) {
+                     relay.close();
+                 }
+             };
              ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
-            decode.start();
-            prefill.start();
-            decode.awaitHealthy(Duration.ofSeconds(60));
-            prefill.awaitHealthy(Duration.ofSeconds(60));
-            registry.ping(decode.instance());
-            registry.ping(prefill.instance());
+            RoleProcess[] pair = pair(fault, prefillArgs, decodeArgs);
+            RoleProcess decode = pair[0];
+            RoleProcess prefill = pair[1];
+            long corruptBefore = decode.metrics().path("corrupt_kv").asLong();
+            NotifyRelay.Mode relayMode = switch (fault) {
+                case "notify-loss" -> NotifyRelay.Mode.LOSE;
+                case "notify-duplicate" -> NotifyRelay.Mode.DUPLICATE;
+                case "notify-delay" -> NotifyRelay.Mode.DELAY;
+                default -> null;
+            };
+            if (relayMode == null) {
+                registry.ping(decode.instance());
+                registry.ping(prefill.instance());
+            } else {
+                // every 20th frame lost with its connection, every 5th duplicated, or each held up to 50 ms,
+                // both ways
+                int every = relayMode == NotifyRelay.Mode.LOSE ? 20 : relayMode == NotifyRelay.Mode.DUPLICATE ? 5 : 50;
+                relays.add(new NotifyRelay(decode.instance().notifyAddress().getPort(), relayMode, every));
+                relays.add(new NotifyRelay(prefill.instance().notifyAddress().getPort(), relayMode, every));
+                registry.ping(new Instance(Role.DECODE, decode.instance().httpAddress(),
+                        InetSocketAddress.createUnresolved("127.0.0.1", relays.get(0).port())));
+                registry.ping(new Instance(Role.PREFILL, prefill.instance().httpAddress(),
+                        InetSocketAddress.createUnresolved("127.0.0.1", relays.get(1).port())));
+            }
             String base = "http://127.0.0.1:" + proxy.address().getPort();
             long[] faultEnd = {Long.MIN_VALUE};
             List<Result> results = load(fault, base, () -> {
@@ -183,6 +241,7 @@ public final class ChaosRun {
             });
             boolean restart = fault.equals("decode-restart") || fault.startsWith("prefill-");
             long[] leaks = settle(prefill, decode);
+            leaks[2] -= corruptBefore;
             return summarise(fault, results, restart ? faultEnd[0] : Long.MIN_VALUE, leaks);
         }
     }

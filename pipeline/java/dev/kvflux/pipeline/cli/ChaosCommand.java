@@ -19,7 +19,7 @@ import picocli.CommandLine.Spec;
                 + " java and classpath) behind an in-process proxy: decode killed and restarted, prefill killed and"
                 + " restarted, prefill SIGTERM,"
                 + " clients disconnecting, requests rejected by validation, a burst beyond capacity, injected status"
-                + " failures and stalls. Per fault it prints requests, completed, failed_cleanly, never_finished,"
+                + " failures and stalls, notifications lost, duplicated and delayed. Per fault it prints requests, completed, failed_cleanly, never_finished,"
                 + " leaked_blocks, leaked_handles, corrupt_outputs and recovery_s."})
 public final class ChaosCommand implements Callable<Integer> {
     @Spec
@@ -38,7 +38,8 @@ public final class ChaosCommand implements Callable<Integer> {
 
     @Option(names = "--faults", paramLabel = "LIST", split = ",",
             description = "Faults to run, comma-separated (default: all of decode-restart, prefill-kill, prefill-sigterm,"
-                    + " client-disconnect, validation-rejects, burst, status-fail, status-stall).")
+                    + " client-disconnect, validation-rejects, burst, status-fail, status-stall, notify-loss,"
+                    + " notify-duplicate, notify-delay).")
     List<String> faults = ChaosRun.FAULTS;
 
     @Option(names = "--logs", paramLabel = "DIR", description = "Where the roles' logs go (default: a new temporary"
