@@ -60,6 +60,8 @@ public final class DecodeServer implements AutoCloseable {
     public static final int DEFAULT_KV_BLOCKS = 1 << 16;
     /** How long blocks whose prefill never said release stay quarantined by default: 2 × the default transfer timeout. */
     public static final Duration DEFAULT_BLOCK_LEASE = Duration.ofSeconds(60);
+    /** The shortest time an abort is retried towards prefill. */
+    private static final Duration ABORT_AT_LEAST_WITHIN = Duration.ofSeconds(5);
     /** How long close() waits for the aborts it sends to prefill. */
     private static final Duration ABORTS_ON_CLOSE_WITHIN = Duration.ofSeconds(2);
     /** How long remote_blocks is retried without a receive deadline (as long as prefill's defer timeout). */
@@ -116,7 +118,7 @@ public final class DecodeServer implements AutoCloseable {
      * {@code release} or, when it never does (prefill is gone), until {@code blockLease} after the request
      * ended. Blocks as that does: not on a non-blocking thread.
      *
-     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..65536 or {@code blockLease} is not positive
+     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216 or {@code blockLease} is not positive
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
             NotifyAuth auth, int kvBlocks, Duration blockLease) {
@@ -536,7 +538,10 @@ public final class DecodeServer implements AutoCloseable {
         private void sendAbort(String id, InetSocketAddress prefill, String reason) {
             stats.abortsSent.increment();
             stats.abortsInFlight.incrementAndGet();
-            client.send(prefill, new NotifyMessage.Abort(id, reason, incarnation), blocksWithin)
+            // an abort is useful until prefill's own deadline for the transfer, later than decode's: retry it
+            // for at least 5 s even when the block list's window is shorter
+            Duration within = blocksWithin.compareTo(ABORT_AT_LEAST_WITHIN) < 0 ? ABORT_AT_LEAST_WITHIN : blocksWithin;
+            client.send(prefill, new NotifyMessage.Abort(id, reason, incarnation), within)
                     .doFinally(signal -> stats.abortsInFlight.decrementAndGet())
                     .subscribe();
         }

@@ -10,8 +10,11 @@ import java.util.List;
  * {@link BlockAllocator}'s business.
  */
 final class KvCache {
-    /** Blocks per layer row of the layout: the most KV blocks a role may have. */
-    static final int ROW_BLOCKS = 1 << 16;
+    /**
+     * Blocks per layer row of the layout: the most KV blocks a role may have (2^24, as the command line
+     * allows). The simulated engine allocates nothing for a region, so the layout's size costs nothing.
+     */
+    static final int ROW_BLOCKS = 1 << 24;
 
     /**
      * @throws IllegalArgumentException unless {@code kvBlocks} is in 1..{@link #ROW_BLOCKS}

@@ -149,7 +149,7 @@ public final class PrefillServer implements AutoCloseable {
      * NotifyAuth, int)}, with {@code kvBlocks} KV blocks: a completion whose prompt needs more blocks than are
      * free is refused at once with 503 ({@code "code": "kv_blocks_exhausted"}). Blocks as that does.
      *
-     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..65536
+     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
@@ -334,6 +334,8 @@ public final class PrefillServer implements AutoCloseable {
         private final Disposable.Composite writes;
         private final long incarnation;
         private volatile boolean closing;
+        /** Transfers ended whose drain, free and release are still to come. */
+        private final java.util.concurrent.atomic.AtomicInteger settling = new java.util.concurrent.atomic.AtomicInteger();
         /** Messages to decode still being sent (write_done, write_failed, release). */
         private final java.util.concurrent.atomic.AtomicInteger sending = new java.util.concurrent.atomic.AtomicInteger();
         /** The newest incarnation seen of each decode notify address. */
@@ -585,6 +587,7 @@ public final class PrefillServer implements AutoCloseable {
             if (posted == null) {
                 return;
             }
+            settling.incrementAndGet();
             CompletionWait.drain(transferTimeout).await(posted)
                     .then(Mono.fromRunnable(() -> released(t)))
                     .onErrorResume(e -> {
@@ -599,6 +602,7 @@ public final class PrefillServer implements AutoCloseable {
                         }
                         return Mono.empty();
                     })
+                    .doFinally(signal -> settling.decrementAndGet())
                     .subscribe();
         }
 
@@ -626,7 +630,7 @@ public final class PrefillServer implements AutoCloseable {
                     settle(t);
                 }
             }
-            waitUntil(() -> transfers.size() == 0 && sending.get() == 0, Duration.ofSeconds(2));
+            waitUntil(() -> transfers.size() == 0 && settling.get() == 0 && sending.get() == 0, Duration.ofSeconds(2));
             LOG.info("prefill stopping: {} running transfers finished within {} ms, {} stopped with write_failed"
                     + " (\"prefill is shutting down\"), {} not settled, {} messages to decode not confirmed;"
                     + " registration stopped", finished, (System.nanoTime() - start) / 1_000_000, stopped,

@@ -293,4 +293,26 @@ class FailureHandlingTest {
                     .contains("\"kv_verified\":1");
         }
     }
+
+    @Test
+    void aRequestRejectedByValidationHoldsNothingOnEitherRole() throws Exception {
+        List<NotifyMessage> toPeer = new CopyOnWriteArrayList<>();
+        try (NotifyServer peer = recorder(toPeer);
+             SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+             PrefillServer prefill = prefill(FAST, engine, 1000);
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30))) {
+            String invalid = "{\"prompt\": \"a b\", \"max_tokens\": -1, \"kv_transfer_params\": {\"transfer_id\":"
+                    + " \"t-1\", \"remote_notify\": \"127.0.0.1:" + peer.address().getPort() + "\"}}";
+
+            assertThat(Completions.post(prefill.httpAddress(), invalid).block(Duration.ofSeconds(5))).startsWith("400 ");
+            assertThat(Completions.post(decode.httpAddress(), invalid).block(Duration.ofSeconds(5))).startsWith("400 ");
+
+            assertThat(prefill.stats().requests()).isZero();
+            assertThat(prefill.blocks().owners()).isZero();
+            assertThat(prefill.writesInFlight()).isZero();
+            assertThat(decode.blocks().owners()).isZero();
+            assertThat(Completions.metrics(decode.httpAddress())).contains("\"requests_running\":0");
+            assertThat(toPeer).as("neither told the other anything").isEmpty();
+        }
+    }
 }
