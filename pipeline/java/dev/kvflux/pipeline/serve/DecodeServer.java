@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
@@ -141,6 +142,7 @@ public final class DecodeServer implements AutoCloseable {
         NotifyServer notify;
         try {
             notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
+                    .accepts("write_done", "write_failed", "release")
                     .metrics(metrics).auth(auth).handler(handler::accept).bind().block(Duration.ofSeconds(10));
         } catch (RuntimeException e) {
             client.close();
@@ -293,7 +295,7 @@ public final class DecodeServer implements AutoCloseable {
                 } else {
                     stats.releasesUnknown.increment();
                     LOG.debug("release for transfer {}, which holds no blocks here (late or duplicate)",
-                            release.transferId());
+                            LogText.escape(release.transferId()));
                 }
                 return;
             }

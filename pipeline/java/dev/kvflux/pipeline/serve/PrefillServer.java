@@ -172,6 +172,7 @@ public final class PrefillServer implements AutoCloseable {
         PrefillTransfers transfers = new PrefillTransfers();
         Writer[] handler = new Writer[1];
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
+                .accepts("remote_blocks", "abort")
                 .metrics(metrics).auth(auth).handler(message -> {
                     Writer writer = handler[0];
                     if (writer != null) {

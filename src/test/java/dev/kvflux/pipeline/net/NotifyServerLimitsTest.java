@@ -84,6 +84,18 @@ class NotifyServerLimitsTest {
     }
 
     @Test
+    void messageOfATypeTheServerDoesNotTakeClosesItsConnectionAndIsCountedMalformed() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().accepts("write_done", "write_failed"), registry);
+
+        sendAndExpectClose(server, NotifyCodec.encode(new NotifyMessage.Release("t-1")));
+
+        assertThat(registry.metrics().malformedFrames()).isEqualTo(1);
+        assertThat(registry.metrics().received()).isZero();
+        assertStillServes(server, registry, null, "after");
+    }
+
+    @Test
     void invalidUtf8ClosesItsConnectionAndIsCountedAsSuch() throws IOException {
         ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
         NotifyServer server = server(NotifyServer.builder(), registry);
