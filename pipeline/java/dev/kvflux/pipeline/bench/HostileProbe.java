@@ -114,7 +114,9 @@ public final class HostileProbe {
             figures.put("decode_log_lines_during_hostile_frames", lines(log) - logLinesBase);
 
             progress.printf("flood: %d connection attempts...%n", settings.connectAttempts());
+            long floodLinesBase = lines(log);
             floodPhase(notify, http, health, pid, fdsBase);
+            figures.put("decode_log_lines_during_flood", lines(log) - floodLinesBase);
             figures.put("decode_alive_at_end", decode.isAlive());
             figures.put("decode_metrics", metrics(http, httpPort));
             return new Figures(figures);
