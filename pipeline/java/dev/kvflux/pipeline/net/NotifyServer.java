@@ -155,6 +155,13 @@ public final class NotifyServer implements AutoCloseable {
             return this;
         }
 
+        /** The connection cap and the two timeouts of {@code limits} (its peer budget is the handler's). */
+        public Builder limits(NotifyLimits limits) {
+            Objects.requireNonNull(limits, "limits");
+            return maxConnections(limits.maxConnections()).frameReadTimeout(limits.frameReadTimeout())
+                    .idleTimeout(limits.idleTimeout());
+        }
+
         /** How long a frame may take to arrive once its first byte has. Default 10 s. */
         public Builder frameReadTimeout(Duration frameReadTimeout) {
             this.frameReadTimeout = positive(frameReadTimeout, "frame read timeout");

@@ -177,7 +177,9 @@ class NotifyServerLimitsTest {
     @Test
     void connectionsBeyondTheCapAreClosedAtOnceAndCounted() throws IOException {
         ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
-        NotifyServer server = server(NotifyServer.builder().maxConnections(2), registry);
+        NotifyServer server = server(NotifyServer.builder().limits(new NotifyLimits(2,
+                NotifyLimits.DEFAULTS.frameReadTimeout(), NotifyLimits.DEFAULTS.idleTimeout(),
+                NotifyLimits.DEFAULTS.peerBudgetBytes())), registry);
         try (Socket first = new Socket("127.0.0.1", server.address().getPort());
                 Socket second = new Socket("127.0.0.1", server.address().getPort())) {
             awaitTrue(() -> server.openConnections() == 2);
