@@ -125,6 +125,39 @@ class NotifyServerLimitsTest {
     }
 
     @Test
+    void errorWhileDecodingAFrameClosesItsConnectionIsCountedAndTheServerKeepsServing() throws IOException {
+        // the receiver's clock overflows the stack once, in the middle of checking a correctly signed frame
+        java.util.concurrent.atomic.AtomicBoolean thrown = new java.util.concurrent.atomic.AtomicBoolean();
+        reactor.core.scheduler.Scheduler clock = new reactor.core.scheduler.Scheduler() {
+            @Override
+            public long now(java.util.concurrent.TimeUnit unit) {
+                if (thrown.compareAndSet(false, true)) {
+                    throw new StackOverflowError("clock recursed");
+                }
+                return reactor.core.scheduler.Schedulers.parallel().now(unit);
+            }
+
+            @Override
+            public reactor.core.Disposable schedule(Runnable task) {
+                return reactor.core.scheduler.Schedulers.parallel().schedule(task);
+            }
+
+            @Override
+            public Worker createWorker() {
+                return reactor.core.scheduler.Schedulers.parallel().createWorker();
+            }
+        };
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().auth(SECRET.clock(clock)), registry);
+
+        sendAndExpectClose(server, SECRET.sign(new NotifyMessage.WriteDone("t-overflow")));
+
+        assertThat(registry.metrics().frameInternalErrors()).isEqualTo(1);
+        assertThat(registry.metrics().received()).isZero();
+        assertStillServes(server, registry, SECRET, "after");
+    }
+
+    @Test
     void errorThrownByTheHandlerIsCountedAndTheMessageStillAcknowledged() {
         NotifyMetrics metrics = new NotifyMetrics();
         NotifyServer server = NotifyServer.builder().port(0).metrics(metrics).handler(message -> {
