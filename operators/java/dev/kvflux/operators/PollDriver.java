@@ -1,5 +1,7 @@
 package dev.kvflux.operators;
 
+import java.lang.ref.WeakReference;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Queue;
@@ -24,7 +26,12 @@ import reactor.core.scheduler.Schedulers;
  * registration allocates one queue node.
  */
 final class PollDriver {
-    private static final Map<Scheduler, Map<Long, PollDriver>> DRIVERS = new WeakHashMap<>();
+    /**
+     * Drivers by scheduler and slice. Weak both ways: a driver holds its scheduler, so a strong value
+     * would keep its key alive for ever. An idle driver may be collected and made again; a ticking shard
+     * is kept alive by its scheduler until it has nothing left to poll.
+     */
+    private static final Map<Scheduler, Map<Long, WeakReference<PollDriver>>> DRIVERS = new WeakHashMap<>();
 
     /** What a shard polls: a request's statuses, settled or not. */
     interface Polled {
@@ -49,8 +56,14 @@ final class PollDriver {
     static PollDriver of(Scheduler scheduler, long sliceNanos) {
         Objects.requireNonNull(scheduler, "scheduler");
         synchronized (DRIVERS) {
-            return DRIVERS.computeIfAbsent(scheduler, s -> new java.util.HashMap<>())
-                    .computeIfAbsent(sliceNanos, s -> new PollDriver(scheduler, sliceNanos, Schedulers.DEFAULT_POOL_SIZE));
+            Map<Long, WeakReference<PollDriver>> bySlice = DRIVERS.computeIfAbsent(scheduler, s -> new HashMap<>());
+            WeakReference<PollDriver> known = bySlice.get(sliceNanos);
+            PollDriver driver = known != null ? known.get() : null;
+            if (driver == null) {
+                driver = new PollDriver(scheduler, sliceNanos, Schedulers.DEFAULT_POOL_SIZE);
+                bySlice.put(sliceNanos, new WeakReference<>(driver));
+            }
+            return driver;
         }
     }
 
@@ -95,9 +108,15 @@ final class PollDriver {
             startIfIdle();
         }
 
+        /** Starts ticking unless it already does; a scheduler that refuses (disposed) leaves it idle and throws. */
         private void startIfIdle() {
             if (running.compareAndSet(false, true)) {
-                ticking = scheduler.schedulePeriodically(this::tick, sliceNanos, sliceNanos, TimeUnit.NANOSECONDS);
+                try {
+                    ticking = scheduler.schedulePeriodically(this::tick, sliceNanos, sliceNanos, TimeUnit.NANOSECONDS);
+                } catch (RuntimeException refused) {
+                    running.set(false);
+                    throw refused;
+                }
             }
         }
 
