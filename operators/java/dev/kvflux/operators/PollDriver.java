@@ -48,7 +48,7 @@ final class PollDriver {
     private PollDriver(Scheduler scheduler, long sliceNanos, int shardCount) {
         shards = new Shard[shardCount];
         for (int i = 0; i < shardCount; i++) {
-            shards[i] = new Shard(scheduler, sliceNanos);
+            shards[i] = new Shard(this, scheduler, sliceNanos);
         }
     }
 
@@ -83,6 +83,9 @@ final class PollDriver {
 
     /** One shard: a list of requests it alone polls, one periodic task while it has any. */
     private static final class Shard {
+        /** Kept so that a ticking shard (held by its scheduler's task) keeps its driver, and the map's entry. */
+        @SuppressWarnings("unused")
+        private final PollDriver owner;
         private final Scheduler scheduler;
         private final long sliceNanos;
         private final Queue<Polled> incoming = new ConcurrentLinkedQueue<>();
@@ -93,7 +96,8 @@ final class PollDriver {
         private int count;
         private volatile Disposable ticking;
 
-        Shard(Scheduler scheduler, long sliceNanos) {
+        Shard(PollDriver owner, Scheduler scheduler, long sliceNanos) {
+            this.owner = owner;
             this.scheduler = scheduler;
             this.sliceNanos = sliceNanos;
         }
