@@ -64,7 +64,7 @@ public final class LoadGenerator {
     private final Duration requestTimeout;
 
     /**
-     * @throws IllegalArgumentException if a count is not positive
+     * @throws IllegalArgumentException if a count or the request timeout is not positive
      */
     public LoadGenerator(String baseUrl, int numPrompts, int concurrency, int inputTokens, int outputTokens,
             Duration requestTimeout) {
@@ -73,6 +73,10 @@ public final class LoadGenerator {
         if (numPrompts < 1 || concurrency < 1 || inputTokens < 1 || outputTokens < 1) {
             throw new IllegalArgumentException("prompts, concurrency, input and output tokens must be at least 1,"
                     + " got " + numPrompts + ", " + concurrency + ", " + inputTokens + ", " + outputTokens);
+        }
+        if (requestTimeout.isZero() || requestTimeout.isNegative()) {
+            throw new IllegalArgumentException("the request timeout must be greater than zero, got " + requestTimeout
+                    + "; every request would count as never finished");
         }
         this.completionsUrl = baseUrl + "/v1/completions";
         this.numPrompts = numPrompts;

@@ -56,6 +56,23 @@ public final class ServeBench {
                 throw new IllegalArgumentException("--num-prompts has " + numPrompts.size() + " values for "
                         + concurrencies.size() + " concurrencies; give one value, or one per concurrency");
             }
+            if (concurrencies.stream().anyMatch(c -> c == null || c < 1) || numPrompts.stream().anyMatch(n -> n == null || n < 1)
+                    || inputTokens < 1 || outputTokens < 1 || warmupRequests < 0) {
+                throw new IllegalArgumentException("concurrencies, prompt counts, input and output tokens must be at"
+                        + " least 1 and warm-up requests at least 0, got " + concurrencies + ", " + numPrompts + ", "
+                        + inputTokens + ", " + outputTokens + ", " + warmupRequests);
+            }
+            positive(transferTimeout, "transfer timeout");
+            positive(requestTimeout, "request timeout");
+            if (receiveDeadline != null) {
+                positive(receiveDeadline, "receive deadline");
+            }
+        }
+
+        private static void positive(Duration d, String what) {
+            if (d.isZero() || d.isNegative()) {
+                throw new IllegalArgumentException("the " + what + " must be greater than zero, got " + d);
+            }
         }
 
         int promptsAt(int index) {
@@ -135,7 +152,8 @@ public final class ServeBench {
         }
     }
 
-    private static void awaitRegistration(InstanceRegistry registry) {
+    /** Blocks until a prefill and a decode instance are live in {@code registry}, for at most 10 s. */
+    static void awaitRegistration(InstanceRegistry registry) {
         long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (registry.live(Role.PREFILL).isEmpty() || registry.live(Role.DECODE).isEmpty()) {
             if (System.nanoTime() > until) {

@@ -32,20 +32,31 @@ public final class HttpJson {
      */
     public static Mono<Void> withBody(HttpServerRequest request, HttpServerResponse response,
             Function<String, Publisher<Void>> handler) {
+        return withBody(request, response, MAX_BODY_BYTES, "send a shorter prompt, or the prompt as a list of token ids",
+                handler);
+    }
+
+    /**
+     * As {@link #withBody(HttpServerRequest, HttpServerResponse, Function)} with a limit of {@code maxBytes};
+     * the 413's message ends with {@code advice}.
+     */
+    public static Mono<Void> withBody(HttpServerRequest request, HttpServerResponse response, int maxBytes,
+            String advice, Function<String, Publisher<Void>> handler) {
         String declared = request.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
-        if (declared != null && declaredLength(declared) > MAX_BODY_BYTES) {
-            return Mono.from(tooLarge(response, declared + " bytes declared"));
+        if (declared != null && declaredLength(declared) > maxBytes) {
+            return Mono.from(tooLarge(response, maxBytes, declared + " bytes declared", advice));
         }
         return request.receive().asByteArray()
                 .collect(ByteArrayOutputStream::new, (body, chunk) -> {
-                    if (body.size() + (long) chunk.length > MAX_BODY_BYTES) {
+                    if (body.size() + (long) chunk.length > maxBytes) {
                         throw new BodyTooLargeException();
                     }
                     body.writeBytes(chunk);
                 })
                 .map(body -> body.toString(StandardCharsets.UTF_8))
                 .flatMap(body -> Mono.from(handler.apply(body)))
-                .onErrorResume(BodyTooLargeException.class, e -> Mono.from(tooLarge(response, "more was sent")));
+                .onErrorResume(BodyTooLargeException.class, e -> Mono.from(tooLarge(response, maxBytes, "more was sent",
+                        advice)));
     }
 
     private static long declaredLength(String header) {
@@ -56,10 +67,11 @@ public final class HttpJson {
         }
     }
 
-    private static Publisher<Void> tooLarge(HttpServerResponse response, String what) {
+    private static Publisher<Void> tooLarge(HttpServerResponse response, int maxBytes, String what, String advice) {
+        String limit = maxBytes >= 1 << 20 ? (maxBytes >> 20) + " MiB" : maxBytes >= 1 << 10 ? (maxBytes >> 10) + " KiB"
+                : maxBytes + " bytes";
         return error(response, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error", "body_too_large",
-                "request body is over the " + (MAX_BODY_BYTES >> 20) + " MiB limit (" + what + "); send a shorter"
-                        + " prompt, or the prompt as a list of token ids");
+                "request body is over the " + limit + " limit (" + what + "); " + advice);
     }
 
     /** A body read past {@link #MAX_BODY_BYTES}; turned into a 413 answer. */

@@ -118,7 +118,7 @@ public final class InstanceRegistry {
         if (count(instance.role()) >= maxPerRole) {
             if (refusedFull.getAndIncrement() % 1000 == 0) {
                 LOG.warn("refused {} instance {}: {} {} instances are registered, the most allowed ({} refused so"
-                        + " far; raise proxy.max-instances-per-role if these are real)", instance.role().wireName(),
+                        + " far; raise kvflux proxy --max-instances-per-role if these are real)", instance.role().wireName(),
                         Instance.hostPort(instance.httpAddress()), maxPerRole, instance.role().wireName(),
                         refusedFull.get());
             }

@@ -318,6 +318,9 @@ public final class ProxyServer implements AutoCloseable {
         }
     }
 
+    /** The largest registration body read: a registration is three short strings. */
+    static final int MAX_REGISTRATION_BYTES = 4096;
+
     /** Who answers a client's request: nobody yet, decode (its answer is streaming) or prefill's failure. */
     private static final int NOBODY = 0;
     private static final int DECODE_OWNS = 1;
@@ -434,9 +437,21 @@ public final class ProxyServer implements AutoCloseable {
                     });
         }
 
-        /** An upstream's text cut to 300 characters, so an error message never carries a peer's megabytes. */
+        /**
+         * An upstream's text cut to 300 characters with line breaks and other control characters escaped, so
+         * an error message or a log line never carries a peer's megabytes or forged lines.
+         */
         private static String abbreviate(String text) {
-            return text.length() <= 300 ? text : text.substring(0, 300) + "... (" + text.length() + " characters)";
+            StringBuilder out = new StringBuilder(Math.min(text.length(), 300) + 32);
+            for (int i = 0; i < text.length() && i < 300; i++) {
+                char c = text.charAt(i);
+                if (c < 0x20 || c == 0x7f) {
+                    out.append(String.format("\\u%04x", (int) c));
+                } else {
+                    out.append(c);
+                }
+            }
+            return text.length() <= 300 ? out.toString() : out + "... (" + text.length() + " characters)";
         }
 
         /** The request's refusal; the first is logged as a warning, later ones at debug level. */
@@ -459,7 +474,8 @@ public final class ProxyServer implements AutoCloseable {
         }
 
         Publisher<Void> register(HttpServerRequest request, HttpServerResponse response) {
-            return HttpJson.withBody(request, response, body -> {
+            return HttpJson.withBody(request, response, MAX_REGISTRATION_BYTES, "a registration is {\"role\", \"http\","
+                    + " \"notify\"} and nothing more", body -> {
                 long signedAt = Long.MIN_VALUE;
                 if (registrationAuth != null) {
                     try {

@@ -92,4 +92,26 @@ class LoadGeneratorTest {
         assertThat(LoadResult.percentile(sorted, 100)).isEqualTo(4);
         assertThat(LoadResult.percentile(new double[0], 50)).isNaN();
     }
+
+    @Test
+    void aRequestTimeoutOfZeroIsRefusedInsteadOfCountingEveryRequestAsNeverFinished() {
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new LoadGenerator("http://127.0.0.1:1", 1, 1, 1, 1,
+                        Duration.ZERO))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("request timeout must be greater than zero");
+    }
+
+    @Test
+    void serveBenchSettingsRefuseNonPositiveTimesAndCounts() {
+        dev.kvflux.pipeline.serve.ServingModel model = dev.kvflux.pipeline.serve.ServingModel.DEEPSEEK_V2_LITE_MI355X;
+        java.util.List<dev.kvflux.pipeline.serve.Policy> policies = java.util.List.of(dev.kvflux.pipeline.serve.Policy.KVFLUX);
+
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new ServeBench.Settings(policies, java.util.List.of(1),
+                        java.util.List.of(1), 1, 1, Duration.ZERO, null, false, FaultPlan.NONE, model, Duration.ofSeconds(1),
+                        0, 0, null))
+                .hasMessageContaining("transfer timeout must be greater than zero");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new ServeBench.Settings(policies, java.util.List.of(1),
+                        java.util.List.of(0), 1, 1, Duration.ofSeconds(1), null, false, FaultPlan.NONE, model,
+                        Duration.ofSeconds(1), 0, 0, null))
+                .hasMessageContaining("at least 1");
+    }
 }

@@ -354,7 +354,7 @@ class ProxyServerTest {
     void prefillFailingFirstCancelsDecodeAndGetsOneWhole502() throws Exception {
         java.util.concurrent.CountDownLatch decodeCancelled = new java.util.concurrent.CountDownLatch(1);
         var reached = new java.util.concurrent.atomic.AtomicInteger();
-        prefill = answering(500, "{\"error\":{\"message\":\"engine gone\"}}", reached);
+        prefill = answering(500, "{\"error\":{\"message\":\"engine gone\nFAKE\"}}", reached);
         decode = HttpServer.create().host("127.0.0.1").port(0)
                 .route(r -> r.post("/v1/completions", (req, res) -> Mono.never()
                         .doOnCancel(decodeCancelled::countDown).then()))
@@ -365,6 +365,8 @@ class ProxyServerTest {
 
         assertThat(wellFormedError(answer, 502)).as(answer).isTrue();
         assertThat(answer).contains("prefill_failed").contains("engine gone");
+        assertThat(HttpJson.object(answer.substring(4)).at("/error/message").asText())
+                .as("prefill's line break is escaped").contains("engine gone\\u000aFAKE").doesNotContain("\n");
         assertThat(decodeCancelled.await(5, TimeUnit.SECONDS)).isTrue();
     }
 }

@@ -154,4 +154,30 @@ class RegistrationTest {
         assertThat(registry.ping(second)).isEqualTo(InstanceRegistry.Outcome.REGISTERED);
         assertThat(registry.live(Role.DECODE)).containsExactly(second);
     }
+
+    @Test
+    void aRegistrationBodyOverFourKibibytesIsRefusedUnread() {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+        String padded = DECODE.replace("}", ", \"pad\": \"" + "x".repeat(ProxyServer.MAX_REGISTRATION_BYTES) + "\"}");
+
+        assertThat(register(padded, new DefaultHttpHeaders())).startsWith("413 ").contains("4 KiB limit");
+        assertThat(registry.live(Role.DECODE)).isEmpty();
+    }
+
+    @Test
+    void aRegistrationWhoseHostIsNotAHostNameIsRefusedWithoutEchoingIt() {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+        String forged = "{\"role\": \"decode\", \"http\": \"evil\\n12:00:00 INFO registered decode:8200\","
+                + " \"notify\": \"127.0.0.1:8201\"}";
+
+        String answer = register(forged, new DefaultHttpHeaders());
+
+        assertThat(answer).startsWith("400 ").contains("is not host:port with a host name or IP address")
+                .contains("evil?12:00:00").doesNotContain("\\n12");
+        assertThat(registry.live(Role.DECODE)).isEmpty();
+        assertThat(Instance.address("[::1]:8200").getPort()).isEqualTo(8200);
+        assertThat(Instance.address("decode-0.cluster.local:8200").getHostString()).isEqualTo("decode-0.cluster.local");
+    }
 }
