@@ -8,7 +8,12 @@
 // construction.
 #include "kvflux_mori.h"
 
+#include <dirent.h>
+#include <dlfcn.h>
+#include <hip/hip_runtime_api.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -167,6 +172,12 @@ class Registry {
     return object;
   }
 
+  // How many handles are open, of every kind: 0 after everything was released.
+  size_t Size() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return objects_.size();
+  }
+
   // Takes every object owned by engine out of the registry.
   std::vector<std::shared_ptr<Object>> RemoveOwnedBy(const Engine* engine) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -207,6 +218,70 @@ class Registry {
 Registry& Handles() {
   static Registry* registry = new Registry();  // never destroyed: safe during process exit
   return *registry;
+}
+
+// The RDMA devices the kernel lists (entries of /sys/class/infiniband, or of dir), names joined by ", ".
+std::string RdmaDevices(const char* dir) {
+  std::string names;
+  DIR* d = opendir(dir);
+  if (d == nullptr) return names;
+  while (dirent* entry = readdir(d)) {
+    if (entry->d_name[0] == '.') continue;
+    if (!names.empty()) names += ", ";
+    names += entry->d_name;
+  }
+  closedir(d);
+  return names;
+}
+
+// MoRI's RDMA backend maps GPUs to NICs through a topology that loads ROCm SMI, and that code ends the
+// process (exit(-1), no exception) when ROCm SMI cannot be loaded or sees no GPU. It is reached only when
+// an RDMA device is present (without one MoRI throws "no active RDMA device" first). This refuses the
+// cases that would end the process, before MoRI is called. smiLibrary null: MoRI's own candidates.
+int RdmaPreflight(const char* call, const char* ibClassDir, const char* smiLibrary) {
+  std::string devices = RdmaDevices(ibClassDir != nullptr ? ibClassDir : "/sys/class/infiniband");
+  if (devices.empty()) return KVFLUX_MORI_OK;
+#if defined(__HIP_PLATFORM_NVIDIA__)
+  (void)smiLibrary;
+  return Fail(KVFLUX_MORI_E_UNSUPPORTED,
+              std::string(call) + ": this host has RDMA devices (" + devices +
+                  "); MoRI's RDMA backend would map GPUs to them through ROCm SMI, which sees no GPU on an "
+                  "NVIDIA host, and MoRI would end the process (exit(-1)). Refused: use the xGMI backend "
+                  "between GPUs of one host");
+#else
+  std::vector<std::string> candidates;
+  if (smiLibrary != nullptr) {
+    candidates.emplace_back(smiLibrary);
+  } else {
+    const char* env = std::getenv("MORI_ROCM_SMI_PATH");
+    if (env != nullptr && env[0] != '\0') candidates.emplace_back(env);
+    candidates.insert(candidates.end(),
+                      {"librocm_smi64.so.1", "librocm_smi64.so", "/opt/rocm/lib/librocm_smi64.so.1"});
+  }
+  void* smi = nullptr;
+  for (const std::string& candidate : candidates) {
+    smi = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (smi != nullptr) break;
+  }
+  if (smi == nullptr) {
+    const char* why = dlerror();
+    return Fail(KVFLUX_MORI_E_UNSUPPORTED,
+                std::string(call) + ": this host has RDMA devices (" + devices + ") and librocm_smi64 cannot be "
+                    "loaded (" + (why != nullptr ? why : "not found") + "); MoRI would end the process "
+                    "(exit(-1)). Refused: install ROCm SMI (librocm-smi64) or set MORI_ROCM_SMI_PATH");
+  }
+  dlclose(smi);
+  int gpus = 0;
+  hipError_t err = hipGetDeviceCount(&gpus);
+  if (err != hipSuccess || gpus == 0) {
+    (void)hipGetLastError();
+    return Fail(KVFLUX_MORI_E_UNSUPPORTED,
+                std::string(call) + ": this host has RDMA devices (" + devices + ") but no GPU is visible (" +
+                    hipGetErrorName(err) + "); ROCm SMI would report none and MoRI would end the process "
+                    "(exit(-1)). Refused");
+  }
+  return KVFLUX_MORI_OK;
+#endif
 }
 
 // Holds an engine's life lock (shared) for one call; fails if the engine was destroyed meanwhile.
@@ -405,6 +480,17 @@ int kvflux_mori_engine_create_xgmi_backend(uint64_t engine, int32_t num_streams,
     if (!e) return KVFLUX_MORI_E_BAD_HANDLE;
     Alive alive(*e);
     if (!alive.ok) return EngineGone(call);
+    // MoRI's xGMI backend only logs a warning when the GPU runtime sees no device, then fails every copy
+    // later; the runtime's own error (no driver, no device) is clearer here.
+    int devices = 0;
+    hipError_t err = hipGetDeviceCount(&devices);
+    if (err != hipSuccess || devices <= 0) {
+      (void)hipGetLastError();
+      return Fail(KVFLUX_MORI_E_BACKEND,
+                  std::string(call) + ": MoRI's xGMI backend copies between GPUs, and the GPU runtime sees none: " +
+                      (err != hipSuccess ? std::string(hipGetErrorName(err)) + " (" + hipGetErrorString(err) + ")"
+                                         : std::string("0 devices")));
+    }
     e->engine->CreateBackend(BackendType::XGMI, XgmiBackendConfig(num_streams, num_events));
     return KVFLUX_MORI_OK;
   });
@@ -427,6 +513,8 @@ int kvflux_mori_engine_create_rdma_backend(uint64_t engine, int32_t qp_per_trans
     if (!e) return KVFLUX_MORI_E_BAD_HANDLE;
     Alive alive(*e);
     if (!alive.ok) return EngineGone(call);
+    int refused = RdmaPreflight(call, nullptr, nullptr);
+    if (refused != KVFLUX_MORI_OK) return refused;
     RdmaBackendConfig config(qp_per_transfer, post_batch_size, num_worker_threads,
                              static_cast<PollCqMode>(poll_cq_mode), enable_notification != 0);
     e->engine->CreateBackend(BackendType::RDMA, config);
@@ -683,6 +771,24 @@ int kvflux_mori_wait_all(uint64_t engine, const uint64_t* statuses, size_t count
     *out_code = static_cast<int32_t>(e->engine->WaitAll(pointers, timeout_ms));
     return KVFLUX_MORI_OK;
   });
+}
+
+// ---- beyond kvflux_mori.h: checks for tests and reproducers (looked up as optional symbols) ----------
+
+// The number of handles open in this library, every kind and engine together: 0 once all are released.
+KVFLUX_MORI_API int kvflux_mori_live_handles(uint64_t* out_count) {
+  if (out_count == nullptr) return NullArg("kvflux_mori_live_handles", "out_count");
+  *out_count = Handles().Size();
+  return KVFLUX_MORI_OK;
+}
+
+// The check kvflux_mori_engine_create_rdma_backend makes before calling MoRI, with the RDMA device
+// directory (null: /sys/class/infiniband) and the ROCm SMI library (null: MoRI's candidates) given:
+// KVFLUX_MORI_OK when MoRI may be called, KVFLUX_MORI_E_UNSUPPORTED with the reason when MoRI would end the
+// process.
+KVFLUX_MORI_API int kvflux_mori_rdma_preflight(const char* ib_class_dir, const char* smi_library) {
+  static const char* call = "kvflux_mori_rdma_preflight";
+  return Guard(call, [&]() -> int { return RdmaPreflight(call, ib_class_dir, smi_library); });
 }
 
 }  // extern "C"

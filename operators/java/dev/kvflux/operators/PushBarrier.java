@@ -23,6 +23,7 @@ final class PushBarrier {
     private static final VarHandle FAILED_INDEX;
     private static final VarHandle DONE;
     private static final VarHandle CODES = MethodHandles.arrayElementVarHandle(StatusCode[].class);
+    private static final VarHandle SLOT_CODE;
     private static final int NO_FAILURE = Integer.MAX_VALUE;
 
     static {
@@ -31,13 +32,14 @@ final class PushBarrier {
             REMAINING = lookup.findVarHandle(PushBarrier.class, "remaining", int.class);
             FAILED_INDEX = lookup.findVarHandle(PushBarrier.class, "failedIndex", int.class);
             DONE = lookup.findVarHandle(PushBarrier.class, "done", boolean.class);
+            SLOT_CODE = lookup.findVarHandle(Slot.class, "code", StatusCode.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
     private final TransferStatus[] statuses;
-    /** The terminal code each status settled with; null while in flight. Each slot is set once (CAS). */
+    /** The terminal code each status without a slot settled with; null while in flight. Set once (CAS). */
     private final StatusCode[] codes;
     private final Slot[] slots;
     private final CompletionWait.Mode mode;
@@ -112,9 +114,15 @@ final class PushBarrier {
      * (fail-fast) a failure. {@code handOff}: whether ending it must move to the scheduler (a push).
      */
     private void settle(int index, StatusCode code, boolean handOff) {
-        if (!CODES.compareAndSet(codes, index, (StatusCode) null, code)) {
+        Slot slot = slots[index];
+        if (slot != null ? !slot.settle(code) : !CODES.compareAndSet(codes, index, (StatusCode) null, code)) {
             return;
         }
+        counted(index, code, handOff);
+    }
+
+    /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
+    private void counted(int index, StatusCode code, boolean handOff) {
         if (code.isFailure()) {
             int seen = failedIndex;
             while (index < seen && !FAILED_INDEX.weakCompareAndSet(this, seen, index)) {
@@ -148,13 +156,19 @@ final class PushBarrier {
         TransferException error = verdict;
         int failed = failedIndex;
         if (error == null && failed != NO_FAILURE) {
-            error = StatusChecks.failed(statuses[failed], codes[failed]);
+            error = StatusChecks.failed(statuses[failed], codeOf(failed));
         }
         if (error != null) {
             sink.error(error);
         } else {
             sink.success();
         }
+    }
+
+    /** The code status {@code index} settled with, or null while it is in flight. */
+    private StatusCode codeOf(int index) {
+        Slot slot = slots[index];
+        return slot != null ? slot.code : codes[index];
     }
 
     /** The subscriber cancelled: stop everything, signal nothing. */
@@ -168,7 +182,7 @@ final class PushBarrier {
     private void release() {
         disposeTimers();
         for (Slot slot : slots) {
-            if (slot != null && codes[slot.index] == null) {
+            if (slot != null && slot.code == null) {
                 slot.cancel();
             }
         }
@@ -223,7 +237,7 @@ final class PushBarrier {
     private synchronized void atDeadline() {
         boolean inFlight = false;
         for (int i = 0; i < statuses.length && !done; i++) {
-            if (codes[i] != null) {
+            if (codeOf(i) != null) {
                 continue;
             }
             StatusCode code = query(i);
@@ -237,9 +251,13 @@ final class PushBarrier {
         }
     }
 
-    /** The subscription to one status's pushes. */
+    /**
+     * The subscription to one status's pushes, which also holds the code the status settled with, so that
+     * a push touches only its slot and the barrier's counter.
+     */
     private final class Slot implements CoreSubscriber<StatusCode> {
         final int index;
+        volatile StatusCode code;
         private volatile Subscription subscription;
         private volatile boolean cancelled;
 
@@ -262,8 +280,8 @@ final class PushBarrier {
             if (code == null) {
                 finish(TransferException.badState("status " + index + " of " + statuses.length
                         + ": pushed() emitted null", null), true);
-            } else if (code.isTerminal()) {
-                settle(index, code, true);
+            } else if (code.isTerminal() && settle(code)) {
+                counted(index, code, true);
             }
         }
 
@@ -276,6 +294,11 @@ final class PushBarrier {
         @Override
         public void onComplete() {
             // A status never posted completes empty; the timeout's last query decides about it.
+        }
+
+        /** Records the terminal code; false if the status had already settled (a push racing the last query). */
+        boolean settle(StatusCode terminal) {
+            return SLOT_CODE.compareAndSet(this, (StatusCode) null, terminal);
         }
 
         void cancel() {

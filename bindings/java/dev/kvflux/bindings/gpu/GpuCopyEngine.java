@@ -18,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
@@ -99,6 +100,8 @@ public final class GpuCopyEngine implements TransferEngine {
     private final String key;
     private final int device;
     private final GpuStream[] streams;
+    private final StreamProgress[] progress;
+    private final LongAdder eventQueries = new LongAdder();
     private final AtomicLong nextStream = new AtomicLong();
     private final Queue<GpuEvent> events = new ConcurrentLinkedQueue<>();
     private final List<GpuEvent> allEvents = new ArrayList<>();
@@ -125,10 +128,12 @@ public final class GpuCopyEngine implements TransferEngine {
         this.device = device;
         this.config = config;
         this.streams = new GpuStream[config.streams()];
+        this.progress = new StreamProgress[config.streams()];
         ScatterGatherKernel loaded = null;
         try {
             for (int i = 0; i < streams.length; i++) {
                 streams[i] = runtime.createStream(device);
+                progress[i] = new StreamProgress(eventQueries);
             }
             for (int i = 0; i < config.events(); i++) {
                 events.add(newEvent());
@@ -270,6 +275,14 @@ public final class GpuCopyEngine implements TransferEngine {
             }
         }
         return clock.sleepUntil(clock.nanoTime() + 1_000_000);
+    }
+
+    /**
+     * Native queries of batch completion events made so far by this engine's statuses: with the streams'
+     * shared progress, far fewer than status queries.
+     */
+    public long eventQueries() {
+        return eventQueries.sum();
     }
 
     /** Events in the completion pool now (idle ones; in-flight batches hold the rest). */
@@ -446,7 +459,8 @@ public final class GpuCopyEngine implements TransferEngine {
                 runtime.setDevice(device);
                 done = acquireEvent();
                 slot = gather ? acquireSlot(copies.copies()) : null;
-                GpuStream stream = streams[(int) (nextStream.getAndIncrement() % streams.length)];
+                int streamIndex = (int) (nextStream.getAndIncrement() % streams.length);
+                GpuStream stream = streams[streamIndex];
                 synchronized (stream) {
                     if (slot != null) {
                         // Uploaded before the wait for the layer, so the copy itself never waits for it.
@@ -469,10 +483,11 @@ public final class GpuCopyEngine implements TransferEngine {
                     }
                     done.record(stream);
                     MetadataSlot held = slot;
+                    StreamProgress onStream = progress[streamIndex];
                     status.posted(done, held == null ? GpuCopyEngine.this::releaseEvent : e -> {
                         releaseEvent(e);
                         releaseSlot(held);
-                    }, done::synchronize);
+                    }, done::synchronize, onStream, onStream.nextSequence());
                     done = null;
                     slot = null;
                     if (options.push()) {

@@ -14,6 +14,10 @@ import reactor.core.publisher.Sinks;
  * xGMI status does, and nothing else completes it unless the batch was posted with push completion, in
  * which case a host function behind the batch completes it and emits on {@link #pushed()}.
  *
+ * <p>Statuses posted on the same stream share what their queries saw ({@link StreamProgress}): a later
+ * event seen ready settles an earlier status without a query, and an earlier event just seen not ready
+ * answers for a later one.
+ *
  * <p>Thread-safe: queries, the push and the blocking wait may race; the event goes back to its pool once.
  */
 final class GpuTransferStatus implements PushedStatus {
@@ -23,6 +27,8 @@ final class GpuTransferStatus implements PushedStatus {
     private Consumer<LayerEvent> release;
     private Runnable blockingWait;
     private long hostFunction;
+    private StreamProgress progress;
+    private long sequence;
     private volatile StatusCode code = StatusCode.INIT;
     private volatile String message = "";
 
@@ -36,6 +42,17 @@ final class GpuTransferStatus implements PushedStatus {
 
     /** Arms the status once the batch is posted: {@code event} completes it, then goes to {@code release}. */
     synchronized void posted(LayerEvent event, Consumer<LayerEvent> release, Runnable blockingWait) {
+        posted(event, release, blockingWait, null, 0);
+    }
+
+    /**
+     * Arms the status, its event being number {@code sequence} recorded on a stream whose {@code progress}
+     * its queries share: most of them are then answered without a native call (see {@link StreamProgress}).
+     */
+    synchronized void posted(LayerEvent event, Consumer<LayerEvent> release, Runnable blockingWait,
+                             StreamProgress progress, long sequence) {
+        this.progress = progress;
+        this.sequence = sequence;
         this.event = event;
         this.release = release;
         this.blockingWait = blockingWait;
@@ -79,7 +96,7 @@ final class GpuTransferStatus implements PushedStatus {
                 return code;
             }
             try {
-                if (event.query() != EventState.READY) {
+                if (query() != EventState.READY) {
                     return StatusCode.IN_PROGRESS;
                 }
                 finish(StatusCode.SUCCESS, "");
@@ -91,6 +108,28 @@ final class GpuTransferStatus implements PushedStatus {
         // Emitted outside the lock: subscribers may query other statuses.
         pushed.tryEmitValue(now);
         return now;
+    }
+
+    /** The stream has run past this batch's event: tell the stream's progress, so no cached "not ready" hides it. */
+    private void streamPassed() {
+        StreamProgress onStream;
+        long mine;
+        synchronized (this) {
+            onStream = progress;
+            mine = sequence;
+        }
+        if (onStream != null) {
+            onStream.passed(mine);
+        }
+    }
+
+    /** The event's state: from the stream's history when it answers, else from one native query. */
+    private EventState query() {
+        if (progress == null) {
+            return event.query();
+        }
+        EventState known = progress.known(sequence);
+        return known != null ? known : progress.query(event, sequence);
     }
 
     @Override
@@ -108,6 +147,7 @@ final class GpuTransferStatus implements PushedStatus {
      * settles the status. Runs on the host-function thread, never inside the runtime's callback.
      */
     void onPushed() {
+        streamPassed();
         StatusCode now = code();
         for (int i = 0; i < 1000 && now == StatusCode.IN_PROGRESS; i++) {
             Thread.onSpinWait();
@@ -127,6 +167,7 @@ final class GpuTransferStatus implements PushedStatus {
         if (wait != null) {
             try {
                 wait.run();
+                streamPassed();
             } catch (RuntimeException failed) {
                 fail(StatusCode.ERR_GPU_OP, failed.getMessage());
             }

@@ -39,13 +39,24 @@ public final class MoriEngine implements AutoCloseable {
         return createXgmiBackend(64, 64);
     }
 
-    /** {@code XgmiBackendConfig(numStreams, numEvents)}. */
+    /**
+     * {@code XgmiBackendConfig(numStreams, numEvents)}.
+     *
+     * @throws MoriIoException over the real MoRI, where the GPU runtime sees no device: the runtime's own
+     *     error ({@code cudaErrorInsufficientDriver}, {@code hipErrorNoDevice}) rather than MoRI's warning
+     */
     public MoriEngine createXgmiBackend(int numStreams, int numEvents) {
         lib.createXgmiBackend(handle, numStreams, numEvents);
         return this;
     }
 
-    /** {@code RdmaBackendConfig(qpPerTransfer, postBatchSize, numWorkerThreads, pollCqMode, enableNotification)}. */
+    /**
+     * {@code RdmaBackendConfig(qpPerTransfer, postBatchSize, numWorkerThreads, pollCqMode, enableNotification)}.
+     *
+     * @throws MoriIoException {@code KVFLUX_MORI_E_UNSUPPORTED} over the real MoRI where its topology code would
+     *     end the process ({@code exit(-1)}): RDMA devices present and ROCm SMI not loadable, or no GPU it can
+     *     see (every NVIDIA host); see {@link MoriIo#checkRdmaBackend}
+     */
     public MoriEngine createRdmaBackend(int qpPerTransfer, int postBatchSize, int numWorkerThreads, int pollCqMode,
             boolean enableNotification) {
         lib.createRdmaBackend(handle, qpPerTransfer, postBatchSize, numWorkerThreads, pollCqMode, enableNotification);

@@ -57,6 +57,28 @@ public final class MoriIo {
         return lib.sim().map(MoriSimulator::new);
     }
 
+    /**
+     * How many handles (engines, memory, sessions, statuses) are open in the library, all engines of this
+     * process together: 0 once everything was released. Empty if the library keeps no count.
+     */
+    public java.util.OptionalLong liveHandles() {
+        return lib.liveHandles();
+    }
+
+    /**
+     * Whether MoRI's RDMA backend may be created here, as {@link MoriEngine#createRdmaBackend} checks
+     * before calling MoRI: with RDMA devices listed in {@code ibClassDir} (normally
+     * {@code /sys/class/infiniband}), MoRI's topology code loads {@code smiLibrary} (normally ROCm SMI,
+     * {@code librocm_smi64}) and ends the process when it cannot, or on an NVIDIA build, where it finds no
+     * GPU. Null arguments mean the host's own.
+     *
+     * @throws MoriIoException {@code KVFLUX_MORI_E_UNSUPPORTED}, saying why, when MoRI would end the process
+     * @throws UnsupportedOperationException on the simulator, which has no RDMA backend to guard
+     */
+    public void checkRdmaBackend(String ibClassDir, String smiLibrary) {
+        lib.rdmaPreflight(ibClassDir, smiLibrary);
+    }
+
     /** An {@code IOEngine} with this key and out-of-band TCP host and port; it has no backend yet. */
     public MoriEngine createEngine(String key, String host, int port) {
         Objects.requireNonNull(key, "key");

@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
             ProxyCommand.class,
             ServeBenchCommand.class,
             ProxyProbeCommand.class,
+            dev.kvflux.pipeline.scale.BenchCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 

@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.cli;
 
+import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.pipeline.config.Durations;
 import dev.kvflux.pipeline.config.KvfluxConfig;
@@ -58,6 +59,16 @@ public final class ReproCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print one JSON document on stdout instead of the table.")
     boolean json;
 
+    @Option(names = "--processes", paramLabel = "N",
+            description = "mori backend only: 1 (default), both MoRI engines in this process; 2, decode's engine"
+                    + " and buffer in a child process on GPU 1, reached through real IPC handles.")
+    Integer processes;
+
+    @Option(names = "--gpu-platform", paramLabel = "PLATFORM",
+            description = "mori backend only: the GPU runtime, cuda (NVIDIA) or hip (AMD); default: CUDA if"
+                    + " installed, else HIP. The MoRI shim must be built for the same platform.")
+    String gpuPlatform;
+
     @Override
     public Integer call() {
         CommandLine cmd = spec.commandLine();
@@ -83,9 +94,23 @@ public final class ReproCommand implements Callable<Integer> {
                         || plans.stream().noneMatch(p -> p.strategy().equals("sliced-native")),
                 "--slice must be at least 1ms for sliced-native, whose waitAll takes whole milliseconds; got "
                         + Durations.format(sliceLength));
+        String backendName = backend != null ? backend : config.engine().backend();
+        check(cmd, processes == null || backendName.equals("mori"), "--processes applies to --backend mori only");
+        check(cmd, gpuPlatform == null || backendName.equals("mori"), "--gpu-platform applies to --backend mori only"
+                + " (--backend cuda and hip name their platform)");
+        check(cmd, processes == null || processes == 1 || processes == 2, "--processes must be 1 or 2, got " + processes);
+        check(cmd, gpuPlatform == null || gpuPlatform.equals("cuda") || gpuPlatform.equals("hip"),
+                "--gpu-platform must be cuda or hip, got '" + gpuPlatform + "'");
+        // The mori backend reads both from system properties, which its decode process inherits.
+        if (processes != null) {
+            System.setProperty("kvflux.repro.processes", processes.toString());
+        }
+        if (gpuPlatform != null) {
+            System.setProperty(GpuRuntime.RUNTIME_PROPERTY, gpuPlatform);
+        }
         ReproBackend target;
         try {
-            target = ReproBackends.named(backend != null ? backend : config.engine().backend(), config);
+            target = ReproBackends.named(backendName, config);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, "--backend: " + e.getMessage());
         }

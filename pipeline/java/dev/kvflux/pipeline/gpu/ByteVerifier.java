@@ -1,6 +1,9 @@
 package dev.kvflux.pipeline.gpu;
 
+import dev.kvflux.bindings.gpu.DeviceBuffer;
+import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.pipeline.repro.ReproGeometry;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -39,6 +42,29 @@ final class ByteVerifier {
 
     /** Mismatched bytes and the layers holding any, for request {@code request}. */
     record Result(long checkedBytes, long mismatchedBytes, int badLayers) {
+    }
+
+    /**
+     * Decode's side of the control link: for each request prefill names, copies {@code buffer} to the host
+     * and answers with what {@link #check} found, until prefill says it is done. Runs on the calling thread.
+     */
+    static void serve(ControlChannel channel, GpuRuntime runtime, DeviceBuffer buffer, ReproGeometry layout,
+            Arena arena) throws IOException {
+        MemorySegment host = arena.allocate(layout.regionBytes(), 4096);
+        ByteVerifier verifier = new ByteVerifier(layout, arena);
+        while (true) {
+            ControlChannel.Command command = channel.receiveCommand();
+            if (command.done()) {
+                return;
+            }
+            long start = System.nanoTime();
+            runtime.setDevice(buffer.device());
+            runtime.copyToHost(buffer.address(), host);
+            double copyBackMs = (System.nanoTime() - start) / 1e6;
+            Result r = verifier.check(host, command.request());
+            channel.sendVerdict(new ControlChannel.Verdict(command.request(), r.checkedBytes(), r.mismatchedBytes(),
+                    r.badLayers(), copyBackMs));
+        }
     }
 
     Result check(MemorySegment host, long request) {

@@ -110,6 +110,24 @@ final class ControlChannel implements AutoCloseable {
         return new Verdict(in.readLong(), in.readLong(), in.readLong(), in.readInt(), in.readDouble());
     }
 
+    /**
+     * Prefill's side of one check: asks decode to verify {@code request} and returns its verdict.
+     *
+     * @throws UncheckedIOException if decode does not answer, or answers for another request
+     */
+    Verdict verify(long request) {
+        try {
+            sendVerify(request);
+            Verdict verdict = receiveVerdict();
+            if (verdict.request() != request) {
+                throw new IOException("decode verified request " + verdict.request() + ", expected " + request);
+            }
+            return verdict;
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("the decode process did not answer: " + e.getMessage(), e);
+        }
+    }
+
     private void expect(byte type, String what) throws IOException {
         int got = in.read();
         if (got < 0) {

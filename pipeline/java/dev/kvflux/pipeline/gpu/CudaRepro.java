@@ -87,21 +87,8 @@ public final class CudaRepro {
             MemoryRegion region = engine.registerMemory(layout.regionBytes(), options.dGpu);
             DeviceBuffer buffer = engine.buffer(region);
             channel.sendDescriptor(engine.describe(region).pack());
-            MemorySegment host = arena.allocate(layout.regionBytes(), 4096);
-            ByteVerifier verifier = new ByteVerifier(layout, arena);
-            while (true) {
-                ControlChannel.Command command = channel.receiveCommand();
-                if (command.done()) {
-                    return 0;
-                }
-                long start = System.nanoTime();
-                runtime.setDevice(options.dGpu);
-                runtime.copyToHost(buffer.address(), host);
-                double copyBackMs = (System.nanoTime() - start) / 1e6;
-                ByteVerifier.Result r = verifier.check(host, command.request());
-                channel.sendVerdict(new ControlChannel.Verdict(command.request(), r.checkedBytes(),
-                        r.mismatchedBytes(), r.badLayers(), copyBackMs));
-            }
+            ByteVerifier.serve(channel, runtime, buffer, layout, arena);
+            return 0;
         }
     }
 

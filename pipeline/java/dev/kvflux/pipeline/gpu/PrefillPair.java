@@ -145,19 +145,11 @@ final class PrefillPair implements AutoCloseable {
 
     private static Process startDecode(GpuRuntime runtime, ReproGeometry layout, int decodeGpu, int port)
             throws IOException {
-        String launcher = ProcessHandle.current().info().command()
-                .orElse(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        List<String> command = new ArrayList<>(List.of(launcher, "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path")));
-        if (System.getProperty(GpuRuntime.LIBRARY_PROPERTY) != null) {
-            command.add("-D" + GpuRuntime.LIBRARY_PROPERTY + "=" + System.getProperty(GpuRuntime.LIBRARY_PROPERTY));
-        }
-        command.addAll(List.of(CudaRepro.class.getName(), "--role", "decode", "--port", Integer.toString(port),
+        return DecodeChild.start(CudaRepro.class, List.of("--role", "decode", "--port", Integer.toString(port),
                 "--runtime", runtime.platform().prefix(), "--d-gpu", Integer.toString(decodeGpu),
                 "--layers", Integer.toString(layout.layers()),
                 "--blocks", Integer.toString(layout.blocks()),
                 "--block-bytes", Long.toString(layout.blockBytes())));
-        return new ProcessBuilder(command).inheritIO().start();
     }
 
     GpuCopyEngine engine() {
@@ -230,17 +222,9 @@ final class PrefillPair implements AutoCloseable {
         double layerCopyMs = perLayer[perLayer.length / 2];
         double waitStartMs = (waitStart - t0) / 1e6;
         double waitEndMs = (waitEnd - t0) / 1e6;
-        try {
-            channel.sendVerify(request);
-            ControlChannel.Verdict verdict = channel.receiveVerdict();
-            if (verdict.request() != request) {
-                throw new IOException("decode verified request " + verdict.request() + ", expected " + request);
-            }
-            return new Measurement(lastEnd - firstStart, layerCopyMs, lastEnd - waitStartMs, waitEndMs - lastEnd,
-                    verdict.mismatchedBytes(), verdict.badLayers());
-        } catch (IOException e) {
-            throw new UncheckedIOException("the decode process did not answer: " + e.getMessage(), e);
-        }
+        ControlChannel.Verdict verdict = channel.verify(request);
+        return new Measurement(lastEnd - firstStart, layerCopyMs, lastEnd - waitStartMs, waitEndMs - lastEnd,
+                verdict.mismatchedBytes(), verdict.badLayers());
     }
 
     /**

@@ -18,28 +18,41 @@ import reactor.core.scheduler.Schedulers;
  * {@link NotifyServer}'s handler, or part of it); ask it for each transfer with {@link #expect}.
  *
  * <p>A notification for a transfer that already finished (done, failed, timed out or cancelled) is late
- * or a duplicate: it is ignored and counted. One for a transfer nobody expects yet is kept (up to
- * {@value #EARLY_CAPACITY}, oldest dropped) and settles the transfer as soon as it is expected.
+ * or a duplicate: it is ignored and counted. One for a transfer nobody expects yet is kept and settles the
+ * transfer as soon as it is expected; such early notifications are bounded in bytes (default
+ * {@value #DEFAULT_EARLY_BUDGET_BYTES}, see {@link #earlyBudget}) and in count ({@value #EARLY_CAPACITY}), the
+ * oldest dropped first and counted ({@link NotifyMetrics#earlyDropped()}), so unsolicited notifications cannot
+ * grow decode's heap.
  */
 public final class ExpectedTransfers implements Consumer<NotifyMessage> {
     private static final Logger LOG = LoggerFactory.getLogger(ExpectedTransfers.class);
 
     /** How many early notifications are kept. */
     static final int EARLY_CAPACITY = 4096;
+    /** Default byte budget of the early notifications. */
+    public static final long DEFAULT_EARLY_BUDGET_BYTES = 16L << 20;
     /** How many finished transfer ids are remembered to recognise late and duplicate notifications. */
     static final int FINISHED_CAPACITY = 65536;
 
     private final Duration receiveDeadline;
     private final Scheduler scheduler;
     private final NotifyMetrics metrics;
+    private final long earlyBudgetBytes;
     private final Map<String, Sinks.One<NotifyMessage>> waiting = new HashMap<>();
-    private final Map<String, NotifyMessage> early = bounded(EARLY_CAPACITY);
+    private final RetainedBytes<NotifyMessage> early;
     private final Map<String, Boolean> finished = bounded(FINISHED_CAPACITY);
 
-    private ExpectedTransfers(Duration receiveDeadline, Scheduler scheduler, NotifyMetrics metrics) {
+    private ExpectedTransfers(Duration receiveDeadline, Scheduler scheduler, NotifyMetrics metrics,
+            long earlyBudgetBytes) {
         this.receiveDeadline = receiveDeadline;
         this.scheduler = scheduler;
         this.metrics = metrics;
+        this.earlyBudgetBytes = earlyBudgetBytes;
+        this.early = new RetainedBytes<>(earlyBudgetBytes, EARLY_CAPACITY, (id, message) -> {
+            metrics.earlyDropped.increment();
+            LOG.debug("dropping an early {} for transfer {}: early notifications are over their budget",
+                    message.type(), LogText.escape(id));
+        });
     }
 
     /**
@@ -52,7 +65,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
             throw new IllegalArgumentException("receive deadline must be positive, got " + receiveDeadline
                     + "; the default is the transfer timeout plus a margin");
         }
-        return new ExpectedTransfers(receiveDeadline, null, new NotifyMetrics());
+        return new ExpectedTransfers(receiveDeadline, null, new NotifyMetrics(), DEFAULT_EARLY_BUDGET_BYTES);
     }
 
     /**
@@ -60,7 +73,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
      * how vLLM's WRITE mode behaves; kvflux keeps it only to measure against.
      */
     public static ExpectedTransfers withoutDeadline() {
-        return new ExpectedTransfers(null, null, new NotifyMetrics());
+        return new ExpectedTransfers(null, null, new NotifyMetrics(), DEFAULT_EARLY_BUDGET_BYTES);
     }
 
     /**
@@ -75,12 +88,26 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
 
     /** This registry's deadlines on {@code scheduler}. Call before the first {@link #expect}. */
     public ExpectedTransfers scheduler(Scheduler scheduler) {
-        return new ExpectedTransfers(receiveDeadline, Objects.requireNonNull(scheduler, "scheduler"), metrics);
+        return new ExpectedTransfers(receiveDeadline, Objects.requireNonNull(scheduler, "scheduler"), metrics,
+                earlyBudgetBytes);
     }
 
     /** This registry counting into {@code metrics}. Call before the first {@link #expect}. */
     public ExpectedTransfers metrics(NotifyMetrics metrics) {
-        return new ExpectedTransfers(receiveDeadline, scheduler, Objects.requireNonNull(metrics, "metrics"));
+        return new ExpectedTransfers(receiveDeadline, scheduler, Objects.requireNonNull(metrics, "metrics"),
+                earlyBudgetBytes);
+    }
+
+    /**
+     * This registry keeping early notifications up to {@code bytes} (estimated heap bytes). Call before the
+     * first message.
+     */
+    public ExpectedTransfers earlyBudget(long bytes) {
+        if (bytes < 1024) {
+            throw new IllegalArgumentException("the early notification budget is " + bytes
+                    + " bytes; use at least 1024 (the default is " + DEFAULT_EARLY_BUDGET_BYTES + ")");
+        }
+        return new ExpectedTransfers(receiveDeadline, scheduler, metrics, bytes);
     }
 
     public NotifyMetrics metrics() {
@@ -123,7 +150,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
                 Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
                 outcome = outcome.timeout(receiveDeadline, Mono.<Void>defer(() -> {
                     metrics.deadlinesExpired.increment();
-                    LOG.warn("transfer {}: no notification within the receive deadline of {} ms", transferId,
+                    LOG.warn("transfer {}: no notification within the receive deadline of {} ms", LogText.escape(transferId),
                             receiveDeadline.toMillis());
                     return Mono.error(new ReceiveDeadlineException(transferId, receiveDeadline));
                 }), on);
@@ -136,7 +163,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
     @Override
     public void accept(NotifyMessage message) {
         if (!(message instanceof NotifyMessage.WriteDone) && !(message instanceof NotifyMessage.WriteFailed)) {
-            LOG.debug("decode ignores {}", message);
+            LOG.debug("decode ignores {}", LogText.escape(message.toString()));
             return;
         }
         String id = message.transferId();
@@ -147,15 +174,20 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
                 finished.put(id, Boolean.TRUE);
             } else if (finished.containsKey(id)) {
                 metrics.lateOrDuplicate.increment();
-                LOG.debug("ignoring a late or duplicate {} for finished transfer {}", message.type(), id);
+                LOG.debug("ignoring a late or duplicate {} for finished transfer {}", message.type(), LogText.escape(id));
                 return;
             } else {
                 metrics.unmatched.increment();
-                early.put(id, message);
+                early.put(id, message, RetainedBytes.of(message));
                 return;
             }
         }
         sink.tryEmitValue(message);
+    }
+
+    /** How many early notifications are kept ([0]) and their estimated bytes ([1]). */
+    synchronized long[] early() {
+        return new long[] {early.size(), early.bytes()};
     }
 
     /** How many finished transfer ids are remembered for fencing. */

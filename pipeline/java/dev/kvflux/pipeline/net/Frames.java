@@ -2,9 +2,13 @@ package dev.kvflux.pipeline.net;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
 import io.netty.handler.codec.TooLongFrameException;
+import java.time.Duration;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The notify channel's framing: a 4-byte big-endian length, then that many bytes of msgpack. A length
@@ -19,9 +23,20 @@ final class Frames {
     private Frames() {
     }
 
-    /** A decoder that strips the prefix and fails fast on a bad length. */
+    /** A decoder that strips the prefix and fails fast on a bad length; payloads up to {@code maxFrameBytes} pass. */
     static LengthFieldBasedFrameDecoder decoder(int maxFrameBytes) {
-        return new LengthFieldBasedFrameDecoder(maxFrameBytes, 0, PREFIX, 0, PREFIX, true);
+        // the decoder's limit counts the prefix as well as the payload
+        return new LengthFieldBasedFrameDecoder(maxFrameBytes + PREFIX, 0, PREFIX, 0, PREFIX, true);
+    }
+
+    /**
+     * A server-side decoder that also closes its connection when a started frame is not complete within
+     * {@code frameReadTimeout} (a peer trickling bytes), or when nothing arrives for {@code idleTimeout},
+     * counting each in {@code metrics}. Timers run on the connection's event loop.
+     */
+    static LengthFieldBasedFrameDecoder guardedDecoder(int maxFrameBytes, Duration frameReadTimeout,
+            Duration idleTimeout, NotifyMetrics metrics) {
+        return new Guarded(maxFrameBytes + PREFIX, frameReadTimeout.toNanos(), idleTimeout.toNanos(), metrics);
     }
 
     /** One frame holding {@code payload}. */
@@ -41,6 +56,85 @@ final class Frames {
         if (maxFrameBytes < 16 || maxFrameBytes > (64 << 20)) {
             throw new IllegalArgumentException("max frame size " + maxFrameBytes
                     + " bytes is out of range; use 16 bytes to 64 MiB (the default is 1 MiB)");
+        }
+    }
+
+    /**
+     * The length-prefixed decoder with two deadlines checked by one timer: while part of a frame is buffered,
+     * the frame must complete within the read timeout of its first byte; while none is, some byte must arrive
+     * within the idle timeout of the last one. The timer fires at the nearer deadline and re-arms itself.
+     */
+    private static final class Guarded extends LengthFieldBasedFrameDecoder {
+        private final long frameReadTimeoutNanos;
+        private final long idleTimeoutNanos;
+        private final NotifyMetrics metrics;
+        private long lastReadNanos;
+        private long frameStartNanos = -1;
+        private ScheduledFuture<?> timer;
+        private long timerDueNanos;
+
+        Guarded(int maxFrameLength, long frameReadTimeoutNanos, long idleTimeoutNanos, NotifyMetrics metrics) {
+            super(maxFrameLength, 0, PREFIX, 0, PREFIX, true);
+            this.frameReadTimeoutNanos = frameReadTimeoutNanos;
+            this.idleTimeoutNanos = idleTimeoutNanos;
+            this.metrics = metrics;
+        }
+
+        @Override
+        public void handlerAdded(ChannelHandlerContext ctx) throws Exception {
+            super.handlerAdded(ctx);
+            lastReadNanos = System.nanoTime();
+            arm(ctx, lastReadNanos + idleTimeoutNanos);
+        }
+
+        @Override
+        protected void handlerRemoved0(ChannelHandlerContext ctx) throws Exception {
+            if (timer != null) {
+                timer.cancel(false);
+            }
+            super.handlerRemoved0(ctx);
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+            long now = System.nanoTime();
+            lastReadNanos = now;
+            super.channelRead(ctx, msg);
+            if (actualReadableBytes() == 0) {
+                frameStartNanos = -1;
+            } else if (frameStartNanos < 0) {
+                frameStartNanos = now;
+                arm(ctx, now + frameReadTimeoutNanos);
+            }
+        }
+
+        /** Makes sure the timer fires no later than {@code dueNanos}. */
+        private void arm(ChannelHandlerContext ctx, long dueNanos) {
+            if (timer != null && !timer.isDone()) {
+                if (timerDueNanos - dueNanos <= 0) {
+                    return;
+                }
+                timer.cancel(false);
+            }
+            timerDueNanos = dueNanos;
+            timer = ctx.executor().schedule(() -> check(ctx), Math.max(0, dueNanos - System.nanoTime()),
+                    TimeUnit.NANOSECONDS);
+        }
+
+        private void check(ChannelHandlerContext ctx) {
+            if (!ctx.channel().isOpen()) {
+                return;
+            }
+            long now = System.nanoTime();
+            boolean inFrame = frameStartNanos >= 0;
+            long due = inFrame ? frameStartNanos + frameReadTimeoutNanos : lastReadNanos + idleTimeoutNanos;
+            if (due - now > 0) {
+                timer = null;
+                arm(ctx, due);
+                return;
+            }
+            (inFrame ? metrics.frameReadTimeouts : metrics.idleTimeouts).increment();
+            ctx.close();
         }
     }
 }

@@ -16,12 +16,14 @@ import reactor.core.scheduler.Schedulers;
  * Authenticated notifications: a secret shared by prefill and decode, with which the sender signs each
  * notify frame and the receiver checks it.
  *
- * <p>A signed frame is the message's msgpack map with two more keys: {@code ts}, the sender's wall clock
- * in milliseconds since the epoch when it signed, and {@code mac}, 32 bytes of HMAC-SHA256 under the secret
- * over {@code "kvflux-notify-v1"}, {@code ts} as 8 big-endian bytes, and the message's own msgpack bytes
- * (which hold its type and transfer id). A frame is accepted when its tag matches and its {@code ts} is
- * within {@link #DEFAULT_MAX_AGE} of the receiver's clock; a frame replayed later than that is rejected, and
- * one replayed sooner names a transfer that already finished, which decode ignores as a duplicate.
+ * <p>A signed frame payload is a fixed envelope around the message's own msgpack bytes {@code M}:
+ * {@code M}, then {@code ts} as 8 big-endian bytes (the sender's wall clock in milliseconds since the epoch
+ * when it signed), then 32 bytes of HMAC-SHA256 under the secret over {@code "kvflux-notify-v2"}, {@code ts}
+ * and {@code M}. The receiver checks the tag over these raw bytes before it decodes anything, so a peer
+ * without the secret reaches no msgpack parsing at all. A frame is accepted when its tag matches and its
+ * {@code ts} is within {@link #DEFAULT_MAX_AGE} of the receiver's clock; a frame replayed later than that is
+ * rejected, and one replayed sooner names a transfer that already finished, which decode ignores as a
+ * duplicate.
  * Time is read from the scheduler's clock ({@link Schedulers#parallel()} unless set). Thread-safe.
  */
 public final class NotifyAuth {
@@ -33,7 +35,7 @@ public final class NotifyAuth {
     public static final Duration DEFAULT_MAX_AGE = Duration.ofSeconds(30);
 
     private static final String ALGORITHM = "HmacSHA256";
-    private static final byte[] DOMAIN = "kvflux-notify-v1".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] DOMAIN = "kvflux-notify-v2".getBytes(StandardCharsets.US_ASCII);
 
     private final SecretKeySpec key;
     private final Duration maxAge;
@@ -74,58 +76,71 @@ public final class NotifyAuth {
         return new NotifyAuth(key, maxAge, Objects.requireNonNull(clock, "clock"));
     }
 
+    /** Bytes a signed payload adds after the message: {@code ts} and the tag. */
+    static final int ENVELOPE_BYTES = Long.BYTES + 32;
+
     /** The frame payload for {@code message}, signed now. */
     byte[] sign(NotifyMessage message) {
         long ts = now();
-        return NotifyCodec.encode(message, ts, tag(ts, NotifyCodec.encode(message)));
+        byte[] body = NotifyCodec.encode(message);
+        byte[] tag = tag(ts, body, body.length);
+        return ByteBuffer.allocate(body.length + ENVELOPE_BYTES).put(body).putLong(ts).put(tag).array();
     }
 
     /**
-     * The message in a signed frame payload.
+     * The message in a signed frame payload; the tag and the age are checked on the raw bytes first.
      *
-     * @throws MalformedFrameException if the payload is not a message
-     * @throws UnauthenticatedFrameException saying why, if the tag is missing or wrong or the frame too old
+     * @throws UnauthenticatedFrameException saying why, if the payload is too short to be signed, the tag is
+     *     wrong or the frame too old
+     * @throws MalformedFrameException if the authenticated payload is not a message
      */
     NotifyMessage verify(byte[] payload) {
-        NotifyCodec.Signed signed = NotifyCodec.decodeSigned(payload);
-        NotifyMessage message = signed.message();
-        if (signed.mac() == null || signed.ts() == null) {
-            throw new UnauthenticatedFrameException(message.type() + " for transfer " + message.transferId()
-                    + " carries no 'mac' and 'ts': its sender has no notify secret. Give prefill and decode the same"
-                    + " notify.secret (or " + ENV + ")");
+        int body = payload.length - ENVELOPE_BYTES;
+        if (body <= 0) {
+            throw new UnauthenticatedFrameException("a notify frame of " + payload.length + " bytes is too short to"
+                    + " carry a tag: its sender has no notify secret. Give prefill and decode the same notify.secret"
+                    + " (or " + ENV + ")");
         }
-        byte[] expected = tag(signed.ts(), NotifyCodec.encode(message));
-        if (!MessageDigest.isEqual(expected, signed.mac())) {
-            throw new UnauthenticatedFrameException(message.type() + " for transfer " + message.transferId()
-                    + " has a wrong 'mac': its sender uses another notify secret, or the frame was altered");
+        long ts = ByteBuffer.wrap(payload, body, Long.BYTES).getLong();
+        byte[] expected = tag(ts, payload, body);
+        if (!MessageDigest.isEqual(expected, java.util.Arrays.copyOfRange(payload, body + Long.BYTES,
+                payload.length))) {
+            throw new UnauthenticatedFrameException("a notify frame has a wrong tag: its sender has no notify secret"
+                    + " or another one, or the frame was altered. Give prefill and decode the same notify.secret"
+                    + " (or " + ENV + ")");
         }
-        long age = now() - signed.ts();
+        long age = now() - ts;
         if (Math.abs(age) > maxAge.toMillis()) {
-            throw new UnauthenticatedFrameException(message.type() + " for transfer " + message.transferId()
-                    + " was signed " + age + " ms from this host's clock, beyond the " + maxAge.toMillis()
-                    + " ms allowed: a replayed frame, or the hosts' clocks differ (synchronise them, e.g. with NTP)");
+            throw new UnauthenticatedFrameException("a notify frame was signed " + age + " ms from this host's clock,"
+                    + " beyond the " + maxAge.toMillis() + " ms allowed: a replayed frame, or the hosts' clocks differ"
+                    + " (synchronise them, e.g. with NTP)");
         }
-        return message;
+        return NotifyCodec.decode(payload, 0, body);
     }
 
-    private byte[] tag(long ts, byte[] message) {
-        return tag(DOMAIN, ts, message);
+    private byte[] tag(long ts, byte[] message, int length) {
+        return tag(DOMAIN, ts, message, length);
     }
 
     /**
      * HMAC-SHA256 under this secret over {@code domain}, {@code ts} as 8 big-endian bytes and {@code body}:
-     * the primitive under notify frames (domain {@code kvflux-notify-v1}), for other messages the cluster
+     * the primitive under notify frames (domain {@code kvflux-notify-v2}), for other messages the cluster
      * signs with the same secret under a domain of their own, so that one kind can never pass for another.
      */
     public byte[] tag(byte[] domain, long ts, byte[] body) {
-        Objects.requireNonNull(domain, "domain");
         Objects.requireNonNull(body, "body");
+        return tag(domain, ts, body, body.length);
+    }
+
+    private byte[] tag(byte[] domain, long ts, byte[] body, int length) {
+        Objects.requireNonNull(domain, "domain");
         try {
             Mac mac = Mac.getInstance(ALGORITHM);
             mac.init(key);
             mac.update(domain);
             mac.update(ByteBuffer.allocate(Long.BYTES).putLong(0, ts));
-            return mac.doFinal(body);
+            mac.update(body, 0, length);
+            return mac.doFinal();
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException(ALGORITHM + " is not available in this JDK", e);
         }

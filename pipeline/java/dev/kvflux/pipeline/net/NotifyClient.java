@@ -26,10 +26,15 @@ import reactor.util.retry.Retry;
  *
  * <p>{@link #send} retries a failed attempt with backoff until the message's deadline; past it the
  * message is counted as undeliverable and logged. Timers run on the client's scheduler
- * ({@link Schedulers#parallel()} unless set, looked up at subscription).
+ * ({@link Schedulers#parallel()} unless set, looked up at subscription). A connection on which nothing
+ * has been read for the idle limit (default {@value #DEFAULT_IDLE_LIMIT_SECONDS} s, shorter than the server's
+ * idle timeout) and nothing awaits an acknowledgement is closed, so a pool that served a burst gives its file
+ * descriptors back; the next send opens a fresh one.
  */
 public final class NotifyClient implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NotifyClient.class);
+    /** Default idle limit of a pooled connection, in seconds. */
+    public static final int DEFAULT_IDLE_LIMIT_SECONDS = 60;
 
     private final NotifyMetrics metrics;
     private final Duration minBackoff;
@@ -38,6 +43,7 @@ public final class NotifyClient implements AutoCloseable {
     private final Scheduler scheduler;
     private final int maxFrameBytes;
     private final NotifyAuth auth;
+    private final Duration idleLimit;
     private final Map<InetSocketAddress, Mono<Peer>> peers = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
@@ -49,6 +55,7 @@ public final class NotifyClient implements AutoCloseable {
         this.scheduler = b.scheduler;
         this.maxFrameBytes = b.maxFrameBytes;
         this.auth = b.auth;
+        this.idleLimit = b.idleLimit;
     }
 
     public static Builder builder() {
@@ -155,6 +162,11 @@ public final class NotifyClient implements AutoCloseable {
                     connection.inbound().receive().asByteArray()
                             .subscribe(peer::acknowledged, peer::failAll, peer::failAllClosed);
                     connection.onDispose(peer::failAllClosed);
+                    connection.onReadIdle(idleLimit.toMillis(), () -> {
+                        if (peer.closeIfIdle()) {
+                            metrics.idleConnectionsClosed.increment();
+                        }
+                    });
                     return peer;
                 })
                 .cache();
@@ -237,6 +249,17 @@ public final class NotifyClient implements AutoCloseable {
             }
         }
 
+        /** Closes the connection if nothing awaits an acknowledgement on it; whether it did. */
+        boolean closeIfIdle() {
+            synchronized (this) {
+                if (!pending.isEmpty() || connection.isDisposed()) {
+                    return false;
+                }
+                connection.dispose();
+            }
+            return true;
+        }
+
         void close() {
             connection.dispose();
         }
@@ -254,8 +277,18 @@ public final class NotifyClient implements AutoCloseable {
         private Scheduler scheduler;
         private int maxFrameBytes = Frames.DEFAULT_MAX_FRAME_BYTES;
         private NotifyAuth auth;
+        private Duration idleLimit = Duration.ofSeconds(DEFAULT_IDLE_LIMIT_SECONDS);
 
         private Builder() {
+        }
+
+        /** How long a pooled connection may go without reading anything before it is closed. Default 60 s. */
+        public Builder idleLimit(Duration idleLimit) {
+            if (idleLimit.isNegative() || idleLimit.isZero()) {
+                throw new IllegalArgumentException("notify client idle limit must be positive, got " + idleLimit);
+            }
+            this.idleLimit = idleLimit;
+            return this;
         }
 
         /** Sign every message with this secret; {@code null} (the default) sends unsigned messages. */

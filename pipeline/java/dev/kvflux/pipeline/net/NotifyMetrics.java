@@ -18,6 +18,20 @@ public final class NotifyMetrics {
     final LongAdder oversizedFrames = new LongAdder();
     /** Frames rejected by the notify secret (no tag, wrong tag, too old); each closed its connection. */
     final LongAdder unauthenticatedFrames = new LongAdder();
+    /** Frames with a string that is not well-formed UTF-8; each closed its connection. */
+    final LongAdder invalidUtf8Frames = new LongAdder();
+    /** Frames whose handling failed inside kvflux (out of memory, a bug); each closed its connection. */
+    final LongAdder frameInternalErrors = new LongAdder();
+    /** Inbound connections closed at once because the server already had its maximum open. */
+    final LongAdder connectionsRejected = new LongAdder();
+    /** Inbound connections closed because a started frame did not complete within the frame read timeout. */
+    final LongAdder frameReadTimeouts = new LongAdder();
+    /** Inbound connections closed because nothing arrived on them within the idle timeout. */
+    final LongAdder idleTimeouts = new LongAdder();
+    /** Early notifications or unclaimed block lists dropped to stay within their byte budget or count. */
+    final LongAdder earlyDropped = new LongAdder();
+    /** Outbound connections closed after the client's idle limit with nothing in flight. */
+    final LongAdder idleConnectionsClosed = new LongAdder();
     /** Messages whose handler threw; each was acknowledged but not acted on, and its connection stayed open. */
     final LongAdder handlerFailures = new LongAdder();
     /** Inbound connections accepted. */
@@ -55,6 +69,39 @@ public final class NotifyMetrics {
 
     public long unauthenticatedFrames() {
         return unauthenticatedFrames.sum();
+    }
+
+    public long invalidUtf8Frames() {
+        return invalidUtf8Frames.sum();
+    }
+
+    public long frameInternalErrors() {
+        return frameInternalErrors.sum();
+    }
+
+    public long connectionsRejected() {
+        return connectionsRejected.sum();
+    }
+
+    public long frameReadTimeouts() {
+        return frameReadTimeouts.sum();
+    }
+
+    public long idleTimeouts() {
+        return idleTimeouts.sum();
+    }
+
+    public long earlyDropped() {
+        return earlyDropped.sum();
+    }
+
+    /** Counts one early notification or unclaimed block list dropped to stay within its budget. */
+    public void recordEarlyDropped() {
+        earlyDropped.increment();
+    }
+
+    public long idleConnectionsClosed() {
+        return idleConnectionsClosed.sum();
     }
 
     public long handlerFailures() {
@@ -108,16 +155,23 @@ public final class NotifyMetrics {
         all.put("malformed_frames", malformedFrames());
         all.put("oversized_frames", oversizedFrames());
         all.put("unauthenticated_frames", unauthenticatedFrames());
+        all.put("invalid_utf8_frames", invalidUtf8Frames());
+        all.put("frame_internal_errors", frameInternalErrors());
         all.put("handler_failures", handlerFailures());
         all.put("connections_accepted", connectionsAccepted());
+        all.put("connections_rejected", connectionsRejected());
+        all.put("frame_read_timeouts", frameReadTimeouts());
+        all.put("idle_timeouts", idleTimeouts());
         all.put("write_done", writeDone());
         all.put("write_failed", writeFailed());
         all.put("late_or_duplicate", lateOrDuplicate());
         all.put("unmatched", unmatched());
+        all.put("early_dropped", earlyDropped());
         all.put("deadlines_expired", deadlinesExpired());
         all.put("sent", sent());
         all.put("send_retries", sendRetries());
         all.put("connections_opened", connectionsOpened());
+        all.put("idle_connections_closed", idleConnectionsClosed());
         all.put("undeliverable", undeliverable());
         return all;
     }

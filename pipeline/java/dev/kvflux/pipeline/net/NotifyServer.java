@@ -1,11 +1,15 @@
 package dev.kvflux.pipeline.net;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.slf4j.Logger;
@@ -21,25 +25,41 @@ import reactor.netty.tcp.TcpServer;
  * hands each decoded {@link NotifyMessage} to its handler in arrival order per connection, and answers
  * each with a small acknowledgement frame so the sender knows it arrived.
  *
- * <p>A frame whose length prefix is negative or above the maximum, or whose payload is not a message,
- * or, when the server has a {@link NotifyAuth notify secret}, whose tag is missing or wrong or which was
- * signed too long ago, closes the connection it came on and is counted in {@link NotifyMetrics}; every
- * other connection keeps being served. The handler runs on the connection's Netty event loop: it must not block.
- * A handler that throws does not close the connection: the message is still acknowledged, the failure is
- * counted ({@link NotifyMetrics#handlerFailures()}), the server's first is logged at error and later ones at
- * debug.
+ * <p>Every byte is treated as hostile. A frame whose length prefix is negative or above the maximum, whose
+ * payload is not a message ({@link NotifyCodec}'s bounded decoding), or, when the server has a
+ * {@link NotifyAuth notify secret}, whose tag (checked on the raw bytes before any decoding) is wrong or which
+ * was signed too long ago, closes the connection it came on and is counted by kind in {@link NotifyMetrics};
+ * so is any error while handling a frame, {@link Error}s included: none reaches the event loop, and every
+ * other connection keeps being served. Connections are bounded: at most {@link Builder#maxConnections} are
+ * open (more are closed at once and counted), a started frame must complete within the frame read timeout,
+ * and a connection on which nothing arrives for the idle timeout is closed. Warnings about rejected frames
+ * quote peer text only escaped and are rate-limited ({@link RateLimitedLog}).
+ *
+ * <p>The handler runs on the connection's Netty event loop: it must not block. A handler that throws does
+ * not close the connection: the message is still acknowledged, the failure is counted
+ * ({@link NotifyMetrics#handlerFailures()}), the server's first is logged at error and later ones at debug.
  */
 public final class NotifyServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NotifyServer.class);
 
+    /** Default most open connections. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 1024;
+    /** Default time a started frame has to arrive whole. */
+    public static final Duration DEFAULT_FRAME_READ_TIMEOUT = Duration.ofSeconds(10);
+    /** Default time a connection may stay silent; longer than {@link NotifyClient}'s idle limit. */
+    public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(120);
+
     private final DisposableServer server;
     private final NotifyMetrics metrics;
     private final ChannelGroup connections;
+    private final RateLimitedLog warnings;
 
-    private NotifyServer(DisposableServer server, NotifyMetrics metrics, ChannelGroup connections) {
+    private NotifyServer(DisposableServer server, NotifyMetrics metrics, ChannelGroup connections,
+            RateLimitedLog warnings) {
         this.server = server;
         this.metrics = metrics;
         this.connections = connections;
+        this.warnings = warnings;
     }
 
     public static Builder builder() {
@@ -55,11 +75,17 @@ public final class NotifyServer implements AutoCloseable {
         return metrics;
     }
 
+    /** How many connections are open now. */
+    public int openConnections() {
+        return connections.size();
+    }
+
     /** Stops listening and closes every connection, as a process exit would; returns once they are closed. */
     @Override
     public void close() {
         server.disposeNow();
         connections.close().awaitUninterruptibly();
+        warnings.close();
     }
 
     /** Settings of a server; {@link #bind()} starts one. */
@@ -67,6 +93,10 @@ public final class NotifyServer implements AutoCloseable {
         private String host = "127.0.0.1";
         private int port;
         private int maxFrameBytes = Frames.DEFAULT_MAX_FRAME_BYTES;
+        private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+        private Duration frameReadTimeout = DEFAULT_FRAME_READ_TIMEOUT;
+        private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
+        private Duration warnPeriod = RateLimitedLog.DEFAULT_PERIOD;
         private NotifyMetrics metrics = new NotifyMetrics();
         private Consumer<NotifyMessage> handler;
         private NotifyAuth auth;
@@ -101,6 +131,34 @@ public final class NotifyServer implements AutoCloseable {
             return this;
         }
 
+        /** The most connections open at once; one more is closed as soon as it is accepted. Default 1024. */
+        public Builder maxConnections(int maxConnections) {
+            if (maxConnections < 1 || maxConnections > 1 << 20) {
+                throw new IllegalArgumentException("notify max connections " + maxConnections
+                        + " is out of range; use 1 to 1048576 (the default is " + DEFAULT_MAX_CONNECTIONS + ")");
+            }
+            this.maxConnections = maxConnections;
+            return this;
+        }
+
+        /** How long a frame may take to arrive once its first byte has. Default 10 s. */
+        public Builder frameReadTimeout(Duration frameReadTimeout) {
+            this.frameReadTimeout = positive(frameReadTimeout, "frame read timeout");
+            return this;
+        }
+
+        /** How long a connection may stay silent before it is closed. Default 120 s. */
+        public Builder idleTimeout(Duration idleTimeout) {
+            this.idleTimeout = positive(idleTimeout, "idle timeout");
+            return this;
+        }
+
+        /** The period of the rate limit on warnings about rejected frames. Default 10 s. */
+        public Builder warnPeriod(Duration warnPeriod) {
+            this.warnPeriod = positive(warnPeriod, "warning period");
+            return this;
+        }
+
         public Builder metrics(NotifyMetrics metrics) {
             this.metrics = Objects.requireNonNull(metrics, "metrics");
             return this;
@@ -115,80 +173,143 @@ public final class NotifyServer implements AutoCloseable {
         /** Emits the server once it listens; errors if the address cannot be bound. */
         public Mono<NotifyServer> bind() {
             Objects.requireNonNull(handler, "set a handler before binding the notify server");
-            Consumer<NotifyMessage> target = handler;
-            NotifyMetrics counters = metrics;
-            int max = maxFrameBytes;
-            Function<byte[], NotifyMessage> decoder = auth == null ? NotifyCodec::decode : auth::verify;
-            AtomicBoolean warnedUnauthenticated = new AtomicBoolean();
-            AtomicBoolean warnedHandlerFailure = new AtomicBoolean();
-            ChannelGroup group = new DefaultChannelGroup(GlobalEventExecutor.INSTANCE);
+            Connections guard = new Connections(handler, metrics, maxFrameBytes, maxConnections, frameReadTimeout,
+                    idleTimeout, auth == null ? NotifyCodec::decode : auth::verify,
+                    new RateLimitedLog(LOG, warnPeriod, null));
             return TcpServer.create()
                     .host(host)
                     .port(port)
-                    .doOnConnection(connection -> {
-                        counters.connectionsAccepted.increment();
-                        group.add(connection.channel());
-                        connection.addHandlerLast("kvflux-frames", Frames.decoder(max));
-                    })
-                    .handle((in, out) -> serve(in, out, decoder, target, counters, max, warnedUnauthenticated,
-                            warnedHandlerFailure))
+                    .doOnConnection(guard::accepted)
+                    .handle(guard::serve)
                     .bind()
-                    .map(server -> new NotifyServer(server, counters, group))
+                    .map(server -> new NotifyServer(server, guard.metrics, guard.group, guard.warnings))
+                    .doOnError(e -> guard.warnings.close())
                     .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
                             + ":" + port + " (" + e.getMessage() + "); is another process using the port?", e));
         }
 
-        private static Mono<Void> serve(NettyInbound in, NettyOutbound out, Function<byte[], NotifyMessage> decoder,
-                Consumer<NotifyMessage> handler, NotifyMetrics metrics, int max, AtomicBoolean warnedUnauthenticated,
-                AtomicBoolean warnedHandlerFailure) {
-            var acks = in.receive().asByteArray().map(bytes -> {
-                NotifyMessage message = decoder.apply(bytes);
-                metrics.received.increment();
-                try {
-                    handler.accept(message);
-                } catch (RuntimeException e) {
-                    handlerFailed(message, e, metrics, warnedHandlerFailure);
-                }
-                return Frames.frame(out.alloc(), NotifyCodec.encodeAck(message.transferId()));
-            }).onErrorResume(error -> {
-                if (Frames.isBadLength(error)) {
-                    metrics.oversizedFrames.increment();
-                    LOG.warn("closing a notify connection: frame length rejected ({}); the maximum is {} bytes",
-                            error.getMessage(), max);
-                } else if (error instanceof UnauthenticatedFrameException) {
-                    metrics.unauthenticatedFrames.increment();
-                    if (warnedUnauthenticated.compareAndSet(false, true)) {
-                        LOG.warn("closing a notify connection: {}. Later rejections are counted"
-                                + " (unauthenticated_frames) and logged at debug level", error.getMessage());
-                    } else {
-                        LOG.debug("closing a notify connection: {}", error.getMessage());
-                    }
-                } else if (error instanceof MalformedFrameException) {
-                    metrics.malformedFrames.increment();
-                    LOG.warn("closing a notify connection: {}", error.getMessage());
-                } else {
-                    LOG.warn("closing a notify connection after an error: {}", error.toString());
-                }
-                return Mono.empty();
-            });
+        private static Duration positive(Duration value, String what) {
+            Objects.requireNonNull(value, what);
+            if (value.isZero() || value.isNegative()) {
+                throw new IllegalArgumentException("notify " + what + " must be positive, got " + value);
+            }
+            return value;
+        }
+    }
+
+    /** One bound server's connection handling: the cap, the frame pipeline, and what a bad frame does. */
+    private record Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes,
+            int maxConnections, Duration frameReadTimeout, Duration idleTimeout,
+            Function<byte[], NotifyMessage> decoder, RateLimitedLog warnings, ChannelGroup group, AtomicInteger open,
+            AtomicBoolean warnedHandlerFailure) {
+
+        Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes, int maxConnections,
+                Duration frameReadTimeout, Duration idleTimeout, Function<byte[], NotifyMessage> decoder,
+                RateLimitedLog warnings) {
+            this(handler, metrics, maxFrameBytes, maxConnections, frameReadTimeout, idleTimeout, decoder, warnings,
+                    new DefaultChannelGroup(GlobalEventExecutor.INSTANCE), new AtomicInteger(), new AtomicBoolean());
+        }
+
+        void accepted(reactor.netty.Connection connection) {
+            if (open.incrementAndGet() > maxConnections) {
+                open.decrementAndGet();
+                metrics.connectionsRejected.increment();
+                warnings.warn(RateLimitedLog.Kind.REJECTED_CONNECTION, "closing a new notify connection: "
+                        + maxConnections + " are open, the maximum");
+                connection.channel().close();
+                return;
+            }
+            connection.channel().closeFuture().addListener(f -> open.decrementAndGet());
+            metrics.connectionsAccepted.increment();
+            group.add(connection.channel());
+            connection.addHandlerLast("kvflux-frames",
+                    Frames.guardedDecoder(maxFrameBytes, frameReadTimeout, idleTimeout, metrics));
+        }
+
+        Mono<Void> serve(NettyInbound in, NettyOutbound out) {
+            var acks = in.receive().map(frame -> Frames.frame(out.alloc(), NotifyCodec.encodeAck(handle(frame))))
+                    .onErrorResume(error -> {
+                        rejected(error);
+                        return Mono.empty();
+                    });
             return out.send(acks, buf -> true).then();
+        }
+
+        /**
+         * Decodes and hands on one frame; returns the transfer id to acknowledge. Whatever goes wrong while
+         * decoding leaves as a {@link RuntimeException}, so that no {@link Error} unwinds into the event loop.
+         */
+        private String handle(ByteBuf frame) {
+            NotifyMessage message;
+            try {
+                message = decoder.apply(ByteBufUtil.getBytes(frame));
+            } catch (MalformedFrameException | UnauthenticatedFrameException e) {
+                throw e;
+            } catch (Throwable e) {
+                throw new FrameFailedException(e);
+            }
+            metrics.received.increment();
+            try {
+                handler.accept(message);
+            } catch (Throwable e) {
+                handlerFailed(message, e);
+            }
+            return message.transferId();
+        }
+
+        private void rejected(Throwable error) {
+            if (Frames.isBadLength(error)) {
+                metrics.oversizedFrames.increment();
+                warnings.warn(RateLimitedLog.Kind.OVERSIZED, "closing a notify connection: frame length rejected ("
+                        + LogText.escape(error.getMessage()) + "); the maximum is " + maxFrameBytes + " bytes");
+            } else if (error instanceof UnauthenticatedFrameException) {
+                metrics.unauthenticatedFrames.increment();
+                warnings.warn(RateLimitedLog.Kind.UNAUTHENTICATED, "closing a notify connection: "
+                        + error.getMessage());
+            } else if (error instanceof MalformedFrameException malformed && malformed.isInvalidUtf8()) {
+                metrics.invalidUtf8Frames.increment();
+                warnings.warn(RateLimitedLog.Kind.INVALID_UTF8, "closing a notify connection: "
+                        + error.getMessage());
+            } else if (error instanceof MalformedFrameException) {
+                metrics.malformedFrames.increment();
+                warnings.warn(RateLimitedLog.Kind.MALFORMED, "closing a notify connection: " + error.getMessage());
+            } else {
+                Throwable cause = error instanceof FrameFailedException ? error.getCause() : error;
+                metrics.frameInternalErrors.increment();
+                warnings.warn(RateLimitedLog.Kind.INTERNAL_ERROR, "closing a notify connection after an internal"
+                        + " error: " + LogText.escape(cause.toString()));
+            }
         }
 
         /**
          * Counts a handler failure; logs the server's first at error with what to do and later ones at debug,
          * so a handler that fails on every message cannot flood the log at the message rate.
          */
-        private static void handlerFailed(NotifyMessage message, RuntimeException error, NotifyMetrics metrics,
-                AtomicBoolean warned) {
+        private void handlerFailed(NotifyMessage message, Throwable error) {
             metrics.handlerFailures.increment();
-            if (warned.compareAndSet(false, true)) {
-                LOG.error("notify handler failed on {}: the message was acknowledged but not acted on, and the"
-                        + " connection stays open. This is a bug in the handler; report it with this stack trace."
+            String what = LogText.escape(message.toString());
+            if (warnedHandlerFailure.compareAndSet(false, true)) {
+                String text = "notify handler failed on {}: the message was acknowledged but not acted on, and the"
+                        + " connection stays open. This is a bug in the handler; report it with this log."
                         + " Later handler failures are counted (handler_failures in /metrics) and logged at debug"
-                        + " level", message, error);
+                        + " level";
+                if (error instanceof Error) {
+                    // an Error's trace (a stack overflow's above all) is too long for a log; its name is enough
+                    LOG.error(text + ": {}", what, error.toString());
+                } else {
+                    LOG.error(text, what, error);
+                }
             } else {
-                LOG.debug("notify handler failed on {} (failure {})", message, metrics.handlerFailures(), error);
+                LOG.debug("notify handler failed on {} (failure {}): {}", what, metrics.handlerFailures(),
+                        error.toString());
             }
+        }
+    }
+
+    /** An error other than a rejected frame while decoding one, carried as a {@link RuntimeException}. */
+    private static final class FrameFailedException extends RuntimeException {
+        FrameFailedException(Throwable cause) {
+            super(cause.toString(), cause, false, false);
         }
     }
 }

@@ -11,7 +11,8 @@ import java.util.function.Function;
 /**
  * The backends {@code kvflux repro --backend} knows, by name: this package's own (one line each), then
  * those of every {@link ReproBackendProvider} on the class path, in the order the service loader finds
- * them (the GPU backends, {@code cuda} and {@code hip}, come from {@code dev.kvflux.pipeline.gpu} that way).
+ * them (the GPU backends, {@code mori}, {@code cuda} and {@code hip}, come from {@code dev.kvflux.pipeline.gpu}
+ * that way).
  */
 public final class ReproBackends {
     private static volatile Map<String, Function<KvfluxConfig, ReproBackend>> backends;
@@ -61,7 +62,6 @@ public final class ReproBackends {
         Map<String, Function<KvfluxConfig, ReproBackend>> known = new LinkedHashMap<>();
         known.put("sim-xgmi", SimXgmiBackend::new);
         known.put("native-sim", NativeSimBackend::new);
-        known.put("mori", MoriBackend::new);
         for (ReproBackendProvider provider : ServiceLoader.load(ReproBackendProvider.class,
                 ReproBackends.class.getClassLoader())) {
             provider.backends().forEach((name, factory) -> {

@@ -13,6 +13,7 @@ import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
@@ -165,7 +166,8 @@ public final class PrefillServer implements AutoCloseable {
         Objects.requireNonNull(policy, "policy");
         Objects.requireNonNull(engine, "engine");
         NotifyMetrics metrics = new NotifyMetrics();
-        RemoteBlockBoard board = new RemoteBlockBoard();
+        RemoteBlockBoard board = new RemoteBlockBoard(RemoteBlockBoard.DEFAULT_BUDGET_BYTES,
+                RemoteBlockBoard.DEFAULT_CAPACITY, metrics);
         BlockAllocator blocks = new BlockAllocator("prefill", kvBlocks, System::nanoTime);
         PrefillTransfers transfers = new PrefillTransfers();
         Writer[] handler = new Writer[1];
@@ -331,7 +333,8 @@ public final class PrefillServer implements AutoCloseable {
         /** The notify server's handler: {@code abort} stops a transfer, everything else goes to the board. */
         void accept(NotifyMessage message) {
             if (message instanceof NotifyMessage.Abort abort) {
-                abort(abort.transferId(), "decode aborted it: " + abort.reason());
+                // the reason is a peer's text: escaped, and cut so that fenced ids stay small
+                abort(abort.transferId(), "decode aborted it: " + LogText.escape(abort.reason()));
             } else {
                 board.accept(message);
             }
@@ -347,7 +350,8 @@ public final class PrefillServer implements AutoCloseable {
             if (t == null) {
                 transfers.fence(id, "was aborted (" + reason + ")");
                 stats.abortsForUnknown.increment();
-                LOG.debug("transfer {}: abort for a transfer prefill has not seen or has finished: {}", id, reason);
+                LOG.debug("transfer {}: abort for a transfer prefill has not seen or has finished: {}",
+                        LogText.escape(id), reason);
                 return;
             }
             if (t.abort(reason)) {

@@ -1,6 +1,9 @@
 package dev.kvflux.pipeline.serve;
 
+import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyMessage;
+import dev.kvflux.pipeline.net.NotifyMetrics;
+import dev.kvflux.pipeline.net.RetainedBytes;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -14,32 +17,42 @@ import reactor.core.publisher.Sinks;
  * Prefill's side of {@code remote_blocks}: decode's block list for each transfer, whichever comes
  * first, the list or the request that needs it.
  *
- * <p>A list whose request never comes (the proxy gave up on prefill, or the list arrived after the write
- * stopped waiting) is kept only until {@link #DEFAULT_CAPACITY} newer transfers have slots; then the
- * oldest is dropped, so the board does not grow with traffic.
+ * <p>A list whose request is waiting is handed to it at once. A list nobody waits for yet (it came first,
+ * its request never comes, or it came after the write stopped waiting, or a peer sent it unasked) is kept
+ * within a byte budget (default {@value #DEFAULT_BUDGET_BYTES} estimated heap bytes) and a count
+ * ({@value #DEFAULT_CAPACITY}); beyond either, the oldest is dropped and counted
+ * ({@link NotifyMetrics#earlyDropped()}), so the board grows neither with traffic nor with a peer's frames.
  */
 final class RemoteBlockBoard implements Consumer<NotifyMessage> {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteBlockBoard.class);
 
-    /** How many transfers' slots are kept at most. */
+    /** How many transfers' lists, and separately how many waiting requests, are kept at most. */
     static final int DEFAULT_CAPACITY = 16_384;
+    /** Default byte budget of the lists nobody waits for yet. */
+    static final long DEFAULT_BUDGET_BYTES = 32L << 20;
 
-    private final Map<String, Sinks.One<List<Long>>> boards;
+    private final Map<String, Sinks.One<List<Long>>> waiting;
+    private final RetainedBytes<List<Long>> unclaimed;
 
     RemoteBlockBoard() {
         this(DEFAULT_CAPACITY);
     }
 
     RemoteBlockBoard(int capacity) {
-        boards = new LinkedHashMap<>(16, 0.75f, false) {
+        this(DEFAULT_BUDGET_BYTES, capacity, new NotifyMetrics());
+    }
+
+    /** A board keeping unclaimed lists within {@code budgetBytes} and {@code capacity}, counting drops in {@code metrics}. */
+    RemoteBlockBoard(long budgetBytes, int capacity, NotifyMetrics metrics) {
+        unclaimed = new RetainedBytes<>(budgetBytes, capacity, (id, blocks) -> {
+            metrics.recordEarlyDropped();
+            LOG.debug("forgetting decode's {} blocks for transfer {}: unclaimed block lists are over their budget",
+                    blocks.size(), LogText.escape(id));
+        });
+        waiting = new LinkedHashMap<>(16, 0.75f, false) {
             @Override
             protected boolean removeEldestEntry(Map.Entry<String, Sinks.One<List<Long>>> eldest) {
-                if (size() <= capacity) {
-                    return false;
-                }
-                LOG.debug("forgetting decode's blocks for transfer {}: more than {} transfers are waiting",
-                        eldest.getKey(), capacity);
-                return true;
+                return size() > capacity;
             }
         };
     }
@@ -47,25 +60,44 @@ final class RemoteBlockBoard implements Consumer<NotifyMessage> {
     @Override
     public void accept(NotifyMessage message) {
         if (message instanceof NotifyMessage.RemoteBlocks blocks) {
-            slot(blocks.transferId()).tryEmitValue(blocks.blockNotifyList());
+            Sinks.One<List<Long>> sink;
+            synchronized (this) {
+                sink = waiting.remove(blocks.transferId());
+                if (sink == null) {
+                    unclaimed.put(blocks.transferId(), blocks.blockNotifyList(), RetainedBytes.of(blocks));
+                    return;
+                }
+            }
+            sink.tryEmitValue(blocks.blockNotifyList());
         }
     }
 
     /** Emits decode's blocks for the transfer once they are here; forgets them after. */
     Mono<List<Long>> blocks(String transferId) {
-        return Mono.defer(() -> slot(transferId).asMono()).doFinally(signal -> forget(transferId));
+        return Mono.defer(() -> {
+            Sinks.One<List<Long>> sink;
+            synchronized (this) {
+                List<Long> here = unclaimed.remove(transferId);
+                if (here != null) {
+                    return Mono.just(here);
+                }
+                sink = waiting.computeIfAbsent(transferId, id -> Sinks.one());
+            }
+            return sink.asMono().doFinally(signal -> forget(transferId, sink));
+        });
     }
 
-    /** How many transfers have a slot. */
+    /** How many transfers have a list kept or a request waiting. */
     synchronized int size() {
-        return boards.size();
+        return waiting.size() + unclaimed.size();
     }
 
-    private synchronized Sinks.One<List<Long>> slot(String transferId) {
-        return boards.computeIfAbsent(transferId, id -> Sinks.one());
+    /** The estimated bytes of the lists nobody waits for yet. */
+    synchronized long unclaimedBytes() {
+        return unclaimed.bytes();
     }
 
-    private synchronized void forget(String transferId) {
-        boards.remove(transferId);
+    private synchronized void forget(String transferId, Sinks.One<List<Long>> sink) {
+        waiting.remove(transferId, sink);
     }
 }

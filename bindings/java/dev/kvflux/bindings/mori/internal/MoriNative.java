@@ -64,6 +64,8 @@ public final class MoriNative {
     private final MethodHandle statusMessage;
     private final MethodHandle statusRelease;
     private final MethodHandle waitAll;
+    private final MethodHandle liveHandles; // the real shim's own count; null in the simulator
+    private final MethodHandle rdmaPreflight; // the real shim's RDMA check; null in the simulator
     private final SimControls sim;
 
     /**
@@ -114,6 +116,9 @@ public final class MoriNative {
         statusRelease = bind(lookup, "kvflux_mori_status_release", handleFn);
         waitAll = bind(lookup, "kvflux_mori_wait_all",
                 FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS));
+        liveHandles = bindOptional(lookup, "kvflux_mori_live_handles", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        rdmaPreflight = bindOptional(lookup, "kvflux_mori_rdma_preflight",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         sim = SimControls.bindIfPresent(lookup, this);
     }
 
@@ -137,6 +142,42 @@ public final class MoriNative {
     /** The simulator's extra controls, if this library is the simulator. */
     public Optional<SimControls> sim() {
         return Optional.ofNullable(sim);
+    }
+
+    /**
+     * The handles open in the library, every kind together: the real shim's count, else the simulator's;
+     * empty if the library counts none.
+     */
+    public java.util.OptionalLong liveHandles() {
+        if (liveHandles == null) {
+            return sim == null ? java.util.OptionalLong.empty() : java.util.OptionalLong.of(sim.liveHandles());
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_LONG);
+            check((int) liveHandles.invokeExact(out), "kvflux_mori_live_handles");
+            return java.util.OptionalLong.of(out.get(JAVA_LONG, 0));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * The real shim's check before MoRI's RDMA backend is created, with the RDMA device directory and the
+     * ROCm SMI library given (null: the host's own); throws the library's refusal.
+     *
+     * @throws UnsupportedOperationException if the library has no such check (the simulator)
+     */
+    public void rdmaPreflight(String ibClassDir, String smiLibrary) {
+        if (rdmaPreflight == null) {
+            throw new UnsupportedOperationException(library + " has no kvflux_mori_rdma_preflight (not the real shim)");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment dir = ibClassDir == null ? MemorySegment.NULL : arena.allocateFrom(ibClassDir);
+            MemorySegment smi = smiLibrary == null ? MemorySegment.NULL : arena.allocateFrom(smiLibrary);
+            check((int) rdmaPreflight.invokeExact(dir, smi), "kvflux_mori_rdma_preflight");
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
     }
 
     // ---- the checker ---------------------------------------------------------------------------

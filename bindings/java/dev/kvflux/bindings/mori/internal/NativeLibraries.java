@@ -38,10 +38,11 @@ public final class NativeLibraries {
     public static final String MORI_ENV = "KVFLUX_MORI_LIB";
     public static final String SIM_PROPERTY = "kvflux.mori.sim.lib";
 
-    private static final String HOW_TO_BUILD_MORI = "Build it where ROCm and MoRI are installed: cmake -S bindings/native/mori"
-            + " -B build/mori -DCMAKE_PREFIX_PATH=<MoRI install prefix> && cmake --build build/mori; then pass"
-            + " -D" + MORI_PROPERTY + "=/path/to/" + MORI_LIBRARY + " or set " + MORI_ENV
-            + " (libmori_io.so and the HIP runtime must be on the loader's path)";
+    private static final String HOW_TO_BUILD_MORI = "Build it with MoRI from the pinned sources:"
+            + " bindings/native/mori/build.sh --platform cuda|hip (lib/ of its output holds " + MORI_LIBRARY
+            + " beside libmori_io.so), or over an installed MoRI with cmake -S bindings/native/mori -B build/mori"
+            + " -DMORI_ROOT=<MoRI tree>; then pass -D" + MORI_PROPERTY + "=/path/to/" + MORI_LIBRARY + " or set "
+            + MORI_ENV + " (the GPU runtime, libcudart or libamdhip64, must be loadable too)";
     private static final String HOW_TO_BUILD_SIM = "Build kvflux with 'mvn package' (needs gcc and libc6-dev), or build the"
             + " library with 'sh bindings/native/sim/build.sh DIR' and pass -D" + SIM_PROPERTY + "=DIR/libkvflux_mori_sim.so";
 

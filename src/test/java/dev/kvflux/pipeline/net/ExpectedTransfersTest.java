@@ -97,4 +97,32 @@ class ExpectedTransfersTest {
                         .hasMessageContaining("own transfer id"))
                 .verify(Duration.ofSeconds(5));
     }
+
+    @Test
+    void unsolicitedWriteFailedWithLargeReasonsStayWithinTheByteBudgetAndDropsAreCounted() {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(Duration.ofSeconds(5)).earlyBudget(4L << 20);
+        String reason = "x".repeat(1 << 20);
+        for (int i = 0; i < 100; i++) {
+            registry.accept(new NotifyMessage.WriteFailed("unsolicited-" + i, StatusCode.ERR_RDMA_OP, reason));
+        }
+
+        long[] early = registry.early();
+        assertThat(early[1]).as("estimated bytes kept").isLessThanOrEqualTo(4L << 20);
+        assertThat(early[0]).as("the newest still kept").isEqualTo(1);
+        assertThat(registry.metrics().earlyDropped()).isEqualTo(99);
+        StepVerifier.create(registry.expect("unsolicited-99")).expectError(RemoteWriteFailedException.class)
+                .verify(Duration.ofSeconds(5));
+    }
+
+    @Test
+    void unsolicitedWriteFailedFromTheWireCarriesACutReason() {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(Duration.ofSeconds(5));
+        for (int i = 0; i < 4300; i++) {
+            registry.accept(NotifyCodec.decode(NotifyCodec.encode(new NotifyMessage.WriteFailed("u-" + i,
+                    StatusCode.ERR_RDMA_OP, "y".repeat(64 * 1024)))));
+        }
+
+        assertThat(registry.early()[1]).as("4,300 notices of 64 KiB keep about 1 KiB each")
+                .isLessThan(4300L * 4 * NotifyCodec.MAX_REASON_BYTES);
+    }
 }

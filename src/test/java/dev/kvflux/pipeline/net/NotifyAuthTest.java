@@ -27,16 +27,20 @@ class NotifyAuthTest {
     }
 
     @Test
-    void signedFrameIsStillReadableWithoutASecret() {
-        assertThat(NotifyCodec.decode(auth.sign(new NotifyMessage.WriteDone("t-1"))))
-                .isEqualTo(new NotifyMessage.WriteDone("t-1"));
+    void signedFrameIsMalformedToAReceiverWithoutASecretNamingTheCause() {
+        assertThatThrownBy(() -> NotifyCodec.decode(auth.sign(new NotifyMessage.WriteDone("t-1"))))
+                .isInstanceOf(MalformedFrameException.class).hasMessageContaining("notify secret");
     }
 
     @Test
     void unsignedFrameIsRejectedNamingTheMissingSecret() {
         assertThatThrownBy(() -> auth.verify(NotifyCodec.encode(new NotifyMessage.WriteDone("t-1"))))
                 .isInstanceOf(UnauthenticatedFrameException.class)
-                .hasMessageContaining("no 'mac'").hasMessageContaining("notify.secret").hasMessageContaining(NotifyAuth.ENV);
+                .hasMessageContaining("no notify secret").hasMessageContaining("notify.secret")
+                .hasMessageContaining(NotifyAuth.ENV);
+        assertThatThrownBy(() -> auth.verify(NotifyCodec.encode(new NotifyMessage.WriteDone("t-1-" + "x".repeat(64)))))
+                .isInstanceOf(UnauthenticatedFrameException.class)
+                .hasMessageContaining("no notify secret").hasMessageContaining(NotifyAuth.ENV);
     }
 
     @Test
@@ -45,16 +49,19 @@ class NotifyAuthTest {
                 .sign(new NotifyMessage.WriteDone("t-1"));
 
         assertThatThrownBy(() -> auth.verify(frame))
-                .isInstanceOf(UnauthenticatedFrameException.class).hasMessageContaining("wrong 'mac'");
+                .isInstanceOf(UnauthenticatedFrameException.class).hasMessageContaining("wrong tag");
     }
 
     @Test
     void tagOfOneTransferDoesNotAuthenticateAnother() {
-        NotifyCodec.Signed signed = NotifyCodec.decodeSigned(auth.sign(new NotifyMessage.WriteDone("t-1")));
-        byte[] forged = NotifyCodec.encode(new NotifyMessage.WriteDone("t-2"), signed.ts(), signed.mac());
+        byte[] signed = auth.sign(new NotifyMessage.WriteDone("t-1"));
+        byte[] forged = auth.sign(new NotifyMessage.WriteDone("t-2"));
+        // t-2's message with t-1's timestamp and tag
+        System.arraycopy(signed, signed.length - NotifyAuth.ENVELOPE_BYTES, forged,
+                forged.length - NotifyAuth.ENVELOPE_BYTES, NotifyAuth.ENVELOPE_BYTES);
 
         assertThatThrownBy(() -> auth.verify(forged))
-                .isInstanceOf(UnauthenticatedFrameException.class).hasMessageContaining("wrong 'mac'");
+                .isInstanceOf(UnauthenticatedFrameException.class).hasMessageContaining("wrong tag");
     }
 
     @Test

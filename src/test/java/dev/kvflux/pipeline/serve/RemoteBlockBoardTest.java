@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.serve;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.pipeline.net.NotifyMessage;
+import dev.kvflux.pipeline.net.NotifyMetrics;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -37,5 +38,34 @@ class RemoteBlockBoardTest {
         StepVerifier.create(board.blocks("t-9")).expectNext(List.of(9L)).expectComplete().verify(Duration.ofSeconds(5));
         StepVerifier.create(board.blocks("t-0").timeout(Duration.ofMillis(50)))
                 .expectError(java.util.concurrent.TimeoutException.class).verify(Duration.ofSeconds(5));
+    }
+
+    @Test
+    void largeUnsolicitedBlockListsStayWithinTheByteBudgetAndDropsAreCounted() {
+        NotifyMetrics metrics = new NotifyMetrics();
+        RemoteBlockBoard board = new RemoteBlockBoard(8L << 20, RemoteBlockBoard.DEFAULT_CAPACITY, metrics);
+        long[] ids = java.util.stream.LongStream.range(1_000_000, 1_060_000).toArray();
+        for (int i = 0; i < 50; i++) {
+            board.accept(blocks("big-" + i, ids));
+        }
+
+        assertThat(board.unclaimedBytes()).isLessThanOrEqualTo(8L << 20);
+        assertThat(metrics.earlyDropped()).isEqualTo(50 - board.size());
+        assertThat(board.size()).isBetween(1, 6);
+        StepVerifier.create(board.blocks("big-49")).expectNextMatches(list -> list.size() == 60_000).expectComplete()
+                .verify(Duration.ofSeconds(5));
+    }
+
+    @Test
+    void listForAWaitingRequestIsHandedOverWhateverTheBudget() {
+        RemoteBlockBoard board = new RemoteBlockBoard(1024, 4, new NotifyMetrics());
+        var waiting = board.blocks("t-1").cache();
+        waiting.subscribe();
+
+        board.accept(blocks("t-1", java.util.stream.LongStream.range(0, 10_000).toArray()));
+
+        StepVerifier.create(waiting).expectNextMatches(list -> list.size() == 10_000).expectComplete()
+                .verify(Duration.ofSeconds(5));
+        assertThat(board.size()).isZero();
     }
 }

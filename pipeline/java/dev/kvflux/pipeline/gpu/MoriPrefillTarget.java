@@ -1,0 +1,230 @@
+package dev.kvflux.pipeline.gpu;
+
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.gpu.DeviceBuffer;
+import dev.kvflux.bindings.gpu.GpuEvent;
+import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.bindings.gpu.GpuStream;
+import dev.kvflux.bindings.mori.MemoryLocation;
+import dev.kvflux.bindings.mori.MoriIo;
+import dev.kvflux.bindings.mori.MoriStatus;
+import dev.kvflux.bindings.mori.NativeTransferEngine;
+import dev.kvflux.pipeline.config.Durations;
+import dev.kvflux.pipeline.repro.ReproGeometry;
+import dev.kvflux.pipeline.repro.ReproTarget;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Prefill's side of a {@link MoriReproBackend} run: its MoRI engine with a buffer on
+ * {@link MoriReproBackend#PREFILL_GPU}, a session into decode's buffer, the stand-in forward pass (a
+ * stream that fills each layer's blocks and records the layer's event), and after each wait the byte check
+ * and the handle count. Used from one thread, as {@link dev.kvflux.pipeline.repro.ReproRun} does.
+ */
+final class MoriPrefillTarget implements ReproTarget {
+    private static final String KEY = "kvflux-repro-p";
+    /** How long past the transfer timeout a request's copies may still run before MoRI is taken as hung. */
+    private static final Duration HANG_MARGIN = Duration.ofSeconds(10);
+
+    private final MoriIo io;
+    private final GpuRuntime runtime;
+    private final ReproGeometry g;
+    private final MoriDecodeSide decode;
+    private final Duration transferTimeout;
+    private final List<AutoCloseable> owned = new ArrayList<>();
+    private final DeviceBuffer src;
+    private final NativeTransferEngine engine;
+    private final TransferSession session;
+    private final GpuStream compute;
+    private final GpuEvent[] layerReady;
+    private final long handlesBetweenRequests;
+    private final List<MoriStatus> posted = new ArrayList<>();
+    private long request = -1;
+    private boolean closed;
+
+    MoriPrefillTarget(MoriIo io, GpuRuntime runtime, ReproGeometry g, MoriDecodeSide decode, Duration transferTimeout) {
+        this.io = io;
+        this.runtime = runtime;
+        this.g = g;
+        this.decode = decode;
+        this.transferTimeout = transferTimeout;
+        int gpu = MoriReproBackend.PREFILL_GPU;
+        try {
+            src = own(runtime.allocate(gpu, g.regionBytes()));
+            engine = own(NativeTransferEngine.mori(KEY, "127.0.0.1", 0));
+            runtime.setDevice(gpu); // MoRI looks up the allocation's range in the current device's context
+            MemoryRegion local = engine.registerMemory(MoriDecodeSide.segment(src), gpu, MemoryLocation.GPU);
+            engine.importEngine(decode.engineDescriptor());
+            decode.knowPrefill(engine.exportEngine());
+            MemoryRegion remote = engine.importMemory(decode.memoryDescriptor());
+            session = engine.createSession(local, remote);
+            compute = own(runtime.createStream(gpu));
+            layerReady = new GpuEvent[g.layers()];
+            for (int l = 0; l < g.layers(); l++) {
+                layerReady[l] = own(runtime.createEvent(gpu, false));
+            }
+            handlesBetweenRequests = io.liveHandles().orElseThrow(() -> new IllegalStateException(
+                    io.library() + " keeps no count of its handles; rebuild it with bindings/native/mori/build.sh"));
+        } catch (RuntimeException e) {
+            release();
+            throw e;
+        }
+    }
+
+    private <T extends AutoCloseable> T own(T resource) {
+        owned.add(resource);
+        return resource;
+    }
+
+    @Override
+    public TransferEngine engine() {
+        return engine;
+    }
+
+    @Override
+    public TransferSession session() {
+        return recording;
+    }
+
+    /**
+     * Queues layer {@code layer}'s stand-in forward pass on prefill's stream (each block filled with its
+     * value for this request) and returns the event recorded after it; the run posts the layer once the
+     * event is ready. Requests are counted across strategies, so every request writes its own bytes.
+     */
+    @Override
+    public LayerEvent layerEvent(int ignoredRequest, int layer) {
+        if (layer == 0) {
+            request++;
+        }
+        runtime.setDevice(MoriReproBackend.PREFILL_GPU);
+        BatchPlan plan = g.plan(layer);
+        for (int b = 0; b < plan.blocks(); b++) {
+            compute.memsetAsync(src.address() + plan.localOffset(b), ByteVerifier.fill(request, layer, b), g.blockBytes());
+        }
+        layerReady[layer].record(compute);
+        return layerReady[layer];
+    }
+
+    /**
+     * After a wait: waits for the request's copies to end (a wait that gave up leaves them running), has
+     * decode check its bytes, releases the request's statuses and counts the MoRI handles still open.
+     */
+    @Override
+    public Map<String, Object> afterWait(int ignoredRequest) {
+        int unfinished = awaitCopies();
+        ControlChannel.Verdict verdict = decode.verify(request);
+        posted.forEach(MoriStatus::close);
+        posted.clear();
+        Map<String, Object> figures = new LinkedHashMap<>();
+        figures.put("copies_in_flight_at_wait_end", unfinished);
+        figures.put("mismatched_bytes", verdict.mismatchedBytes());
+        figures.put("leaked_handles", io.liveHandles().orElseThrow() - handlesBetweenRequests);
+        return figures;
+    }
+
+    /** Polls every posted status until none is in flight; returns how many were still in flight at the first poll. */
+    private int awaitCopies() {
+        long deadline = System.nanoTime() + transferTimeout.plus(HANG_MARGIN).toNanos();
+        int inFlightAtFirstPoll = -1;
+        while (true) {
+            int inFlight = 0;
+            for (MoriStatus status : posted) {
+                StatusCode code = status.code();
+                if (code == StatusCode.INIT || code == StatusCode.IN_PROGRESS) {
+                    inFlight++;
+                }
+            }
+            if (inFlightAtFirstPoll < 0) {
+                inFlightAtFirstPoll = inFlight;
+            }
+            if (inFlight == 0) {
+                return inFlightAtFirstPoll;
+            }
+            if (System.nanoTime() - deadline >= 0) {
+                throw new IllegalStateException(inFlight + " of request " + request + "'s batches were still in flight "
+                        + Durations.format(transferTimeout.plus(HANG_MARGIN)) + " after its wait ended: MoRI's copies"
+                        + " look hung; stopping the run");
+            }
+            LockSupport.parkNanos(100_000);
+        }
+    }
+
+    /**
+     * Releases prefill's statuses, session, engine and GPU resources, then decode's side, then checks that no
+     * MoRI handle is left open in this process.
+     *
+     * @throws IllegalStateException if handles were left open, here or in decode
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            posted.forEach(MoriStatus::close);
+            posted.clear();
+            release();
+        } finally {
+            decode.close();
+        }
+        long open = io.liveHandles().orElse(-1);
+        System.err.println("mori: MoRI handles open in prefill's process after the run: " + open);
+        if (open != 0) {
+            throw new IllegalStateException(open + " MoRI handles were left open after the run");
+        }
+    }
+
+    /** Everything this side created, newest first (the engine releases its memory, session and statuses). */
+    private void release() {
+        for (int i = owned.size() - 1; i >= 0; i--) {
+            try {
+                owned.get(i).close();
+            } catch (Exception ignored) {
+                // Best effort: the rest is released below and at the process's exit.
+            }
+        }
+        owned.clear();
+    }
+
+    /** The session, keeping each request's statuses to release after its wait. */
+    private final TransferSession recording = new TransferSession() {
+        @Override
+        public long allocateTransferUid() {
+            return session.allocateTransferUid();
+        }
+
+        @Override
+        public MoriStatus batchWrite(BatchPlan plan, long transferUid) {
+            MoriStatus status = (MoriStatus) session.batchWrite(plan, transferUid);
+            posted.add(status);
+            return status;
+        }
+
+        @Override
+        public MoriStatus batchRead(BatchPlan plan, long transferUid) {
+            MoriStatus status = (MoriStatus) session.batchRead(plan, transferUid);
+            posted.add(status);
+            return status;
+        }
+
+        @Override
+        public MemoryRegion local() {
+            return session.local();
+        }
+
+        @Override
+        public MemoryRegion remote() {
+            return session.remote();
+        }
+    };
+}

@@ -1,0 +1,90 @@
+package dev.kvflux.pipeline.gpu;
+
+import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.bindings.mori.MoriIo;
+import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.repro.ReproBackend;
+import dev.kvflux.pipeline.repro.ReproGeometry;
+import dev.kvflux.pipeline.repro.ReproSettings;
+import dev.kvflux.pipeline.repro.ReproTarget;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.time.Duration;
+
+/**
+ * {@code kvflux repro --backend mori}: the seed's experiment on the real MoRI IO ({@code libkvflux_mori.so}
+ * over {@code libmori_io.so}, built by {@code bindings/native/mori/build.sh}), through its xGMI backend from
+ * a buffer on GPU 0 into one on GPU 1, on NVIDIA (CUDA) or AMD (HIP) GPUs.
+ *
+ * <p>Layouts ({@value #PROCESSES_PROPERTY}, {@code kvflux repro --processes}): 1, both MoRI engines and
+ * buffers in this process; 2, decode's engine and buffer in a child process on GPU 1, its packed
+ * {@code EngineDesc} and {@code MemoryDesc} sent over loopback TCP, so MoRI opens decode's buffer through a
+ * real IPC handle. The GPU runtime is the one {@link GpuRuntime#load()} picks: {@value
+ * GpuRuntime#RUNTIME_PROPERTY} ({@code kvflux repro --gpu-platform}), else CUDA if installed, else HIP; the
+ * shim must have been built for the same platform.
+ *
+ * <p>Per request and layer, a stream on GPU 0 fills the layer's 128 blocks (one byte value per block and
+ * request, the stand-in forward pass) and records the layer's event; the layer's one {@code batch_write}
+ * is posted once that event is ready. No extra GPU work is queued ahead of the copies: MoRI's own posting
+ * leaves the last layers' copies in flight when the wait begins. After each wait decode copies its buffer
+ * back and counts mismatched bytes, and the request's statuses are released; each wait reports
+ * {@code mismatched_bytes} and {@code leaked_handles} (MoRI handles open beyond those of the engines,
+ * buffers and session). Closing checks that no MoRI handle is left open in either process.
+ */
+final class MoriReproBackend implements ReproBackend {
+    /** 1 (default) or 2: how many processes the run uses. */
+    static final String PROCESSES_PROPERTY = "kvflux.repro.processes";
+    static final int PREFILL_GPU = 0;
+    static final int DECODE_GPU = 1;
+
+    private final KvfluxConfig config;
+
+    MoriReproBackend(KvfluxConfig config) {
+        this.config = config;
+    }
+
+    @Override
+    public String name() {
+        return "mori";
+    }
+
+    @Override
+    public ReproTarget open(ReproGeometry g) {
+        return open(g, config.transfer().timeout());
+    }
+
+    @Override
+    public ReproTarget open(ReproGeometry g, ReproSettings settings) {
+        return open(g, settings.transferTimeout());
+    }
+
+    private ReproTarget open(ReproGeometry g, Duration transferTimeout) {
+        int processes = Integer.getInteger(PROCESSES_PROPERTY, 1);
+        if (processes != 1 && processes != 2) {
+            throw new IllegalArgumentException("the mori backend runs in 1 or 2 processes, not " + processes);
+        }
+        MoriIo io = MoriIo.mori(); // first: the clearest error where the shim or MoRI is missing
+        GpuRuntime runtime = GpuRuntime.load();
+        int devices = runtime.deviceCount();
+        if (devices < 2) {
+            throw new IllegalStateException("the mori backend writes from GPU " + PREFILL_GPU + " into GPU "
+                    + DECODE_GPU + " over MoRI's xGMI backend and needs two GPUs; the " + runtime.platform().prefix()
+                    + " runtime sees " + devices);
+        }
+        System.err.printf("mori: %s, %s runtime (%s), %d process%s%n", io.library(), runtime.platform().prefix(),
+                runtime.library(), processes, processes == 1 ? "" : "es");
+        MoriDecodeSide decode;
+        try {
+            decode = processes == 1 ? MoriDecodeSide.inProcess(runtime, g)
+                    : MoriDecodeSide.child(runtime, g, System.err);
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not start the decode process: " + e.getMessage(), e);
+        }
+        try {
+            return new MoriPrefillTarget(io, runtime, g, decode, transferTimeout);
+        } catch (RuntimeException e) {
+            decode.close();
+            throw e;
+        }
+    }
+}

@@ -1,0 +1,324 @@
+package dev.kvflux.pipeline.scale;
+
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.PushWait;
+import dev.kvflux.operators.WaitStrategy;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.SplittableRandom;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+import reactor.core.Disposable;
+
+/**
+ * The scale bench: N concurrent requests of {@code statuses} statuses each, every status finishing at a
+ * uniformly random time within {@code spread}, awaited by one wait strategy on its default scheduler.
+ * One notifier thread finishes the statuses at their times (and, for push, pushes them), as a backend's
+ * single notification thread would. Figures are pooled over the measured rounds, after warm-up rounds.
+ */
+public final class ScaleBench {
+    /** The strategies the bench knows: the two non-blocking waits, each in both modes. */
+    public static final List<String> STRATEGIES = List.of("reactive", "reactive-push", "reactive-drain",
+            "reactive-push-drain");
+
+    /** The most statuses one round holds (they are all live at once). */
+    public static final long MAX_STATUSES = 4_000_000;
+
+    /** What to run. */
+    public record Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
+                           int warmup, Duration slice, Duration transferTimeout, long seed) {
+        public Settings {
+            ns = List.copyOf(ns);
+            strategies = List.copyOf(strategies);
+            for (int n : ns) {
+                if (n < 1 || n > 100_000) {
+                    throw new IllegalArgumentException("--n values must lie between 1 and 100000, got " + n);
+                }
+            }
+            for (String s : strategies) {
+                if (!STRATEGIES.contains(s)) {
+                    throw new IllegalArgumentException("unknown strategy '" + s + "'; choose from "
+                            + String.join(", ", STRATEGIES));
+                }
+            }
+            if (statuses < 1 || statuses > 4096) {
+                throw new IllegalArgumentException("--statuses must lie between 1 and 4096, got " + statuses);
+            }
+            for (int n : ns) {
+                if ((long) n * statuses > MAX_STATUSES) {
+                    throw new IllegalArgumentException("N x statuses must be at most " + MAX_STATUSES + " (memory),"
+                            + " got " + n + " x " + statuses);
+                }
+            }
+            if (rounds < 1 || rounds > 50 || warmup < 0 || warmup > 50) {
+                throw new IllegalArgumentException("--rounds must lie between 1 and 50 and --warmup between 0 and 50,"
+                        + " got " + rounds + " and " + warmup);
+            }
+            Objects.requireNonNull(spread, "spread");
+            if (spread.isNegative() || spread.isZero() || spread.compareTo(Duration.ofMinutes(1)) > 0) {
+                throw new IllegalArgumentException("--spread must be greater than zero and at most 1m, got " + spread);
+            }
+        }
+
+        /** The experiment: 118 statuses within 1 s, 3 measured rounds after 1 warm-up. */
+        public static Settings defaults() {
+            return new Settings(List.of(100, 1000, 10_000), List.of("reactive", "reactive-push"), 118,
+                    Duration.ofSeconds(1), 3, 1, CompletionWait.DEFAULT_SLICE, Duration.ofSeconds(30), 42);
+        }
+    }
+
+    private ScaleBench() {
+    }
+
+    /** The wait named {@code name}, on its default scheduler. */
+    static WaitStrategy strategy(String name, Settings settings) {
+        return switch (name) {
+            case "reactive" -> CompletionWait.failFast(settings.transferTimeout()).slice(settings.slice());
+            case "reactive-drain" -> CompletionWait.drain(settings.transferTimeout()).slice(settings.slice());
+            case "reactive-push" -> PushWait.failFast(settings.transferTimeout());
+            case "reactive-push-drain" -> PushWait.drain(settings.transferTimeout());
+            default -> throw new IllegalArgumentException("unknown strategy " + name);
+        };
+    }
+
+    private static boolean pushes(String name) {
+        return name.startsWith("reactive-push");
+    }
+
+    /** Runs every strategy at every N; {@code progress} hears one line per row as it starts. */
+    public static List<ScaleRow> run(Settings settings, Consumer<String> progress) {
+        List<ScaleRow> rows = new ArrayList<>();
+        for (int n : settings.ns()) {
+            for (String name : settings.strategies()) {
+                progress.accept(name + " at N = " + n + " ...");
+                rows.add(measure(name, n, settings));
+            }
+        }
+        return rows;
+    }
+
+    static ScaleRow measure(String name, int n, Settings settings) {
+        WaitStrategy wait = strategy(name, settings);
+        boolean push = pushes(name);
+        SplittableRandom random = new SplittableRandom(settings.seed() + n);
+        List<Round> measured = new ArrayList<>();
+        for (int r = 0; r < settings.warmup() + settings.rounds(); r++) {
+            Round round = round(wait, push, n, settings, random);
+            if (r >= settings.warmup()) {
+                measured.add(round);
+            }
+        }
+        double bytesPerTick = push ? Double.NaN : steadyStateBytesPerQuery(wait, n, settings.statuses());
+        double[] lags = measured.stream().flatMapToDouble(r -> Arrays.stream(r.lagsMs)).sorted().toArray();
+        long cpu = 0;
+        long wall = 0;
+        long queries = 0;
+        long gcCount = 0;
+        long gcMillis = 0;
+        long errors = 0;
+        long unfinished = 0;
+        long notifierBytes = 0;
+        double behind = 0;
+        for (Round r : measured) {
+            cpu += r.cpuNanos;
+            wall += r.wallNanos;
+            queries += r.queries;
+            gcCount += r.gcCount;
+            gcMillis += r.gcMillis;
+            errors += r.errors;
+            unfinished += r.unfinished;
+            notifierBytes += r.notifierBytes;
+            behind = Math.max(behind, r.notifierBehindMs);
+        }
+        long statuses = (long) n * settings.statuses() * measured.size();
+        return new ScaleRow(name, n, settings.statuses(), measured.size(), (double) cpu / wall,
+                percentile(lags, 0.50), percentile(lags, 0.99), lags.length == 0 ? Double.NaN : lags[lags.length - 1],
+                (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
+                push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind);
+    }
+
+    static double percentile(double[] sorted, double p) {
+        if (sorted.length == 0) {
+            return Double.NaN;
+        }
+        int index = (int) Math.ceil(p * sorted.length) - 1;
+        return sorted[Math.max(0, Math.min(sorted.length - 1, index))];
+    }
+
+    private record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,
+                         long errors, long unfinished, long notifierBytes, double notifierBehindMs) {
+    }
+
+    /** One wave: subscribe every wait, then finish every status at its time and wait for the last signal. */
+    private static Round round(WaitStrategy wait, boolean push, int n, Settings settings, SplittableRandom random) {
+        int per = settings.statuses();
+        long spread = settings.spread().toNanos();
+        BenchStatus[] all = new BenchStatus[n * per];
+        long[] schedule = new long[all.length];
+        long[] lastOffset = new long[n];
+        for (int req = 0; req < n; req++) {
+            for (int j = 0; j < per; j++) {
+                int index = req * per + j;
+                all[index] = new BenchStatus(push);
+                long offset = random.nextLong(spread);
+                schedule[index] = offset << 24 | index;
+                lastOffset[req] = Math.max(lastOffset[req], offset);
+            }
+        }
+        Arrays.sort(schedule);
+        long[] doneAt = new long[n];
+        AtomicLong errors = new AtomicLong();
+        CountDownLatch finished = new CountDownLatch(n);
+        Disposable[] subscriptions = new Disposable[n];
+        for (int req = 0; req < n; req++) {
+            int r = req;
+            List<BenchStatus> statuses = Arrays.asList(Arrays.copyOfRange(all, req * per, (req + 1) * per));
+            subscriptions[req] = wait.await(statuses).subscribe(null, e -> {
+                doneAt[r] = System.nanoTime();
+                errors.incrementAndGet();
+                finished.countDown();
+            }, () -> {
+                doneAt[r] = System.nanoTime();
+                finished.countDown();
+            });
+        }
+        long start = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20);
+        Notifier notifier = new Notifier(all, schedule, start);
+        Thread thread = Thread.ofPlatform().name("bench-notifier").daemon().start(notifier);
+        parkUntil(start);
+        long cpu0 = processCpuNanos();
+        long[] gc0 = gc();
+        try {
+            finished.await(settings.transferTimeout().toNanos() + spread + TimeUnit.SECONDS.toNanos(10),
+                    TimeUnit.NANOSECONDS);
+            thread.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        long cpu1 = processCpuNanos();
+        long[] gc1 = gc();
+        long end = start;
+        double[] lags = new double[n];
+        int counted = 0;
+        for (int req = 0; req < n; req++) {
+            if (doneAt[req] != 0) {
+                end = Math.max(end, doneAt[req]);
+                lags[counted++] = (doneAt[req] - (start + lastOffset[req])) / 1e6;
+            } else {
+                subscriptions[req].dispose();
+            }
+        }
+        long queries = 0;
+        for (BenchStatus status : all) {
+            queries += status.queries;
+        }
+        return new Round(Arrays.copyOf(lags, counted), cpu1 - cpu0, Math.max(1, end - start), queries,
+                gc1[0] - gc0[0], gc1[1] - gc0[1], errors.get(), finished.getCount(), notifier.allocatedBytes,
+                notifier.behindNanos / 1e6);
+    }
+
+    /** Finishes the statuses in time order, each at its time; measures its own allocation and lateness. */
+    private static final class Notifier implements Runnable {
+        private final BenchStatus[] all;
+        private final long[] schedule;
+        private final long start;
+        volatile long allocatedBytes;
+        volatile long behindNanos;
+
+        Notifier(BenchStatus[] all, long[] schedule, long start) {
+            this.all = all;
+            this.schedule = schedule;
+            this.start = start;
+        }
+
+        @Override
+        public void run() {
+            com.sun.management.ThreadMXBean threads = threadBean();
+            long bytes0 = threads.getCurrentThreadAllocatedBytes();
+            long late = 0;
+            for (long entry : schedule) {
+                long due = start + (entry >>> 24);
+                parkUntil(due);
+                all[(int) (entry & 0xFF_FFFF)].finish();
+                late = System.nanoTime() - due;
+            }
+            behindNanos = Math.max(0, late);
+            allocatedBytes = threads.getCurrentThreadAllocatedBytes() - bytes0;
+        }
+    }
+
+    /**
+     * Bytes allocated by the whole process per status query while {@code n} waits poll statuses that
+     * stay in flight: the steady-state cost of a tick, subscription excluded (measured after 300 ms).
+     */
+    private static double steadyStateBytesPerQuery(WaitStrategy wait, int n, int per) {
+        BenchStatus[] all = new BenchStatus[n * per];
+        Disposable[] subscriptions = new Disposable[n];
+        for (int req = 0; req < n; req++) {
+            BenchStatus[] mine = new BenchStatus[per];
+            for (int j = 0; j < per; j++) {
+                mine[j] = new BenchStatus(false);
+                all[req * per + j] = mine[j];
+            }
+            subscriptions[req] = wait.await(Arrays.asList(mine)).subscribe(null, e -> { });
+        }
+        com.sun.management.ThreadMXBean threads = threadBean();
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(300));
+        long bytes0 = threads.getTotalThreadAllocatedBytes();
+        long queries0 = totalQueries(all);
+        LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(500));
+        long bytes1 = threads.getTotalThreadAllocatedBytes();
+        long queries1 = totalQueries(all);
+        for (Disposable d : subscriptions) {
+            d.dispose();
+        }
+        return queries1 == queries0 ? Double.NaN : (double) (bytes1 - bytes0) / (queries1 - queries0);
+    }
+
+    private static long totalQueries(BenchStatus[] all) {
+        long sum = 0;
+        for (BenchStatus status : all) {
+            sum += status.queries;
+        }
+        return sum;
+    }
+
+    private static void parkUntil(long deadline) {
+        long left;
+        while ((left = deadline - System.nanoTime()) > 0) {
+            if (left > 100_000) {
+                LockSupport.parkNanos(left - 50_000);
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    private static com.sun.management.ThreadMXBean threadBean() {
+        return (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    }
+
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
+    }
+
+    /** Collections and milliseconds spent collecting, over every collector. */
+    private static long[] gc() {
+        long count = 0;
+        long millis = 0;
+        for (GarbageCollectorMXBean bean : ManagementFactory.getGarbageCollectorMXBeans()) {
+            count += Math.max(0, bean.getCollectionCount());
+            millis += Math.max(0, bean.getCollectionTime());
+        }
+        return new long[] {count, millis};
+    }
+}

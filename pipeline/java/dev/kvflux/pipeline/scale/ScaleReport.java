@@ -1,0 +1,90 @@
+package dev.kvflux.pipeline.scale;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Instant;
+import java.util.List;
+import java.util.Locale;
+
+/** The scale bench's table and JSON document. */
+public final class ScaleReport {
+    private ScaleReport() {
+    }
+
+    /** The machine the figures come from: cores the JVM sees, Java version, OS, date. */
+    public static String machine() {
+        return Runtime.getRuntime().availableProcessors() + " cores, Java " + Runtime.version() + ", "
+                + System.getProperty("os.name") + " " + System.getProperty("os.arch") + ", " + Instant.now();
+    }
+
+    public static String table(List<ScaleRow> rows) {
+        StringBuilder out = new StringBuilder();
+        out.append(String.format(Locale.ROOT, "%-20s %7s %6s %26s %9s %11s %6s %9s %9s %9s%n", "strategy", "N",
+                "cores", "lag p50 / p99 / max (ms)", "code()/st", "GC n / ms", "errors", "B/st/tick", "B/push",
+                "behind ms"));
+        for (ScaleRow r : rows) {
+            out.append(String.format(Locale.ROOT, "%-20s %,7d %6.2f %26s %9.1f %11s %6s %9s %9s %9.1f%n",
+                    r.strategy(), r.n(), r.coresUsed(),
+                    String.format(Locale.ROOT, "%.2f / %.2f / %.2f", r.lagP50Ms(), r.lagP99Ms(), r.lagMaxMs()),
+                    r.queriesPerStatus(), r.gcCount() + " / " + r.gcMillis(),
+                    r.unfinished() == 0 ? Long.toString(r.errors()) : r.errors() + "+" + r.unfinished() + "?",
+                    figure(r.bytesPerStatusTick()), figure(r.notifierBytesPerStatus()), r.notifierBehindMs()));
+        }
+        out.append("cores: process CPU time / wall; lag: completion signal minus the request's last status's finish"
+                + " time; B/st/tick: bytes allocated per status query while statuses stay in flight (polling waits);"
+                + " B/push: bytes the notifier thread allocated per status it pushed; behind: how late the notifier"
+                + " finished its last status.\n");
+        out.append("machine: ").append(machine());
+        return out.toString();
+    }
+
+    private static String figure(double value) {
+        return Double.isNaN(value) ? "-" : String.format(Locale.ROOT, "%.1f", value);
+    }
+
+    public static String json(List<ScaleRow> rows, ScaleBench.Settings settings) {
+        ObjectMapper mapper = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+        ObjectNode root = mapper.createObjectNode();
+        root.put("machine", machine());
+        root.put("cores", Runtime.getRuntime().availableProcessors());
+        root.put("date", Instant.now().toString());
+        root.put("statuses", settings.statuses());
+        root.put("spread_ms", settings.spread().toMillis());
+        root.put("slice_ms", settings.slice().toMillis());
+        root.put("rounds", settings.rounds());
+        root.put("warmup", settings.warmup());
+        ArrayNode out = root.putArray("rows");
+        for (ScaleRow r : rows) {
+            ObjectNode row = out.addObject();
+            row.put("strategy", r.strategy());
+            row.put("n", r.n());
+            row.put("cores_used", r.coresUsed());
+            row.put("lag_p50_ms", r.lagP50Ms());
+            row.put("lag_p99_ms", r.lagP99Ms());
+            row.put("lag_max_ms", r.lagMaxMs());
+            row.put("code_calls_per_status", r.queriesPerStatus());
+            row.put("gc_count", r.gcCount());
+            row.put("gc_ms", r.gcMillis());
+            row.put("errors", r.errors());
+            row.put("unfinished", r.unfinished());
+            putFigure(row, "bytes_per_status_tick", r.bytesPerStatusTick());
+            putFigure(row, "notifier_bytes_per_push", r.notifierBytesPerStatus());
+            row.put("notifier_behind_ms", r.notifierBehindMs());
+        }
+        try {
+            return mapper.writeValueAsString(root);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void putFigure(ObjectNode row, String name, double value) {
+        if (Double.isNaN(value)) {
+            row.putNull(name);
+        } else {
+            row.put(name, value);
+        }
+    }
+}

@@ -1,0 +1,18 @@
+package dev.kvflux.pipeline.scale;
+
+/**
+ * One line of the scale bench: a wait strategy at {@code n} concurrent requests, over the measured rounds.
+ *
+ * @param coresUsed process CPU time over wall time, from the first status's start to the last wait's end
+ * @param lagP50Ms completion signal time minus the request's last status's finish time, median
+ * @param queriesPerStatus {@code code()} calls per status
+ * @param notifierBytesPerStatus bytes the notifier thread allocated per status it finished (the push path)
+ * @param bytesPerStatusTick bytes allocated per status query while every status stays in flight (steady
+ *     state of a polling wait; NaN for a wait that does not poll)
+ * @param notifierBehindMs how late the notifier thread finished its last status (0 when it kept up)
+ */
+public record ScaleRow(String strategy, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
+                       double lagP99Ms, double lagMaxMs, double queriesPerStatus, long gcCount, long gcMillis,
+                       long errors, long unfinished, double notifierBytesPerStatus, double bytesPerStatusTick,
+                       double notifierBehindMs) {
+}

@@ -1,0 +1,46 @@
+package dev.kvflux.pipeline.scale;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** A small run of the scale bench: every wait ends, and the figures are the ones the table prints. */
+class ScaleBenchTest {
+    private static ScaleBench.Settings small(List<String> strategies) {
+        return new ScaleBench.Settings(List.of(20), strategies, 8, Duration.ofMillis(50), 1, 0,
+                Duration.ofMillis(10), Duration.ofSeconds(30), 7);
+    }
+
+    @Test
+    void aPushWaitQueriesEachStatusOnceAndEveryWaitEndsWithoutError() {
+        ScaleRow row = ScaleBench.run(small(List.of("reactive-push")), line -> { }).getFirst();
+        assertThat(row.errors()).isZero();
+        assertThat(row.unfinished()).isZero();
+        assertThat(row.queriesPerStatus()).isEqualTo(1.0);
+        assertThat(row.lagP50Ms()).isLessThanOrEqualTo(row.lagP99Ms()).isLessThanOrEqualTo(row.lagMaxMs());
+        assertThat(row.bytesPerStatusTick()).isNaN();
+    }
+
+    @Test
+    void aPollingWaitQueriesStatusesSeveralTimesAndMeasuresItsSteadyStateAllocation() {
+        ScaleRow row = ScaleBench.run(small(List.of("reactive")), line -> { }).getFirst();
+        assertThat(row.errors()).isZero();
+        assertThat(row.unfinished()).isZero();
+        assertThat(row.queriesPerStatus()).isGreaterThan(1.0);
+        assertThat(row.bytesPerStatusTick()).isNotNaN();
+        assertThat(ScaleReport.table(List.of(row))).contains("reactive", "20");
+        assertThat(ScaleReport.json(List.of(row), small(List.of("reactive")))).contains("\"code_calls_per_status\"");
+    }
+
+    @Test
+    void anUnknownStrategyOrAnOversizedRunIsRefusedWithTheChoices() {
+        assertThatThrownBy(() -> small(List.of("fastest")))
+                .hasMessageContaining("unknown strategy 'fastest'").hasMessageContaining("reactive-push");
+        assertThatThrownBy(() -> new ScaleBench.Settings(List.of(100_000), List.of("reactive"), 118,
+                Duration.ofSeconds(1), 1, 0, Duration.ofMillis(10), Duration.ofSeconds(30), 1))
+                .hasMessageContaining("N x statuses must be at most");
+    }
+}
