@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.net;
 
+import dev.kvflux.pipeline.internal.BindFailures;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.group.ChannelGroup;
@@ -185,7 +186,7 @@ public final class NotifyServer implements AutoCloseable {
                     .map(server -> new NotifyServer(server, guard.metrics, guard.group, guard.warnings))
                     .doOnError(e -> guard.warnings.close())
                     .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
-                            + ":" + port + " (" + e.getMessage() + "); is another process using the port?", e));
+                            + ":" + port + ": " + BindFailures.describe(host, port, e), e));
         }
 
         private static Duration positive(Duration value, String what) {
