@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.proxy;
 import dev.kvflux.pipeline.internal.BindFailures;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.resources.ConnectionProvider;
 
@@ -18,15 +19,21 @@ import reactor.netty.resources.ConnectionProvider;
  * @param requestTimeout how long a server gives a client to send a whole request's body; default 60 s
  * @param poolMaxIdleTime how long a pooled client connection may stay idle before it is closed; default 30 s
  * @param poolEvictEvery how often pools close idle connections in the background, used or not; default 10 s
+ * @param maxConnections the most connections one server keeps open; one more is closed as soon as it is
+ *     accepted, so a flood on one port cannot take the process's file descriptors from its other ports;
+ *     default 10,000
  */
 public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration requestTimeout,
-                         Duration poolMaxIdleTime, Duration poolEvictEvery) {
+                         Duration poolMaxIdleTime, Duration poolEvictEvery, int maxConnections) {
     /** The bounds of kvflux's servers and pools unless set otherwise. */
     public static final HttpLimits DEFAULT = new HttpLimits(Duration.ofSeconds(60), Duration.ofSeconds(30),
-            Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10));
+            Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10), 10_000);
 
     /** @throws IllegalArgumentException naming a bound that is not positive */
     public HttpLimits {
+        if (maxConnections < 1) {
+            throw new IllegalArgumentException("the HTTP server connection cap must be at least 1, got " + maxConnections);
+        }
         positive(idleTimeout, "idle timeout");
         positive(readTimeout, "read timeout");
         positive(requestTimeout, "request timeout");
@@ -54,10 +61,17 @@ public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration re
     /**
      * An HTTP server on {@code host:port} with these bounds: a connection that sends no request for the idle
      * timeout, or a request whose body pauses for the read timeout or takes longer than the request
-     * timeout, is closed.
+     * timeout, is closed, and so is one accepted while the server already has {@code maxConnections} open.
      */
     public HttpServer serverOn(String host, int port) {
+        AtomicInteger open = new AtomicInteger();
         return HttpServer.create().host(host).port(port)
+                .doOnChannelInit((observer, channel, remote) -> {
+                    channel.closeFuture().addListener(closed -> open.decrementAndGet());
+                    if (open.incrementAndGet() > maxConnections) {
+                        channel.close();
+                    }
+                })
                 .idleTimeout(idleTimeout)
                 .readTimeout(readTimeout)
                 .requestTimeout(requestTimeout);

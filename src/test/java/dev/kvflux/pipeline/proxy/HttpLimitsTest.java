@@ -21,7 +21,7 @@ import reactor.netty.resources.ConnectionProvider;
 /** The HTTP servers' connection bounds, the client pools' idle bound, and the words for a port that cannot be bound. */
 class HttpLimitsTest {
     private static final Duration SHORT = Duration.ofMillis(300);
-    private static final HttpLimits QUICK = new HttpLimits(SHORT, SHORT, Duration.ofMillis(600), SHORT, SHORT);
+    private static final HttpLimits QUICK = new HttpLimits(SHORT, SHORT, Duration.ofMillis(600), SHORT, SHORT, 1000);
 
     private ProxyServer proxy;
 
@@ -144,5 +144,35 @@ class HttpLimitsTest {
                 .contains("out of range");
         assertThatThrownBy(() -> ProxyServer.builder().port(70_000)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("port 70000 is out of range");
+    }
+
+    @Test
+    void aConnectionBeyondTheCapIsClosedAtOnceAndThePortServesAgainWhenOneCloses() throws IOException {
+        proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(30)))
+                .httpLimits(new HttpLimits(Duration.ofSeconds(30), SHORT, SHORT, SHORT, SHORT, 3)).start();
+        java.util.List<Socket> held = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                held.add(new Socket(InetAddress.getLoopbackAddress(), proxy.address().getPort()));
+            }
+            try (Socket extra = new Socket(InetAddress.getLoopbackAddress(), proxy.address().getPort())) {
+                extra.setSoTimeout(5_000);
+                long start = System.nanoTime();
+
+                readUntilClosed(extra);
+
+                assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(2));
+            }
+            held.removeFirst().close();
+            String health = reactor.netty.http.client.HttpClient.create().get()
+                    .uri("http://127.0.0.1:" + proxy.address().getPort() + "/health")
+                    .responseContent().aggregate().asString().block(Duration.ofSeconds(5));
+
+            assertThat(health).contains("\"status\":\"ok\"");
+        } finally {
+            for (Socket socket : held) {
+                socket.close();
+            }
+        }
     }
 }
