@@ -105,7 +105,11 @@ take_from() { # DIR: copy unpacked trees or unpack archives into $src
 clone_pin() { # NAME URL REF: a shallow checkout of one commit or tag
     local name="$1" url="$2" ref="$3"
     git init -q "$src/$name"
-    git -C "$src/$name" fetch -q --depth 1 "$url" "$ref"
+    git -C "$src/$name" fetch -q --depth 1 "$url" "$ref" || {
+        echo "build.sh: could not fetch $url at $ref (no network access?); pass --sources DIR with the pinned" \
+             "trees or archives (see ../shared/third_party/MANIFEST.md)" >&2
+        exit 1
+    }
     git -C "$src/$name" checkout -q FETCH_HEAD
 }
 if [ -n "$sources" ]; then

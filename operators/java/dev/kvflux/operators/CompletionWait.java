@@ -70,14 +70,16 @@ public final class CompletionWait implements WaitStrategy {
     private final Duration slice;
     private final Duration stallAfter;
     private final Scheduler scheduler;
+    private final boolean shared;
 
     private CompletionWait(Mode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
-                           Scheduler scheduler) {
+                           Scheduler scheduler, boolean shared) {
         this.mode = mode;
         this.transferTimeout = transferTimeout;
         this.slice = slice;
         this.stallAfter = stallAfter;
         this.scheduler = scheduler;
+        this.shared = shared;
     }
 
     /** A wait that errors as soon as a status fails (the WRITE path). */
@@ -98,7 +100,7 @@ public final class CompletionWait implements WaitStrategy {
     public static CompletionWait of(Mode mode, Duration transferTimeout) {
         Objects.requireNonNull(mode, "mode");
         checkTimeout(transferTimeout);
-        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null, null);
+        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null, null, false);
     }
 
     /**
@@ -116,7 +118,7 @@ public final class CompletionWait implements WaitStrategy {
             throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
                     + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
         }
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler);
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared);
     }
 
     /**
@@ -135,13 +137,30 @@ public final class CompletionWait implements WaitStrategy {
                     + slice + ") and the transfer timeout (" + transferTimeout + "); choose a few times the"
                     + " longest gap you expect between two copies finishing");
         }
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler);
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared);
     }
 
     /** This wait with its queries and its timer on {@code scheduler}. */
     public CompletionWait scheduler(Scheduler scheduler) {
         return new CompletionWait(mode, transferTimeout, slice, stallAfter,
-                Objects.requireNonNull(scheduler, "scheduler"));
+                Objects.requireNonNull(scheduler, "scheduler"), shared);
+    }
+
+    /**
+     * This wait, polled by the shared poll driver instead of an interval of its own: one loop per core
+     * (per scheduler and slice) ticks every slice and polls every request registered with it, so a
+     * waiting request costs its status queries and no timer task per tick. Same emissions, same bounds:
+     * the first poll at subscription, then one per slice (aligned to the loop's ticks rather than to the
+     * subscription), the timeout, the stall check and cancellation as above; signals arrive on the
+     * scheduler's threads. Off by default.
+     */
+    public CompletionWait sharedPoll() {
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, true);
+    }
+
+    /** Whether this wait is polled by the shared poll driver ({@link #sharedPoll()}). */
+    public boolean isSharedPoll() {
+        return shared;
     }
 
     public Mode mode() {
@@ -174,6 +193,15 @@ public final class CompletionWait implements WaitStrategy {
             if (tracker.poll()) {
                 return tracker.signal();
             }
+            if (shared) {
+                return Mono.<Void>create(sink -> {
+                            sink.onCancel(tracker::cancel);
+                            tracker.attach(sink);
+                            PollDriver.of(on, slice.toNanos()).register(tracker);
+                        })
+                        .timeout(transferTimeout,
+                                Mono.fromRunnable(tracker::pollAtDeadline).then(Mono.defer(tracker::signal)), on);
+            }
             return Flux.interval(slice, slice, on)
                     .filter(tracker)
                     .next()
@@ -186,7 +214,7 @@ public final class CompletionWait implements WaitStrategy {
     @Override
     public String toString() {
         return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice
-                + (stallAfter != null ? ", stall after " + stallAfter : "") + "]";
+                + (stallAfter != null ? ", stall after " + stallAfter : "") + (shared ? ", shared poll" : "") + "]";
     }
 
     static void checkTimeout(Duration transferTimeout) {
@@ -206,7 +234,7 @@ public final class CompletionWait implements WaitStrategy {
      * The statuses still in flight and the first failure seen. Polled from the interval's worker and,
      * once, from the timeout's timer, which may overlap a late tick: hence synchronized.
      */
-    private static final class Tracker implements java.util.function.Predicate<Long> {
+    private static final class Tracker implements java.util.function.Predicate<Long>, PollDriver.Polled {
         private final TransferStatus[] statuses;
         private final Mode mode;
         private final Duration transferTimeout;
@@ -220,6 +248,9 @@ public final class CompletionWait implements WaitStrategy {
         private String failedMessage;
         private boolean settled;
         private TransferException verdict;
+        /** Where a shared poll signals; null for the per-request interval. */
+        private reactor.core.publisher.MonoSink<Void> sink;
+        private volatile boolean gone;
 
         Tracker(TransferStatus[] statuses, Mode mode, Duration transferTimeout, Duration stallAfter,
                 Scheduler clock) {
@@ -234,6 +265,40 @@ public final class CompletionWait implements WaitStrategy {
                 inFlight[i] = i;
             }
             this.inFlightCount = statuses.length;
+        }
+
+        synchronized void attach(reactor.core.publisher.MonoSink<Void> sink) {
+            this.sink = sink;
+        }
+
+        void cancel() {
+            gone = true;
+        }
+
+        @Override
+        public boolean gone() {
+            return gone;
+        }
+
+        /** A tick of the shared poll driver: polls, and once settled signals the subscriber (once). */
+        @Override
+        public boolean pollFromDriver() {
+            reactor.core.publisher.MonoSink<Void> target;
+            TransferException error;
+            synchronized (this) {
+                if (!poll() || gone) {
+                    return gone;
+                }
+                gone = true;
+                target = sink;
+                error = verdict;
+            }
+            if (error != null) {
+                target.error(error);
+            } else {
+                target.success();
+            }
+            return true;
         }
 
         /** One tick of the interval: polls; the tick passes once the wait is settled. */

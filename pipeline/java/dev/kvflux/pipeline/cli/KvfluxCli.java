@@ -13,8 +13,10 @@ import picocli.CommandLine.Command;
             DecodeCommand.class,
             ProxyCommand.class,
             ServeBenchCommand.class,
-            ProxyProbeCommand.class,
+            ChaosCommand.class,
             dev.kvflux.pipeline.scale.BenchCommand.class,
+            HostileCommand.class,
+            ProxyProbeCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 

@@ -1,6 +1,8 @@
 package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.bindings.sim.CopyPath;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.config.KvfluxConfig;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
@@ -51,6 +53,33 @@ public final class PrefillCommand implements Callable<Integer> {
             description = "KV blocks of this instance; a prompt needing more than are free gets 503 at once (default 65536).")
     int kvBlocks = PrefillServer.DEFAULT_KV_BLOCKS;
 
+    @Option(names = "--inject-fault", paramLabel = "SPEC", hidden = true,
+            description = "Fault injection for chaos runs: fail:EVERY:CODE (every EVERY-th batch fails with CODE, e.g."
+                    + " ERR_RDMA_OP) or stall:EVERY (every EVERY-th batch never completes).")
+    String injectFault;
+
+    /** The simulated engine's faults for {@code --inject-fault}, on the first 1,000,000 batches. */
+    private static void injectFaults(SimulatedXgmiEngine.Builder engine, String spec, CommandLine cmd) {
+        String[] parts = spec.split(":");
+        try {
+            long every = Long.parseLong(parts[1]);
+            if (every < 1) {
+                throw new NumberFormatException("must be at least 1");
+            }
+            for (long ordinal = every - 1; ordinal < 1_000_000; ordinal += every) {
+                engine.fault(switch (parts[0]) {
+                    case "fail" -> Fault.fail(ordinal, Duration.ofMillis(1), StatusCode.valueOf(parts[2]),
+                            "injected failure (chaos)");
+                    case "stall" -> Fault.stall(ordinal);
+                    default -> throw new IllegalArgumentException("unknown fault kind " + parts[0]);
+                });
+            }
+        } catch (RuntimeException e) {
+            throw new CommandLine.ParameterException(cmd, "--inject-fault '" + spec + "' is not fail:EVERY:CODE or"
+                    + " stall:EVERY (" + e.getMessage() + ")");
+        }
+    }
+
     @Override
     public Integer call() {
         OptionChecks.transferTimeout(spec.commandLine(), "--transfer-timeout", transferTimeout);
@@ -58,8 +87,12 @@ public final class PrefillCommand implements Callable<Integer> {
         roleOptions.check(spec.commandLine());
         KvfluxConfig config = configOptions.load(spec.commandLine());
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
-        SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
-                .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath()).build();
+        SimulatedXgmiEngine.Builder engineBuilder = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
+                .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath());
+        if (injectFault != null) {
+            injectFaults(engineBuilder, injectFault, spec.commandLine());
+        }
+        SimulatedXgmiEngine engine = engineBuilder.build();
         ServingModel model = modelOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         PrefillServer prefill;

@@ -46,12 +46,18 @@ final class MoriPrefillTarget implements ReproTarget {
     private final TransferSession session;
     private final GpuStream compute;
     private final GpuEvent[] layerReady;
+    private final DeviceBuffer forward; // null: no stand-in forward pass beyond the fills
     private final long handlesBetweenRequests;
     private final List<MoriStatus> posted = new ArrayList<>();
     private long request = -1;
     private boolean closed;
 
-    MoriPrefillTarget(MoriIo io, GpuRuntime runtime, ReproGeometry g, MoriDecodeSide decode, Duration transferTimeout) {
+    /**
+     * @param forwardBytes bytes of scratch the stand-in forward pass writes per layer before the layer's
+     *     fills, and once more after the last layer (the model's tail); 0: the fills alone
+     */
+    MoriPrefillTarget(MoriIo io, GpuRuntime runtime, ReproGeometry g, MoriDecodeSide decode, Duration transferTimeout,
+            long forwardBytes) {
         this.io = io;
         this.runtime = runtime;
         this.g = g;
@@ -68,6 +74,7 @@ final class MoriPrefillTarget implements ReproTarget {
             MemoryRegion remote = engine.importMemory(decode.memoryDescriptor());
             session = engine.createSession(local, remote);
             compute = own(runtime.createStream(gpu));
+            forward = forwardBytes > 0 ? own(runtime.allocate(gpu, forwardBytes)) : null;
             layerReady = new GpuEvent[g.layers()];
             for (int l = 0; l < g.layers(); l++) {
                 layerReady[l] = own(runtime.createEvent(gpu, false));
@@ -96,22 +103,37 @@ final class MoriPrefillTarget implements ReproTarget {
     }
 
     /**
-     * Queues layer {@code layer}'s stand-in forward pass on prefill's stream (each block filled with its
-     * value for this request) and returns the event recorded after it; the run posts the layer once the
-     * event is ready. Requests are counted across strategies, so every request writes its own bytes.
+     * Returns layer {@code layer}'s event; the run posts the layer once it is ready. At a request's first
+     * layer the whole stand-in forward pass is queued on prefill's stream, layer after layer: the scratch
+     * writes, each block filled with its value for this request, the layer's event; then the tail. So, as in
+     * a real prefill, the GPU runs ahead of the posting thread, which waits for each layer's event, and
+     * MoRI's copies share the GPU with the layers still computing. Requests are counted across strategies,
+     * so every request writes its own bytes.
      */
     @Override
     public LayerEvent layerEvent(int ignoredRequest, int layer) {
         if (layer == 0) {
             request++;
+            queueForwardPass();
         }
-        runtime.setDevice(MoriReproBackend.PREFILL_GPU);
-        BatchPlan plan = g.plan(layer);
-        for (int b = 0; b < plan.blocks(); b++) {
-            compute.memsetAsync(src.address() + plan.localOffset(b), ByteVerifier.fill(request, layer, b), g.blockBytes());
-        }
-        layerReady[layer].record(compute);
         return layerReady[layer];
+    }
+
+    private void queueForwardPass() {
+        runtime.setDevice(MoriReproBackend.PREFILL_GPU);
+        for (int l = 0; l < g.layers(); l++) {
+            if (forward != null) {
+                compute.memsetAsync(forward.address(), l & 0xFF, forward.size());
+            }
+            BatchPlan plan = g.plan(l);
+            for (int b = 0; b < plan.blocks(); b++) {
+                compute.memsetAsync(src.address() + plan.localOffset(b), ByteVerifier.fill(request, l, b), g.blockBytes());
+            }
+            layerReady[l].record(compute);
+        }
+        if (forward != null) {
+            compute.memsetAsync(forward.address(), 0, forward.size());
+        }
     }
 
     /**

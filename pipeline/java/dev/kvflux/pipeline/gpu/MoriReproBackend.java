@@ -23,10 +23,11 @@ import java.time.Duration;
  * GpuRuntime#RUNTIME_PROPERTY} ({@code kvflux repro --gpu-platform}), else CUDA if installed, else HIP; the
  * shim must have been built for the same platform.
  *
- * <p>Per request and layer, a stream on GPU 0 fills the layer's 128 blocks (one byte value per block and
- * request, the stand-in forward pass) and records the layer's event; the layer's one {@code batch_write}
- * is posted once that event is ready. No extra GPU work is queued ahead of the copies: MoRI's own posting
- * leaves the last layers' copies in flight when the wait begins. After each wait decode copies its buffer
+ * <p>Per request, a stream on GPU 0 runs the stand-in forward pass, queued whole when the request starts:
+ * per layer, {@value #FORWARD_BYTES_PROPERTY} bytes of scratch writes (default 0), the layer's 128 blocks
+ * filled (one byte value per block and request), the layer's event; then the scratch writes once more (the
+ * model's tail). The layer's one {@code batch_write} is posted once its event is ready, so MoRI's copies
+ * run beside the layers still computing, as in a real prefill. After each wait decode copies its buffer
  * back and counts mismatched bytes, and the request's statuses are released; each wait reports
  * {@code mismatched_bytes} and {@code leaked_handles} (MoRI handles open beyond those of the engines,
  * buffers and session). Closing checks that no MoRI handle is left open in either process.
@@ -34,6 +35,8 @@ import java.time.Duration;
 final class MoriReproBackend implements ReproBackend {
     /** 1 (default) or 2: how many processes the run uses. */
     static final String PROCESSES_PROPERTY = "kvflux.repro.processes";
+    /** Bytes of scratch the stand-in forward pass writes per layer (default 0), as for the cuda backend. */
+    static final String FORWARD_BYTES_PROPERTY = "kvflux.gpu.forward-bytes";
     static final int PREFILL_GPU = 0;
     static final int DECODE_GPU = 1;
 
@@ -81,7 +84,8 @@ final class MoriReproBackend implements ReproBackend {
             throw new UncheckedIOException("could not start the decode process: " + e.getMessage(), e);
         }
         try {
-            return new MoriPrefillTarget(io, runtime, g, decode, transferTimeout);
+            return new MoriPrefillTarget(io, runtime, g, decode, transferTimeout,
+                    Long.getLong(FORWARD_BYTES_PROPERTY, 0L));
         } catch (RuntimeException e) {
             decode.close();
             throw e;

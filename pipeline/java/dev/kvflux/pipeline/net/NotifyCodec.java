@@ -2,6 +2,9 @@ package dev.kvflux.pipeline.net;
 
 import dev.kvflux.bindings.StatusCode;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
 
@@ -10,7 +13,9 @@ import org.msgpack.core.MessagePack;
  * ({@code type}, {@code transfer_id}, {@code req_id}, {@code block_notify_list}, {@code decode_rank}),
  * for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text, and for
  * kvflux's {@code abort} the {@code reason}.
- * Unknown keys with scalar values are ignored, so newer senders stay readable.
+ * kvflux peers add {@code incarnation}, {@code to_incarnation} and {@code checksum} when not 0
+ * ({@link NotifyMessage}); absent, they read as 0. Unknown keys with scalar values are ignored, so newer
+ * senders stay readable.
  *
  * <p>Decoding is bounded before anything is allocated: {@link FlatMapReader} checks the frame's structure
  * and every length against the bytes present, then each field is checked against its own limit
@@ -32,10 +37,12 @@ public final class NotifyCodec {
 
     /** The message's msgpack bytes. */
     public static byte[] encode(NotifyMessage message) {
+        List<Map.Entry<String, Long>> optional = optionalKeys(message);
+        int extra = optional.size();
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
             switch (message) {
                 case NotifyMessage.RemoteBlocks blocks -> {
-                    packer.packMapHeader(5);
+                    packer.packMapHeader(5 + extra);
                     packString(packer, "type", blocks.type());
                     packString(packer, "req_id", blocks.reqId());
                     packString(packer, "transfer_id", blocks.transferId());
@@ -46,20 +53,23 @@ public final class NotifyCodec {
                     packer.packString("decode_rank").packInt(blocks.decodeRank());
                 }
                 case NotifyMessage.WriteFailed failed -> {
-                    packer.packMapHeader(4);
+                    packer.packMapHeader(4 + extra);
                     packString(packer, "type", failed.type());
                     packString(packer, "transfer_id", failed.transferId());
                     packer.packString("code").packInt(failed.code().value());
                     packString(packer, "reason", failed.reason());
                 }
                 case NotifyMessage.Abort abort -> {
-                    packer.packMapHeader(3);
+                    packer.packMapHeader(3 + extra);
                     packString(packer, "type", abort.type());
                     packString(packer, "transfer_id", abort.transferId());
                     packString(packer, "reason", abort.reason());
                 }
-                case NotifyMessage.WriteDone done -> packTypeAndId(packer, done);
-                case NotifyMessage.Release release -> packTypeAndId(packer, release);
+                case NotifyMessage.WriteDone done -> packTypeAndId(packer, done, extra);
+                case NotifyMessage.Release release -> packTypeAndId(packer, release, extra);
+            }
+            for (Map.Entry<String, Long> key : optional) {
+                packer.packString(key.getKey()).packLong(key.getValue());
             }
             return packer.toByteArray();
         } catch (IOException e) {
@@ -81,18 +91,47 @@ public final class NotifyCodec {
         return message(FlatMapReader.read(bytes, offset, length));
     }
 
+    /** The kvflux-only keys of a message that are not 0, in a fixed order. */
+    private static List<Map.Entry<String, Long>> optionalKeys(NotifyMessage message) {
+        List<Map.Entry<String, Long>> keys = new ArrayList<>(3);
+        long to = switch (message) {
+            case NotifyMessage.WriteDone done -> done.toIncarnation();
+            case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
+            case NotifyMessage.Release release -> release.toIncarnation();
+            default -> 0;
+        };
+        long checksum = message instanceof NotifyMessage.WriteDone done ? done.checksum() : 0;
+        for (Map.Entry<String, Long> key : List.of(Map.entry("incarnation", message.incarnation()),
+                Map.entry("to_incarnation", to), Map.entry("checksum", checksum))) {
+            if (key.getValue() != 0) {
+                keys.add(key);
+            }
+        }
+        return keys;
+    }
+
+    /** An optional integer key; 0 when absent. */
+    private static long optionalLong(FlatMapReader.Fields fields, String key) {
+        return fields.get(key) == null ? 0 : fields.integer(key);
+    }
+
     /** The record a message map's fields make; each field is checked against its limit before it is read. */
     private static NotifyMessage message(FlatMapReader.Fields fields) {
         String type = fields.string("type", MAX_TYPE_BYTES);
         String transferId = fields.string("transfer_id", MAX_ID_BYTES);
+        long incarnation = optionalLong(fields, "incarnation");
+        long to = optionalLong(fields, "to_incarnation");
         return switch (type) {
-            case "write_done" -> new NotifyMessage.WriteDone(transferId);
-            case "release" -> new NotifyMessage.Release(transferId);
-            case "abort" -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES));
+            case "write_done" -> new NotifyMessage.WriteDone(transferId, incarnation, to,
+                    optionalLong(fields, "checksum"));
+            case "release" -> new NotifyMessage.Release(transferId, incarnation, to);
+            case "abort" -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES),
+                    incarnation);
             case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(fields),
-                    fields.truncatedString("reason", MAX_REASON_BYTES));
+                    fields.truncatedString("reason", MAX_REASON_BYTES), incarnation, to);
             case "remote_blocks" -> new NotifyMessage.RemoteBlocks(fields.string("req_id", MAX_ID_BYTES), transferId,
-                    fields.integers("block_notify_list", MAX_BLOCKS), intIn(fields, "decode_rank", 0, Integer.MAX_VALUE));
+                    fields.integers("block_notify_list", MAX_BLOCKS), intIn(fields, "decode_rank", 0, Integer.MAX_VALUE),
+                    incarnation);
             default -> throw new MalformedFrameException("unknown notify message type '" + LogText.escape(type)
                     + "'; expected remote_blocks, write_done, write_failed, release or abort");
         };
@@ -128,8 +167,9 @@ public final class NotifyCodec {
         packer.packString(key).packString(value);
     }
 
-    private static void packTypeAndId(MessageBufferPacker packer, NotifyMessage message) throws IOException {
-        packer.packMapHeader(2);
+    private static void packTypeAndId(MessageBufferPacker packer, NotifyMessage message, int extra)
+            throws IOException {
+        packer.packMapHeader(2 + extra);
         packString(packer, "type", message.type());
         packString(packer, "transfer_id", message.transferId());
     }

@@ -25,8 +25,8 @@ public final class BenchCommand implements Callable<Integer> {
     List<Integer> ns;
 
     @Option(names = "--strategies", split = ",", paramLabel = "NAME",
-            description = "Waits to measure, comma separated: reactive, reactive-push, reactive-drain,"
-                    + " reactive-push-drain (default: reactive,reactive-push).")
+            description = "Waits to measure, comma separated: reactive, reactive-shared (the shared poll driver),"
+                    + " reactive-push, and each with -drain (default: reactive,reactive-shared,reactive-push).")
     List<String> strategies;
 
     @Option(names = "--statuses", paramLabel = "COUNT", description = "Statuses per request (default: 118).")

@@ -21,18 +21,18 @@ public final class ScaleReport {
 
     public static String table(List<ScaleRow> rows) {
         StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, "%-20s %7s %6s %26s %9s %11s %6s %9s %9s %9s%n", "strategy", "N",
-                "cores", "lag p50 / p99 / max (ms)", "code()/st", "GC n / ms", "errors", "B/st/tick", "B/push",
-                "behind ms"));
+        out.append(String.format(Locale.ROOT, "%-20s %7s %6s %6s %26s %9s %11s %6s %9s %9s %9s%n", "strategy",
+                "N", "cores", "notif", "lag p50 / p99 / max (ms)", "code()/st", "GC n / ms", "errors", "B/st/tick",
+                "B/push", "behind ms"));
         for (ScaleRow r : rows) {
-            out.append(String.format(Locale.ROOT, "%-20s %,7d %6.2f %26s %9.1f %11s %6s %9s %9s %9.1f%n",
-                    r.strategy(), r.n(), r.coresUsed(),
+            out.append(String.format(Locale.ROOT, "%-20s %,7d %6.2f %6.2f %26s %9.1f %11s %6s %9s %9s %9.1f%n",
+                    r.strategy(), r.n(), r.coresUsed(), r.notifierCores(),
                     String.format(Locale.ROOT, "%.2f / %.2f / %.2f", r.lagP50Ms(), r.lagP99Ms(), r.lagMaxMs()),
                     r.queriesPerStatus(), r.gcCount() + " / " + r.gcMillis(),
                     r.unfinished() == 0 ? Long.toString(r.errors()) : r.errors() + "+" + r.unfinished() + "?",
                     figure(r.bytesPerStatusTick()), figure(r.notifierBytesPerStatus()), r.notifierBehindMs()));
         }
-        out.append("cores: process CPU time / wall; lag: completion signal minus the request's last status's finish"
+        out.append("cores: process CPU time / wall; notif: the notifier thread's share of it; lag: completion signal minus the request's last status's finish"
                 + " time; B/st/tick: bytes allocated per status query while statuses stay in flight (polling waits);"
                 + " B/push: bytes the notifier thread allocated per status it pushed; behind: how late the notifier"
                 + " finished its last status.\n");
@@ -72,6 +72,7 @@ public final class ScaleReport {
             putFigure(row, "bytes_per_status_tick", r.bytesPerStatusTick());
             putFigure(row, "notifier_bytes_per_push", r.notifierBytesPerStatus());
             row.put("notifier_behind_ms", r.notifierBehindMs());
+            row.put("notifier_cores", r.notifierCores());
         }
         try {
             return mapper.writeValueAsString(root);

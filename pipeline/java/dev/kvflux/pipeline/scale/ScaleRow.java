@@ -10,9 +10,11 @@ package dev.kvflux.pipeline.scale;
  * @param bytesPerStatusTick bytes allocated per status query while every status stays in flight (steady
  *     state of a polling wait; NaN for a wait that does not poll)
  * @param notifierBehindMs how late the notifier thread finished its last status (0 when it kept up)
+ * @param notifierCores the notifier thread's CPU time over wall time (included in {@code coresUsed}): with
+ *     push, the pushes themselves; with polling, only finishing the statuses
  */
 public record ScaleRow(String strategy, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
                        double lagP99Ms, double lagMaxMs, double queriesPerStatus, long gcCount, long gcMillis,
                        long errors, long unfinished, double notifierBytesPerStatus, double bytesPerStatusTick,
-                       double notifierBehindMs) {
+                       double notifierBehindMs, double notifierCores) {
 }

@@ -114,14 +114,12 @@ public final class DecodeServer implements AutoCloseable {
      * {@code release} or, when it never does (prefill is gone), until {@code blockLease} after the request
      * ended. Blocks as that does: not on a non-blocking thread.
      *
-     * @throws IllegalArgumentException if {@code kvBlocks} or {@code blockLease} is not positive
+     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..65536 or {@code blockLease} is not positive
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
             NotifyAuth auth, int kvBlocks, Duration blockLease) {
         Blocking.requireBlockingAllowed("DecodeServer.start");
-        if (kvBlocks < 1) {
-            throw new IllegalArgumentException("kvBlocks must be at least 1, got " + kvBlocks);
-        }
+        KvCache.checkBlocks(kvBlocks);
         Objects.requireNonNull(blockLease, "blockLease");
         if (blockLease.isZero() || blockLease.isNegative()) {
             throw new IllegalArgumentException("the block lease must be positive, got " + blockLease
@@ -137,7 +135,7 @@ public final class DecodeServer implements AutoCloseable {
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, blocks, blockLease,
                 receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null,
-                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean());
+                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next());
         NotifyServer notify;
         try {
             notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
@@ -174,8 +172,13 @@ public final class DecodeServer implements AutoCloseable {
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public DecodeServer pingProxy(String proxyBaseUrl, Duration interval) {
         pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth);
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth, incarnation());
         return this;
+    }
+
+    /** This instance's incarnation, new at every start. */
+    public long incarnation() {
+        return handler.incarnation;
     }
 
     /** This instance as the proxy knows it. */
@@ -249,6 +252,7 @@ public final class DecodeServer implements AutoCloseable {
         final LongAdder releasesUnknown = new LongAdder();
         final LongAdder refusedOutOfBlocks = new LongAdder();
         final LongAdder refusedShuttingDown = new LongAdder();
+        final LongAdder staleIncarnation = new LongAdder();
         final AtomicInteger abortsInFlight = new AtomicInteger();
     }
 
@@ -283,10 +287,26 @@ public final class DecodeServer implements AutoCloseable {
     private record Handler(ServingModel model, ExpectedTransfers expected, NotifyClient client, BlockAllocator blocks,
                            Duration blockLease, Duration blocksWithin, boolean failWhenUndeliverable,
                            Duration receiveDeadline, DecodeStats stats, Map<String, Active> active,
-                           AtomicBoolean closing) {
+                           AtomicBoolean closing, long incarnation) {
 
-        /** The notify server's handler: {@code release} frees or unquarantines blocks; the rest is for expect. */
+        /**
+         * The notify server's handler: a message from prefill about another incarnation's blocks is rejected
+         * and counted; {@code release} frees or unquarantines blocks; the rest is for expect.
+         */
         void accept(NotifyMessage message) {
+            long to = switch (message) {
+                case NotifyMessage.WriteDone done -> done.toIncarnation();
+                case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
+                case NotifyMessage.Release release -> release.toIncarnation();
+                default -> 0;
+            };
+            if (to != 0 && to != incarnation) {
+                stats.staleIncarnation.increment();
+                LOG.warn("transfer {}: rejected {} about blocks of decode incarnation {}, not this one ({}): it was"
+                        + " meant for this decode before a restart", message.transferId(), message.type(), to,
+                        incarnation);
+                return;
+            }
             if (message instanceof NotifyMessage.Release release) {
                 if (blocks.release(release.transferId())) {
                     stats.releases.increment();
@@ -326,7 +346,8 @@ public final class DecodeServer implements AutoCloseable {
             json.put("requests_running", active.size()).put("aborts_sent", stats.abortsSent.sum())
                     .put("releases", stats.releases.sum()).put("releases_unknown", stats.releasesUnknown.sum())
                     .put("refused_out_of_blocks", stats.refusedOutOfBlocks.sum())
-                    .put("refused_shutting_down", stats.refusedShuttingDown.sum());
+                    .put("refused_shutting_down", stats.refusedShuttingDown.sum())
+                    .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation);
             json.set("kv_blocks", BlockMetrics.json(blocks));
             return json;
         }
@@ -369,7 +390,7 @@ public final class DecodeServer implements AutoCloseable {
             active.put(id, a);
             Mono<Void> askForKv = Mono.defer(() -> {
                         blocks.writing(id);
-                        return client.send(prefill, new NotifyMessage.RemoteBlocks(id, id, granted, 0), blocksWithin);
+                        return client.send(prefill, new NotifyMessage.RemoteBlocks(id, id, granted, 0, incarnation), blocksWithin);
                     })
                     .flatMap(delivered -> delivered || !failWhenUndeliverable ? Mono.<Void>empty()
                             : Mono.error(new BlocksUndeliverableException(id, prefill, blocksWithin)));
@@ -430,7 +451,7 @@ public final class DecodeServer implements AutoCloseable {
         private void sendAbort(String id, InetSocketAddress prefill, String reason) {
             stats.abortsSent.increment();
             stats.abortsInFlight.incrementAndGet();
-            client.send(prefill, new NotifyMessage.Abort(id, reason), blocksWithin)
+            client.send(prefill, new NotifyMessage.Abort(id, reason, incarnation), blocksWithin)
                     .doFinally(signal -> stats.abortsInFlight.decrementAndGet())
                     .subscribe();
         }

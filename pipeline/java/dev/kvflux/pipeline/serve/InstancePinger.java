@@ -22,7 +22,7 @@ import reactor.netty.resources.ConnectionProvider;
 
 /**
  * Registers an instance with the proxy and keeps it registered: posts {@code {"role", "http", "notify"}}
- * to the proxy's {@code /register} at once and then every {@code interval}, each signed afresh
+ * (and {@code "incarnation"}, the instance's incarnation, when given) to the proxy's {@code /register} at once and then every {@code interval}, each signed afresh
  * ({@link RegistrationAuth}) when the instance has a notify secret. A failed or slow ping is logged and the
  * next one tried, for as long as the instance runs; the proxy drops the instance if pings stop arriving.
  * Its one pooled connection is closed when idle ({@link HttpLimits#pool}) and when the pinger is disposed.
@@ -40,10 +40,20 @@ final class InstancePinger implements Disposable {
 
     /** Pings {@code proxyBaseUrl} as {@code self} every {@code interval}, signed with {@code auth} unless {@code null}. */
     static InstancePinger start(String proxyBaseUrl, Instance self, Duration interval, NotifyAuth auth) {
-        byte[] body = HttpJson.write(HttpJson.MAPPER.createObjectNode()
+        return start(proxyBaseUrl, self, interval, auth, 0);
+    }
+
+    /** As {@link #start(String, Instance, Duration, NotifyAuth)}, naming the instance's incarnation (0: none). */
+    static InstancePinger start(String proxyBaseUrl, Instance self, Duration interval, NotifyAuth auth,
+            long incarnation) {
+        com.fasterxml.jackson.databind.node.ObjectNode json = HttpJson.MAPPER.createObjectNode()
                 .put("role", self.role().wireName())
                 .put("http", Instance.hostPort(self.httpAddress()))
-                .put("notify", Instance.hostPort(self.notifyAddress()))).getBytes(StandardCharsets.UTF_8);
+                .put("notify", Instance.hostPort(self.notifyAddress()));
+        if (incarnation != 0) {
+            json.put("incarnation", incarnation);
+        }
+        byte[] body = HttpJson.write(json).getBytes(StandardCharsets.UTF_8);
         RegistrationAuth signer = auth == null ? null : RegistrationAuth.of(auth);
         ConnectionProvider pool = HttpLimits.pool("kvflux-pinger").maxConnections(1).pendingAcquireMaxCount(1).build();
         HttpClient client = HttpClient.create(pool)

@@ -4,14 +4,26 @@ import dev.kvflux.bindings.BatchPlan;
 import java.util.List;
 
 /**
- * A simulated KV cache laid out as MoRIIO's: one region per instance holding, for every layer, a row of
- * {@code capacity} blocks. Blocks are handed out round-robin; the simulation keeps no contents, so a
- * block reused while an old copy still targets it is harmless.
+ * A simulated KV cache's layout, as MoRIIO's: one region per instance holding, for every layer, a row of
+ * {@code capacity} blocks ({@link #ROW_BLOCKS} on both roles, so that prefill can address decode's blocks
+ * whatever either role's {@code --kv-blocks}). Which blocks a request may use is the
+ * {@link BlockAllocator}'s business.
  */
 final class KvCache {
+    /** Blocks per layer row of the layout: the most KV blocks a role may have. */
+    static final int ROW_BLOCKS = 1 << 16;
+
+    /**
+     * @throws IllegalArgumentException unless {@code kvBlocks} is in 1..{@link #ROW_BLOCKS}
+     */
+    static void checkBlocks(int kvBlocks) {
+        if (kvBlocks < 1 || kvBlocks > ROW_BLOCKS) {
+            throw new IllegalArgumentException("--kv-blocks must be in 1.." + ROW_BLOCKS + ", got " + kvBlocks);
+        }
+    }
+
     private final ServingModel model;
     private final int capacity;
-    private long next;
 
     KvCache(ServingModel model, int capacity) {
         this.model = model;
@@ -21,15 +33,6 @@ final class KvCache {
     /** The region size this cache needs, in bytes. */
     long regionBytes() {
         return (long) model.layers() * capacity * model.blockBytes();
-    }
-
-    /** Ids of {@code count} blocks for one request. */
-    synchronized List<Long> allocate(int count) {
-        Long[] blocks = new Long[count];
-        for (int i = 0; i < count; i++) {
-            blocks[i] = next++ % capacity;
-        }
-        return List.of(blocks);
     }
 
     /** The copies of one layer: the request's local blocks into decode's blocks, block by block. */

@@ -59,6 +59,8 @@ public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
     /** KV blocks per instance by default. */
     public static final int DEFAULT_KV_BLOCKS = 1 << 16;
+    /** How long running transfers may take to finish when prefill is stopped, by default. */
+    public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(10);
     /** How many prompts may wait for a prefill step by default before requests are refused with 503. */
     public static final int DEFAULT_MAX_QUEUED_PROMPTS = PrefillLoop.DEFAULT_MAX_QUEUED;
     /** How long a write waits for decode's block list, as vLLM's {@code defer_timeout}. */
@@ -147,15 +149,13 @@ public final class PrefillServer implements AutoCloseable {
      * NotifyAuth, int)}, with {@code kvBlocks} KV blocks: a completion whose prompt needs more blocks than are
      * free is refused at once with 503 ({@code "code": "kv_blocks_exhausted"}). Blocks as that does.
      *
-     * @throws IllegalArgumentException if {@code kvBlocks} is not positive
+     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..65536
      */
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
             int maxQueuedPrompts, int kvBlocks) {
         Blocking.requireBlockingAllowed("PrefillServer.start");
-        if (kvBlocks < 1) {
-            throw new IllegalArgumentException("kvBlocks must be at least 1, got " + kvBlocks);
-        }
+        KvCache.checkBlocks(kvBlocks);
         if (maxQueuedPrompts < 1) {
             throw new IllegalArgumentException("maxQueuedPrompts must be at least 1, got " + maxQueuedPrompts);
         }
@@ -185,14 +185,15 @@ public final class PrefillServer implements AutoCloseable {
         PrefillLoop loop = new PrefillLoop(model, engine, loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
                 maxQueuedPrompts);
         try {
-            KvCache cache = new KvCache(model, kvBlocks);
+            // the layout is fixed (as decode's), so prefill and decode may use different numbers of blocks
+            KvCache cache = new KvCache(model, KvCache.ROW_BLOCKS);
             MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
             MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
             PrefillStats stats = new PrefillStats();
             Disposable.Composite writes = Disposables.composite();
             Writer writer = new Writer(model, policy, cache, blocks, transfers, board,
                     engine.createSession(local, remote), policy.writePipeline(engine, transfer),
-                    client, notifyWithin, transferTimeout, stats, writes);
+                    client, notifyWithin, transferTimeout, stats, writes, Incarnation.next());
             handler[0] = writer;
             DisposableServer http;
             try {
@@ -200,7 +201,7 @@ public final class PrefillServer implements AutoCloseable {
                         .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
                                 .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
                                 .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                        metricsJson(stats, metrics, blocks, transfers))))
+                                        metricsJson(stats, metrics, blocks, transfers, writer))))
                         .bindNow();
             } catch (RuntimeException e) {
                 throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
@@ -224,7 +225,7 @@ public final class PrefillServer implements AutoCloseable {
     }
 
     private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics, BlockAllocator blocks,
-            PrefillTransfers transfers) {
+            PrefillTransfers transfers, Writer writer) {
         ObjectNode json = HttpJson.MAPPER.createObjectNode();
         json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
                 .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
@@ -233,7 +234,11 @@ public final class PrefillServer implements AutoCloseable {
                 .put("refused_out_of_blocks", stats.refusedOutOfBlocks()).put("aborted", stats.aborted())
                 .put("aborts_for_unknown", stats.abortsForUnknown()).put("refused_fenced", stats.refusedFenced())
                 .put("releases_sent", stats.releasesSent()).put("stalled_at_release", stats.stalledAtRelease())
-                .put("transfers_running", transfers.size());
+                .put("transfers_running", transfers.size())
+                .put("writes_in_flight", writer.pipeline.requestsInFlight())
+                .put("stale_incarnation", stats.staleIncarnation())
+                .put("failed_on_decode_restart", stats.failedOnDecodeRestart())
+                .put("incarnation", writer.incarnation);
         json.set("kv_blocks", BlockMetrics.json(blocks));
         json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
         return json;
@@ -242,12 +247,17 @@ public final class PrefillServer implements AutoCloseable {
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public PrefillServer pingProxy(String proxyBaseUrl, Duration interval) {
         pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth);
+        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth, incarnation());
         return this;
     }
 
     public Instance instance() {
         return new Instance(Role.PREFILL, httpAddress(), notifyAddress());
+    }
+
+    /** This instance's incarnation, new at every start. */
+    public long incarnation() {
+        return writer.incarnation;
     }
 
     public InetSocketAddress httpAddress() {
@@ -277,10 +287,22 @@ public final class PrefillServer implements AutoCloseable {
         return client.metrics();
     }
 
-    /** Stops serving; writes still queued or waiting are cancelled and decode is not told of them. */
+    /**
+     * Stops serving gracefully, as on SIGTERM: new prompts are refused with 503 ({@code
+     * prefill_shutting_down}); transfers still running get {@link #DEFAULT_SHUTDOWN_GRACE} (at most the transfer
+     * timeout) to finish; each one left is stopped and decode is sent {@code write_failed} with the reason,
+     * then what was posted is drained and decode's blocks released (up to 2 s more for those messages). Then
+     * registration stops and the ports close. Logs what it did.
+     */
     @Override
     public void close() {
+        close(DEFAULT_SHUTDOWN_GRACE);
+    }
+
+    /** As {@link #close()}, giving running transfers {@code grace} to finish. */
+    public void close(Duration grace) {
         pinger.dispose();
+        writer.shutDown(grace);
         writes.dispose();
         http.disposeNow();
         notify.close();
@@ -310,10 +332,27 @@ public final class PrefillServer implements AutoCloseable {
         private final Duration deadline;
         private final PrefillStats stats;
         private final Disposable.Composite writes;
+        private final long incarnation;
+        private volatile boolean closing;
+        /** Messages to decode still being sent (write_done, write_failed, release). */
+        private final java.util.concurrent.atomic.AtomicInteger sending = new java.util.concurrent.atomic.AtomicInteger();
+        /** The newest incarnation seen of each decode notify address. */
+        private final java.util.Map<InetSocketAddress, Long> decodeIncarnations =
+                new java.util.concurrent.ConcurrentHashMap<>();
+        /** Incarnations of block lists that came before their request (bounded). */
+        private final java.util.Map<String, Long> earlyIncarnations = java.util.Collections.synchronizedMap(
+                new java.util.LinkedHashMap<>(16, 0.75f, false) {
+                    @Override
+                    protected boolean removeEldestEntry(java.util.Map.Entry<String, Long> eldest) {
+                        return size() > RemoteBlockBoard.DEFAULT_CAPACITY;
+                    }
+                });
 
         Writer(ServingModel model, Policy policy, KvCache cache, BlockAllocator blocks, PrefillTransfers transfers,
                 RemoteBlockBoard board, TransferSession session, WritePipeline pipeline, NotifyClient client,
-                Duration notifyWithin, Duration transferTimeout, PrefillStats stats, Disposable.Composite writes) {
+                Duration notifyWithin, Duration transferTimeout, PrefillStats stats, Disposable.Composite writes,
+                long incarnation) {
+            this.incarnation = incarnation;
             this.model = model;
             this.policy = policy;
             this.cache = cache;
@@ -330,14 +369,84 @@ public final class PrefillServer implements AutoCloseable {
             this.writes = writes;
         }
 
-        /** The notify server's handler: {@code abort} stops a transfer, everything else goes to the board. */
+        /**
+         * The notify server's handler: {@code abort} stops a transfer; {@code remote_blocks} from a decode's
+         * newer incarnation fails every transfer aimed at its previous one, and one from an older incarnation
+         * is rejected and counted; everything else goes to the board.
+         */
         void accept(NotifyMessage message) {
             if (message instanceof NotifyMessage.Abort abort) {
+                PrefillTransfers.Transfer t = transfers.get(abort.transferId());
+                if (t != null && abort.incarnation() != 0 && t.decodeIncarnation != 0
+                        && abort.incarnation() != t.decodeIncarnation) {
+                    stale(abort.type(), abort.transferId(), abort.incarnation(), t.decodeIncarnation);
+                    return;
+                }
                 // the reason is a peer's text: escaped, and cut so that fenced ids stay small
                 abort(abort.transferId(), "decode aborted it: " + LogText.escape(abort.reason()));
+            } else if (message instanceof NotifyMessage.RemoteBlocks blocks && blocks.incarnation() != 0) {
+                PrefillTransfers.Transfer t = transfers.get(blocks.transferId());
+                if (t == null) {
+                    earlyIncarnations.put(blocks.transferId(), blocks.incarnation());
+                } else if (!learned(t, blocks.incarnation())) {
+                    return;
+                }
+                board.accept(message);
             } else {
                 board.accept(message);
             }
+        }
+
+        private void stale(String type, String id, long from, long current) {
+            stats.staleIncarnation.increment();
+            LOG.warn("transfer {}: rejected {} from decode incarnation {}, not the current {} (a message from"
+                    + " before a restart)", id, type, from, current);
+        }
+
+        /**
+         * Decode incarnation {@code incarnation} sent the transfer's block list. A newer incarnation than the
+         * one known at that address means decode restarted: every running transfer aimed at its previous
+         * incarnation (or that came before the restart and has no block list yet) fails at once, freeing
+         * everything; an older one is rejected.
+         *
+         * @return false if the block list is stale and must not be used
+         */
+        private boolean learned(PrefillTransfers.Transfer t, long incarnation) {
+            long known = decodeIncarnations.getOrDefault(t.decode, 0L);
+            if (incarnation < known) {
+                stale("remote_blocks", t.id, incarnation, known);
+                abort(t.id, "its block list came from a previous incarnation of decode " + Instance.hostPort(t.decode));
+                return false;
+            }
+            t.decodeIncarnation = incarnation;
+            if (incarnation > known && decodeIncarnations.merge(t.decode, incarnation, Math::max) == incarnation
+                    && known != 0) {
+                decodeRestarted(t.decode, known, incarnation);
+            }
+            return true;
+        }
+
+        private void decodeRestarted(InetSocketAddress decode, long previous, long current) {
+            long startedAt = Incarnation.startMillis(current);
+            int failed = 0;
+            for (PrefillTransfers.Transfer other : transfers.running()) {
+                if (!other.decode.equals(decode)) {
+                    continue;
+                }
+                boolean old = other.decodeIncarnation != 0 ? other.decodeIncarnation < current
+                        : other.arrivalMillis < startedAt;
+                if (old) {
+                    other.releaseDecode = false;
+                    if (other.abort("decode " + Instance.hostPort(decode) + " restarted (incarnation " + previous
+                            + " -> " + current + "); its previous incarnation's blocks are gone")) {
+                        stats.failedOnDecodeRestart.increment();
+                        settle(other);
+                        failed++;
+                    }
+                }
+            }
+            LOG.warn("decode {} restarted (incarnation {} -> {}): failed {} transfers aimed at its previous"
+                    + " incarnation and freed their blocks", Instance.hostPort(decode), previous, current, failed);
         }
 
         /**
@@ -356,7 +465,7 @@ public final class PrefillServer implements AutoCloseable {
             }
             if (t.abort(reason)) {
                 stats.aborted.increment();
-                LOG.info("transfer {}: aborted ({}); {}", id, reason,
+                LOG.info("transfer {}: aborted ({}); {}", LogText.escape(id), reason,
                         t.wrote() ? "its write is stopped and what was posted is drained" : "its prompt leaves the queue");
                 settle(t);
             }
@@ -372,6 +481,11 @@ public final class PrefillServer implements AutoCloseable {
                             "invalid_request_error", "bad_request", e.getMessage()));
                 }
                 String id = parsed.params().transferId();
+                if (closing) {
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                            "prefill_shutting_down", "prefill is shutting down and takes no new prompts; retry on"
+                                    + " another prefill instance"));
+                }
                 PrefillTransfers.Transfer t;
                 try {
                     t = transfers.open(id, parsed.params().remoteNotify(),
@@ -380,6 +494,12 @@ public final class PrefillServer implements AutoCloseable {
                     stats.refusedFenced.increment();
                     return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",
                             "transfer_fenced", e.getMessage()));
+                }
+                Long early = earlyIncarnations.remove(id);
+                if (early != null && !learned(t, early)) {
+                    return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
+                            "transfer_aborted", "transfer " + id + "'s block list came from a previous incarnation of"
+                                    + " decode"));
                 }
                 try {
                     t.localBlocks(blocks.allocate(id, model.blocksFor(parsed.promptTokens())));
@@ -441,7 +561,7 @@ public final class PrefillServer implements AutoCloseable {
                         }
                     })
                     .subscribe(outcome -> {
-                        finish(outcome, t.decode);
+                        finish(outcome, t);
                         settle(t);
                     });
             if (!self[0].isDisposed()) {
@@ -478,15 +598,64 @@ public final class PrefillServer implements AutoCloseable {
                     .subscribe();
         }
 
-        private void released(PrefillTransfers.Transfer t) {
-            blocks.free(t.id);
-            if (t.decode != null) {
-                stats.releasesSent.increment();
-                client.send(t.decode, new NotifyMessage.Release(t.id), notifyWithin).subscribe();
+        /**
+         * Stops taking prompts, waits up to {@code grace} (at most the transfer timeout) for running transfers,
+         * then stops each one left, tells its decode {@code write_failed} with the reason, and waits up to 2 s
+         * more for the drains and messages. Blocks the calling thread.
+         */
+        void shutDown(Duration grace) {
+            closing = true;
+            long start = System.nanoTime();
+            Duration bounded = grace.compareTo(transferTimeout) < 0 ? grace : transferTimeout;
+            int running = transfers.size();
+            waitUntil(() -> transfers.size() == 0, bounded);
+            int finished = running - transfers.size();
+            int stopped = 0;
+            for (PrefillTransfers.Transfer t : transfers.running()) {
+                String reason = "prefill is shutting down; the KV of transfer " + t.id + " was not written within"
+                        + " the shutdown grace of " + bounded.toMillis() + " ms; retry the request";
+                if (t.abort(reason)) {
+                    stopped++;
+                    stats.writesFailed.increment();
+                    send(t.decode, new NotifyMessage.WriteFailed(t.id, StatusCode.ERR_BAD_STATE, reason, incarnation,
+                            t.decodeIncarnation));
+                    settle(t);
+                }
+            }
+            waitUntil(() -> transfers.size() == 0 && sending.get() == 0, Duration.ofSeconds(2));
+            LOG.info("prefill stopping: {} running transfers finished within {} ms, {} stopped with write_failed"
+                    + " (\"prefill is shutting down\"), {} not settled, {} messages to decode not confirmed;"
+                    + " registration stopped", finished, (System.nanoTime() - start) / 1_000_000, stopped,
+                    transfers.size(), sending.get());
+        }
+
+        private static void waitUntil(java.util.function.BooleanSupplier done, Duration within) {
+            long until = System.nanoTime() + within.toNanos();
+            while (!done.getAsBoolean() && System.nanoTime() - until < 0) {
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
             }
         }
 
-        private void finish(WriteOutcome outcome, InetSocketAddress decode) {
+        /** Sends a message to decode, counted in {@link #sending} until acknowledged or given up. */
+        private void send(InetSocketAddress decode, NotifyMessage message) {
+            sending.incrementAndGet();
+            client.send(decode, message, notifyWithin).doFinally(signal -> sending.decrementAndGet()).subscribe();
+        }
+
+        private void released(PrefillTransfers.Transfer t) {
+            blocks.free(t.id);
+            if (t.decode != null && t.releaseDecode) {
+                stats.releasesSent.increment();
+                send(t.decode, new NotifyMessage.Release(t.id, incarnation, t.decodeIncarnation));
+            }
+        }
+
+        private void finish(WriteOutcome outcome, PrefillTransfers.Transfer t) {
             if (outcome instanceof WriteOutcome.WriteFailed failed) {
                 stats.writesFailed.increment();
                 if (failed.code() == StatusCode.IN_PROGRESS) {
@@ -502,7 +671,7 @@ public final class PrefillServer implements AutoCloseable {
             } else {
                 stats.writesDone.increment();
             }
-            client.send(decode, NotifyMessage.of(outcome), notifyWithin).subscribe();
+            send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, 0));
         }
 
         private static ObjectNode firstToken(CompletionRequest request) {

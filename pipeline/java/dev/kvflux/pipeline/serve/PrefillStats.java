@@ -16,6 +16,8 @@ public final class PrefillStats {
     final LongAdder refusedFenced = new LongAdder();
     final LongAdder releasesSent = new LongAdder();
     final LongAdder stalledAtRelease = new LongAdder();
+    final LongAdder staleIncarnation = new LongAdder();
+    final LongAdder failedOnDecodeRestart = new LongAdder();
 
     /** Completion requests accepted (queued for prefill). */
     public long requests() {
@@ -78,5 +80,15 @@ public final class PrefillStats {
      */
     public long stalledAtRelease() {
         return stalledAtRelease.sum();
+    }
+
+    /** Messages rejected because they came from a previous incarnation of decode. */
+    public long staleIncarnation() {
+        return staleIncarnation.sum();
+    }
+
+    /** Transfers failed at once because the decode they targeted restarted (a newer incarnation). */
+    public long failedOnDecodeRestart() {
+        return failedOnDecodeRestart.sum();
     }
 }

@@ -102,6 +102,12 @@ final class PrefillTransfers {
         final String id;
         final InetSocketAddress decode;
         final long deadlineNanos;
+        /** When the request came, in wall-clock milliseconds (to tell requests that predate a decode restart). */
+        final long arrivalMillis = System.currentTimeMillis();
+        /** The incarnation of the decode whose blocks this transfer writes; 0 until its block list came. */
+        volatile long decodeIncarnation;
+        /** Whether decode is to be sent release at the end (not when the decode it targets is gone). */
+        volatile boolean releaseDecode = true;
         private final Sinks.One<String> abortSignal = Sinks.one();
         private final List<TransferStatus> statuses = new ArrayList<>();
         private volatile List<Long> localBlocks = List.of();

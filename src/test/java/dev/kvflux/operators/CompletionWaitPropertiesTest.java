@@ -43,7 +43,12 @@ class CompletionWaitPropertiesTest {
     }
 
     /** Subscribes, advances virtual time, and returns the signal time and error (null on success). */
-    private static Object[] run(CompletionWait.Mode mode, List<Script> scripts) {
+    /** The wait under test; a subclass runs every property here on another variant. */
+    CompletionWait wait(CompletionWait.Mode mode) {
+        return CompletionWait.of(mode, TIMEOUT);
+    }
+
+    private Object[] run(CompletionWait.Mode mode, List<Script> scripts) {
         VirtualTimeScheduler clock = VirtualTimeScheduler.create();
         List<TransferStatus> statuses = new ArrayList<>();
         for (Script s : scripts) {
@@ -53,7 +58,7 @@ class CompletionWaitPropertiesTest {
         }
         AtomicLong at = new AtomicLong(-1);
         AtomicReference<Throwable> error = new AtomicReference<>();
-        CompletionWait.of(mode, TIMEOUT).scheduler(clock).await(statuses).subscribe(null,
+        wait(mode).scheduler(clock).await(statuses).subscribe(null,
                 e -> {
                     error.set(e);
                     at.set(clock.now(TimeUnit.MILLISECONDS));

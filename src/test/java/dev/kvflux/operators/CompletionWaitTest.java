@@ -17,6 +17,16 @@ class CompletionWaitTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
     private static final Duration SLICE = Duration.ofMillis(10);
 
+    /** The fail-fast wait under test; a subclass runs every test here on another variant. */
+    CompletionWait failFast(Duration timeout) {
+        return CompletionWait.failFast(timeout);
+    }
+
+    /** The draining wait under test. */
+    CompletionWait drain(Duration timeout) {
+        return CompletionWait.drain(timeout);
+    }
+
     private static boolean isTransfer(Throwable e, StatusCode code) {
         return e instanceof TransferException t && t.code() == code;
     }
@@ -25,7 +35,7 @@ class CompletionWaitTest {
     void completesWithinOneSliceOfTheLastCompletion() {
         StepVerifier.withVirtualTime(() -> {
                     VirtualTimeScheduler clock = VirtualTimeScheduler.get();
-                    return CompletionWait.failFast(TIMEOUT).await(List.of(
+                    return failFast(TIMEOUT).await(List.of(
                             ScriptedStatus.succeedsAt(clock, Duration.ofMillis(93)),
                             ScriptedStatus.succeedsAt(clock, Duration.ofMillis(205))));
                 })
@@ -39,7 +49,7 @@ class CompletionWaitTest {
     void failFastErrorsWithinOneSliceOfAFailure() {
         StepVerifier.withVirtualTime(() -> {
                     VirtualTimeScheduler clock = VirtualTimeScheduler.get();
-                    return CompletionWait.failFast(TIMEOUT).await(List.of(
+                    return failFast(TIMEOUT).await(List.of(
                             ScriptedStatus.never(clock),
                             ScriptedStatus.failsAt(clock, Duration.ofMillis(42), StatusCode.ERR_GPU_OP, "copy died")));
                 })
@@ -57,7 +67,7 @@ class CompletionWaitTest {
     void drainErrorsOnceNothingIsInFlightAndNotBefore() {
         StepVerifier.withVirtualTime(() -> {
                     VirtualTimeScheduler clock = VirtualTimeScheduler.get();
-                    return CompletionWait.drain(TIMEOUT).await(List.of(
+                    return drain(TIMEOUT).await(List.of(
                             ScriptedStatus.failsAt(clock, Duration.ofMillis(20), StatusCode.ERR_RDMA_OP, "nic"),
                             ScriptedStatus.succeedsAt(clock, Duration.ofMillis(500))));
                 })
@@ -69,7 +79,7 @@ class CompletionWaitTest {
 
     @Test
     void timeoutFiresAtTransferTimeoutWithTheSeedsMessage() {
-        StepVerifier.withVirtualTime(() -> CompletionWait.failFast(TIMEOUT)
+        StepVerifier.withVirtualTime(() -> failFast(TIMEOUT)
                         .await(List.of(ScriptedStatus.never(VirtualTimeScheduler.get()))))
                 .expectSubscription()
                 .expectNoEvent(TIMEOUT.minusNanos(1))
@@ -81,13 +91,13 @@ class CompletionWaitTest {
 
     @Test
     void emptyAndAlreadyDoneListsCompleteWithoutWaitingATick() {
-        StepVerifier.withVirtualTime(() -> CompletionWait.failFast(TIMEOUT).await(List.of()))
+        StepVerifier.withVirtualTime(() -> failFast(TIMEOUT).await(List.of()))
                 .expectSubscription()
                 .verifyComplete();
         StepVerifier.withVirtualTime(() -> {
                     VirtualTimeScheduler clock = VirtualTimeScheduler.get();
                     List<TransferStatus> done = List.of(ScriptedStatus.succeedsAt(clock, Duration.ZERO));
-                    return CompletionWait.failFast(TIMEOUT).await(done);
+                    return failFast(TIMEOUT).await(done);
                 })
                 .expectSubscription()
                 .verifyComplete();
@@ -97,7 +107,7 @@ class CompletionWaitTest {
     void aCancelledWaitStopsQuerying() {
         VirtualTimeScheduler clock = VirtualTimeScheduler.create();
         ScriptedStatus status = ScriptedStatus.never(clock);
-        Disposable wait = CompletionWait.failFast(TIMEOUT).scheduler(clock).await(List.of(status)).subscribe();
+        Disposable wait = failFast(TIMEOUT).scheduler(clock).await(List.of(status)).subscribe();
         clock.advanceTimeBy(Duration.ofMillis(100));
         int atCancel = status.queries();
 
@@ -112,7 +122,7 @@ class CompletionWaitTest {
     void aStalledTransferFailsAtItsStallTimeNotAtTheTransferTimeout() {
         StepVerifier.withVirtualTime(() -> {
                     VirtualTimeScheduler clock = VirtualTimeScheduler.get();
-                    return CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofSeconds(1)).await(List.of(
+                    return failFast(TIMEOUT).stallAfter(Duration.ofSeconds(1)).await(List.of(
                             ScriptedStatus.succeedsAt(clock, Duration.ofMillis(50)),
                             ScriptedStatus.never(clock),
                             ScriptedStatus.never(clock)));
@@ -138,7 +148,7 @@ class CompletionWaitTest {
                     List<TransferStatus> statuses = java.util.stream.IntStream.rangeClosed(1, 10)
                             .mapToObj(i -> (TransferStatus) ScriptedStatus.succeedsAt(clock, Duration.ofMillis(800L * i)))
                             .toList();
-                    return CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofSeconds(1)).await(statuses);
+                    return failFast(TIMEOUT).stallAfter(Duration.ofSeconds(1)).await(statuses);
                 })
                 .expectSubscription()
                 .expectNoEvent(Duration.ofMillis(7999))
@@ -148,7 +158,7 @@ class CompletionWaitTest {
 
     @Test
     void theTimeoutErrorIsNotAStall() {
-        StepVerifier.withVirtualTime(() -> CompletionWait.failFast(Duration.ofSeconds(3))
+        StepVerifier.withVirtualTime(() -> failFast(Duration.ofSeconds(3))
                         .await(List.of(ScriptedStatus.never(VirtualTimeScheduler.get()))))
                 .expectSubscription()
                 .thenAwait(Duration.ofSeconds(3))
@@ -159,15 +169,15 @@ class CompletionWaitTest {
 
     @Test
     void badTimeoutsAreRejectedWithAClearMessage() {
-        assertThatThrownBy(() -> CompletionWait.failFast(Duration.ZERO))
+        assertThatThrownBy(() -> failFast(Duration.ZERO))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("greater than zero");
-        assertThatThrownBy(() -> CompletionWait.drain(Duration.ofSeconds(-1)))
+        assertThatThrownBy(() -> drain(Duration.ofSeconds(-1)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("greater than zero");
-        assertThatThrownBy(() -> CompletionWait.failFast(Duration.ofDays(400)))
+        assertThatThrownBy(() -> failFast(Duration.ofDays(400)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("24 hours");
-        assertThatThrownBy(() -> CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofMillis(1)))
+        assertThatThrownBy(() -> failFast(TIMEOUT).stallAfter(Duration.ofMillis(1)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("between the slice");
-        assertThatThrownBy(() -> CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofMinutes(1)))
+        assertThatThrownBy(() -> failFast(TIMEOUT).stallAfter(Duration.ofMinutes(1)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("transfer timeout");
     }
 }

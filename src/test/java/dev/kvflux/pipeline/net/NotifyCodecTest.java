@@ -38,6 +38,36 @@ class NotifyCodecTest {
                         Map.entry("code", "2"), Map.entry("reason", "timed out"));
     }
 
+    @Test
+    void kvfluxKeysTravelOnlyWhenSetAndAbortSurvivesARoundTrip() throws Exception {
+        List<NotifyMessage> messages = List.of(
+                new NotifyMessage.RemoteBlocks("req-1", "t-1", List.of(3L), 0, 77),
+                new NotifyMessage.WriteDone("t-1", 5, 77, -123456789L),
+                new NotifyMessage.WriteFailed("t-1", StatusCode.ERR_RDMA_OP, "qp error", 5, 77),
+                new NotifyMessage.Release("t-1", 5, 77),
+                new NotifyMessage.Abort("t-1", "the client went away", 77),
+                new NotifyMessage.Abort("t-1", "the client went away"));
+        for (NotifyMessage message : messages) {
+            assertThat(NotifyCodec.decode(NotifyCodec.encode(message))).isEqualTo(message);
+        }
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.WriteDone("t-9", 5, 77, 9))))
+                .containsExactly(Map.entry("type", "write_done"), Map.entry("transfer_id", "t-9"),
+                        Map.entry("incarnation", "5"), Map.entry("to_incarnation", "77"), Map.entry("checksum", "9"));
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.Release("t-9", 0, 77))))
+                .containsExactly(Map.entry("type", "release"), Map.entry("transfer_id", "t-9"),
+                        Map.entry("to_incarnation", "77"));
+    }
+
+    @Test
+    void anIncarnationThatIsNotAnIntegerIsAMalformedFrame() throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(3).packString("type").packString("write_done")
+                    .packString("transfer_id").packString("t-9").packString("incarnation").packString("x");
+            assertThatThrownBy(() -> NotifyCodec.decode(packer.toByteArray()))
+                    .isInstanceOf(MalformedFrameException.class).hasMessageContaining("incarnation");
+        }
+    }
+
     /** The msgpack map's keys in order, each with its value as text. */
     private static Map<String, String> keys(byte[] bytes) throws Exception {
         Map<String, String> keys = new java.util.LinkedHashMap<>();

@@ -19,4 +19,10 @@ final class Completions {
                 .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
                         .map(text -> res.status().code() + " " + text));
     }
+
+    /** The instance's {@code /metrics} body. */
+    static String metrics(InetSocketAddress http) {
+        return HttpClient.create().get().uri("http://127.0.0.1:" + http.getPort() + "/metrics")
+                .responseContent().aggregate().asString().block(java.time.Duration.ofSeconds(5));
+    }
 }

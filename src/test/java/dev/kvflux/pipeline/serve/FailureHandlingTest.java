@@ -246,4 +246,23 @@ class FailureHandlingTest {
             await("prefill is told abort", () -> got(toPrefill, NotifyMessage.Abort.class, "t-1"));
         }
     }
+
+    @Test
+    void prefillsShutdownTellsDecodeWriteFailedWithTheReasonForWhatDidNotFinishAndReleases() throws Exception {
+        List<NotifyMessage> toDecode = new CopyOnWriteArrayList<>();
+        try (NotifyServer decode = recorder(toDecode);
+             SimulatedXgmiEngine engine = SimulatedXgmiEngine.create()) {
+            PrefillServer prefill = prefill(FAST, engine, 1000);
+            // decode never sends its block list: the write cannot finish
+            assertThat(Completions.post(prefill.httpAddress(), body("t-1", "a b", decode.address()))
+                    .block(Duration.ofSeconds(5))).startsWith("200 ");
+
+            prefill.close(Duration.ofMillis(100));
+
+            assertThat(toDecode).anySatisfy(m -> assertThat(m).isInstanceOfSatisfying(NotifyMessage.WriteFailed.class,
+                    f -> assertThat(f.reason()).contains("prefill is shutting down").contains("t-1")));
+            assertThat(toDecode).anyMatch(m -> m instanceof NotifyMessage.Release && m.transferId().equals("t-1"));
+            assertThat(prefill.blocks().owners()).isZero();
+        }
+    }
 }

@@ -1,0 +1,9 @@
+package dev.kvflux.operators;
+
+/** Every completion-wait property, checked on the shared poll driver. */
+class SharedPollCompletionWaitPropertiesTest extends CompletionWaitPropertiesTest {
+    @Override
+    CompletionWait wait(CompletionWait.Mode mode) {
+        return super.wait(mode).sharedPoll();
+    }
+}
