@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.net;
 
+import dev.kvflux.pipeline.internal.BindFailures;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
@@ -206,7 +207,7 @@ public final class NotifyServer implements AutoCloseable {
                     .map(server -> new NotifyServer(server, guard.metrics, guard.group, guard.warnings))
                     .doOnError(e -> guard.warnings.close())
                     .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
-                            + ":" + port + " (" + e.getMessage() + "); is another process using the port?", e));
+                            + ":" + port + ": " + BindFailures.describe(host, port, e), e));
         }
 
         private static Function<ByteBuffer, NotifyMessage> decoder(NotifyAuth auth, Set<String> accepted) {

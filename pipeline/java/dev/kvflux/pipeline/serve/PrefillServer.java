@@ -562,8 +562,12 @@ public final class PrefillServer implements AutoCloseable {
                             + " did not arrive by the transfer's deadline (" + deadline.toMillis() + " ms after the"
                             + " request came, when decode gives up); decode is gone, slow, or cannot reach prefill's"
                             + " notify port")))
-                    .flatMapMany(remoteBlocks -> Flux.range(0, layers)
-                            .map(l -> new LayerWrite(l, events[l], cache.layerPlan(l, localBlocks, remoteBlocks))));
+                    .flatMapMany(remoteBlocks -> {
+                        t.decodeBlocksWritten = List.copyOf(
+                                remoteBlocks.subList(0, Math.min(localBlocks.size(), remoteBlocks.size())));
+                        return Flux.range(0, layers)
+                                .map(l -> new LayerWrite(l, events[l], cache.layerPlan(l, localBlocks, remoteBlocks)));
+                    });
             Disposable[] self = new Disposable[1];
             self[0] = pipeline.write(new WriteRequest(id, t.recording(session), layerWrites))
                     .doFinally(signal -> {
@@ -682,7 +686,9 @@ public final class PrefillServer implements AutoCloseable {
             } else {
                 stats.writesDone.increment();
             }
-            send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, 0));
+            long checksum = outcome instanceof WriteOutcome.WriteDone
+                    ? KvChecksum.of(t.id, model.layers(), t.decodeBlocksWritten) : 0;
+            send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, checksum));
         }
 
         private static ObjectNode firstToken(CompletionRequest request) {
