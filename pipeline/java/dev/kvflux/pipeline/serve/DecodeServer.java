@@ -6,6 +6,7 @@ import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
+import dev.kvflux.pipeline.net.NotifyLimits;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
@@ -122,6 +123,13 @@ public final class DecodeServer implements AutoCloseable {
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
             NotifyAuth auth, int kvBlocks, Duration blockLease) {
+        return start(where, model, receiveDeadline, auth, kvBlocks, blockLease, NotifyLimits.DEFAULTS);
+    }
+
+    /** As above, with what the notify channel grants peers bounded by {@code limits}. */
+    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
+            NotifyAuth auth, int kvBlocks, Duration blockLease, NotifyLimits limits) {
+        Objects.requireNonNull(limits, "limits");
         Blocking.requireBlockingAllowed("DecodeServer.start");
         KvCache.checkBlocks(kvBlocks);
         Objects.requireNonNull(blockLease, "blockLease");
@@ -134,7 +142,8 @@ public final class DecodeServer implements AutoCloseable {
         NotifyMetrics metrics = new NotifyMetrics();
         ExpectedTransfers expected = (receiveDeadline == null
                 ? ExpectedTransfers.withoutDeadline()
-                : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics);
+                : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics)
+                .earlyBudget(limits.peerBudgetBytes());
         BlockAllocator blocks = new BlockAllocator("decode", kvBlocks, System::nanoTime);
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, blocks, blockLease,
@@ -144,6 +153,7 @@ public final class DecodeServer implements AutoCloseable {
         NotifyServer notify;
         try {
             notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
+                    .accepts("write_done", "write_failed", "release").limits(limits)
                     .metrics(metrics).auth(auth).handler(handler::accept).bind().block(Duration.ofSeconds(10));
         } catch (RuntimeException e) {
             client.close();
@@ -353,7 +363,7 @@ public final class DecodeServer implements AutoCloseable {
                 } else {
                     stats.releasesUnknown.increment();
                     LOG.debug("release for transfer {}, which holds no blocks here (late or duplicate)",
-                            release.transferId());
+                            LogText.escape(release.transferId()));
                 }
                 return;
             }

@@ -16,6 +16,7 @@ import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
+import dev.kvflux.pipeline.net.NotifyLimits;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
@@ -154,6 +155,15 @@ public final class PrefillServer implements AutoCloseable {
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
             int maxQueuedPrompts, int kvBlocks) {
+        return start(where, model, policy, engine, transfer, notifyWithin, auth, maxQueuedPrompts, kvBlocks,
+                NotifyLimits.DEFAULTS);
+    }
+
+    /** As above, with what the notify channel grants peers bounded by {@code limits}. */
+    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
+            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
+            int maxQueuedPrompts, int kvBlocks, NotifyLimits limits) {
+        Objects.requireNonNull(limits, "limits");
         Blocking.requireBlockingAllowed("PrefillServer.start");
         KvCache.checkBlocks(kvBlocks);
         if (maxQueuedPrompts < 1) {
@@ -166,12 +176,13 @@ public final class PrefillServer implements AutoCloseable {
         Objects.requireNonNull(policy, "policy");
         Objects.requireNonNull(engine, "engine");
         NotifyMetrics metrics = new NotifyMetrics();
-        RemoteBlockBoard board = new RemoteBlockBoard(RemoteBlockBoard.DEFAULT_BUDGET_BYTES,
-                RemoteBlockBoard.DEFAULT_CAPACITY, metrics);
+        RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
+                metrics);
         BlockAllocator blocks = new BlockAllocator("prefill", kvBlocks, System::nanoTime);
         PrefillTransfers transfers = new PrefillTransfers();
         Writer[] handler = new Writer[1];
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
+                .accepts("remote_blocks", "abort").limits(limits)
                 .metrics(metrics).auth(auth).handler(message -> {
                     Writer writer = handler[0];
                     if (writer != null) {

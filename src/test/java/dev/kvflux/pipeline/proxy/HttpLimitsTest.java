@@ -21,7 +21,7 @@ import reactor.netty.resources.ConnectionProvider;
 /** The HTTP servers' connection bounds, the client pools' idle bound, and the words for a port that cannot be bound. */
 class HttpLimitsTest {
     private static final Duration SHORT = Duration.ofMillis(300);
-    private static final HttpLimits QUICK = new HttpLimits(SHORT, SHORT, Duration.ofMillis(600), SHORT, SHORT);
+    private static final HttpLimits QUICK = new HttpLimits(SHORT, SHORT, Duration.ofMillis(600), SHORT, SHORT, 1000);
 
     private ProxyServer proxy;
 
@@ -144,5 +144,54 @@ class HttpLimitsTest {
                 .contains("out of range");
         assertThatThrownBy(() -> ProxyServer.builder().port(70_000)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("port 70000 is out of range");
+    }
+
+    @Test
+    void aConnectionBeyondTheCapIsClosedAtOnceAndThePortServesAgainWhenOneCloses() throws IOException {
+        proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(30)))
+                .httpLimits(new HttpLimits(Duration.ofSeconds(30), SHORT, SHORT, SHORT, SHORT, 3)).start();
+        java.util.List<Socket> sockets = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < 4; i++) {
+                Socket socket = new Socket(InetAddress.getLoopbackAddress(), proxy.address().getPort());
+                socket.setSoTimeout(50);
+                sockets.add(socket);
+            }
+            // the channels are initialised on several event loops, so any one of the four may be the one refused
+            java.util.List<Socket> closed = new java.util.ArrayList<>();
+            long until = System.nanoTime() + Duration.ofSeconds(3).toNanos();
+            while (System.nanoTime() < until) {
+                for (Socket socket : sockets) {
+                    if (!closed.contains(socket) && closedByPeer(socket)) {
+                        closed.add(socket);
+                    }
+                }
+            }
+
+            assertThat(closed).as("exactly the connection beyond the cap of 3 is closed").hasSize(1);
+            sockets.stream().filter(socket -> !closed.contains(socket)).findFirst().orElseThrow().close();
+            // the place frees once the server has seen that close, which it learns asynchronously
+            String health = reactor.netty.http.client.HttpClient.create().get()
+                    .uri("http://127.0.0.1:" + proxy.address().getPort() + "/health")
+                    .responseContent().aggregate().asString()
+                    .retryWhen(reactor.util.retry.Retry.fixedDelay(50, Duration.ofMillis(100)))
+                    .block(Duration.ofSeconds(10));
+
+            assertThat(health).contains("\"status\":\"ok\"");
+        } finally {
+            for (Socket socket : sockets) {
+                socket.close();
+            }
+        }
+    }
+
+    private static boolean closedByPeer(Socket socket) {
+        try {
+            return socket.getInputStream().read() < 0;
+        } catch (SocketTimeoutException e) {
+            return false;
+        } catch (IOException e) {
+            return true;
+        }
     }
 }
