@@ -53,7 +53,17 @@ import reactor.netty.http.server.HttpServerResponse;
  * fails at once with 503 ({@code REMOTE_BLOCKS_UNDELIVERABLE}) rather than waiting out the deadline for a
  * KV that prefill was never told where to write. Without a receive deadline (vLLM's behaviour before
  * kvflux) an undeliverable {@code remote_blocks} is only counted and logged, and a request whose notice
- * never comes waits until its client gives up. {@code GET /health} answers 200; {@code GET /metrics} gives the notify channel's counters.
+ * never comes waits until its client gives up.
+ *
+ * <p>A request's KV blocks come from a {@link BlockAllocator} (none free: 503 {@code kv_blocks_exhausted}
+ * at once). When a request ends, its blocks stay QUARANTINED until prefill's {@code release} or the block
+ * lease, and prefill is told {@code abort} unless it already said how the write ended (deadline, client
+ * gone, out of blocks, shutting down). Notices about another incarnation's blocks, or from an older
+ * prefill incarnation, are rejected and counted; a newer prefill incarnation fails the requests waiting on
+ * the previous one. {@code write_done}'s checksum is verified against the granted blocks. {@link #close()}
+ * fails waiting requests with a reason and tells prefill. {@code GET /health} answers 200;
+ * {@code GET /metrics} gives the notify channel's counters, the block states and the abort and release
+ * counters.
  */
 public final class DecodeServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeServer.class);

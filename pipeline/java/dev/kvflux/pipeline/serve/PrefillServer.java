@@ -53,8 +53,17 @@ import reactor.netty.http.server.HttpServerResponse;
  * answer (one token) comes when prefill ends; the WRITE's outcome goes to decode's notify address as
  * {@code write_done}, or as {@code write_failed} when the {@link Policy} sends failure notices.
  * A completion that finds {@link #DEFAULT_MAX_QUEUED_PROMPTS} (or the configured number of) prompts already
- * waiting for a prefill step is refused at once with 503. {@code GET /metrics} gives the write counters
- * and the notify channel's.
+ * waiting for a prefill step is refused at once with 503, as is one whose prompt needs more KV blocks than
+ * are free ({@link BlockAllocator}).
+ *
+ * <p>A transfer nobody wants any more is stopped at once: decode's {@code abort}, or the cancellation of
+ * its HTTP request (the client or the proxy gave up), takes the prompt out of the queue, or stops posting
+ * layers and gives the write's place back. Whenever a transfer ends, what it posted is drained, its source
+ * blocks are freed and decode is sent {@code release}. The wait for decode's block list is bounded by
+ * decode's default receive deadline from the request's arrival. Decode's incarnations are tracked per
+ * address: a newer one fails every transfer aimed at the previous one, an older one's block list is
+ * rejected. {@link #close()} stops gracefully. {@code GET /metrics} gives the write, abort and block
+ * counters and the notify channel's.
  */
 public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
@@ -180,6 +189,8 @@ public final class PrefillServer implements AutoCloseable {
                 metrics);
         BlockAllocator blocks = new BlockAllocator("prefill", kvBlocks, System::nanoTime);
         PrefillTransfers transfers = new PrefillTransfers();
+        // the writer needs the engine session made after the notify port is bound; messages that come before
+        // it exists go to the board
         Writer[] handler = new Writer[1];
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
                 .accepts("remote_blocks", "abort").limits(limits)
