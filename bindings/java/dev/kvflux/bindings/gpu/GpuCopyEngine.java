@@ -49,8 +49,9 @@ public final class GpuCopyEngine implements TransferEngine {
      *     {@code libcuda.so.1} and the PTX built into the jar); N sends batches of more than N blocks through it
      * @param sharedStreamProgress on (the default): statuses posted on one stream share what their queries
      *     saw (a later event seen ready settles earlier statuses; an earlier event just seen not ready answers
-     *     for later ones), so most status queries need no native event query; off: each query of an in-flight
-     *     status queries its own event, as MoRI's xGMI status does. Either way {@link
+     *     for later ones; a status not answered so queries a later event on the stream first), so most status
+     *     queries need no native event query, and posting makes none; off: each query of an in-flight status
+     *     queries its own event, and posting polls the status once, as MoRI's xGMI backend does. Either way {@link
      *     GpuCopyEngine#eventQueries()} counts the native queries, so the two compare on the same workload.
      */
     public record Config(int streams, int events, int scatterGatherThreshold, boolean sharedStreamProgress) {
@@ -521,7 +522,7 @@ public final class GpuCopyEngine implements TransferEngine {
                 }
                 status.fail(StatusCode.ERR_GPU_OP, failed.getMessage());
             }
-            status.code();
+            status.afterPosting();
             return status;
         }
 

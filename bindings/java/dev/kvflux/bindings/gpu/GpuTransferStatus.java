@@ -16,7 +16,9 @@ import reactor.core.publisher.Sinks;
  *
  * <p>Statuses posted on the same stream share what their queries saw ({@link StreamProgress}): a later
  * event seen ready settles an earlier status without a query, and an earlier event just seen not ready
- * answers for a later one.
+ * answers for a later one; a status not answered so queries a later event on the stream before its own.
+ * Locks: a status may take a later status's lock on the same stream while holding its own, never an
+ * earlier one's, so no two wait on each other.
  *
  * <p>Thread-safe: queries, the push and the blocking wait may race; the event goes back to its pool once.
  */
@@ -57,6 +59,47 @@ final class GpuTransferStatus implements PushedStatus {
         this.release = release;
         this.blockingWait = blockingWait;
         code = StatusCode.IN_PROGRESS;
+        if (progress != null) {
+            progress.recorded(this, sequence);
+        }
+    }
+
+    /**
+     * What posting does last. Without shared stream progress, poll once, as MoRI's submit calls do. With
+     * it, nothing: a failed copy or record call has already failed the status, and the first query of a
+     * wait learns the rest, perhaps from a later event on the stream.
+     */
+    void afterPosting() {
+        boolean poll;
+        synchronized (this) {
+            poll = progress == null || !progress.shared();
+        }
+        if (poll) {
+            code();
+        }
+    }
+
+    /**
+     * A query of this status's event made for an earlier status on the stream: READY or NOT_READY as the
+     * event says (recorded in the stream's progress), READY once this status has succeeded, or null when it
+     * is no longer event {@code expected} (the slot was reused), it failed, or the query failed. Does not
+     * settle this status: its own next query does, from the stream's progress, without a native call.
+     */
+    synchronized EventState queriedAhead(long expected) {
+        if (sequence != expected || progress == null) {
+            return null;
+        }
+        if (code == StatusCode.SUCCESS) {
+            return EventState.READY;
+        }
+        if (code != StatusCode.IN_PROGRESS || event == null) {
+            return null;
+        }
+        try {
+            return progress.query(event, sequence);
+        } catch (RuntimeException failed) {
+            return null;
+        }
     }
 
     /**
@@ -123,13 +166,19 @@ final class GpuTransferStatus implements PushedStatus {
         }
     }
 
-    /** The event's state: from the stream's history when it answers, else from one native query. */
+    /**
+     * The event's state: from the stream's history when it answers, else from a later event on the stream
+     * seen ready, else from a native query of this event; at most two native queries.
+     */
     private EventState query() {
         if (progress == null) {
             return event.query();
         }
         EventState known = progress.known(sequence);
-        return known != null ? known : progress.query(event, sequence);
+        if (known != null) {
+            return known;
+        }
+        return progress.readyAhead(sequence) ? EventState.READY : progress.query(event, sequence);
     }
 
     @Override

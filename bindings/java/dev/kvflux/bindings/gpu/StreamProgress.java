@@ -3,6 +3,7 @@ package dev.kvflux.bindings.gpu;
 import dev.kvflux.bindings.EventState;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
@@ -16,9 +17,15 @@ import java.util.function.LongSupplier;
  *   <li>A status whose sequence is at or below the highest one seen ready is done: no query.</li>
  *   <li>A status whose sequence is at or above one seen not ready less than {@link #FRESH_NANOS} ago is
  *       still in flight: no query. The answer can be that much late, never wrong.</li>
- *   <li>Otherwise the status queries its event and records what it saw.</li>
+ *   <li>Otherwise, before its own event, the status queries one later event on the stream that is not
+ *       known to be in flight: the newest one recorded, or, while a later one was just seen not ready, the
+ *       one halfway to it. Seen ready, it settles this status and every one between without further
+ *       queries; not ready, the status queries its own event. At most two native queries per status
+ *       query, and a poll that goes through a stream's statuses earliest first finds where the stream is
+ *       in a few queries instead of one per status.</li>
  * </ul>
- * Thread-safe without locks; what it records are true observations, so racing updates only lose detail.
+ * Thread-safe: its own state needs no lock, and what it records are true observations, so racing updates
+ * only lose detail; a query ahead takes the later status's lock (see {@link GpuTransferStatus}).
  *
  * <p>Unshared ({@code shared == false}, {@link GpuCopyEngine.Config#sharedStreamProgress()} off), the
  * history answers nothing: every query of an in-flight status is a native query, still counted, so a
@@ -27,6 +34,9 @@ import java.util.function.LongSupplier;
 final class StreamProgress {
     /** How long a "not ready" seen on the stream answers for later events: 0.1 ms, 1% of a 10 ms slice. */
     static final long FRESH_NANOS = 100_000;
+
+    /** How many of the latest statuses recorded on the stream a status may query ahead of it (a power of two). */
+    static final int RECENT = 64;
 
     private static final VarHandle COMPLETED;
 
@@ -45,7 +55,8 @@ final class StreamProgress {
     private final LongSupplier clock;
     private final LongAdder queries;
     private final boolean shared;
-    private long recorded;
+    private final AtomicReferenceArray<GpuTransferStatus> recent = new AtomicReferenceArray<>(RECENT);
+    private volatile long recorded;
     private volatile long completed;
     private volatile Pending pending;
 
@@ -67,6 +78,41 @@ final class StreamProgress {
     /** The sequence of the event recorded now; the caller holds the stream's lock, so sequences follow stream order. */
     long nextSequence() {
         return ++recorded;
+    }
+
+    /** Whether statuses on this stream share what their queries saw. */
+    boolean shared() {
+        return shared;
+    }
+
+    /** {@code status}, armed with event {@code sequence}, may now be queried ahead of earlier statuses (shared only). */
+    void recorded(GpuTransferStatus status, long sequence) {
+        if (shared) {
+            recent.set((int) (sequence & (RECENT - 1)), status);
+        }
+    }
+
+    /**
+     * Queries one later event on the stream for {@code sequence} (see the class description): true when it
+     * was ready, so the stream has passed {@code sequence} too; false when there was none to query, it was
+     * not ready, or its query failed (the caller then queries its own event). At most one native query.
+     */
+    boolean readyAhead(long sequence) {
+        if (!shared) {
+            return false;
+        }
+        long newest = recorded;
+        long ahead = newest;
+        Pending seen = pending;
+        if (seen != null && seen.sequence() <= newest && clock.getAsLong() - seen.atNanos() < FRESH_NANOS) {
+            long below = seen.sequence() - 1;
+            ahead = sequence + (below - sequence + 1) / 2;
+        }
+        if (ahead <= sequence || ahead <= completed || newest - ahead >= RECENT) {
+            return false;
+        }
+        GpuTransferStatus later = recent.get((int) (ahead & (RECENT - 1)));
+        return later != null && later.queriedAhead(ahead) == EventState.READY;
     }
 
     /** READY or NOT_READY when the stream's history answers for {@code sequence}, else (always, unshared) null. */
