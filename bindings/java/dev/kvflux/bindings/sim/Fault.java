@@ -11,12 +11,14 @@ import java.util.Objects;
  *
  * <p>A {@linkplain #fail failing} batch never succeeds: the first query at or after {@code afterPost}
  * from its post turns its status into {@code code} with {@code message}, and the failure is sticky. A
- * {@linkplain #stall stalled} batch stays IN_PROGRESS for ever.
+ * {@linkplain #stall stalled} batch stays IN_PROGRESS for ever. A {@linkplain #slow slow} batch succeeds,
+ * but {@code afterPost} later than its copy would have finished (the link is not held up: later batches
+ * keep their own times).
  */
 public record Fault(long batchOrdinal, Kind kind, Duration afterPost, StatusCode code, String message) {
 
     /** What happens to the chosen batch. */
-    public enum Kind { FAIL, STALL }
+    public enum Kind { FAIL, STALL, SLOW }
 
     public Fault {
         Objects.requireNonNull(kind, "kind");
@@ -42,5 +44,10 @@ public record Fault(long batchOrdinal, Kind kind, Duration afterPost, StatusCode
     /** The batch with this ordinal never completes. */
     public static Fault stall(long batchOrdinal) {
         return new Fault(batchOrdinal, Kind.STALL, Duration.ZERO, StatusCode.IN_PROGRESS, "");
+    }
+
+    /** The batch with this ordinal succeeds, {@code late} after its copy finished. */
+    public static Fault slow(long batchOrdinal, Duration late) {
+        return new Fault(batchOrdinal, Kind.SLOW, late, StatusCode.SUCCESS, "");
     }
 }

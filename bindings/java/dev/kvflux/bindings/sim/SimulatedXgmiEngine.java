@@ -55,7 +55,7 @@ import reactor.core.scheduler.Scheduler;
  *
  * <h2>Faults</h2>
  * {@link Fault}s chosen by batch ordinal make a batch fail with a given code and message at a given time
- * after its post, or never complete.
+ * after its post, complete a given time late, or never complete.
  *
  * <h2>Scatter/gather under load</h2>
  * With {@link CopyPath#SCATTER_GATHER}, a batch's copy is a kernel on the compute queue.
@@ -267,6 +267,9 @@ public final class SimulatedXgmiEngine implements TransferEngine {
             Fault fault = faults.get(ordinal);
             if (fault == null) {
                 status = new SimStatus(this, ordinal, now, finish, SimStatus.NEVER, null, "");
+            } else if (fault.kind() == Fault.Kind.SLOW) {
+                status = new SimStatus(this, ordinal, now, finish + fault.afterPost().toNanos(), SimStatus.NEVER,
+                        null, "");
             } else if (fault.kind() == Fault.Kind.STALL) {
                 status = new SimStatus(this, ordinal, now, SimStatus.NEVER, SimStatus.NEVER, null, "");
             } else {

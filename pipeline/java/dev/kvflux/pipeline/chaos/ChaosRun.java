@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.chaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.pipeline.proxy.HttpJson;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.InstanceRegistry;
@@ -15,13 +16,17 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+import java.util.stream.Stream;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -43,14 +48,33 @@ import reactor.netty.resources.ConnectionProvider;
  * prefill plus decode) and {@code leaked_handles} (transfers, write places and requests still held).
  * {@code recovery_s}: after a restart, the time from the restarted role being healthy until the first
  * request started after it succeeds (-1 when none did); for an interleaved fault (disconnects, rejections,
- * a burst, status failures), the longest time from a disturbed request's end until the next success.
+ * a burst, status failures, stalls and late statuses, scatter/gather under load, mistreated notifications), the longest time from a disturbed request's end until the next success.
  */
 public final class ChaosRun {
+    /**
+     * The statuses' failures, one fault per failure code the simulated engine can produce:
+     * {@code status-fail-invalid-args} fails batches with ERR_INVALID_ARGS, and so on.
+     */
+    static final Map<String, StatusCode> STATUS_FAILURES = statusFailures();
+
     /** The faults, in the order they run. */
-    public static final List<String> FAULTS = List.of("decode-restart", "prefill-kill", "prefill-sigterm",
-            "client-disconnect",
-            "validation-rejects", "burst", "status-fail", "status-stall", "notify-loss", "notify-duplicate",
-            "notify-delay");
+    public static final List<String> FAULTS = Stream.of(
+            Stream.of("decode-restart", "prefill-kill", "prefill-sigterm", "client-disconnect", "validation-rejects",
+                    "burst"),
+            STATUS_FAILURES.keySet().stream(),
+            Stream.of("status-stall", "status-slow", "sg-under-load", "notify-loss", "notify-duplicate", "notify-delay",
+                    "notify-reorder")).flatMap(f -> f).toList();
+
+    private static Map<String, StatusCode> statusFailures() {
+        Map<String, StatusCode> failures = new LinkedHashMap<>();
+        for (StatusCode code : StatusCode.values()) {
+            if (code.isFailure()) {
+                failures.put("status-fail-" + code.name().substring("ERR_".length()).toLowerCase(Locale.ROOT)
+                        .replace('_', '-'), code);
+            }
+        }
+        return Collections.unmodifiableMap(failures);
+    }
 
     /** What to run. */
     public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
@@ -172,14 +196,21 @@ public final class ChaosRun {
         // 4 layers: 4 batches per request; faults every so many batches, at least a few per run
         int batches = 4 * settings.requests();
         int burstBlocks = (settings.promptWords() * 16 + 63) / 64;
+        if (STATUS_FAILURES.containsKey(fault)) {
+            prefillArgs.addAll(List.of("--inject-fault",
+                    "fail:" + Math.max(3, Math.min(37, batches / 3)) + ":" + STATUS_FAILURES.get(fault).name()));
+        }
         switch (fault) {
             // about a quarter of the burst fits in prefill's blocks
             case "burst" -> prefillArgs.addAll(List.of("--kv-blocks",
                     Integer.toString(Math.max(burstBlocks, burstBlocks * (settings.requests() / 3) / 4))));
-            case "status-fail" -> prefillArgs.addAll(List.of("--inject-fault",
-                    "fail:" + Math.max(3, Math.min(37, batches / 3)) + ":ERR_RDMA_OP"));
             case "status-stall" -> prefillArgs.addAll(List.of("--inject-fault",
                     "stall:" + Math.max(3, Math.min(101, batches / 2))));
+            // every third batch completes a quarter of the transfer timeout late: within it, so nothing fails
+            case "status-slow" -> prefillArgs.addAll(List.of("--inject-fault",
+                    "slow:3:" + settings.transferTimeout().dividedBy(4).toMillis()));
+            // copies are kernels on prefill's compute queue, seen only once the steps queued before them end
+            case "sg-under-load" -> prefillArgs.add("--sg-under-load");
             default -> { }
         }
         InstanceRegistry registry = new InstanceRegistry(Duration.ofHours(1));
@@ -198,15 +229,21 @@ public final class ChaosRun {
                 case "notify-loss" -> NotifyRelay.Mode.LOSE;
                 case "notify-duplicate" -> NotifyRelay.Mode.DUPLICATE;
                 case "notify-delay" -> NotifyRelay.Mode.DELAY;
+                case "notify-reorder" -> NotifyRelay.Mode.REORDER;
                 default -> null;
             };
             if (relayMode == null) {
                 registry.ping(decode.instance());
                 registry.ping(prefill.instance());
             } else {
-                // every 20th frame lost with its connection, every 5th duplicated, or each held up to 50 ms,
-                // both ways
-                int every = relayMode == NotifyRelay.Mode.LOSE ? 20 : relayMode == NotifyRelay.Mode.DUPLICATE ? 5 : 50;
+                // every 20th frame lost with its connection, every 5th duplicated, each held up to 50 ms, or
+                // every 4th swapped with the next, both ways
+                int every = switch (relayMode) {
+                    case LOSE -> 20;
+                    case DUPLICATE -> 5;
+                    case DELAY -> 50;
+                    case REORDER -> 4;
+                };
                 relays.add(new NotifyRelay(decode.instance().notifyAddress().getPort(), relayMode, every));
                 relays.add(new NotifyRelay(prefill.instance().notifyAddress().getPort(), relayMode, every));
                 registry.ping(new Instance(Role.DECODE, decode.instance().httpAddress(),

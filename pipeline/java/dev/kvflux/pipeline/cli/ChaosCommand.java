@@ -19,7 +19,8 @@ import picocli.CommandLine.Spec;
                 + " java and classpath) behind an in-process proxy: decode killed and restarted, prefill killed and"
                 + " restarted, prefill SIGTERM,"
                 + " clients disconnecting, requests rejected by validation, a burst beyond capacity, injected status"
-                + " failures and stalls, notifications lost, duplicated and delayed. Per fault it prints requests, completed, failed_cleanly, never_finished,"
+                + " failures (one fault per failure code), stalls and late statuses, scatter/gather copies under"
+                + " prefill's load, notifications lost, duplicated, delayed and reordered. Per fault it prints requests, completed, failed_cleanly, never_finished,"
                 + " leaked_blocks, leaked_handles, corrupt_outputs and recovery_s."})
 public final class ChaosCommand implements Callable<Integer> {
     @Spec
@@ -37,9 +38,7 @@ public final class ChaosCommand implements Callable<Integer> {
     Duration transferTimeout = Duration.ofSeconds(2);
 
     @Option(names = "--faults", paramLabel = "LIST", split = ",",
-            description = "Faults to run, comma-separated (default: all of decode-restart, prefill-kill, prefill-sigterm,"
-                    + " client-disconnect, validation-rejects, burst, status-fail, status-stall, notify-loss,"
-                    + " notify-duplicate, notify-delay).")
+            description = "Faults to run, comma-separated (default: all of ${DEFAULT-VALUE}).")
     List<String> faults = ChaosRun.FAULTS;
 
     @Option(names = "--logs", paramLabel = "DIR", description = "Where the roles' logs go (default: a new temporary"
@@ -63,11 +62,11 @@ public final class ChaosCommand implements Callable<Integer> {
         if (json) {
             spec.commandLine().getOut().println(HttpJson.write(toJson(results)));
         } else {
-            spec.commandLine().getOut().printf("%-19s %8s %9s %14s %14s %13s %14s %15s %10s%n", "fault", "requests",
+            spec.commandLine().getOut().printf("%-24s %8s %9s %14s %14s %13s %14s %15s %10s%n", "fault", "requests",
                     "completed", "failed_cleanly", "never_finished", "leaked_blocks", "leaked_handles",
                     "corrupt_outputs", "recovery_s");
             for (ChaosRun.FaultResult r : results) {
-                spec.commandLine().getOut().printf("%-19s %8d %9d %14d %14d %13d %14d %15d %10.3f%n", r.fault(),
+                spec.commandLine().getOut().printf("%-24s %8d %9d %14d %14d %13d %14d %15d %10.3f%n", r.fault(),
                         r.requests(), r.completed(), r.failedCleanly(), r.neverFinished(), r.leakedBlocks(),
                         r.leakedHandles(), r.corruptOutputs(), r.recoverySeconds());
             }

@@ -55,7 +55,8 @@ public final class PrefillCommand implements Callable<Integer> {
 
     @Option(names = "--inject-fault", paramLabel = "SPEC", hidden = true,
             description = "Fault injection for chaos runs: fail:EVERY:CODE (every EVERY-th batch fails with CODE, e.g."
-                    + " ERR_RDMA_OP) or stall:EVERY (every EVERY-th batch never completes).")
+                    + " ERR_RDMA_OP), stall:EVERY (every EVERY-th batch never completes) or slow:EVERY:MILLIS (every"
+                    + " EVERY-th batch succeeds MILLIS ms after its copy finished).")
     String injectFault;
 
     /** The simulated engine's faults for {@code --inject-fault}, on the first 1,000,000 batches. */
@@ -71,12 +72,13 @@ public final class PrefillCommand implements Callable<Integer> {
                     case "fail" -> Fault.fail(ordinal, Duration.ofMillis(1), StatusCode.valueOf(parts[2]),
                             "injected failure (chaos)");
                     case "stall" -> Fault.stall(ordinal);
+                    case "slow" -> Fault.slow(ordinal, Duration.ofMillis(Long.parseLong(parts[2])));
                     default -> throw new IllegalArgumentException("unknown fault kind " + parts[0]);
                 });
             }
         } catch (RuntimeException e) {
-            throw new CommandLine.ParameterException(cmd, "--inject-fault '" + spec + "' is not fail:EVERY:CODE or"
-                    + " stall:EVERY (" + e.getMessage() + ")");
+            throw new CommandLine.ParameterException(cmd, "--inject-fault '" + spec + "' is not fail:EVERY:CODE,"
+                    + " stall:EVERY or slow:EVERY:MILLIS (" + e.getMessage() + ")");
         }
     }
 

@@ -74,6 +74,25 @@ class SimulatedXgmiEngineTest {
     }
 
     @Test
+    void aSlowBatchSucceedsItsDelayAfterItsCopyWithoutHoldingUpTheNextBatch() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder().fault(Fault.slow(0, Duration.ofMillis(300))));
+        TransferSession session = session(engine);
+        BatchPlan plan = SeedGeometry.SEED.plan(0);
+        long linkNanos = engine.timing().linkNanos(CopyPath.DEFAULT, plan.blocks(), plan.totalBytes());
+        TransferStatus slow = session.batchWrite(plan, 0);
+        TransferStatus next = session.batchWrite(SeedGeometry.SEED.plan(1), 0);
+        long nextFinish = engine.copyFinishedAt(next).orElseThrow();
+        long late = engine.copyFinishedAt(slow).orElseThrow();
+
+        assertThat(Duration.ofNanos(late - (nextFinish - linkNanos))).isEqualTo(Duration.ofMillis(300));
+        advanceTo(nextFinish);
+        assertThat(next.code()).isEqualTo(StatusCode.SUCCESS);
+        assertThat(slow.code()).isEqualTo(StatusCode.IN_PROGRESS);
+        advanceTo(late);
+        assertThat(slow.code()).isEqualTo(StatusCode.SUCCESS);
+    }
+
+    @Test
     void aZeroTimeoutPollsOnceWithoutSleeping() {
         SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
         List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));

@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.chaos;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvflux.bindings.StatusCode;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -11,15 +12,24 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.FieldSource;
 
 /**
- * The fault matrix at a small count against real prefill and decode processes, in two runs (the faults
- * that share one prefill and decode, and those that need their own): every fault leaves no request
+ * The fault matrix at a small count against real prefill and decode processes, in three runs (the faults
+ * that share one prefill and decode, those that need their own, and a status failure per failure code):
+ * every fault leaves no request
  * unfinished or failed without a reason, nothing held on either side, no corrupt output, and requests
  * succeed after it. The full count runs through {@code kvflux chaos}.
  */
 class ChaosRunTest {
     static final List<List<String>> GROUPS = List.of(
-            ChaosRun.FAULTS.stream().filter(f -> !f.equals("burst") && !f.startsWith("status-")).toList(),
-            List.of("burst", "status-fail", "status-stall"));
+            ChaosRun.FAULTS.stream().filter(f -> !f.equals("burst") && !f.startsWith("status-")
+                    && !f.equals("sg-under-load")).toList(),
+            List.of("burst", "status-stall", "status-slow", "sg-under-load"),
+            List.copyOf(ChaosRun.STATUS_FAILURES.keySet()));
+
+    @Test
+    void thereIsAStatusFailureForEveryFailureCode() {
+        assertThat(ChaosRun.STATUS_FAILURES.values()).containsExactlyInAnyOrderElementsOf(
+                java.util.Arrays.stream(StatusCode.values()).filter(StatusCode::isFailure).toList());
+    }
 
     @Test
     void theGroupsCoverEveryFault() {
@@ -49,8 +59,13 @@ class ChaosRunTest {
         if (fault.equals("validation-rejects")) {
             assertThat(r.failedCleanly()).isEqualTo(2);
         }
-        if (fault.startsWith("status-") || fault.equals("burst")) {
-            assertThat(r.failedCleanly()).as("the injected fault failed some requests").isPositive();
+        if (fault.startsWith("status-fail-") || fault.equals("status-stall") || fault.equals("burst")) {
+            assertThat(r.failedCleanly()).as(fault + ": the injected fault failed some requests").isPositive();
+        }
+        if (fault.equals("status-slow") || fault.equals("sg-under-load") || fault.equals("notify-reorder")) {
+            assertThat(r.completed()).as(fault + ": late copies and swapped notifications still complete "
+                    + r.reasons()).isEqualTo(r.requests());
+            assertThat(r.failedCleanly()).as(fault + " failed none").isZero();
         }
         if (fault.equals("client-disconnect")) {
             assertThat(r.cancelledByClient()).isEqualTo(2);
