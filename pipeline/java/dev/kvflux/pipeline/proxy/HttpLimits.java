@@ -5,6 +5,10 @@ import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.resources.ConnectionProvider;
 
@@ -24,6 +28,12 @@ import reactor.netty.resources.ConnectionProvider;
 public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration requestTimeout,
                          Duration poolMaxIdleTime, Duration poolEvictEvery) {
     /** The bounds of kvflux's servers and pools unless set otherwise. */
+    /** The most connections one HTTP server holds at once, well under a usual 20,000-descriptor limit. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 4096;
+
+    private static final Logger LOG = LoggerFactory.getLogger(HttpLimits.class);
+    private static final long WARN_EVERY_NANOS = 10_000_000_000L;
+
     public static final HttpLimits DEFAULT = new HttpLimits(Duration.ofSeconds(60), Duration.ofSeconds(30),
             Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10));
 
@@ -59,10 +69,42 @@ public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration re
      * timeout, is closed.
      */
     public HttpServer serverOn(String host, int port) {
+        return serverOn(host, port, DEFAULT_MAX_CONNECTIONS);
+    }
+
+    /**
+     * {@link #serverOn(String, int)} holding at most {@code maxConnections} connections at once: one more is
+     * closed as soon as it is accepted, so a flood of idle connections on one port cannot use up the
+     * process's file descriptors and take its other ports (notify, discovery) down with it. A refusal is
+     * logged at warn at most once per 10 s, with the count since the last.
+     */
+    public HttpServer serverOn(String host, int port, int maxConnections) {
+        if (maxConnections < 1) {
+            throw new IllegalArgumentException("the HTTP max connections must be positive, got " + maxConnections);
+        }
+        AtomicInteger open = new AtomicInteger();
+        AtomicLong refused = new AtomicLong();
+        AtomicLong lastWarnNanos = new AtomicLong(System.nanoTime() - WARN_EVERY_NANOS);
         return HttpServer.create().host(host).port(port)
                 .idleTimeout(idleTimeout)
                 .readTimeout(readTimeout)
-                .requestTimeout(requestTimeout);
+                .requestTimeout(requestTimeout)
+                .doOnChannelInit((observer, channel, remote) -> {
+                    if (open.incrementAndGet() > maxConnections) {
+                        open.decrementAndGet();
+                        long count = refused.incrementAndGet();
+                        long last = lastWarnNanos.get();
+                        long now = System.nanoTime();
+                        if (now - last >= WARN_EVERY_NANOS && lastWarnNanos.compareAndSet(last, now)) {
+                            refused.addAndGet(-count);
+                            LOG.warn("HTTP port {}: closed {} new connection(s) in the last 10 s; {} are open, the"
+                                    + " maximum", port, count, maxConnections);
+                        }
+                        channel.close();
+                        return;
+                    }
+                    channel.closeFuture().addListener(f -> open.decrementAndGet());
+                });
     }
 
     /**

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.resources.ConnectionProvider;
 
@@ -95,7 +96,7 @@ class HttpLimitsTest {
     @Test
     void pooledConnectionsIdleLongerThanTheLimitAreClosed() throws InterruptedException {
         DisposableServer server = QUICK.serverOn("127.0.0.1", 0)
-                .handle((req, res) -> res.sendString(reactor.core.publisher.Mono.just("ok"))).bindNow();
+                .handle((req, res) -> res.sendString(Mono.just("ok"))).bindNow();
         ConnectionProvider pool = QUICK.poolNamed("limits-test").maxConnections(4).metrics(false).build();
         java.util.concurrent.atomic.AtomicInteger closed = new java.util.concurrent.atomic.AtomicInteger();
         try {
@@ -114,6 +115,73 @@ class HttpLimitsTest {
             pool.dispose();
             server.disposeNow();
         }
+    }
+
+    @Test
+    void connectionsBeyondTheServersCapAreClosedAtOnceAndFreedPlacesAreReused() throws IOException, InterruptedException {
+        // without a cap, idle connections to one HTTP port exhausted the process's file descriptors and took
+        // its notify port and /health down with it
+        DisposableServer server = HttpLimits.DEFAULT.serverOn("127.0.0.1", 0, 2)
+                .route(routes -> routes.get("/health", (req, res) -> res.sendString(Mono.just("ok"))))
+                .bindNow();
+        try (Socket first = new Socket(InetAddress.getLoopbackAddress(), server.port());
+                Socket second = new Socket(InetAddress.getLoopbackAddress(), server.port())) {
+            // both answered, so both hold their places before the third arrives
+            assertThat(keepAliveGet(first)).endsWith("ok");
+            assertThat(keepAliveGet(second)).endsWith("ok");
+            try (Socket third = new Socket(InetAddress.getLoopbackAddress(), server.port())) {
+                third.setSoTimeout(5_000);
+                assertThat(readUntilClosed(third)).isEmpty();
+            }
+            assertThat(get(first, "/health")).startsWith("HTTP/1.1 200").endsWith("ok");
+            first.close();
+            assertThat(getOnceAPlaceFrees(server.port())).startsWith("HTTP/1.1 200").endsWith("ok");
+        } finally {
+            server.disposeNow();
+        }
+    }
+
+    /** GET /health on a connection that stays open; the answer, read until its 2-byte body "ok" has come. */
+    private static String keepAliveGet(Socket socket) throws IOException {
+        socket.setSoTimeout(5_000);
+        socket.getOutputStream().write("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+        InputStream in = socket.getInputStream();
+        StringBuilder got = new StringBuilder();
+        while (!got.toString().endsWith("\r\n\r\nok")) {
+            int b = in.read();
+            if (b < 0) {
+                throw new AssertionError("the server closed a connection within its cap; got: " + got);
+            }
+            got.append((char) b);
+        }
+        return got.toString();
+    }
+
+    /** GET /health on a new connection, retried while the server still refuses one; its answer. */
+    private static String getOnceAPlaceFrees(int port) throws InterruptedException {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), port)) {
+                socket.setSoTimeout(5_000);
+                String answer = get(socket, "/health");
+                if (!answer.isEmpty()) {
+                    return answer;
+                }
+            } catch (IOException refused) {
+                // closed at once: the freed place is not seen yet
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("the server kept refusing connections after one of its two closed");
+    }
+
+    /** One GET on a fresh keep-alive-less request; returns the whole answer once the server has sent it. */
+    private static String get(Socket socket, String path) throws IOException {
+        OutputStream out = socket.getOutputStream();
+        out.write(("GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .getBytes(StandardCharsets.US_ASCII));
+        out.flush();
+        return readUntilClosed(socket);
     }
 
     @Test
