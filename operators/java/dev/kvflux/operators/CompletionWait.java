@@ -214,7 +214,7 @@ public final class CompletionWait implements WaitStrategy {
     @Override
     public String toString() {
         return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice
-                + (stallAfter != null ? ", stall after " + stallAfter : "") + "]";
+                + (stallAfter != null ? ", stall after " + stallAfter : "") + (shared ? ", shared poll" : "") + "]";
     }
 
     static void checkTimeout(Duration transferTimeout) {

@@ -1,5 +1,7 @@
 package dev.kvflux.operators;
 
+import java.lang.ref.WeakReference;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Queue;
@@ -24,7 +26,12 @@ import reactor.core.scheduler.Schedulers;
  * registration allocates one queue node.
  */
 final class PollDriver {
-    private static final Map<Scheduler, Map<Long, PollDriver>> DRIVERS = new WeakHashMap<>();
+    /**
+     * Drivers by scheduler and slice. Weak both ways: a driver holds its scheduler, so a strong value
+     * would keep its key alive for ever. An idle driver may be collected and made again; a ticking shard
+     * is kept alive by its scheduler until it has nothing left to poll.
+     */
+    private static final Map<Scheduler, Map<Long, WeakReference<PollDriver>>> DRIVERS = new WeakHashMap<>();
 
     /** What a shard polls: a request's statuses, settled or not. */
     interface Polled {
@@ -41,7 +48,7 @@ final class PollDriver {
     private PollDriver(Scheduler scheduler, long sliceNanos, int shardCount) {
         shards = new Shard[shardCount];
         for (int i = 0; i < shardCount; i++) {
-            shards[i] = new Shard(scheduler, sliceNanos);
+            shards[i] = new Shard(this, scheduler, sliceNanos);
         }
     }
 
@@ -49,8 +56,14 @@ final class PollDriver {
     static PollDriver of(Scheduler scheduler, long sliceNanos) {
         Objects.requireNonNull(scheduler, "scheduler");
         synchronized (DRIVERS) {
-            return DRIVERS.computeIfAbsent(scheduler, s -> new java.util.HashMap<>())
-                    .computeIfAbsent(sliceNanos, s -> new PollDriver(scheduler, sliceNanos, Schedulers.DEFAULT_POOL_SIZE));
+            Map<Long, WeakReference<PollDriver>> bySlice = DRIVERS.computeIfAbsent(scheduler, s -> new HashMap<>());
+            WeakReference<PollDriver> known = bySlice.get(sliceNanos);
+            PollDriver driver = known != null ? known.get() : null;
+            if (driver == null) {
+                driver = new PollDriver(scheduler, sliceNanos, Schedulers.DEFAULT_POOL_SIZE);
+                bySlice.put(sliceNanos, new WeakReference<>(driver));
+            }
+            return driver;
         }
     }
 
@@ -70,6 +83,9 @@ final class PollDriver {
 
     /** One shard: a list of requests it alone polls, one periodic task while it has any. */
     private static final class Shard {
+        /** Kept so that a ticking shard (held by its scheduler's task) keeps its driver, and the map's entry. */
+        @SuppressWarnings("unused")
+        private final PollDriver owner;
         private final Scheduler scheduler;
         private final long sliceNanos;
         private final Queue<Polled> incoming = new ConcurrentLinkedQueue<>();
@@ -80,7 +96,8 @@ final class PollDriver {
         private int count;
         private volatile Disposable ticking;
 
-        Shard(Scheduler scheduler, long sliceNanos) {
+        Shard(PollDriver owner, Scheduler scheduler, long sliceNanos) {
+            this.owner = owner;
             this.scheduler = scheduler;
             this.sliceNanos = sliceNanos;
         }
@@ -95,9 +112,15 @@ final class PollDriver {
             startIfIdle();
         }
 
+        /** Starts ticking unless it already does; a scheduler that refuses (disposed) leaves it idle and throws. */
         private void startIfIdle() {
             if (running.compareAndSet(false, true)) {
-                ticking = scheduler.schedulePeriodically(this::tick, sliceNanos, sliceNanos, TimeUnit.NANOSECONDS);
+                try {
+                    ticking = scheduler.schedulePeriodically(this::tick, sliceNanos, sliceNanos, TimeUnit.NANOSECONDS);
+                } catch (RuntimeException refused) {
+                    running.set(false);
+                    throw refused;
+                }
             }
         }
 

@@ -15,7 +15,10 @@ public interface WaitStrategy {
 
     /**
      * A {@code Mono} that completes when every status succeeded and errors with a
-     * {@link TransferException} otherwise. Nothing happens until it is subscribed.
+     * {@link TransferException} otherwise. Nothing happens until it is subscribed. A status that breaks
+     * the {@link TransferStatus} contract (null in the list, or a {@code code()} that throws or returns
+     * null) ends the wait with a {@link TransferException} whose code is
+     * {@link dev.kvflux.bindings.StatusCode#ERR_BAD_STATE} and whose cause is what was thrown.
      */
     Mono<Void> await(List<? extends TransferStatus> statuses);
 }

@@ -40,14 +40,20 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 public final class GpuCopyEngine implements TransferEngine {
 
     /**
-     * Pool sizes (MoRI's xGMI backend defaults to 64 streams and 64 events per device) and the copy path.
+     * Pool sizes (MoRI's xGMI backend defaults to 64 streams and 64 events per device), the copy path and
+     * how statuses learn that their batch is done.
      *
      * @param scatterGatherThreshold as MoRI's {@code MORI_IO_XGMI_SCATTER_GATHER_THRESHOLD}: {@link
      *     #SCATTER_GATHER_OFF} (unset) copies each merged segment with its own {@code cudaMemcpyAsync}; 0 sends
      *     every batch through the scatter/gather kernel (one launch per batch, CUDA only, needs the driver's
      *     {@code libcuda.so.1} and the PTX built into the jar); N sends batches of more than N blocks through it
+     * @param sharedStreamProgress on (the default): statuses posted on one stream share what their queries
+     *     saw (a later event seen ready settles earlier statuses; an earlier event just seen not ready answers
+     *     for later ones), so most status queries need no native event query; off: each query of an in-flight
+     *     status queries its own event, as MoRI's xGMI status does. Either way {@link
+     *     GpuCopyEngine#eventQueries()} counts the native queries, so the two compare on the same workload.
      */
-    public record Config(int streams, int events, int scatterGatherThreshold) {
+    public record Config(int streams, int events, int scatterGatherThreshold, boolean sharedStreamProgress) {
         /** The threshold that leaves the scatter/gather path off. */
         public static final int SCATTER_GATHER_OFF = -1;
         public static final Config DEFAULT = new Config(64, 64);
@@ -63,14 +69,24 @@ public final class GpuCopyEngine implements TransferEngine {
             }
         }
 
-        /** Pools of these sizes, scatter/gather off. */
+        /** Pools of these sizes, this scatter/gather threshold, shared stream progress. */
+        public Config(int streams, int events, int scatterGatherThreshold) {
+            this(streams, events, scatterGatherThreshold, true);
+        }
+
+        /** Pools of these sizes, scatter/gather off, shared stream progress. */
         public Config(int streams, int events) {
             this(streams, events, SCATTER_GATHER_OFF);
         }
 
         /** These pools with the scatter/gather threshold {@code threshold} (see the record's description). */
         public Config withScatterGatherThreshold(int threshold) {
-            return new Config(streams, events, threshold);
+            return new Config(streams, events, threshold, sharedStreamProgress);
+        }
+
+        /** This config with the statuses' shared stream progress on or off (see the record's description). */
+        public Config withSharedStreamProgress(boolean shared) {
+            return new Config(streams, events, scatterGatherThreshold, shared);
         }
 
         /** Whether the scatter/gather path is on at all. */
@@ -133,7 +149,7 @@ public final class GpuCopyEngine implements TransferEngine {
         try {
             for (int i = 0; i < streams.length; i++) {
                 streams[i] = runtime.createStream(device);
-                progress[i] = new StreamProgress(eventQueries);
+                progress[i] = new StreamProgress(eventQueries, System::nanoTime, config.sharedStreamProgress());
             }
             for (int i = 0; i < config.events(); i++) {
                 events.add(newEvent());
@@ -279,7 +295,8 @@ public final class GpuCopyEngine implements TransferEngine {
 
     /**
      * Native queries of batch completion events made so far by this engine's statuses: with the streams'
-     * shared progress, far fewer than status queries.
+     * shared progress ({@link Config#sharedStreamProgress()}), far fewer than status queries; without it,
+     * one per query of an in-flight status.
      */
     public long eventQueries() {
         return eventQueries.sum();

@@ -19,6 +19,10 @@ import java.util.function.LongSupplier;
  *   <li>Otherwise the status queries its event and records what it saw.</li>
  * </ul>
  * Thread-safe without locks; what it records are true observations, so racing updates only lose detail.
+ *
+ * <p>Unshared ({@code shared == false}, {@link GpuCopyEngine.Config#sharedStreamProgress()} off), the
+ * history answers nothing: every query of an in-flight status is a native query, still counted, so a
+ * run can measure what the sharing saves.
  */
 final class StreamProgress {
     /** How long a "not ready" seen on the stream answers for later events: 0.1 ms, 1% of a 10 ms slice. */
@@ -40,18 +44,24 @@ final class StreamProgress {
 
     private final LongSupplier clock;
     private final LongAdder queries;
+    private final boolean shared;
     private long recorded;
     private volatile long completed;
     private volatile Pending pending;
 
-    /** Progress on a stream, counting native queries in {@code queries}; {@code clock} gives nanoseconds. */
-    StreamProgress(LongAdder queries, LongSupplier clock) {
+    /**
+     * Progress on a stream, counting native queries in {@code queries}; {@code clock} gives nanoseconds;
+     * unless {@code shared}, {@link #known} never answers, so each status queries its own event.
+     */
+    StreamProgress(LongAdder queries, LongSupplier clock, boolean shared) {
         this.queries = queries;
         this.clock = clock;
+        this.shared = shared;
     }
 
-    StreamProgress(LongAdder queries) {
-        this(queries, System::nanoTime);
+    /** Shared progress on a stream, counting native queries in {@code queries}; {@code clock} gives nanoseconds. */
+    StreamProgress(LongAdder queries, LongSupplier clock) {
+        this(queries, clock, true);
     }
 
     /** The sequence of the event recorded now; the caller holds the stream's lock, so sequences follow stream order. */
@@ -59,8 +69,11 @@ final class StreamProgress {
         return ++recorded;
     }
 
-    /** READY or NOT_READY when the stream's history answers for {@code sequence}, else null (query it). */
+    /** READY or NOT_READY when the stream's history answers for {@code sequence}, else (always, unshared) null. */
     EventState known(long sequence) {
+        if (!shared) {
+            return null;
+        }
         if (sequence <= completed) {
             return EventState.READY;
         }

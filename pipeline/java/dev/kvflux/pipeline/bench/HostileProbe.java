@@ -114,7 +114,9 @@ public final class HostileProbe {
             figures.put("decode_log_lines_during_hostile_frames", lines(log) - logLinesBase);
 
             progress.printf("flood: %d connection attempts...%n", settings.connectAttempts());
+            long floodLinesBase = lines(log);
             floodPhase(notify, http, health, pid, fdsBase);
+            figures.put("decode_log_lines_during_flood", lines(log) - floodLinesBase);
             figures.put("decode_alive_at_end", decode.isAlive());
             figures.put("decode_metrics", metrics(http, httpPort));
             return new Figures(figures);
@@ -251,7 +253,7 @@ public final class HostileProbe {
             }
             figures.put("connect_attempts", settings.connectAttempts());
             figures.put("connect_attempts_failed", failed.get());
-            figures.put("connections_held_open_by_decode_after_flood", held.size());
+            figures.put("probe_sockets_not_yet_seen_closed_after_flood", held.size());
             figures.put("decode_fds_peak", Math.max(fdsPeak, fds(pid)));
             figures.put("health_max_during_flood_ms", healthDuring.stream().mapToDouble(d -> d).max().orElse(-1));
             figures.put("health_max_after_flood_ms", after.stream().mapToDouble(d -> d).max().orElse(-1));

@@ -91,7 +91,7 @@ public final class ProxyProbe {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         HttpLimits limits = new HttpLimits(settings.idleTimeout(), HttpLimits.DEFAULT.readTimeout(),
                 HttpLimits.DEFAULT.requestTimeout(), HttpLimits.DEFAULT.poolMaxIdleTime(),
-                HttpLimits.DEFAULT.poolEvictEvery());
+                HttpLimits.DEFAULT.poolEvictEvery(), HttpLimits.DEFAULT.maxConnections());
         ConnectionProvider pool = ConnectionProvider.builder("kvflux-probe").maxConnections(64).build();
         HttpClient client = HttpClient.create(pool);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();

@@ -37,7 +37,7 @@ import reactor.netty.resources.ConnectionProvider;
  * {@code failed_cleanly} (an error status with a JSON error naming a reason), {@code failed_without_reason}
  * (a connection cut or a body without a reason), {@code cancelled_by_client} (the load's own disconnects),
  * {@code never_finished} (no answer within the request timeout), {@code corrupt_outputs} (200 with other
- * tokens); and from the roles' {@code /metrics} after settling: {@code leaked_blocks} (KV blocks not free,
+ * tokens, plus the KV decode's content check caught, whose requests failed instead); and from the roles' {@code /metrics} after settling: {@code leaked_blocks} (KV blocks not free,
  * prefill plus decode) and {@code leaked_handles} (transfers, write places and requests still held).
  * {@code recovery_s}: after a restart, the time from the restarted role being healthy until the first
  * request started after it succeeds (-1 when none did); for an interleaved fault (disconnects, rejections,
@@ -45,7 +45,8 @@ import reactor.netty.resources.ConnectionProvider;
  */
 public final class ChaosRun {
     /** The faults, in the order they run. */
-    public static final List<String> FAULTS = List.of("decode-restart", "prefill-sigterm", "client-disconnect",
+    public static final List<String> FAULTS = List.of("decode-restart", "prefill-kill", "prefill-sigterm",
+            "client-disconnect",
             "validation-rejects", "burst", "status-fail", "status-stall");
 
     /** What to run. */
@@ -161,9 +162,15 @@ public final class ChaosRun {
                 switch (fault) {
                     case "decode-restart" -> {
                         decode.kill();
-                        Thread.sleep(1000);
+                        Thread.sleep(downtime().toMillis());
                         decode.start();
                         decode.awaitHealthy(Duration.ofSeconds(60));
+                    }
+                    case "prefill-kill" -> {
+                        prefill.kill();
+                        Thread.sleep(downtime().toMillis());
+                        prefill.start();
+                        prefill.awaitHealthy(Duration.ofSeconds(60));
                     }
                     case "prefill-sigterm" -> {
                         prefill.terminate(Duration.ofSeconds(30));
@@ -174,10 +181,16 @@ public final class ChaosRun {
                 }
                 faultEnd[0] = System.nanoTime();
             });
-            boolean restart = fault.equals("decode-restart") || fault.equals("prefill-sigterm");
+            boolean restart = fault.equals("decode-restart") || fault.startsWith("prefill-");
             long[] leaks = settle(prefill, decode);
             return summarise(fault, results, restart ? faultEnd[0] : Long.MIN_VALUE, leaks);
         }
+    }
+
+    /** How long a killed role stays down before its restart: 1 s, or half the transfer timeout if shorter. */
+    private Duration downtime() {
+        Duration half = settings.transferTimeout().dividedBy(2);
+        return half.compareTo(Duration.ofSeconds(1)) < 0 ? half : Duration.ofSeconds(1);
     }
 
     /** A blocking fault action, run once a third of the requests have started. */
@@ -296,11 +309,11 @@ public final class ChaosRun {
 
     /**
      * Waits until both roles hold nothing (up to the block lease plus the transfer timeout plus 5 s), then
-     * reads what they still hold: {blocks, handles}.
+     * reads what they still hold: {blocks, handles, KV that failed decode's content check}.
      */
     private long[] settle(RoleProcess prefill, RoleProcess decode) throws InterruptedException {
         long until = System.nanoTime() + settings.blockLease().plus(settings.transferTimeout()).plusSeconds(5).toNanos();
-        long[] held = {-1, -1};
+        long[] held = {-1, -1, 0};
         while (System.nanoTime() - until < 0) {
             try {
                 JsonNode p = prefill.metrics();
@@ -308,6 +321,7 @@ public final class ChaosRun {
                 held[0] = p.path("kv_blocks").path("held").asLong() + d.path("kv_blocks").path("held").asLong();
                 held[1] = p.path("transfers_running").asLong() + p.path("writes_in_flight").asLong()
                         + d.path("requests_running").asLong();
+                held[2] = d.path("corrupt_kv").asLong();
                 if (held[0] == 0 && held[1] == 0) {
                     break;
                 }
@@ -352,7 +366,7 @@ public final class ChaosRun {
         }
         return new FaultResult(fault, results.size(), counts.getOrDefault(Outcome.COMPLETED, 0),
                 counts.getOrDefault(Outcome.FAILED_CLEANLY, 0), counts.getOrDefault(Outcome.NEVER_FINISHED, 0),
-                leaks[0], leaks[1], counts.getOrDefault(Outcome.CORRUPT, 0), Math.round(recovery * 1000) / 1000.0,
+                leaks[0], leaks[1], counts.getOrDefault(Outcome.CORRUPT, 0) + (int) leaks[2], Math.round(recovery * 1000) / 1000.0,
                 counts.getOrDefault(Outcome.FAILED_WITHOUT_REASON, 0), counts.getOrDefault(Outcome.CANCELLED, 0),
                 reasons);
     }

@@ -24,6 +24,13 @@ import java.util.concurrent.TimeUnit;
  */
 final class RoleProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+    /** Every role process started and not yet gone, killed if this JVM exits first. */
+    private static final java.util.Set<Process> RUNNING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> RUNNING.forEach(Process::destroyForcibly),
+                "kvflux-chaos-reaper"));
+    }
 
     private final Role role;
     private final int httpPort;
@@ -62,6 +69,9 @@ final class RoleProcess implements AutoCloseable {
         command.addAll(extraArgs);
         process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        Process started = process;
+        RUNNING.add(started);
+        started.onExit().thenRun(() -> RUNNING.remove(started));
     }
 
     /**

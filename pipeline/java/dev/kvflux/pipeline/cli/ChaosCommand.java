@@ -16,7 +16,8 @@ import picocli.CommandLine.Spec;
 /** {@code kvflux chaos}: the fault matrix against real prefill and decode processes. */
 @Command(name = "chaos", mixinStandardHelpOptions = true,
         description = {"Runs a fault matrix against real prefill and decode processes on loopback (started with this"
-                + " java and classpath) behind an in-process proxy: decode killed and restarted, prefill SIGTERM,"
+                + " java and classpath) behind an in-process proxy: decode killed and restarted, prefill killed and"
+                + " restarted, prefill SIGTERM,"
                 + " clients disconnecting, requests rejected by validation, a burst beyond capacity, injected status"
                 + " failures and stalls. Per fault it prints requests, completed, failed_cleanly, never_finished,"
                 + " leaked_blocks, leaked_handles, corrupt_outputs and recovery_s."})
@@ -36,7 +37,7 @@ public final class ChaosCommand implements Callable<Integer> {
     Duration transferTimeout = Duration.ofSeconds(2);
 
     @Option(names = "--faults", paramLabel = "LIST", split = ",",
-            description = "Faults to run, comma-separated (default: all of decode-restart, prefill-sigterm,"
+            description = "Faults to run, comma-separated (default: all of decode-restart, prefill-kill, prefill-sigterm,"
                     + " client-disconnect, validation-rejects, burst, status-fail, status-stall).")
     List<String> faults = ChaosRun.FAULTS;
 

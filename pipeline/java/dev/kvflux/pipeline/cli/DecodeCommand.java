@@ -63,7 +63,8 @@ public final class DecodeCommand implements Callable<Integer> {
         try {
             decode = DecodeServer.start(
                     roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()), model, deadline,
-                    auth, kvBlocks, blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2));
+                    auth, kvBlocks, blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2),
+                    config.notifyChannel().limits());
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {

@@ -100,7 +100,8 @@ public final class PrefillCommand implements Callable<Integer> {
             prefill = PrefillServer.start(
                     roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()),
                     model, policy, engine, config.transfer().withTimeout(timeout),
-                    ExpectedTransfers.defaultDeadline(timeout), auth, PrefillServer.DEFAULT_MAX_QUEUED_PROMPTS, kvBlocks);
+                    ExpectedTransfers.defaultDeadline(timeout), auth, PrefillServer.DEFAULT_MAX_QUEUED_PROMPTS, kvBlocks,
+                    config.notifyChannel().limits());
         } catch (IllegalArgumentException e) {
             engine.close();
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

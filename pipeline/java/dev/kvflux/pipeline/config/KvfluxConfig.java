@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.config;
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.CopyTiming;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.pipeline.net.NotifyLimits;
 import io.vavr.collection.List;
 import io.vavr.collection.Seq;
 import io.vavr.control.Validation;
@@ -84,11 +85,19 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         int decodeNotify) {
     }
 
-    /** The notify channel: {@code secret} signs notifications when not empty. */
-    public record NotifyChannel(String secret) {
+    /**
+     * The notify channel: {@code secret} signs notifications when not empty; {@code limits} bound what each
+     * role's notify server grants its peers.
+     */
+    public record NotifyChannel(String secret, NotifyLimits limits) {
+        /** A channel with the default limits. */
+        public NotifyChannel(String secret) {
+            this(secret, NotifyLimits.DEFAULTS);
+        }
+
         @Override
         public String toString() {
-            return "NotifyChannel[secret=" + (secret.isEmpty() ? "none" : "(set)") + "]";
+            return "NotifyChannel[secret=" + (secret.isEmpty() ? "none" : "(set)") + ", limits=" + limits + "]";
         }
     }
 
@@ -100,7 +109,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             "transfer.event-poll", "transfer.event-timeout", "transfer.stall-after", "engine.backend", "engine.sim.post-cost-per-block",
             "engine.sim.per-block-overhead", "engine.sim.kernel-launch", "engine.sim.bandwidth-gbps",
             "engine.sim.copy-path", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
-            "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret");
+            "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret",
+            "notify.max-connections", "notify.frame-read-timeout", "notify.idle-timeout", "notify.peer-budget-mib");
 
     /** The defaults alone. */
     public static KvfluxConfig defaults() {
@@ -216,9 +226,16 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         key(keys, "ports.prefill-notify", KvfluxConfig::port),
                         key(keys, "ports.decode-notify", KvfluxConfig::port))
                 .ap(Ports::new);
-        Validation<Seq<String>, NotifyChannel> notifyChannel = key(keys, "notify.secret", KvfluxConfig::secret)
-                .map(NotifyChannel::new)
-                .mapError(error -> List.of(error));
+        Validation<Seq<String>, NotifyLimits> limits = Validation.combine(
+                        key(keys, "notify.max-connections", v -> intIn(v, 1, 1 << 20)),
+                        durationKey(keys, "notify.frame-read-timeout", KvfluxConfig::positive),
+                        durationKey(keys, "notify.idle-timeout", KvfluxConfig::positive),
+                        key(keys, "notify.peer-budget-mib", v -> (long) intIn(v, 1, 65_536) << 20))
+                .ap(NotifyLimits::new);
+        Validation<Seq<String>, NotifyChannel> notifyChannel = Validation.combine(
+                        key(keys, "notify.secret", KvfluxConfig::secret).mapError(List::of), limits)
+                .ap(NotifyChannel::new)
+                .mapError(KvfluxConfig::flattenErrors);
         Seq<String> unknown = List.ofAll(keys.keySet()).filter(k -> !KEYS.contains(k)).sorted()
                 .map(k -> "unknown key " + k + "; known keys are " + List.ofAll(KEYS).sorted().mkString(", "));
         Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports, notifyChannel)

@@ -20,7 +20,7 @@ import reactor.core.scheduler.Schedulers;
  * <p>A notification for a transfer that already finished (done, failed, timed out or cancelled) is late
  * or a duplicate: it is ignored and counted. One for a transfer nobody expects yet is kept and settles the
  * transfer as soon as it is expected; such early notifications are bounded in bytes (default
- * {@value #DEFAULT_EARLY_BUDGET_BYTES}, see {@link #earlyBudget}) and in count ({@value #EARLY_CAPACITY}), the
+ * 16 MiB, see {@link #earlyBudget}) and in count ({@value #EARLY_CAPACITY}), the
  * oldest dropped first and counted ({@link NotifyMetrics#earlyDropped()}), so unsolicited notifications cannot
  * grow decode's heap.
  */
@@ -30,7 +30,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
     /** How many early notifications are kept. */
     static final int EARLY_CAPACITY = 4096;
     /** Default byte budget of the early notifications. */
-    public static final long DEFAULT_EARLY_BUDGET_BYTES = 16L << 20;
+    public static final long DEFAULT_EARLY_BUDGET_BYTES = NotifyLimits.DEFAULTS.peerBudgetBytes();
     /** How many finished transfer ids are remembered to recognise late and duplicate notifications. */
     static final int FINISHED_CAPACITY = 65536;
 

@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.net;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Collections;
 import java.util.HashMap;
@@ -25,7 +26,7 @@ final class FlatMapReader {
     /** Longest key, in bytes. */
     static final int MAX_KEY_BYTES = 64;
 
-    private final byte[] bytes;
+    private final ByteBuffer bytes;
     private final int end;
     private int pos;
     /** The last scalar {@link #next()} read: its payload's place, or its number. */
@@ -33,7 +34,7 @@ final class FlatMapReader {
     private int tokenLength;
     private long tokenValue;
 
-    private FlatMapReader(byte[] bytes, int offset, int length) {
+    private FlatMapReader(ByteBuffer bytes, int offset, int length) {
         this.bytes = bytes;
         this.pos = offset;
         this.end = offset + length;
@@ -41,7 +42,23 @@ final class FlatMapReader {
 
     /** The fields of the map in {@code bytes[offset, offset + length)}, which must hold exactly one map. */
     static Fields read(byte[] bytes, int offset, int length) {
+        return read(ByteBuffer.wrap(bytes), offset, length);
+    }
+
+    /**
+     * The fields of the map at absolute positions {@code [offset, offset + length)} of {@code bytes} (read, never
+     * moved), which must hold exactly one map. The fields read from {@code bytes} when asked for, so it must stay
+     * unchanged until they have been.
+     */
+    static Fields read(ByteBuffer bytes, int offset, int length) {
         return new FlatMapReader(bytes, offset, length).map();
+    }
+
+    /** The UTF-8 text at {@code [offset, offset + length)}, copied out of {@code bytes}. */
+    private static String text(ByteBuffer bytes, int offset, int length) {
+        byte[] copy = new byte[length];
+        bytes.get(offset, copy);
+        return new String(copy, StandardCharsets.UTF_8);
     }
 
     /** What a field's value is; {@link Field} says where its bytes are. */
@@ -57,10 +74,10 @@ final class FlatMapReader {
 
     /** The fields of one map, by key. */
     static final class Fields {
-        private final byte[] bytes;
+        private final ByteBuffer bytes;
         private final Map<String, Field> fields;
 
-        private Fields(byte[] bytes, Map<String, Field> fields) {
+        private Fields(ByteBuffer bytes, Map<String, Field> fields) {
             this.bytes = bytes;
             this.fields = Collections.unmodifiableMap(fields);
         }
@@ -81,7 +98,7 @@ final class FlatMapReader {
                 throw new MalformedFrameException("notify message key '" + key + "' is " + field.length()
                         + " bytes, over its limit of " + maxBytes);
             }
-            return new String(bytes, field.offset(), field.length(), StandardCharsets.UTF_8);
+            return text(bytes, field.offset(), field.length());
         }
 
         /**
@@ -91,13 +108,13 @@ final class FlatMapReader {
         String truncatedString(String key, int maxBytes) {
             Field field = required(key, Kind.STRING, "a string");
             if (field.length() <= maxBytes) {
-                return new String(bytes, field.offset(), field.length(), StandardCharsets.UTF_8);
+                return text(bytes, field.offset(), field.length());
             }
             int cut = field.offset() + maxBytes;
-            while (cut > field.offset() && (bytes[cut] & 0xC0) == 0x80) {
+            while (cut > field.offset() && (bytes.get(cut) & 0xC0) == 0x80) {
                 cut--;
             }
-            return new String(bytes, field.offset(), cut - field.offset(), StandardCharsets.UTF_8) + "... ("
+            return text(bytes, field.offset(), cut - field.offset()) + "... ("
                     + (field.offset() + field.length() - cut) + " more bytes cut)";
         }
 
@@ -121,7 +138,7 @@ final class FlatMapReader {
                 throw new MalformedFrameException("notify message key '" + key + "' holds " + field.length()
                         + " elements, over its limit of " + maxCount);
             }
-            FlatMapReader elements = new FlatMapReader(bytes, field.offset(), bytes.length - field.offset());
+            FlatMapReader elements = new FlatMapReader(bytes, field.offset(), bytes.limit() - field.offset());
             Long[] values = new Long[field.length()];
             for (int i = 0; i < values.length; i++) {
                 Kind kind = elements.next();
@@ -151,7 +168,7 @@ final class FlatMapReader {
         if (pos >= end) {
             throw new MalformedFrameException("empty notify frame; expected one msgpack map");
         }
-        int head = bytes[pos++] & 0xFF;
+        int head = bytes.get(pos++) & 0xFF;
         int count;
         if ((head & 0xF0) == 0x80) {
             count = head & 0x0F;
@@ -194,7 +211,7 @@ final class FlatMapReader {
             throw new MalformedFrameException("notify frame has a key of " + key.length() + " bytes; at most "
                     + MAX_KEY_BYTES + " are accepted");
         }
-        return new String(bytes, key.offset(), key.length(), StandardCharsets.UTF_8);
+        return text(bytes, key.offset(), key.length());
     }
 
     /** A map value: a scalar, or an array of scalars whose elements are checked and skipped. */
@@ -202,7 +219,7 @@ final class FlatMapReader {
         if (pos >= end) {
             throw truncated();
         }
-        int head = bytes[pos] & 0xFF;
+        int head = bytes.get(pos) & 0xFF;
         int count;
         if ((head & 0xF0) == 0x90) {
             pos++;
@@ -245,7 +262,7 @@ final class FlatMapReader {
         tokenOffset = 0;
         tokenLength = 0;
         tokenValue = 0;
-        int head = bytes[pos++] & 0xFF;
+        int head = bytes.get(pos++) & 0xFF;
         if (head <= 0x7F) {
             return integer(head);
         }
@@ -322,7 +339,7 @@ final class FlatMapReader {
         }
         int value = 0;
         for (int i = 0; i < n; i++) {
-            value = value << 8 | bytes[pos++] & 0xFF;
+            value = value << 8 | bytes.get(pos++) & 0xFF;
         }
         return value;
     }
@@ -332,9 +349,9 @@ final class FlatMapReader {
         if (end - pos < n) {
             throw truncated();
         }
-        long value = bytes[pos++];
+        long value = bytes.get(pos++);
         for (int i = 1; i < n; i++) {
-            value = value << 8 | bytes[pos++] & 0xFF;
+            value = value << 8 | bytes.get(pos++) & 0xFF;
         }
         return value;
     }

@@ -95,16 +95,26 @@ public final class NotifyAuth {
      * @throws MalformedFrameException if the authenticated payload is not a message
      */
     NotifyMessage verify(byte[] payload) {
-        int body = payload.length - ENVELOPE_BYTES;
+        return verify(ByteBuffer.wrap(payload), null);
+    }
+
+    /**
+     * As {@link #verify(byte[])}, for the payload from {@code payload}'s position to its limit, read in place,
+     * accepting only messages of the {@code accepted} types (all when null).
+     */
+    NotifyMessage verify(ByteBuffer payload, java.util.Set<String> accepted) {
+        int start = payload.position();
+        int body = payload.remaining() - ENVELOPE_BYTES;
         if (body <= 0) {
-            throw new UnauthenticatedFrameException("a notify frame of " + payload.length + " bytes is too short to"
-                    + " carry a tag: its sender has no notify secret. Give prefill and decode the same notify.secret"
+            throw new UnauthenticatedFrameException("a notify frame of " + payload.remaining() + " bytes is too short"
+                    + " to carry a tag: its sender has no notify secret. Give prefill and decode the same notify.secret"
                     + " (or " + ENV + ")");
         }
-        long ts = ByteBuffer.wrap(payload, body, Long.BYTES).getLong();
-        byte[] expected = tag(ts, payload, body);
-        if (!MessageDigest.isEqual(expected, java.util.Arrays.copyOfRange(payload, body + Long.BYTES,
-                payload.length))) {
+        long ts = payload.getLong(start + body);
+        byte[] expected = tag(DOMAIN, ts, payload.duplicate().limit(start + body));
+        byte[] actual = new byte[expected.length];
+        payload.get(start + body + Long.BYTES, actual);
+        if (!MessageDigest.isEqual(expected, actual)) {
             throw new UnauthenticatedFrameException("a notify frame has a wrong tag: its sender has no notify secret"
                     + " or another one, or the frame was altered. Give prefill and decode the same notify.secret"
                     + " (or " + ENV + ")");
@@ -115,11 +125,11 @@ public final class NotifyAuth {
                     + " beyond the " + maxAge.toMillis() + " ms allowed: a replayed frame, or the hosts' clocks differ"
                     + " (synchronise them, e.g. with NTP)");
         }
-        return NotifyCodec.decode(payload, 0, body);
+        return NotifyCodec.decode(payload, start, body, accepted);
     }
 
     private byte[] tag(long ts, byte[] message, int length) {
-        return tag(DOMAIN, ts, message, length);
+        return tag(DOMAIN, ts, ByteBuffer.wrap(message, 0, length));
     }
 
     /**
@@ -129,17 +139,18 @@ public final class NotifyAuth {
      */
     public byte[] tag(byte[] domain, long ts, byte[] body) {
         Objects.requireNonNull(body, "body");
-        return tag(domain, ts, body, body.length);
+        return tag(domain, ts, ByteBuffer.wrap(body));
     }
 
-    private byte[] tag(byte[] domain, long ts, byte[] body, int length) {
+    /** The tag over {@code body}'s bytes from its position to its limit; the buffer itself is not moved. */
+    private byte[] tag(byte[] domain, long ts, ByteBuffer body) {
         Objects.requireNonNull(domain, "domain");
         try {
             Mac mac = Mac.getInstance(ALGORITHM);
             mac.init(key);
             mac.update(domain);
             mac.update(ByteBuffer.allocate(Long.BYTES).putLong(0, ts));
-            mac.update(body, 0, length);
+            mac.update(body.duplicate());
             return mac.doFinal();
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException(ALGORITHM + " is not available in this JDK", e);

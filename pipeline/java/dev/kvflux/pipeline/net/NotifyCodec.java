@@ -2,9 +2,11 @@ package dev.kvflux.pipeline.net;
 
 import dev.kvflux.bindings.StatusCode;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
 
@@ -83,12 +85,35 @@ public final class NotifyCodec {
      * @throws MalformedFrameException saying what was wrong, if the bytes are not one message map
      */
     public static NotifyMessage decode(byte[] bytes) {
-        return decode(bytes, 0, bytes.length);
+        return decode(ByteBuffer.wrap(bytes));
     }
 
-    /** The message in {@code bytes[offset, offset + length)}; see {@link #decode(byte[])}. */
-    static NotifyMessage decode(byte[] bytes, int offset, int length) {
-        return message(FlatMapReader.read(bytes, offset, length));
+    /**
+     * The message in {@code payload} from its position to its limit, read in place (the buffer is not moved
+     * and its bytes are not copied, only each string field's); see {@link #decode(byte[])}.
+     */
+    static NotifyMessage decode(ByteBuffer payload) {
+        return decode(payload, payload.position(), payload.remaining());
+    }
+
+    /** The message at absolute positions {@code [offset, offset + length)} of {@code bytes}. */
+    static NotifyMessage decode(ByteBuffer bytes, int offset, int length) {
+        return decode(bytes, offset, length, null);
+    }
+
+    /**
+     * The message at absolute positions {@code [offset, offset + length)} of {@code bytes}, which must be of one
+     * of the {@code accepted} types (all when null); any other type is rejected before the rest of the message is
+     * read, so a role never materialises what it would ignore.
+     */
+    static NotifyMessage decode(ByteBuffer bytes, int offset, int length, Set<String> accepted) {
+        FlatMapReader.Fields fields = FlatMapReader.read(bytes, offset, length);
+        String type = fields.string("type", MAX_TYPE_BYTES);
+        if (accepted != null && !accepted.contains(type)) {
+            throw new MalformedFrameException("a notify message of type '" + LogText.escape(type)
+                    + "' is not one this server takes (" + String.join(", ", accepted) + ")");
+        }
+        return message(type, fields);
     }
 
     /** The kvflux-only keys of a message that are not 0, in a fixed order. */
@@ -116,8 +141,7 @@ public final class NotifyCodec {
     }
 
     /** The record a message map's fields make; each field is checked against its limit before it is read. */
-    private static NotifyMessage message(FlatMapReader.Fields fields) {
-        String type = fields.string("type", MAX_TYPE_BYTES);
+    private static NotifyMessage message(String type, FlatMapReader.Fields fields) {
         String transferId = fields.string("transfer_id", MAX_ID_BYTES);
         long incarnation = optionalLong(fields, "incarnation");
         long to = optionalLong(fields, "to_incarnation");

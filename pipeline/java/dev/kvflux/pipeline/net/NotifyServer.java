@@ -1,13 +1,15 @@
 package dev.kvflux.pipeline.net;
 
+import dev.kvflux.pipeline.internal.BindFailures;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -100,8 +102,21 @@ public final class NotifyServer implements AutoCloseable {
         private NotifyMetrics metrics = new NotifyMetrics();
         private Consumer<NotifyMessage> handler;
         private NotifyAuth auth;
+        private Set<String> accepted;
 
         private Builder() {
+        }
+
+        /**
+         * Take only messages of these wire types (e.g. {@code "write_done"}); a frame of another type closes its
+         * connection and counts as malformed, before the rest of it is decoded. Default: every type.
+         */
+        public Builder accepts(String... types) {
+            if (types.length == 0) {
+                throw new IllegalArgumentException("a notify server must accept at least one message type");
+            }
+            this.accepted = Set.of(types);
+            return this;
         }
 
         /** Accept only frames signed with this secret; {@code null} (the default) accepts unsigned frames. */
@@ -141,6 +156,13 @@ public final class NotifyServer implements AutoCloseable {
             return this;
         }
 
+        /** The connection cap and the two timeouts of {@code limits} (its peer budget is the handler's). */
+        public Builder limits(NotifyLimits limits) {
+            Objects.requireNonNull(limits, "limits");
+            return maxConnections(limits.maxConnections()).frameReadTimeout(limits.frameReadTimeout())
+                    .idleTimeout(limits.idleTimeout());
+        }
+
         /** How long a frame may take to arrive once its first byte has. Default 10 s. */
         public Builder frameReadTimeout(Duration frameReadTimeout) {
             this.frameReadTimeout = positive(frameReadTimeout, "frame read timeout");
@@ -174,7 +196,7 @@ public final class NotifyServer implements AutoCloseable {
         public Mono<NotifyServer> bind() {
             Objects.requireNonNull(handler, "set a handler before binding the notify server");
             Connections guard = new Connections(handler, metrics, maxFrameBytes, maxConnections, frameReadTimeout,
-                    idleTimeout, auth == null ? NotifyCodec::decode : auth::verify,
+                    idleTimeout, decoder(auth, accepted),
                     new RateLimitedLog(LOG, warnPeriod, null));
             return TcpServer.create()
                     .host(host)
@@ -185,7 +207,14 @@ public final class NotifyServer implements AutoCloseable {
                     .map(server -> new NotifyServer(server, guard.metrics, guard.group, guard.warnings))
                     .doOnError(e -> guard.warnings.close())
                     .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
-                            + ":" + port + " (" + e.getMessage() + "); is another process using the port?", e));
+                            + ":" + port + ": " + BindFailures.describe(host, port, e), e));
+        }
+
+        private static Function<ByteBuffer, NotifyMessage> decoder(NotifyAuth auth, Set<String> accepted) {
+            if (auth != null) {
+                return payload -> auth.verify(payload, accepted);
+            }
+            return payload -> NotifyCodec.decode(payload, payload.position(), payload.remaining(), accepted);
         }
 
         private static Duration positive(Duration value, String what) {
@@ -200,11 +229,11 @@ public final class NotifyServer implements AutoCloseable {
     /** One bound server's connection handling: the cap, the frame pipeline, and what a bad frame does. */
     private record Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes,
             int maxConnections, Duration frameReadTimeout, Duration idleTimeout,
-            Function<byte[], NotifyMessage> decoder, RateLimitedLog warnings, ChannelGroup group, AtomicInteger open,
+            Function<ByteBuffer, NotifyMessage> decoder, RateLimitedLog warnings, ChannelGroup group, AtomicInteger open,
             AtomicBoolean warnedHandlerFailure) {
 
         Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes, int maxConnections,
-                Duration frameReadTimeout, Duration idleTimeout, Function<byte[], NotifyMessage> decoder,
+                Duration frameReadTimeout, Duration idleTimeout, Function<ByteBuffer, NotifyMessage> decoder,
                 RateLimitedLog warnings) {
             this(handler, metrics, maxFrameBytes, maxConnections, frameReadTimeout, idleTimeout, decoder, warnings,
                     new DefaultChannelGroup(GlobalEventExecutor.INSTANCE), new AtomicInteger(), new AtomicBoolean());
@@ -242,7 +271,8 @@ public final class NotifyServer implements AutoCloseable {
         private String handle(ByteBuf frame) {
             NotifyMessage message;
             try {
-                message = decoder.apply(ByteBufUtil.getBytes(frame));
+                // read in place: the frame's bytes are never copied whole, only each string field's
+                message = decoder.apply(frame.nioBuffer());
             } catch (MalformedFrameException | UnauthenticatedFrameException e) {
                 throw e;
             } catch (Throwable e) {

@@ -1,5 +1,7 @@
 package dev.kvflux.pipeline.net;
 
+import java.nio.ByteBuffer;
+
 /** Strict UTF-8 checking without decoding: no overlong forms, no surrogates, nothing above U+10FFFF. */
 final class Utf8 {
     private Utf8() {
@@ -7,10 +9,15 @@ final class Utf8 {
 
     /** Whether {@code bytes[offset, offset + length)} is well-formed UTF-8. Allocates nothing. */
     static boolean isValid(byte[] bytes, int offset, int length) {
+        return isValid(ByteBuffer.wrap(bytes), offset, length);
+    }
+
+    /** Whether absolute positions {@code [offset, offset + length)} of {@code bytes} are well-formed UTF-8. */
+    static boolean isValid(ByteBuffer bytes, int offset, int length) {
         int i = offset;
         int end = offset + length;
         while (i < end) {
-            int b = bytes[i] & 0xFF;
+            int b = bytes.get(i) & 0xFF;
             if (b < 0x80) {
                 i++;
                 continue;
@@ -35,12 +42,12 @@ final class Utf8 {
             if (end - i - 1 < need) {
                 return false;
             }
-            int second = bytes[i + 1] & 0xFF;
+            int second = bytes.get(i + 1) & 0xFF;
             if (second < min || second > max) {
                 return false;
             }
             for (int k = 2; k <= need; k++) {
-                if ((bytes[i + k] & 0xC0) != 0x80) {
+                if ((bytes.get(i + k) & 0xC0) != 0x80) {
                     return false;
                 }
             }

@@ -1,14 +1,9 @@
 package dev.kvflux.pipeline.proxy;
 
-import java.net.BindException;
-import java.net.UnknownHostException;
+import dev.kvflux.pipeline.internal.BindFailures;
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.resources.ConnectionProvider;
 
@@ -24,21 +19,21 @@ import reactor.netty.resources.ConnectionProvider;
  * @param requestTimeout how long a server gives a client to send a whole request's body; default 60 s
  * @param poolMaxIdleTime how long a pooled client connection may stay idle before it is closed; default 30 s
  * @param poolEvictEvery how often pools close idle connections in the background, used or not; default 10 s
+ * @param maxConnections the most connections one server keeps open; one more is closed as soon as it is
+ *     accepted, so a flood on one port cannot take the process's file descriptors from its other ports;
+ *     default 10,000
  */
 public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration requestTimeout,
-                         Duration poolMaxIdleTime, Duration poolEvictEvery) {
+                         Duration poolMaxIdleTime, Duration poolEvictEvery, int maxConnections) {
     /** The bounds of kvflux's servers and pools unless set otherwise. */
-    /** The most connections one HTTP server holds at once, well under a usual 20,000-descriptor limit. */
-    public static final int DEFAULT_MAX_CONNECTIONS = 4096;
-
-    private static final Logger LOG = LoggerFactory.getLogger(HttpLimits.class);
-    private static final long WARN_EVERY_NANOS = 10_000_000_000L;
-
     public static final HttpLimits DEFAULT = new HttpLimits(Duration.ofSeconds(60), Duration.ofSeconds(30),
-            Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10));
+            Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10), 10_000);
 
     /** @throws IllegalArgumentException naming a bound that is not positive */
     public HttpLimits {
+        if (maxConnections < 1) {
+            throw new IllegalArgumentException("the HTTP server connection cap must be at least 1, got " + maxConnections);
+        }
         positive(idleTimeout, "idle timeout");
         positive(readTimeout, "read timeout");
         positive(requestTimeout, "request timeout");
@@ -66,45 +61,20 @@ public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration re
     /**
      * An HTTP server on {@code host:port} with these bounds: a connection that sends no request for the idle
      * timeout, or a request whose body pauses for the read timeout or takes longer than the request
-     * timeout, is closed.
+     * timeout, is closed, and so is one accepted while the server already has {@code maxConnections} open.
      */
     public HttpServer serverOn(String host, int port) {
-        return serverOn(host, port, DEFAULT_MAX_CONNECTIONS);
-    }
-
-    /**
-     * {@link #serverOn(String, int)} holding at most {@code maxConnections} connections at once: one more is
-     * closed as soon as it is accepted, so a flood of idle connections on one port cannot use up the
-     * process's file descriptors and take its other ports (notify, discovery) down with it. A refusal is
-     * logged at warn at most once per 10 s, with the count since the last.
-     */
-    public HttpServer serverOn(String host, int port, int maxConnections) {
-        if (maxConnections < 1) {
-            throw new IllegalArgumentException("the HTTP max connections must be positive, got " + maxConnections);
-        }
         AtomicInteger open = new AtomicInteger();
-        AtomicLong refused = new AtomicLong();
-        AtomicLong lastWarnNanos = new AtomicLong(System.nanoTime() - WARN_EVERY_NANOS);
         return HttpServer.create().host(host).port(port)
+                .doOnChannelInit((observer, channel, remote) -> {
+                    channel.closeFuture().addListener(closed -> open.decrementAndGet());
+                    if (open.incrementAndGet() > maxConnections) {
+                        channel.close();
+                    }
+                })
                 .idleTimeout(idleTimeout)
                 .readTimeout(readTimeout)
-                .requestTimeout(requestTimeout)
-                .doOnChannelInit((observer, channel, remote) -> {
-                    if (open.incrementAndGet() > maxConnections) {
-                        open.decrementAndGet();
-                        long count = refused.incrementAndGet();
-                        long last = lastWarnNanos.get();
-                        long now = System.nanoTime();
-                        if (now - last >= WARN_EVERY_NANOS && lastWarnNanos.compareAndSet(last, now)) {
-                            refused.addAndGet(-count);
-                            LOG.warn("HTTP port {}: closed {} new connection(s) in the last 10 s; {} are open, the"
-                                    + " maximum", port, count, maxConnections);
-                        }
-                        channel.close();
-                        return;
-                    }
-                    channel.closeFuture().addListener(f -> open.decrementAndGet());
-                });
+                .requestTimeout(requestTimeout);
     }
 
     /**
@@ -124,33 +94,6 @@ public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration re
      * out of range; else the error's own message.
      */
     public static String bindFailure(String host, int port, Throwable error) {
-        if (port < 0 || port > 65535) {
-            return "port " + port + " is out of range; use 1 to 65535, or 0 for any free port";
-        }
-        for (Throwable e = error; e != null; e = e.getCause() == e ? null : e.getCause()) {
-            String message = String.valueOf(e.getMessage()).toLowerCase(Locale.ROOT);
-            if (message.contains("address already in use")) {
-                return "port " + port + " on " + host + " is in use by another process; stop it or pick another port";
-            }
-            if (message.contains("permission denied") || message.contains("access denied")) {
-                return "binding port " + port + " needs privileges this process lacks (ports under 1024 usually"
-                        + " need root); pick a port from 1024 up";
-            }
-            if (message.contains("cannot assign requested address") || message.contains("address not available")) {
-                return "address " + host + " is not one of this host's addresses; bind 127.0.0.1, 0.0.0.0 or an"
-                        + " address of one of its interfaces";
-            }
-            if (e instanceof UnknownHostException || message.contains("unresolved")
-                    || message.contains("name or service not known")) {
-                return "host " + host + " cannot be resolved; give an IP address or a known host name";
-            }
-            if (message.contains("port out of range")) {
-                return "port " + port + " is out of range; use 1 to 65535, or 0 for any free port";
-            }
-            if (e instanceof BindException) {
-                return e.getMessage();
-            }
-        }
-        return String.valueOf(error.getMessage());
+        return BindFailures.describe(host, port, error);
     }
 }

@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.proxy;
 
+import dev.kvflux.pipeline.net.LogText;
 import java.net.InetSocketAddress;
 import java.util.Objects;
 import java.util.regex.Pattern;
@@ -24,35 +25,25 @@ public record Instance(Role role, InetSocketAddress httpAddress, InetSocketAddre
      * {@code host:port} parsed into an address. The host must be a host name, an IPv4 address or an IPv6
      * address in brackets; a peer's text never reaches a URL or a log line otherwise.
      *
-     * @throws IllegalArgumentException saying what was expected (quoting at most 64 characters of the input)
+     * @throws IllegalArgumentException saying what was expected (quoting the input escaped and cut, as {@link LogText} does)
      */
     public static InetSocketAddress address(String hostPort) {
         Objects.requireNonNull(hostPort, "hostPort");
         int colon = hostPort.lastIndexOf(':');
         if (colon <= 0 || colon == hostPort.length() - 1 || !HOST.matcher(hostPort.substring(0, colon)).matches()) {
-            throw new IllegalArgumentException("address '" + printable(hostPort) + "' is not host:port with a host name"
+            throw new IllegalArgumentException("address '" + LogText.escape(hostPort) + "' is not host:port with a host name"
                     + " or IP address, e.g. 127.0.0.1:8100");
         }
         int port;
         try {
             port = Integer.parseInt(hostPort.substring(colon + 1));
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("address '" + printable(hostPort) + "' has no numeric port, e.g. 127.0.0.1:8100");
+            throw new IllegalArgumentException("address '" + LogText.escape(hostPort) + "' has no numeric port, e.g. 127.0.0.1:8100");
         }
         if (port < 1 || port > 65535) {
-            throw new IllegalArgumentException("address '" + printable(hostPort) + "' has port " + port + ", outside 1..65535");
+            throw new IllegalArgumentException("address '" + LogText.escape(hostPort) + "' has port " + port + ", outside 1..65535");
         }
         return InetSocketAddress.createUnresolved(hostPort.substring(0, colon), port);
-    }
-
-    /** {@code text} cut to 64 characters with anything outside printable ASCII shown as {@code ?}. */
-    private static String printable(String text) {
-        StringBuilder out = new StringBuilder(Math.min(text.length(), 64) + 3);
-        for (int i = 0; i < text.length() && i < 64; i++) {
-            char c = text.charAt(i);
-            out.append(c >= 0x20 && c < 0x7f ? c : '?');
-        }
-        return text.length() > 64 ? out.append("...").toString() : out.toString();
     }
 
     /** {@code host:port} of an address. */

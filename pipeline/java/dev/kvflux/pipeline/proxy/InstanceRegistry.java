@@ -51,6 +51,12 @@ public final class InstanceRegistry {
     private final Map<Instance, Seen> lastSeen = new LinkedHashMap<>();
     private final AtomicLong turns = new AtomicLong();
     private final AtomicLong refusedFull = new AtomicLong();
+    /** When the last "refused, full" warning was logged (the registry's clock), and refusals since; guarded by this. */
+    private long lastFullWarning = Long.MIN_VALUE;
+    private long refusedSinceWarning;
+
+    /** Refusals of a full role are logged at most this often, each line with the count since the last. */
+    private static final Duration FULL_WARNING_EVERY = Duration.ofSeconds(10);
 
     /** When an instance was last seen (the registry's clock) and its last signing time, if signed. */
     private record Seen(long atNanos, long signedAtMillis) {
@@ -116,11 +122,17 @@ public final class InstanceRegistry {
         }
         expire();
         if (count(instance.role()) >= maxPerRole) {
-            if (refusedFull.getAndIncrement() % 1000 == 0) {
-                LOG.warn("refused {} instance {}: {} {} instances are registered, the most allowed ({} refused so"
-                        + " far; raise kvflux proxy --max-instances-per-role if these are real)", instance.role().wireName(),
-                        Instance.hostPort(instance.httpAddress()), maxPerRole, instance.role().wireName(),
-                        refusedFull.get());
+            refusedFull.incrementAndGet();
+            refusedSinceWarning++;
+            long now = now();
+            if (lastFullWarning == Long.MIN_VALUE || now - lastFullWarning >= FULL_WARNING_EVERY.toNanos()) {
+                LOG.warn("refused {} new instance(s), the last {} instance {}: {} are registered, the most allowed"
+                        + " ({} refused in all; raise kvflux proxy --max-instances-per-role if these are real). At most"
+                        + " one such line per {} s", refusedSinceWarning, instance.role().wireName(),
+                        Instance.hostPort(instance.httpAddress()), maxPerRole, refusedFull.get(),
+                        FULL_WARNING_EVERY.toSeconds());
+                lastFullWarning = now;
+                refusedSinceWarning = 0;
             }
             return Outcome.FULL;
         }

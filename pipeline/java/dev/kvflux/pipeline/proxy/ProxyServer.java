@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.proxy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -374,7 +375,7 @@ public final class ProxyServer implements AutoCloseable {
                             .flatMap(text -> status.status().code() == 200
                                     ? Mono.<Void>never()
                                     : Mono.<Void>error(new PrefillFailedException(prefill.get(),
-                                            status.status().code() + " " + abbreviate(text),
+                                            status.status().code() + " " + LogText.escape(text),
                                             status.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code()))))
                     .then()
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill.get()))
@@ -453,23 +454,6 @@ public final class ProxyServer implements AutoCloseable {
                     .collect(ByteArrayOutputStream::new, (out, chunk) -> out.write(chunk, 0,
                             Math.min(chunk.length, MAX_ANSWER_HEAD_BYTES - out.size())))
                     .map(out -> out.toString(StandardCharsets.UTF_8));
-        }
-
-        /**
-         * An upstream's text cut to 300 characters with line breaks and other control characters escaped, so
-         * an error message or a log line never carries a peer's megabytes or forged lines.
-         */
-        private static String abbreviate(String text) {
-            StringBuilder out = new StringBuilder(Math.min(text.length(), 300) + 32);
-            for (int i = 0; i < text.length() && i < 300; i++) {
-                char c = text.charAt(i);
-                if (c < 0x20 || c == 0x7f) {
-                    out.append(String.format("\\u%04x", (int) c));
-                } else {
-                    out.append(c);
-                }
-            }
-            return text.length() <= 300 ? out.toString() : out + "... (" + text.length() + " characters)";
         }
 
         /** The request's refusal; the first is logged as a warning, later ones at debug level. */

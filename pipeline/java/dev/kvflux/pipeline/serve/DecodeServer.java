@@ -1,9 +1,12 @@
 package dev.kvflux.pipeline.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
+import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
+import dev.kvflux.pipeline.net.NotifyLimits;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
@@ -118,6 +121,13 @@ public final class DecodeServer implements AutoCloseable {
      */
     public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
             NotifyAuth auth, int kvBlocks, Duration blockLease) {
+        return start(where, model, receiveDeadline, auth, kvBlocks, blockLease, NotifyLimits.DEFAULTS);
+    }
+
+    /** As above, with what the notify channel grants peers bounded by {@code limits}. */
+    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
+            NotifyAuth auth, int kvBlocks, Duration blockLease, NotifyLimits limits) {
+        Objects.requireNonNull(limits, "limits");
         Blocking.requireBlockingAllowed("DecodeServer.start");
         KvCache.checkBlocks(kvBlocks);
         Objects.requireNonNull(blockLease, "blockLease");
@@ -130,15 +140,18 @@ public final class DecodeServer implements AutoCloseable {
         NotifyMetrics metrics = new NotifyMetrics();
         ExpectedTransfers expected = (receiveDeadline == null
                 ? ExpectedTransfers.withoutDeadline()
-                : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics);
+                : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics)
+                .earlyBudget(limits.peerBudgetBytes());
         BlockAllocator blocks = new BlockAllocator("decode", kvBlocks, System::nanoTime);
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, blocks, blockLease,
                 receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null,
-                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next());
+                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next(),
+                new ConcurrentHashMap<>());
         NotifyServer notify;
         try {
             notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
+                    .accepts("write_done", "write_failed", "release").limits(limits)
                     .metrics(metrics).auth(auth).handler(handler::accept).bind().block(Duration.ofSeconds(10));
         } catch (RuntimeException e) {
             client.close();
@@ -253,6 +266,9 @@ public final class DecodeServer implements AutoCloseable {
         final LongAdder refusedOutOfBlocks = new LongAdder();
         final LongAdder refusedShuttingDown = new LongAdder();
         final LongAdder staleIncarnation = new LongAdder();
+        final LongAdder corruptKv = new LongAdder();
+        final LongAdder failedOnPrefillRestart = new LongAdder();
+        final LongAdder kvVerified = new LongAdder();
         final AtomicInteger abortsInFlight = new AtomicInteger();
     }
 
@@ -264,18 +280,29 @@ public final class DecodeServer implements AutoCloseable {
         }
     }
 
+    /** The prefill instance the request's KV was to come from restarted; its previous life's work is gone. */
+    private static final class PrefillRestartedException extends RuntimeException {
+        PrefillRestartedException(InetSocketAddress prefill, long previous, long current) {
+            super("prefill " + Instance.hostPort(prefill) + " restarted (incarnation " + previous + " -> " + current
+                    + ") before this request's KV was written; retry the request", null, false, false);
+        }
+    }
+
     /** One request from its arrival to its end, for shutdown and for the abort sent to prefill. */
     private static final class Active {
         final String id;
         final InetSocketAddress prefill;
+        final List<Long> blocks;
         final Sinks.Empty<Void> stop = Sinks.empty();
+        final long arrivalMillis = System.currentTimeMillis();
         /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
         volatile boolean prefillSettled;
         volatile String failure;
 
-        Active(String id, InetSocketAddress prefill) {
+        Active(String id, InetSocketAddress prefill, List<Long> blocks) {
             this.id = id;
             this.prefill = prefill;
+            this.blocks = blocks;
         }
     }
 
@@ -287,7 +314,7 @@ public final class DecodeServer implements AutoCloseable {
     private record Handler(ServingModel model, ExpectedTransfers expected, NotifyClient client, BlockAllocator blocks,
                            Duration blockLease, Duration blocksWithin, boolean failWhenUndeliverable,
                            Duration receiveDeadline, DecodeStats stats, Map<String, Active> active,
-                           AtomicBoolean closing, long incarnation) {
+                           AtomicBoolean closing, long incarnation, Map<InetSocketAddress, Long> prefillIncarnations) {
 
         /**
          * The notify server's handler: a message from prefill about another incarnation's blocks is rejected
@@ -307,17 +334,77 @@ public final class DecodeServer implements AutoCloseable {
                         incarnation);
                 return;
             }
+            if (message.incarnation() != 0 && !fromCurrentPrefill(message)) {
+                return;
+            }
+            if (message instanceof NotifyMessage.WriteDone done && done.checksum() != 0) {
+                Active a = active.get(done.transferId());
+                if (a != null) {
+                    long expectedSum = KvChecksum.of(a.id, model.layers(), a.blocks);
+                    if (expectedSum != done.checksum()) {
+                        stats.corruptKv.increment();
+                        LOG.error("transfer {}: KV content check failed (prefill's checksum {} over the blocks it wrote,"
+                                + " {} expected over decode's blocks); the request fails instead of decoding from"
+                                + " wrong KV", LogText.escape(a.id), Long.toHexString(done.checksum()),
+                                Long.toHexString(expectedSum));
+                        expected.accept(new NotifyMessage.WriteFailed(a.id, StatusCode.ERR_BAD_STATE,
+                                "KV content check failed: the KV prefill wrote does not match the blocks decode granted"
+                                        + " for this transfer; not decoding from it"));
+                        return;
+                    }
+                    stats.kvVerified.increment();
+                }
+            }
             if (message instanceof NotifyMessage.Release release) {
                 if (blocks.release(release.transferId())) {
                     stats.releases.increment();
                 } else {
                     stats.releasesUnknown.increment();
                     LOG.debug("release for transfer {}, which holds no blocks here (late or duplicate)",
-                            release.transferId());
+                            LogText.escape(release.transferId()));
                 }
                 return;
             }
             expected.accept(message);
+        }
+
+        /**
+         * Checks a prefill message's incarnation against the newest seen from that prefill (known through the
+         * transfer's request). An older one is rejected and counted; a newer one means prefill restarted:
+         * every request waiting for KV from its previous incarnation (that came before the restart) fails at
+         * once with 503 {@code prefill_restarted}.
+         *
+         * @return false if the message is stale and must be dropped
+         */
+        private boolean fromCurrentPrefill(NotifyMessage message) {
+            Active a = active.get(message.transferId());
+            if (a == null) {
+                return true;
+            }
+            long known = prefillIncarnations.getOrDefault(a.prefill, 0L);
+            if (message.incarnation() < known) {
+                stats.staleIncarnation.increment();
+                LOG.warn("transfer {}: rejected {} from prefill incarnation {}, older than {} (from before a"
+                        + " restart)", LogText.escape(a.id), message.type(), message.incarnation(), known);
+                return false;
+            }
+            if (message.incarnation() > known
+                    && prefillIncarnations.merge(a.prefill, message.incarnation(), Math::max) == message.incarnation()
+                    && known != 0) {
+                long startedAt = Incarnation.startMillis(message.incarnation());
+                int failed = 0;
+                for (Active other : active.values()) {
+                    if (other.prefill.equals(a.prefill) && !other.prefillSettled && other.arrivalMillis < startedAt
+                            && other.stop.tryEmitError(new PrefillRestartedException(a.prefill, known,
+                                    message.incarnation())) == Sinks.EmitResult.OK) {
+                        failed++;
+                    }
+                }
+                stats.failedOnPrefillRestart.add(failed);
+                LOG.warn("prefill {} restarted (incarnation {} -> {}): failed {} requests waiting for KV from its"
+                        + " previous incarnation", Instance.hostPort(a.prefill), known, message.incarnation(), failed);
+            }
+            return true;
         }
 
         /** Frees quarantined blocks whose lease passed: prefill never said release. */
@@ -347,7 +434,9 @@ public final class DecodeServer implements AutoCloseable {
                     .put("releases", stats.releases.sum()).put("releases_unknown", stats.releasesUnknown.sum())
                     .put("refused_out_of_blocks", stats.refusedOutOfBlocks.sum())
                     .put("refused_shutting_down", stats.refusedShuttingDown.sum())
-                    .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation);
+                    .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation)
+                    .put("kv_verified", stats.kvVerified.sum()).put("corrupt_kv", stats.corruptKv.sum())
+                    .put("failed_on_prefill_restart", stats.failedOnPrefillRestart.sum());
             json.set("kv_blocks", BlockMetrics.json(blocks));
             return json;
         }
@@ -386,7 +475,7 @@ public final class DecodeServer implements AutoCloseable {
                         "duplicate_transfer_id", "transfer " + id + " is already running here; every request needs"
                                 + " its own transfer id");
             }
-            Active a = new Active(id, prefill);
+            Active a = new Active(id, prefill, granted);
             active.put(id, a);
             Mono<Void> askForKv = Mono.defer(() -> {
                         blocks.writing(id);
@@ -411,6 +500,9 @@ public final class DecodeServer implements AutoCloseable {
                     .onErrorResume(ReceiveDeadlineException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.GATEWAY_TIMEOUT, "kv_transfer_timeout", "RECEIVE_DEADLINE",
                             e.getMessage())))
+                    .onErrorResume(PrefillRestartedException.class, e -> Mono.from(HttpJson.error(response,
+                            HttpResponseStatus.SERVICE_UNAVAILABLE, "kv_transfer_failed", "prefill_restarted",
+                            e.getMessage())))
                     .onErrorResume(ShuttingDownException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable", "decode_shutting_down",
                             e.getMessage())))
@@ -431,6 +523,9 @@ public final class DecodeServer implements AutoCloseable {
             }
             if (e instanceof ShuttingDownException) {
                 return "decode is shutting down";
+            }
+            if (e instanceof PrefillRestartedException) {
+                return "prefill restarted";
             }
             return "decode's request failed: " + e.getMessage();
         }

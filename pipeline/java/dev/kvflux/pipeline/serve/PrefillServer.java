@@ -16,6 +16,7 @@ import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.net.NotifyClient;
+import dev.kvflux.pipeline.net.NotifyLimits;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
@@ -154,6 +155,15 @@ public final class PrefillServer implements AutoCloseable {
     public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
             SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
             int maxQueuedPrompts, int kvBlocks) {
+        return start(where, model, policy, engine, transfer, notifyWithin, auth, maxQueuedPrompts, kvBlocks,
+                NotifyLimits.DEFAULTS);
+    }
+
+    /** As above, with what the notify channel grants peers bounded by {@code limits}. */
+    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
+            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
+            int maxQueuedPrompts, int kvBlocks, NotifyLimits limits) {
+        Objects.requireNonNull(limits, "limits");
         Blocking.requireBlockingAllowed("PrefillServer.start");
         KvCache.checkBlocks(kvBlocks);
         if (maxQueuedPrompts < 1) {
@@ -166,12 +176,13 @@ public final class PrefillServer implements AutoCloseable {
         Objects.requireNonNull(policy, "policy");
         Objects.requireNonNull(engine, "engine");
         NotifyMetrics metrics = new NotifyMetrics();
-        RemoteBlockBoard board = new RemoteBlockBoard(RemoteBlockBoard.DEFAULT_BUDGET_BYTES,
-                RemoteBlockBoard.DEFAULT_CAPACITY, metrics);
+        RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
+                metrics);
         BlockAllocator blocks = new BlockAllocator("prefill", kvBlocks, System::nanoTime);
         PrefillTransfers transfers = new PrefillTransfers();
         Writer[] handler = new Writer[1];
         NotifyServer notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
+                .accepts("remote_blocks", "abort").limits(limits)
                 .metrics(metrics).auth(auth).handler(message -> {
                     Writer writer = handler[0];
                     if (writer != null) {
@@ -551,8 +562,12 @@ public final class PrefillServer implements AutoCloseable {
                             + " did not arrive by the transfer's deadline (" + deadline.toMillis() + " ms after the"
                             + " request came, when decode gives up); decode is gone, slow, or cannot reach prefill's"
                             + " notify port")))
-                    .flatMapMany(remoteBlocks -> Flux.range(0, layers)
-                            .map(l -> new LayerWrite(l, events[l], cache.layerPlan(l, localBlocks, remoteBlocks))));
+                    .flatMapMany(remoteBlocks -> {
+                        t.decodeBlocksWritten = List.copyOf(
+                                remoteBlocks.subList(0, Math.min(localBlocks.size(), remoteBlocks.size())));
+                        return Flux.range(0, layers)
+                                .map(l -> new LayerWrite(l, events[l], cache.layerPlan(l, localBlocks, remoteBlocks)));
+                    });
             Disposable[] self = new Disposable[1];
             self[0] = pipeline.write(new WriteRequest(id, t.recording(session), layerWrites))
                     .doFinally(signal -> {
@@ -671,7 +686,9 @@ public final class PrefillServer implements AutoCloseable {
             } else {
                 stats.writesDone.increment();
             }
-            send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, 0));
+            long checksum = outcome instanceof WriteOutcome.WriteDone
+                    ? KvChecksum.of(t.id, model.layers(), t.decodeBlocksWritten) : 0;
+            send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, checksum));
         }
 
         private static ObjectNode firstToken(CompletionRequest request) {

@@ -111,6 +111,8 @@ final class PrefillTransfers {
         private final Sinks.One<String> abortSignal = Sinks.one();
         private final List<TransferStatus> statuses = new ArrayList<>();
         private volatile List<Long> localBlocks = List.of();
+        /** Decode's blocks this transfer's layers are written into (empty until its block list came). */
+        volatile List<Long> decodeBlocksWritten = List.of();
         private Disposable write;
         private String abortReason;
         private boolean writing;

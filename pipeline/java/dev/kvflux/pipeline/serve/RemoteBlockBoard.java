@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.serve;
 
 import dev.kvflux.pipeline.net.LogText;
+import dev.kvflux.pipeline.net.NotifyLimits;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.RetainedBytes;
@@ -19,7 +20,7 @@ import reactor.core.publisher.Sinks;
  *
  * <p>A list whose request is waiting is handed to it at once. A list nobody waits for yet (it came first,
  * its request never comes, or it came after the write stopped waiting, or a peer sent it unasked) is kept
- * within a byte budget (default {@value #DEFAULT_BUDGET_BYTES} estimated heap bytes) and a count
+ * within a byte budget (default 16 MiB of estimated heap bytes, {@link NotifyLimits#peerBudgetBytes()}) and a count
  * ({@value #DEFAULT_CAPACITY}); beyond either, the oldest is dropped and counted
  * ({@link NotifyMetrics#earlyDropped()}), so the board grows neither with traffic nor with a peer's frames.
  */
@@ -29,7 +30,7 @@ final class RemoteBlockBoard implements Consumer<NotifyMessage> {
     /** How many transfers' lists, and separately how many waiting requests, are kept at most. */
     static final int DEFAULT_CAPACITY = 16_384;
     /** Default byte budget of the lists nobody waits for yet. */
-    static final long DEFAULT_BUDGET_BYTES = 32L << 20;
+    static final long DEFAULT_BUDGET_BYTES = NotifyLimits.DEFAULTS.peerBudgetBytes();
 
     private final Map<String, Sinks.One<List<Long>>> waiting;
     private final RetainedBytes<List<Long>> unclaimed;

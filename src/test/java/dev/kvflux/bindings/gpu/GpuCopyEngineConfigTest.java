@@ -30,6 +30,16 @@ class GpuCopyEngineConfigTest {
     }
 
     @Test
+    void sharedStreamProgressIsOnByDefaultAndEachWitherKeepsTheOtherSettings() {
+        assertThat(GpuCopyEngine.Config.DEFAULT.sharedStreamProgress()).isTrue();
+        assertThat(new GpuCopyEngine.Config(8, 4, 3).sharedStreamProgress()).isTrue();
+        GpuCopyEngine.Config off = new GpuCopyEngine.Config(8, 4).withSharedStreamProgress(false)
+                .withScatterGatherThreshold(3);
+        assertThat(off).isEqualTo(new GpuCopyEngine.Config(8, 4, 3, false));
+        assertThat(off.withSharedStreamProgress(true)).isEqualTo(new GpuCopyEngine.Config(8, 4, 3));
+    }
+
+    @Test
     void theThresholdKeepsThePoolSizes() {
         GpuCopyEngine.Config config = new GpuCopyEngine.Config(8, 4).withScatterGatherThreshold(3);
         assertThat(config).isEqualTo(new GpuCopyEngine.Config(8, 4, 3));

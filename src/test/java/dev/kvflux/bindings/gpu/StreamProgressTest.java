@@ -81,6 +81,21 @@ class StreamProgressTest {
     }
 
     @Test
+    void unsharedProgressQueriesEveryInFlightStatusAndCountsEachQuery() {
+        StreamProgress unshared = new StreamProgress(queries, now::get, false);
+        List<GpuTransferStatus> statuses = post(3, unshared);
+        assertThat(statuses.get(0).code()).isEqualTo(StatusCode.IN_PROGRESS);
+        assertThat(statuses.get(2).code()).as("no fresh not-ready answers for it").isEqualTo(StatusCode.IN_PROGRESS);
+        assertThat(queries.sum()).isEqualTo(2);
+        passed = 3;
+        assertThat(statuses.get(2).code()).isEqualTo(StatusCode.SUCCESS);
+        assertThat(statuses.get(0).code()).as("a later ready does not settle it without a query")
+                .isEqualTo(StatusCode.SUCCESS);
+        assertThat(statuses.get(1).code()).isEqualTo(StatusCode.SUCCESS);
+        assertThat(queries.sum()).isEqualTo(5);
+    }
+
+    @Test
     void theHostFunctionBehindABatchSettlesItEvenWhileANotReadyIsFresh() {
         List<GpuTransferStatus> statuses = post(2, stream);
         assertThat(statuses.get(0).code()).isEqualTo(StatusCode.IN_PROGRESS);
@@ -93,15 +108,18 @@ class StreamProgressTest {
     /**
      * 10 requests x 118 statuses on 4 streams, polled every 10 ms tick (each request's statuses in turn,
      * requests one after another, 10 us of clock apart), while each stream passes 3 events a tick: the
-     * shared progress needs at least 3x fewer native queries, and every status settles at the same tick.
+     * shared progress needs at least 3x fewer native queries, and every status settles at the same tick;
+     * the engine's count ({@code queries}) is the events' own count of queries, shared or not.
      */
     @Test
     void pollingManyStatusesOnFewStreamsTakesAtLeastThreeTimesFewerQueries() {
         int[] settledTickShared = pollToTheEnd(true);
         long shared = queries.sum();
+        assertThat(shared).isEqualTo(polledQueries);
         queries.reset();
         int[] settledTickAlone = pollToTheEnd(false);
-        long alone = polledQueries;
+        long alone = queries.sum();
+        assertThat(alone).isEqualTo(polledQueries);
         assertThat(settledTickShared).containsExactly(settledTickAlone);
         assertThat(alone).isGreaterThanOrEqualTo(3 * shared);
     }
@@ -120,7 +138,7 @@ class StreamProgressTest {
         List<StreamProgress> progress = new ArrayList<>();
         for (int s = 0; s < streams; s++) {
             onStream.add(new ArrayList<>());
-            progress.add(new StreamProgress(queries, now::get));
+            progress.add(new StreamProgress(queries, now::get, share));
         }
         LongAdder counted = new LongAdder();
         for (int i = 0; i < requests * per; i++) {
@@ -131,11 +149,7 @@ class StreamProgressTest {
                 return position < streamPassed[s] ? EventState.READY : EventState.NOT_READY;
             };
             GpuTransferStatus status = new GpuTransferStatus(i);
-            if (share) {
-                status.posted(event, e -> { }, () -> { }, progress.get(s), progress.get(s).nextSequence());
-            } else {
-                status.posted(event, e -> { }, () -> { });
-            }
+            status.posted(event, e -> { }, () -> { }, progress.get(s), progress.get(s).nextSequence());
             onStream.get(s).add(status);
             all.add(status);
             where.add(new int[] {s, position});

@@ -45,4 +45,25 @@ class RoleCommandsTest {
                     + busy.getLocalPort()).contains("another process").doesNotContain("Exception");
         }
     }
+
+    @Test
+    void aBusyNotifyPortIsNamedAsInUseByAnotherProcess() throws IOException {
+        try (ServerSocket busy = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            int code = run("decode", "--notify-port", String.valueOf(busy.getLocalPort()), "--http-port", "0");
+
+            assertThat(code).isEqualTo(1);
+            assertThat(err.toString()).startsWith("kvflux decode: cannot listen for notifications on 127.0.0.1:"
+                    + busy.getLocalPort() + ": port " + busy.getLocalPort() + " on 127.0.0.1 is in use by another process")
+                    .doesNotContain("Exception");
+        }
+    }
+
+    @Test
+    void anAddressOfNoInterfaceIsNamedAsSuchForTheHttpPort() {
+        int code = run("proxy", "--host", "192.0.2.1", "--port", "0", "--discovery-port", "0");
+
+        assertThat(code).isEqualTo(1);
+        assertThat(err.toString()).contains("address 192.0.2.1 is not one of this host's addresses")
+                .doesNotContain("another process").doesNotContain("Exception");
+    }
 }

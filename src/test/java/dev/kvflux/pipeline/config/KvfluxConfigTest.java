@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.pipeline.net.NotifyLimits;
 import io.vavr.collection.Seq;
 import io.vavr.control.Validation;
 import java.io.IOException;
@@ -102,6 +103,31 @@ class KvfluxConfigTest {
                 e -> assertThat(e).startsWith("engine.sim.bandwidth-gbps: must be a positive number"),
                 e -> assertThat(e).startsWith("ports.decode-http: must be between 1 and 65535, got 70000"),
                 e -> assertThat(e).startsWith("unknown key ports.notfy; known keys are"));
+    }
+
+    @Test
+    void notifyLimitsDefaultAndOverrideKeyByKeyAndAreCheckedAtOnce() throws IOException {
+        assertThat(KvfluxConfig.defaults().notifyChannel().limits()).isEqualTo(NotifyLimits.DEFAULTS);
+
+        KvfluxConfig config = KvfluxConfig.load(Optional.of(file("""
+                notify:
+                  max-connections: 64
+                  idle-timeout: 30s
+                  peer-budget-mib: 4
+                """))).get();
+        assertThat(config.notifyChannel().limits()).isEqualTo(new NotifyLimits(64,
+                NotifyLimits.DEFAULTS.frameReadTimeout(), Duration.ofSeconds(30), 4L << 20));
+
+        Validation<Seq<String>, KvfluxConfig> bad = KvfluxConfig.load(Optional.of(file("""
+                notify:
+                  max-connections: 0
+                  frame-read-timeout: 0s
+                  peer-budget-mib: lots
+                """)));
+        assertThat(bad.getError().toJavaList()).hasSize(3).satisfiesExactlyInAnyOrder(
+                e -> assertThat(e).startsWith("notify.max-connections: must be between 1 and 1048576, got 0"),
+                e -> assertThat(e).startsWith("notify.frame-read-timeout: must be greater than zero"),
+                e -> assertThat(e).startsWith("notify.peer-budget-mib: 'lots' is not a whole number"));
     }
 
     @Test

@@ -84,6 +84,18 @@ class NotifyServerLimitsTest {
     }
 
     @Test
+    void messageOfATypeTheServerDoesNotTakeClosesItsConnectionAndIsCountedMalformed() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().accepts("write_done", "write_failed"), registry);
+
+        sendAndExpectClose(server, NotifyCodec.encode(new NotifyMessage.Release("t-1")));
+
+        assertThat(registry.metrics().malformedFrames()).isEqualTo(1);
+        assertThat(registry.metrics().received()).isZero();
+        assertStillServes(server, registry, null, "after");
+    }
+
+    @Test
     void invalidUtf8ClosesItsConnectionAndIsCountedAsSuch() throws IOException {
         ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
         NotifyServer server = server(NotifyServer.builder(), registry);
@@ -109,6 +121,39 @@ class NotifyServerLimitsTest {
 
         assertThat(registry.metrics().unauthenticatedFrames()).isEqualTo(2);
         assertThat(registry.metrics().malformedFrames()).as("nothing was decoded").isZero();
+        assertStillServes(server, registry, SECRET, "after");
+    }
+
+    @Test
+    void errorWhileDecodingAFrameClosesItsConnectionIsCountedAndTheServerKeepsServing() throws IOException {
+        // the receiver's clock overflows the stack once, in the middle of checking a correctly signed frame
+        java.util.concurrent.atomic.AtomicBoolean thrown = new java.util.concurrent.atomic.AtomicBoolean();
+        reactor.core.scheduler.Scheduler clock = new reactor.core.scheduler.Scheduler() {
+            @Override
+            public long now(java.util.concurrent.TimeUnit unit) {
+                if (thrown.compareAndSet(false, true)) {
+                    throw new StackOverflowError("clock recursed");
+                }
+                return reactor.core.scheduler.Schedulers.parallel().now(unit);
+            }
+
+            @Override
+            public reactor.core.Disposable schedule(Runnable task) {
+                return reactor.core.scheduler.Schedulers.parallel().schedule(task);
+            }
+
+            @Override
+            public Worker createWorker() {
+                return reactor.core.scheduler.Schedulers.parallel().createWorker();
+            }
+        };
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().auth(SECRET.clock(clock)), registry);
+
+        sendAndExpectClose(server, SECRET.sign(new NotifyMessage.WriteDone("t-overflow")));
+
+        assertThat(registry.metrics().frameInternalErrors()).isEqualTo(1);
+        assertThat(registry.metrics().received()).isZero();
         assertStillServes(server, registry, SECRET, "after");
     }
 
@@ -165,7 +210,9 @@ class NotifyServerLimitsTest {
     @Test
     void connectionsBeyondTheCapAreClosedAtOnceAndCounted() throws IOException {
         ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
-        NotifyServer server = server(NotifyServer.builder().maxConnections(2), registry);
+        NotifyServer server = server(NotifyServer.builder().limits(new NotifyLimits(2,
+                NotifyLimits.DEFAULTS.frameReadTimeout(), NotifyLimits.DEFAULTS.idleTimeout(),
+                NotifyLimits.DEFAULTS.peerBudgetBytes())), registry);
         try (Socket first = new Socket("127.0.0.1", server.address().getPort());
                 Socket second = new Socket("127.0.0.1", server.address().getPort())) {
             awaitTrue(() -> server.openConnections() == 2);

@@ -366,7 +366,7 @@ class ProxyServerTest {
         assertThat(wellFormedError(answer, 502)).as(answer).isTrue();
         assertThat(answer).contains("prefill_failed").contains("engine gone");
         assertThat(HttpJson.object(answer.substring(4)).at("/error/message").asText())
-                .as("prefill's line break is escaped").contains("engine gone\\u000aFAKE").doesNotContain("\n");
+                .as("prefill's line break is escaped").contains("engine gone\\nFAKE").doesNotContain("\n");
         assertThat(decodeCancelled.await(5, TimeUnit.SECONDS)).isTrue();
     }
 

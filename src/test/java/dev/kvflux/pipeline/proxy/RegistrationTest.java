@@ -174,10 +174,42 @@ class RegistrationTest {
 
         String answer = register(forged, new DefaultHttpHeaders());
 
-        assertThat(answer).startsWith("400 ").contains("is not host:port with a host name or IP address")
-                .contains("evil?12:00:00").doesNotContain("\\n12");
+        assertThat(answer).startsWith("400 ").contains("is not host:port with a host name or IP address");
+        assertThat(HttpJson.object(answer.substring(4)).at("/error/message").asText())
+                .as("the line break is escaped").contains("evil\\n12:00:00").doesNotContain("\n");
         assertThat(registry.live(Role.DECODE)).isEmpty();
         assertThat(Instance.address("[::1]:8200").getPort()).isEqualTo(8200);
         assertThat(Instance.address("decode-0.cluster.local:8200").getHostString()).isEqualTo("decode-0.cluster.local");
+    }
+
+    @Test
+    void refusalsOfAFullRoleAreLoggedAtMostOncePerTenSecondsWithTheirCount() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofMinutes(10), clock, 1);
+        ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
+                .getLogger(InstanceRegistry.class);
+        ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> lines =
+                new ch.qos.logback.core.read.ListAppender<>();
+        lines.start();
+        logger.addAppender(lines);
+        try {
+            registry.ping(new Instance(Role.DECODE, new InetSocketAddress("127.0.0.1", 1), new InetSocketAddress("127.0.0.1", 2)));
+            for (int i = 0; i < 5_000; i++) {
+                registry.ping(new Instance(Role.DECODE, new InetSocketAddress("10.0.0.1", 1000 + i),
+                        new InetSocketAddress("10.0.0.1", 1)));
+                if (i == 2_500) {
+                    clock.advanceTimeBy(Duration.ofSeconds(10));
+                }
+            }
+        } finally {
+            logger.detachAppender(lines);
+        }
+
+        java.util.List<String> refusals = lines.list.stream().map(ch.qos.logback.classic.spi.ILoggingEvent::getFormattedMessage)
+                .filter(m -> m.startsWith("refused")).toList();
+        assertThat(refusals).hasSize(2);
+        assertThat(refusals.get(0)).startsWith("refused 1 new instance(s)");
+        assertThat(refusals.get(1)).startsWith("refused 2501 new instance(s)").contains("(2502 refused in all");
+        assertThat(registry.refusedFull()).isEqualTo(5_000);
     }
 }

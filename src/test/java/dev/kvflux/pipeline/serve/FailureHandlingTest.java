@@ -265,4 +265,32 @@ class FailureHandlingTest {
             assertThat(prefill.blocks().owners()).isZero();
         }
     }
+
+    @Test
+    void kvWhoseChecksumDoesNotMatchDecodesBlocksFailsTheRequestAndIsCountedAsCorrupt() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = recorder(toPrefill);
+             NotifyClient client = NotifyClient.create();
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30))) {
+            var bad = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
+            var good = Completions.post(decode.httpAddress(), body("t-2", "a b", prefill.address())).toFuture();
+            await("decode sent both block lists", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1")
+                    && got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-2"));
+            List<Long> blocksOf2 = toPrefill.stream().filter(m -> m instanceof NotifyMessage.RemoteBlocks
+                    && m.transferId().equals("t-2")).map(m -> ((NotifyMessage.RemoteBlocks) m).blockNotifyList())
+                    .findFirst().orElseThrow();
+
+            // t-1's KV as if written into t-2's blocks
+            client.send(decode.notifyAddress(), new NotifyMessage.WriteDone("t-1", 0, 0,
+                    KvChecksum.of("t-1", FAST.layers(), blocksOf2)), Duration.ofSeconds(5)).block();
+            client.send(decode.notifyAddress(), new NotifyMessage.WriteDone("t-2", 0, 0,
+                    KvChecksum.of("t-2", FAST.layers(), blocksOf2)), Duration.ofSeconds(5)).block();
+
+            assertThat(bad.get(5, java.util.concurrent.TimeUnit.SECONDS)).startsWith("503 ")
+                    .contains("content check failed");
+            assertThat(good.get(5, java.util.concurrent.TimeUnit.SECONDS)).startsWith("200 ");
+            assertThat(Completions.metrics(decode.httpAddress())).contains("\"corrupt_kv\":1")
+                    .contains("\"kv_verified\":1");
+        }
+    }
 }

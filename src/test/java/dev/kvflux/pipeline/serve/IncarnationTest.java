@@ -107,4 +107,34 @@ class IncarnationTest {
             assertThat(Completions.metrics(decode.httpAddress())).contains("\"stale_incarnation\":1");
         }
     }
+
+    @Test
+    void aRestartedPrefillsNewIncarnationFailsTheRequestsWaitingForItsPreviousLifeAtOnce() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = NotifyServer.builder().handler(toPrefill::add).bind().block(Duration.ofSeconds(5));
+             NotifyClient asPrefill = NotifyClient.create();
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30))) {
+            int port = prefill.address().getPort();
+            long old = Incarnation.next();
+            var first = Completions.post(decode.httpAddress(), body("t-0", port)).toFuture();
+            var waiting = Completions.post(decode.httpAddress(), body("t-1", port)).toFuture();
+            await("both block lists went out", () -> toPrefill.stream()
+                    .filter(m -> m instanceof NotifyMessage.RemoteBlocks).count() == 2);
+            asPrefill.send(decode.notifyAddress(), new NotifyMessage.WriteDone("t-0", old, decode.incarnation(), 0),
+                    Duration.ofSeconds(5)).block();
+            assertThat(first.get(5, TimeUnit.SECONDS)).startsWith("200 ");
+
+            long current = later(old);
+            var after = Completions.post(decode.httpAddress(), body("t-2", port)).toFuture();
+            await("t-2's block list went out", () -> toPrefill.stream()
+                    .filter(m -> m instanceof NotifyMessage.RemoteBlocks).count() == 3);
+            asPrefill.send(decode.notifyAddress(), new NotifyMessage.WriteDone("t-2", current, decode.incarnation(), 0),
+                    Duration.ofSeconds(5)).block();
+
+            assertThat(waiting.get(5, TimeUnit.SECONDS)).startsWith("503 ").contains("prefill_restarted");
+            assertThat(after.get(5, TimeUnit.SECONDS)).startsWith("200 ");
+
+            assertThat(Completions.metrics(decode.httpAddress())).contains("\"failed_on_prefill_restart\":1");
+        }
+    }
 }

@@ -54,6 +54,17 @@ class ServingStackTest {
     }
 
     @Test
+    void everyCompletedRequestsKvPassesDecodesContentCheck() {
+        String[] metrics = new String[1];
+
+        LoadResult result = serve(Policy.KVFLUX, SimulatedXgmiEngine.create(), 4, Duration.ofSeconds(5), null,
+                decode -> metrics[0] = Completions.metrics(decode.httpAddress()));
+
+        assertThat(result.completed()).isEqualTo(4);
+        assertThat(metrics[0]).contains("\"kv_verified\":4").contains("\"corrupt_kv\":0");
+    }
+
+    @Test
     void requestsFlowWithSignedNotifications() {
         NotifyAuth auth = NotifyAuth.of("serving-stack-secret-0123456789");
         long[] signedWriteDone = new long[1];
