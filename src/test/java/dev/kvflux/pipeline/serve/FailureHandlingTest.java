@@ -180,6 +180,25 @@ class FailureHandlingTest {
     }
 
     @Test
+    void aReleaseThatCameBeforeItsRequestFreesTheRequestsBlocksWhenItEndsInsteadOfAtTheLease() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = recorder(toPrefill);
+             NotifyClient client = NotifyClient.create();
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofMillis(300), null,
+                     100, Duration.ofMinutes(10))) {
+            client.send(decode.notifyAddress(), new NotifyMessage.Release("t-1"), Duration.ofSeconds(5)).block();
+
+            String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
+                    .block(Duration.ofSeconds(5));
+
+            assertThat(answer).startsWith("504 ");
+            await("the blocks are free without waiting for the lease",
+                    () -> decode.blocks().blocks().get(State.FREE) == 100);
+            assertThat(decode.blocks().blocks().get(State.QUARANTINED)).isZero();
+        }
+    }
+
+    @Test
     void writeFailedAnswersTheClientAtOnceWhileTheBlocksWaitForRelease() throws Exception {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
