@@ -548,6 +548,7 @@ public final class PrefillServer implements AutoCloseable {
                 return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted())
                         .doOnCancel(() -> abort(id, "prefill's HTTP request was cancelled: the client or the proxy"
                                 + " gave up"))
+                        .doOnError(e -> abort(id, "prefill could not start its write: " + e.getMessage()))
                         .flatMap(aborted -> aborted.isEmpty()
                                 ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
                                 : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
