@@ -41,4 +41,18 @@ class CompletionRequestTest {
         assertThatThrownBy(() -> parse("\"prompt\": \"a\", \"stream\": \"yes\""))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("stream must be true or false");
     }
+
+    @Test
+    void transferIdLongerThanTheNotifyChannelCarriesIsRefused() {
+        String id = "t".repeat(dev.kvflux.pipeline.net.NotifyCodec.MAX_ID_BYTES + 1);
+        ObjectNode json = HttpJson.object("{\"prompt\": \"hi\", \"kv_transfer_params\": {\"transfer_id\": \"" + id
+                + "\", \"remote_notify\": \"127.0.0.1:7001\"}}");
+        assertThatThrownBy(() -> CompletionRequest.parse(json, Role.PREFILL))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("transfer_id")
+                .hasMessageContaining(String.valueOf(dev.kvflux.pipeline.net.NotifyCodec.MAX_ID_BYTES));
+        String longest = "\u00e9".repeat(dev.kvflux.pipeline.net.NotifyCodec.MAX_ID_BYTES / 2);
+        ObjectNode fits = HttpJson.object("{\"prompt\": \"hi\", \"kv_transfer_params\": {\"transfer_id\": \""
+                + longest + "\", \"remote_notify\": \"127.0.0.1:7001\"}}");
+        assertThat(CompletionRequest.parse(fits, Role.PREFILL).params().transferId()).hasSize(128);
+    }
 }
