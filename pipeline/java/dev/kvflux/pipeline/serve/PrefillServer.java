@@ -614,7 +614,9 @@ public final class PrefillServer implements AutoCloseable {
             CompletionWait.drain(transferTimeout).await(posted)
                     .then(Mono.fromRunnable(() -> released(t)))
                     .onErrorResume(e -> {
-                        if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS) {
+                        // a failure wins over the timeout in the drain's error, so ask the statuses themselves
+                        if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS
+                                || stillInFlight(posted)) {
                             stats.stalledAtRelease.increment();
                             blocks.forceFree(t.id);
                             LOG.warn("transfer {}: copies still in flight {} ms after it ended; its source blocks are"
@@ -627,6 +629,20 @@ public final class PrefillServer implements AutoCloseable {
                     })
                     .doFinally(signal -> settling.decrementAndGet())
                     .subscribe();
+        }
+
+        /** Whether any status may still be in flight; one that cannot be queried counts as in flight. */
+        private static boolean stillInFlight(List<TransferStatus> posted) {
+            for (TransferStatus status : posted) {
+                try {
+                    if (!status.code().isTerminal()) {
+                        return true;
+                    }
+                } catch (RuntimeException broken) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         /**
