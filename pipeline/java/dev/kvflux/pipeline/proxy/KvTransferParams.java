@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.pipeline.net.NotifyCodec;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 
 /**
@@ -44,11 +45,12 @@ public record KvTransferParams(String transferId, Role peerRole, InetSocketAddre
         if (id == null || !id.isTextual() || id.asText().isEmpty()) {
             throw new IllegalArgumentException("kv_transfer_params.transfer_id must be a non-empty string");
         }
-        // every notification carries the id, and the notify channel refuses ids over MAX_ID_BYTES: a longer one
-        // could never be answered, and would be kept (fenced) at its full length
-        if (id.asText().getBytes(java.nio.charset.StandardCharsets.UTF_8).length > NotifyCodec.MAX_ID_BYTES) {
-            throw new IllegalArgumentException("kv_transfer_params.transfer_id must be at most "
-                    + NotifyCodec.MAX_ID_BYTES + " bytes (UTF-8); the proxy makes short ones");
+        // every notice about this transfer carries the id; one over the codec's limit would be refused by the
+        // peer on every retry, each time closing a notify connection that other transfers share
+        int idBytes = id.asText().getBytes(StandardCharsets.UTF_8).length;
+        if (idBytes > NotifyCodec.MAX_ID_BYTES) {
+            throw new IllegalArgumentException("kv_transfer_params.transfer_id is " + idBytes + " bytes; at most "
+                    + NotifyCodec.MAX_ID_BYTES + " fit in a notification");
         }
         if (notify == null || !notify.isTextual()) {
             throw new IllegalArgumentException("kv_transfer_params.remote_notify must be \"host:port\" of the "
