@@ -548,6 +548,7 @@ public final class PrefillServer implements AutoCloseable {
                 return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted())
                         .doOnCancel(() -> abort(id, "prefill's HTTP request was cancelled: the client or the proxy"
                                 + " gave up"))
+                        .doOnError(e -> abort(id, "prefill could not start its write: " + e.getMessage()))
                         .flatMap(aborted -> aborted.isEmpty()
                                 ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
                                 : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
@@ -613,7 +614,9 @@ public final class PrefillServer implements AutoCloseable {
             CompletionWait.drain(transferTimeout).await(posted)
                     .then(Mono.fromRunnable(() -> released(t)))
                     .onErrorResume(e -> {
-                        if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS) {
+                        // a failure wins over the timeout in the drain's error, so ask the statuses themselves
+                        if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS
+                                || stillInFlight(posted)) {
                             stats.stalledAtRelease.increment();
                             blocks.forceFree(t.id);
                             LOG.warn("transfer {}: copies still in flight {} ms after it ended; its source blocks are"
@@ -626,6 +629,20 @@ public final class PrefillServer implements AutoCloseable {
                     })
                     .doFinally(signal -> settling.decrementAndGet())
                     .subscribe();
+        }
+
+        /** Whether any status may still be in flight; one that cannot be queried counts as in flight. */
+        private static boolean stillInFlight(List<TransferStatus> posted) {
+            for (TransferStatus status : posted) {
+                try {
+                    if (!status.code().isTerminal()) {
+                        return true;
+                    }
+                } catch (RuntimeException broken) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         /**
