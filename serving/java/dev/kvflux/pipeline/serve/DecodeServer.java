@@ -311,6 +311,7 @@ public final class DecodeServer implements AutoCloseable {
         final List<Long> blocks;
         final Sinks.Empty<Void> stop = Sinks.empty();
         final long arrivalMillis = System.currentTimeMillis();
+        final long arrivalNanos = System.nanoTime();
         /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
         volatile boolean prefillSettled;
         volatile String failure;
@@ -568,7 +569,11 @@ public final class DecodeServer implements AutoCloseable {
          */
         private void ended(Active a) {
             active.remove(a.id, a);
-            blocks.end(a.id, blockLease);
+            // the lease counts from the receive deadline at the earliest: prefill may start copies until its own
+            // deadline for the transfer (the same length, from about the same arrival) even if this request ended
+            // early and the abort telling it so was lost
+            blocks.end(a.id, blockLease, receiveDeadline == null ? System.nanoTime()
+                    : a.arrivalNanos + receiveDeadline.toNanos());
             if (!a.prefillSettled) {
                 sendAbort(a.id, a.prefill, a.failure != null ? a.failure
                         : "decode's client went away before the KV arrived");

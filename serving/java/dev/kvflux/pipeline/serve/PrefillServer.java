@@ -256,6 +256,7 @@ public final class PrefillServer implements AutoCloseable {
                 .put("refused_out_of_blocks", stats.refusedOutOfBlocks()).put("aborted", stats.aborted())
                 .put("aborts_for_unknown", stats.abortsForUnknown()).put("refused_fenced", stats.refusedFenced())
                 .put("releases_sent", stats.releasesSent()).put("stalled_at_release", stats.stalledAtRelease())
+                .put("aborted_past_deadline", stats.pastDeadline())
                 .put("transfers_running", transfers.size())
                 .put("writes_in_flight", writer.pipeline.requestsInFlight())
                 .put("stale_incarnation", stats.staleIncarnation())
@@ -558,6 +559,13 @@ public final class PrefillServer implements AutoCloseable {
 
         /** Called when the prompt's last prefill step is queued: its layers finish across the step. */
         private void startWrite(PrefillTransfers.Transfer t, Duration startsIn, Duration stepLength) {
+            if (System.nanoTime() - t.deadlineNanos > 0) {
+                // decode has given up on it by now and may reuse its blocks once its lease passes: post nothing
+                stats.pastDeadline.increment();
+                abort(t.id, "its prompt finished prefilling after the transfer's deadline (" + deadline.toMillis()
+                        + " ms after the request came), when decode has given up on it");
+                return;
+            }
             if (!t.startWriting()) {
                 return;
             }
