@@ -303,6 +303,35 @@ class NotifyServerLimitsTest {
         }
     }
 
+    @Test
+    void partlyReceivedFramesOverTheServersByteBudgetCloseTheConnectionThatWouldPassIt() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().maxBufferedBytes(100_000), registry);
+        byte[] part = new byte[60_000];
+
+        try (Socket first = new Socket("127.0.0.1", server.address().getPort());
+             Socket second = new Socket("127.0.0.1", server.address().getPort())) {
+            second.setSoTimeout(5000);
+            first.getOutputStream().write(ByteBuffer.allocate(4).putInt(1_000_000).array());
+            first.getOutputStream().write(part);
+            first.getOutputStream().flush();
+            awaitTrue(() -> server.bufferedBytes() >= part.length);
+
+            second.getOutputStream().write(ByteBuffer.allocate(4).putInt(1_000_000).array());
+            second.getOutputStream().write(part);
+            second.getOutputStream().flush();
+            try {
+                assertThat(second.getInputStream().read()).as("the second peer is cut off").isEqualTo(-1);
+            } catch (java.net.SocketException reset) {
+                assertThat(reset.getMessage()).contains("reset");
+            }
+            assertThat(registry.metrics().bufferBudgetCloses()).isEqualTo(1);
+            assertThat(server.bufferedBytes()).isBetween((long) part.length, 100_000L);
+        }
+        awaitTrue(() -> server.bufferedBytes() == 0);
+        assertStillServes(server, registry, null, "t-after-budget");
+    }
+
     private static void awaitTrue(BooleanSupplier condition) {
         long deadline = System.nanoTime() + WAIT.toNanos();
         while (!condition.getAsBoolean()) {

@@ -369,4 +369,29 @@ class ProxyServerTest {
                 .as("prefill's line break is escaped").contains("engine gone\\nFAKE").doesNotContain("\n");
         assertThat(decodeCancelled.await(5, TimeUnit.SECONDS)).isTrue();
     }
+
+    @Test
+    void prefillFailingWithAnEndlessBodyGetsA502WithoutTheProxyReadingItAll() {
+        // the proxy used to aggregate prefill's whole answer before looking at it: a 400 MB error body took
+        // its RSS from 103 MB to 1.3 GB, and an endless one was read until the upstream timeout
+        var served = new java.util.concurrent.atomic.AtomicLong();
+        byte[] chunk = "engine gone ".repeat(700).getBytes(StandardCharsets.UTF_8);
+        prefill = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> req.receive().then(Mono.defer(() -> res.status(500)
+                        .header("content-type", "application/json")
+                        .send(Flux.<io.netty.buffer.ByteBuf>generate(sink -> sink.next(Unpooled.wrappedBuffer(chunk)))
+                                .doOnNext(b -> served.addAndGet(chunk.length)))
+                        .then()))))
+                .bindNow();
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never().then()))
+                .bindNow();
+        startProxyOver(prefill, decode);
+
+        String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
+
+        assertThat(wellFormedError(answer, 502)).as(answer).isTrue();
+        assertThat(answer).contains("prefill_failed").contains("500 engine gone");
+        assertThat(served.get()).as("bytes prefill got to send").isLessThan(64L << 20);
+    }
 }

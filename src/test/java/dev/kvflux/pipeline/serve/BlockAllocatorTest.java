@@ -81,6 +81,23 @@ class BlockAllocatorTest {
     }
 
     @Test
+    void aRequestThatEndedBeforeItsReceiveDeadlineKeepsItsBlocksUntilALeaseAfterThatDeadline() {
+        AtomicLong now = new AtomicLong();
+        BlockAllocator blocks = new BlockAllocator("decode", 4, now::get);
+        blocks.allocate("a", 2);
+        blocks.writing("a");
+        long receiveDeadline = now.get() + Duration.ofSeconds(45).toNanos();
+        now.addAndGet(Duration.ofSeconds(1).toNanos()); // the client left after 1 s; prefill may still write until 45 s
+
+        blocks.end("a", LEASE, receiveDeadline);
+
+        now.set(receiveDeadline + LEASE.toNanos() - 1);
+        assertThat(blocks.reclaimExpired()).as("a lease from the end alone would have passed").isEmpty();
+        now.addAndGet(1);
+        assertThat(blocks.reclaimExpired()).containsExactly("a");
+    }
+
+    @Test
     void snapshotCountsBlocksPerStateAndTheOldestGrantsAge() {
         AtomicLong now = new AtomicLong();
         BlockAllocator blocks = new BlockAllocator("prefill", 10, now::get);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.net.NotifyCodec;
 import dev.kvflux.pipeline.proxy.HttpJson;
 import dev.kvflux.pipeline.proxy.Role;
 import org.junit.jupiter.api.Test;
@@ -34,6 +35,21 @@ class CompletionRequestTest {
     void fractionalMaxTokensIsRefused() {
         assertThatThrownBy(() -> parse("\"prompt\": \"a\", \"max_tokens\": 2.5"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("max_tokens must be an integer");
+    }
+
+    @Test
+    void transferIdLongerThanANotifyFrameMayCarryIsRefused() {
+        // decode rejects a notify frame whose transfer_id is over the codec's limit, closing the pooled
+        // connection every retry of it shares with other transfers' notices; refuse such a request up front
+        String id = "x".repeat(NotifyCodec.MAX_ID_BYTES + 1);
+        ObjectNode json = HttpJson.object("{\"prompt\": \"a b\", \"kv_transfer_params\": {\"transfer_id\": \"" + id
+                + "\", \"remote_notify\": \"127.0.0.1:7001\"}}");
+        assertThatThrownBy(() -> CompletionRequest.parse(json, Role.PREFILL))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("kv_transfer_params.transfer_id is 257 bytes");
+        ObjectNode longest = HttpJson.object("{\"prompt\": \"a b\", \"kv_transfer_params\": {\"transfer_id\": \""
+                + id.substring(1) + "\", \"remote_notify\": \"127.0.0.1:7001\"}}");
+        assertThat(CompletionRequest.parse(longest, Role.PREFILL).params().transferId()).hasSize(NotifyCodec.MAX_ID_BYTES);
     }
 
     @Test

@@ -180,6 +180,25 @@ class FailureHandlingTest {
     }
 
     @Test
+    void aReleaseThatCameBeforeItsRequestFreesTheRequestsBlocksWhenItEndsInsteadOfAtTheLease() throws Exception {
+        List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
+        try (NotifyServer prefill = recorder(toPrefill);
+             NotifyClient client = NotifyClient.create();
+             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofMillis(300), null,
+                     100, Duration.ofMinutes(10))) {
+            client.send(decode.notifyAddress(), new NotifyMessage.Release("t-1"), Duration.ofSeconds(5)).block();
+
+            String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
+                    .block(Duration.ofSeconds(5));
+
+            assertThat(answer).startsWith("504 ");
+            await("the blocks are free without waiting for the lease",
+                    () -> decode.blocks().blocks().get(State.FREE) == 100);
+            assertThat(decode.blocks().blocks().get(State.QUARANTINED)).isZero();
+        }
+    }
+
+    @Test
     void writeFailedAnswersTheClientAtOnceWhileTheBlocksWaitForRelease() throws Exception {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
@@ -313,6 +332,35 @@ class FailureHandlingTest {
             assertThat(decode.blocks().owners()).isZero();
             assertThat(Completions.metrics(decode.httpAddress())).contains("\"requests_running\":0");
             assertThat(toPeer).as("neither told the other anything").isEmpty();
+        }
+    }
+
+    @Test
+    void aCopyStillInFlightAfterAnotherFailedKeepsDecodesBlocksUnreleased() throws Exception {
+        List<NotifyMessage> toDecode = new CopyOnWriteArrayList<>();
+        // the first layer's copy fails 100 ms after it is posted, the second never completes
+        try (NotifyServer decode = recorder(toDecode);
+             NotifyClient client = NotifyClient.create();
+             SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
+                     .fault(dev.kvflux.bindings.sim.Fault.fail(0, Duration.ofMillis(100), StatusCode.ERR_RDMA_OP,
+                             "link down"))
+                     .fault(dev.kvflux.bindings.sim.Fault.stall(1)).build();
+             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), FAST, Policy.KVFLUX, engine,
+                     KvfluxConfig.defaults().transfer().withTimeout(Duration.ofMillis(500)), Duration.ofSeconds(2),
+                     null, 16, 1000)) {
+            client.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks("t-1", "t-1", List.of(7L), 0),
+                    Duration.ofSeconds(5)).block();
+            assertThat(Completions.post(prefill.httpAddress(), body("t-1", "a b c", decode.address()))
+                    .block(Duration.ofSeconds(5))).startsWith("200 ");
+
+            await("decode is told write_failed", () -> got(toDecode, NotifyMessage.WriteFailed.class, "t-1"));
+            await("the transfer settles", () -> prefill.stats().stalledAtRelease() > 0
+                    || got(toDecode, NotifyMessage.Release.class, "t-1"));
+
+            assertThat(toDecode).as("a copy may still land in decode's blocks: no release")
+                    .noneMatch(m -> m instanceof NotifyMessage.Release);
+            assertThat(prefill.stats().stalledAtRelease()).isEqualTo(1);
+            assertThat(prefill.blocks().forcedFrees()).isEqualTo(1);
         }
     }
 }

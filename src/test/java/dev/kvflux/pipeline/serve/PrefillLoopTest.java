@@ -91,4 +91,26 @@ class PrefillLoopTest {
             assertThat(loop.waiting()).as("b's place in the queue bound is given back").isZero();
         }
     }
+
+    @Test
+    void aLastStepCallbackThatThrowsDoesNotStrandTheOtherPromptsOfItsStep() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        ServingModel model = new ServingModel("test", 1000, 100, 2, Duration.ofMillis(1), 16, 8);
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
+             PrefillLoop loop = new PrefillLoop(model, engine, clock)) {
+            List<String> lastSteps = new java.util.concurrent.CopyOnWriteArrayList<>();
+            List<String> ended = new java.util.concurrent.CopyOnWriteArrayList<>();
+            // a and b (40 tokens each) are formed in one step; a's callback fails
+            loop.submit(40, (startsIn, length) -> {
+                throw new IllegalStateException("a's write could not start");
+            }).subscribe(null, e -> ended.add("a failed"), () -> ended.add("a"));
+            loop.submit(40, (startsIn, length) -> lastSteps.add("b"))
+                    .subscribe(null, e -> ended.add("b failed"), () -> ended.add("b"));
+
+            clock.advanceTimeBy(Duration.ofSeconds(1));
+
+            assertThat(lastSteps).as("b's write still starts").containsExactly("b");
+            assertThat(ended).as("every prompt of the step ends").containsExactlyInAnyOrder("a failed", "b");
+        }
+    }
 }

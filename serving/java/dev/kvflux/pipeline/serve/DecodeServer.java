@@ -69,6 +69,8 @@ public final class DecodeServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeServer.class);
     /** KV blocks per instance by default. */
     public static final int DEFAULT_KV_BLOCKS = 1 << 16;
+    /** The most releases kept for requests decode has not seen yet. */
+    private static final int EARLY_RELEASES = 4096;
     /** How long blocks whose prefill never said release stay quarantined by default: 2 × the default transfer timeout. */
     public static final Duration DEFAULT_BLOCK_LEASE = Duration.ofSeconds(60);
     /** The shortest time an abort is retried towards prefill. */
@@ -159,7 +161,7 @@ public final class DecodeServer implements AutoCloseable {
         Handler handler = new Handler(model, expected, client, blocks, blockLease,
                 receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null,
                 receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next(),
-                new ConcurrentHashMap<>());
+                new ConcurrentHashMap<>(), new EarlyReleases(EARLY_RELEASES, blockLease.toNanos(), System::nanoTime));
         NotifyServer notify;
         try {
             notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
@@ -275,6 +277,8 @@ public final class DecodeServer implements AutoCloseable {
         final LongAdder abortsSent = new LongAdder();
         final LongAdder releases = new LongAdder();
         final LongAdder releasesUnknown = new LongAdder();
+        /** Releases that came before their request's blocks, applied when the blocks were granted. */
+        final LongAdder releasesBeforeRequest = new LongAdder();
         final LongAdder refusedOutOfBlocks = new LongAdder();
         final LongAdder refusedShuttingDown = new LongAdder();
         final LongAdder staleIncarnation = new LongAdder();
@@ -307,6 +311,7 @@ public final class DecodeServer implements AutoCloseable {
         final List<Long> blocks;
         final Sinks.Empty<Void> stop = Sinks.empty();
         final long arrivalMillis = System.currentTimeMillis();
+        final long arrivalNanos = System.nanoTime();
         /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
         volatile boolean prefillSettled;
         volatile String failure;
@@ -326,7 +331,8 @@ public final class DecodeServer implements AutoCloseable {
     private record Handler(ServingModel model, ExpectedTransfers expected, NotifyClient client, BlockAllocator blocks,
                            Duration blockLease, Duration blocksWithin, boolean failWhenUndeliverable,
                            Duration receiveDeadline, DecodeStats stats, Map<String, Active> active,
-                           AtomicBoolean closing, long incarnation, Map<InetSocketAddress, Long> prefillIncarnations) {
+                           AtomicBoolean closing, long incarnation, Map<InetSocketAddress, Long> prefillIncarnations,
+                           EarlyReleases earlyReleases) {
 
         /**
          * The notify server's handler: a message from prefill about another incarnation's blocks is rejected
@@ -368,12 +374,20 @@ public final class DecodeServer implements AutoCloseable {
                 }
             }
             if (message instanceof NotifyMessage.Release release) {
-                if (blocks.release(release.transferId())) {
+                boolean held;
+                synchronized (earlyReleases) {
+                    held = blocks.release(release.transferId());
+                    if (!held) {
+                        // prefill may be done with a transfer before decode's request for it has its blocks
+                        earlyReleases.remember(release.transferId());
+                    }
+                }
+                if (held) {
                     stats.releases.increment();
                 } else {
                     stats.releasesUnknown.increment();
-                    LOG.debug("release for transfer {}, which holds no blocks here (late or duplicate)",
-                            LogText.escape(release.transferId()));
+                    LOG.debug("release for transfer {}, which holds no blocks here (late, duplicate, or before its"
+                            + " request)", LogText.escape(release.transferId()));
                 }
                 return;
             }
@@ -444,6 +458,7 @@ public final class DecodeServer implements AutoCloseable {
             ObjectNode json = HttpJson.MAPPER.valueToTree(metrics.snapshot());
             json.put("requests_running", active.size()).put("aborts_sent", stats.abortsSent.sum())
                     .put("releases", stats.releases.sum()).put("releases_unknown", stats.releasesUnknown.sum())
+                    .put("releases_before_request", stats.releasesBeforeRequest.sum())
                     .put("refused_out_of_blocks", stats.refusedOutOfBlocks.sum())
                     .put("refused_shutting_down", stats.refusedShuttingDown.sum())
                     .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation)
@@ -476,7 +491,13 @@ public final class DecodeServer implements AutoCloseable {
             }
             List<Long> granted;
             try {
-                granted = blocks.allocate(id, model.blocksFor(request.promptTokens()));
+                synchronized (earlyReleases) {
+                    granted = blocks.allocate(id, model.blocksFor(request.promptTokens()));
+                    if (earlyReleases.take(id)) {
+                        blocks.release(id); // prefill is already done with it: free the blocks when the request ends
+                        stats.releasesBeforeRequest.increment();
+                    }
+                }
             } catch (BlockAllocator.OutOfBlocksException e) {
                 stats.refusedOutOfBlocks.increment();
                 sendAbort(id, prefill, "decode is out of KV blocks");
@@ -548,7 +569,11 @@ public final class DecodeServer implements AutoCloseable {
          */
         private void ended(Active a) {
             active.remove(a.id, a);
-            blocks.end(a.id, blockLease);
+            // the lease counts from the receive deadline at the earliest: prefill may start copies until its own
+            // deadline for the transfer (the same length, from about the same arrival) even if this request ended
+            // early and the abort telling it so was lost
+            blocks.end(a.id, blockLease, receiveDeadline == null ? System.nanoTime()
+                    : a.arrivalNanos + receiveDeadline.toNanos());
             if (!a.prefillSettled) {
                 sendAbort(a.id, a.prefill, a.failure != null ? a.failure
                         : "decode's client went away before the KV arrived");

@@ -26,6 +26,8 @@ public final class NotifyMetrics {
     final LongAdder connectionsRejected = new LongAdder();
     /** Inbound connections closed because a started frame did not complete within the frame read timeout. */
     final LongAdder frameReadTimeouts = new LongAdder();
+    /** Inbound connections closed because the server's partly received frames would have passed their byte budget. */
+    final LongAdder bufferBudgetCloses = new LongAdder();
     /** Inbound connections closed because nothing arrived on them within the idle timeout. */
     final LongAdder idleTimeouts = new LongAdder();
     /** Early notifications or unclaimed block lists dropped to stay within their byte budget or count. */
@@ -85,6 +87,10 @@ public final class NotifyMetrics {
 
     public long frameReadTimeouts() {
         return frameReadTimeouts.sum();
+    }
+
+    public long bufferBudgetCloses() {
+        return bufferBudgetCloses.sum();
     }
 
     public long idleTimeouts() {
@@ -161,6 +167,7 @@ public final class NotifyMetrics {
         all.put("connections_accepted", connectionsAccepted());
         all.put("connections_rejected", connectionsRejected());
         all.put("frame_read_timeouts", frameReadTimeouts());
+        all.put("buffer_budget_closes", bufferBudgetCloses());
         all.put("idle_timeouts", idleTimeouts());
         all.put("write_done", writeDone());
         all.put("write_failed", writeFailed());

@@ -2,7 +2,9 @@ package dev.kvflux.pipeline.proxy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.net.NotifyCodec;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 
 /**
@@ -42,6 +44,13 @@ public record KvTransferParams(String transferId, Role peerRole, InetSocketAddre
         JsonNode notify = params.get("remote_notify");
         if (id == null || !id.isTextual() || id.asText().isEmpty()) {
             throw new IllegalArgumentException("kv_transfer_params.transfer_id must be a non-empty string");
+        }
+        // every notice about this transfer carries the id; one over the codec's limit would be refused by the
+        // peer on every retry, each time closing a notify connection that other transfers share
+        int idBytes = id.asText().getBytes(StandardCharsets.UTF_8).length;
+        if (idBytes > NotifyCodec.MAX_ID_BYTES) {
+            throw new IllegalArgumentException("kv_transfer_params.transfer_id is " + idBytes + " bytes; at most "
+                    + NotifyCodec.MAX_ID_BYTES + " fit in a notification");
         }
         if (notify == null || !notify.isTextual()) {
             throw new IllegalArgumentException("kv_transfer_params.remote_notify must be \"host:port\" of the "

@@ -31,6 +31,12 @@ final class PrefillTransfers {
     /** How many aborted or ended transfer ids are remembered. */
     static final int FENCE_CAPACITY = 65_536;
 
+    /**
+     * How many characters of the reason are kept per fenced id: the reason may quote a peer's abort, and the
+     * fence holds {@link #FENCE_CAPACITY} of them.
+     */
+    static final int FENCE_REASON_CHARS = 160;
+
     /** The transfer id is fenced: aborted or already finished. */
     static final class FencedException extends RuntimeException {
         FencedException(String id, String why) {
@@ -74,8 +80,19 @@ final class PrefillTransfers {
     /** Fences an id that has no running transfer (an abort that came before its request). */
     synchronized void fence(String id, String why) {
         if (!active.containsKey(id)) {
-            fenced.putIfAbsent(id, why);
+            fenced.putIfAbsent(id, cut(why));
         }
+    }
+
+    private static String cut(String why) {
+        if (why.length() <= FENCE_REASON_CHARS) {
+            return why;
+        }
+        int end = FENCE_REASON_CHARS - 3;
+        if (Character.isHighSurrogate(why.charAt(end - 1))) {
+            end--;
+        }
+        return why.substring(0, end) + "...";
     }
 
     /** The running transfers now. */
@@ -90,7 +107,7 @@ final class PrefillTransfers {
 
     private synchronized void closed(Transfer t, String why) {
         active.remove(t.id, t);
-        fenced.put(t.id, why);
+        fenced.put(t.id, cut(why));
     }
 
     /**

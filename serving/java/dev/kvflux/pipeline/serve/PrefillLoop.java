@@ -172,7 +172,12 @@ final class PrefillLoop implements AutoCloseable {
         busyUntil = start + length.toNanos();
         steps++;
         for (Job job : finishing) {
-            job.onLastStep.queued(Duration.ofNanos(start - now), length);
+            // one prompt's failing callback must not strand the others of its step: it fails that prompt alone
+            try {
+                job.onLastStep.queued(Duration.ofNanos(start - now), length);
+            } catch (RuntimeException e) {
+                job.done.tryEmitError(e);
+            }
         }
         worker.schedule(() -> finishing.forEach(job -> job.done.tryEmitEmpty()), busyUntil - now,
                 TimeUnit.NANOSECONDS);

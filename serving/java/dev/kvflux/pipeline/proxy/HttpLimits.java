@@ -21,13 +21,13 @@ import reactor.netty.resources.ConnectionProvider;
  * @param poolEvictEvery how often pools close idle connections in the background, used or not; default 10 s
  * @param maxConnections the most connections one server keeps open; one more is closed as soon as it is
  *     accepted, so a flood on one port cannot take the process's file descriptors from its other ports;
- *     default 10,000
+ *     default 4,096, so that the proxy's two ports together stay well inside a common 20,000-descriptor limit
  */
 public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration requestTimeout,
                          Duration poolMaxIdleTime, Duration poolEvictEvery, int maxConnections) {
     /** The bounds of kvflux's servers and pools unless set otherwise. */
     public static final HttpLimits DEFAULT = new HttpLimits(Duration.ofSeconds(60), Duration.ofSeconds(30),
-            Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10), 10_000);
+            Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10), 4_096);
 
     /** @throws IllegalArgumentException naming a bound that is not positive */
     public HttpLimits {

@@ -159,6 +159,16 @@ final class BlockAllocator {
      * @return the state the blocks are in now; FREE also when the owner held nothing
      */
     synchronized State end(String owner, java.time.Duration lease) {
+        return end(owner, lease, nanoClock.getAsLong());
+    }
+
+    /**
+     * As {@link #end(String, java.time.Duration)}, with the lease counted from {@code notBeforeNanos} when that
+     * is later than now: decode counts it from the request's receive deadline, the latest moment prefill may
+     * still start the request's copies, so a request that ended early (its client left, the abort to prefill
+     * was lost) cannot have its blocks reused under a copy prefill posts before its own deadline.
+     */
+    synchronized State end(String owner, java.time.Duration lease, long notBeforeNanos) {
         Grant grant = grants.get(owner);
         if (grant == null) {
             return State.FREE;
@@ -171,7 +181,8 @@ final class BlockAllocator {
             return State.FREE;
         }
         move(grant, State.QUARANTINED);
-        grant.leaseDeadline = nanoClock.getAsLong() + lease.toNanos();
+        long now = nanoClock.getAsLong();
+        grant.leaseDeadline = (notBeforeNanos - now > 0 ? notBeforeNanos : now) + lease.toNanos();
         return State.QUARANTINED;
     }
 

@@ -256,6 +256,7 @@ public final class PrefillServer implements AutoCloseable {
                 .put("refused_out_of_blocks", stats.refusedOutOfBlocks()).put("aborted", stats.aborted())
                 .put("aborts_for_unknown", stats.abortsForUnknown()).put("refused_fenced", stats.refusedFenced())
                 .put("releases_sent", stats.releasesSent()).put("stalled_at_release", stats.stalledAtRelease())
+                .put("aborted_past_deadline", stats.pastDeadline())
                 .put("transfers_running", transfers.size())
                 .put("writes_in_flight", writer.pipeline.requestsInFlight())
                 .put("stale_incarnation", stats.staleIncarnation())
@@ -548,6 +549,7 @@ public final class PrefillServer implements AutoCloseable {
                 return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted())
                         .doOnCancel(() -> abort(id, "prefill's HTTP request was cancelled: the client or the proxy"
                                 + " gave up"))
+                        .doOnError(e -> abort(id, "prefill could not start its write: " + e.getMessage()))
                         .flatMap(aborted -> aborted.isEmpty()
                                 ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
                                 : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
@@ -557,6 +559,13 @@ public final class PrefillServer implements AutoCloseable {
 
         /** Called when the prompt's last prefill step is queued: its layers finish across the step. */
         private void startWrite(PrefillTransfers.Transfer t, Duration startsIn, Duration stepLength) {
+            if (System.nanoTime() - t.deadlineNanos > 0) {
+                // decode has given up on it by now and may reuse its blocks once its lease passes: post nothing
+                stats.pastDeadline.increment();
+                abort(t.id, "its prompt finished prefilling after the transfer's deadline (" + deadline.toMillis()
+                        + " ms after the request came), when decode has given up on it");
+                return;
+            }
             if (!t.startWriting()) {
                 return;
             }
@@ -613,7 +622,9 @@ public final class PrefillServer implements AutoCloseable {
             CompletionWait.drain(transferTimeout).await(posted)
                     .then(Mono.fromRunnable(() -> released(t)))
                     .onErrorResume(e -> {
-                        if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS) {
+                        // a failure wins over the timeout in the drain's error, so ask the statuses themselves
+                        if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS
+                                || stillInFlight(posted)) {
                             stats.stalledAtRelease.increment();
                             blocks.forceFree(t.id);
                             LOG.warn("transfer {}: copies still in flight {} ms after it ended; its source blocks are"
@@ -626,6 +637,20 @@ public final class PrefillServer implements AutoCloseable {
                     })
                     .doFinally(signal -> settling.decrementAndGet())
                     .subscribe();
+        }
+
+        /** Whether any status may still be in flight; one that cannot be queried counts as in flight. */
+        private static boolean stillInFlight(List<TransferStatus> posted) {
+            for (TransferStatus status : posted) {
+                try {
+                    if (!status.code().isTerminal()) {
+                        return true;
+                    }
+                } catch (RuntimeException broken) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         /**

@@ -9,6 +9,7 @@ import io.netty.handler.codec.TooLongFrameException;
 import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The notify channel's framing: a 4-byte big-endian length, then that many bytes of msgpack. A length
@@ -32,11 +33,14 @@ final class Frames {
     /**
      * A server-side decoder that also closes its connection when a started frame is not complete within
      * {@code frameReadTimeout} (a peer trickling bytes), or when nothing arrives for {@code idleTimeout},
-     * counting each in {@code metrics}. Timers run on the connection's event loop.
+     * or when the bytes of partly received frames held by all of a server's connections, {@code buffered},
+     * would pass {@code maxBufferedBytes} (many peers each sending most of a large frame), counting each in
+     * {@code metrics}. Timers run on the connection's event loop.
      */
     static LengthFieldBasedFrameDecoder guardedDecoder(int maxFrameBytes, Duration frameReadTimeout,
-            Duration idleTimeout, NotifyMetrics metrics) {
-        return new Guarded(maxFrameBytes + PREFIX, frameReadTimeout.toNanos(), idleTimeout.toNanos(), metrics);
+            Duration idleTimeout, NotifyMetrics metrics, AtomicLong buffered, long maxBufferedBytes) {
+        return new Guarded(maxFrameBytes + PREFIX, frameReadTimeout.toNanos(), idleTimeout.toNanos(), metrics,
+                buffered, maxBufferedBytes);
     }
 
     /** One frame holding {@code payload}. */
@@ -68,16 +72,23 @@ final class Frames {
         private final long frameReadTimeoutNanos;
         private final long idleTimeoutNanos;
         private final NotifyMetrics metrics;
+        private final AtomicLong buffered;
+        private final long maxBufferedBytes;
+        /** This connection's share of {@link #buffered}: the bytes of its partly received frame. */
+        private long held;
         private long lastReadNanos;
         private long frameStartNanos = -1;
         private ScheduledFuture<?> timer;
         private long timerDueNanos;
 
-        Guarded(int maxFrameLength, long frameReadTimeoutNanos, long idleTimeoutNanos, NotifyMetrics metrics) {
+        Guarded(int maxFrameLength, long frameReadTimeoutNanos, long idleTimeoutNanos, NotifyMetrics metrics,
+                AtomicLong buffered, long maxBufferedBytes) {
             super(maxFrameLength, 0, PREFIX, 0, PREFIX, true);
             this.frameReadTimeoutNanos = frameReadTimeoutNanos;
             this.idleTimeoutNanos = idleTimeoutNanos;
             this.metrics = metrics;
+            this.buffered = buffered;
+            this.maxBufferedBytes = maxBufferedBytes;
         }
 
         @Override
@@ -92,6 +103,8 @@ final class Frames {
             if (timer != null) {
                 timer.cancel(false);
             }
+            buffered.addAndGet(-held);
+            held = 0;
             super.handlerRemoved0(ctx);
         }
 
@@ -100,12 +113,33 @@ final class Frames {
             long now = System.nanoTime();
             lastReadNanos = now;
             super.channelRead(ctx, msg);
+            if (!account(ctx)) {
+                return;
+            }
             if (actualReadableBytes() == 0) {
                 frameStartNanos = -1;
             } else if (frameStartNanos < 0) {
                 frameStartNanos = now;
                 arm(ctx, now + frameReadTimeoutNanos);
             }
+        }
+
+        /**
+         * Moves this connection's share of the server's buffered bytes to what it holds now; closes it, counted,
+         * when that growth takes the server over its budget. Returns whether the connection stays open.
+         */
+        private boolean account(ChannelHandlerContext ctx) {
+            long now = ctx.channel().isOpen() ? actualReadableBytes() : 0;
+            long growth = now - held;
+            held = now;
+            if (growth != 0 && buffered.addAndGet(growth) > maxBufferedBytes && growth > 0) {
+                metrics.bufferBudgetCloses.increment();
+                buffered.addAndGet(-held);
+                held = 0;
+                ctx.close();
+                return false;
+            }
+            return true;
         }
 
         /** Makes sure the timer fires no later than {@code dueNanos}. */

@@ -12,6 +12,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.slf4j.Logger;
@@ -46,6 +47,8 @@ public final class NotifyServer implements AutoCloseable {
 
     /** Default most open connections. */
     public static final int DEFAULT_MAX_CONNECTIONS = 1024;
+    /** Default most bytes of partly received frames held over all connections: 64 frames of the 1 MiB maximum. */
+    public static final long DEFAULT_MAX_BUFFERED_BYTES = 64L << 20;
     /** Default time a started frame has to arrive whole. */
     public static final Duration DEFAULT_FRAME_READ_TIMEOUT = Duration.ofSeconds(10);
     /** Default time a connection may stay silent; longer than {@link NotifyClient}'s idle limit. */
@@ -55,13 +58,15 @@ public final class NotifyServer implements AutoCloseable {
     private final NotifyMetrics metrics;
     private final ChannelGroup connections;
     private final RateLimitedLog warnings;
+    private final AtomicLong guardBuffered;
 
     private NotifyServer(DisposableServer server, NotifyMetrics metrics, ChannelGroup connections,
-            RateLimitedLog warnings) {
+            RateLimitedLog warnings, AtomicLong guardBuffered) {
         this.server = server;
         this.metrics = metrics;
         this.connections = connections;
         this.warnings = warnings;
+        this.guardBuffered = guardBuffered;
     }
 
     public static Builder builder() {
@@ -75,6 +80,11 @@ public final class NotifyServer implements AutoCloseable {
 
     public NotifyMetrics metrics() {
         return metrics;
+    }
+
+    /** Bytes of partly received frames the server holds now, over all its connections. */
+    long bufferedBytes() {
+        return guardBuffered.get();
     }
 
     /** How many connections are open now. */
@@ -96,6 +106,7 @@ public final class NotifyServer implements AutoCloseable {
         private int port;
         private int maxFrameBytes = Frames.DEFAULT_MAX_FRAME_BYTES;
         private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+        private long maxBufferedBytes = DEFAULT_MAX_BUFFERED_BYTES;
         private Duration frameReadTimeout = DEFAULT_FRAME_READ_TIMEOUT;
         private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
         private Duration warnPeriod = RateLimitedLog.DEFAULT_PERIOD;
@@ -156,6 +167,20 @@ public final class NotifyServer implements AutoCloseable {
             return this;
         }
 
+        /**
+         * The most bytes of partly received frames the server holds over all its connections; a connection whose
+         * bytes would take it past this is closed and counted ({@code buffer_budget_closes}), so many peers each
+         * sending most of a large frame cannot make it buffer gigabytes. Default 64 MiB; at least one frame.
+         */
+        public Builder maxBufferedBytes(long maxBufferedBytes) {
+            if (maxBufferedBytes < Frames.PREFIX + 16 || maxBufferedBytes > (16L << 30)) {
+                throw new IllegalArgumentException("notify buffered-bytes budget " + maxBufferedBytes
+                        + " is out of range; use 20 bytes to 16 GiB (the default is 64 MiB)");
+            }
+            this.maxBufferedBytes = maxBufferedBytes;
+            return this;
+        }
+
         /** The connection cap and the two timeouts of {@code limits} (its peer budget is the handler's). */
         public Builder limits(NotifyLimits limits) {
             Objects.requireNonNull(limits, "limits");
@@ -195,8 +220,8 @@ public final class NotifyServer implements AutoCloseable {
         /** Emits the server once it listens; errors if the address cannot be bound. */
         public Mono<NotifyServer> bind() {
             Objects.requireNonNull(handler, "set a handler before binding the notify server");
-            Connections guard = new Connections(handler, metrics, maxFrameBytes, maxConnections, frameReadTimeout,
-                    idleTimeout, decoder(auth, accepted),
+            Connections guard = new Connections(handler, metrics, maxFrameBytes, maxConnections, maxBufferedBytes,
+                    frameReadTimeout, idleTimeout, decoder(auth, accepted),
                     new RateLimitedLog(LOG, warnPeriod, null));
             return TcpServer.create()
                     .host(host)
@@ -204,7 +229,8 @@ public final class NotifyServer implements AutoCloseable {
                     .doOnConnection(guard::accepted)
                     .handle(guard::serve)
                     .bind()
-                    .map(server -> new NotifyServer(server, guard.metrics, guard.group, guard.warnings))
+                    .map(server -> new NotifyServer(server, guard.metrics, guard.group, guard.warnings,
+                            guard.buffered))
                     .doOnError(e -> guard.warnings.close())
                     .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
                             + ":" + port + ": " + BindFailures.describe(host, port, e), e));
@@ -228,15 +254,16 @@ public final class NotifyServer implements AutoCloseable {
 
     /** One bound server's connection handling: the cap, the frame pipeline, and what a bad frame does. */
     private record Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes,
-            int maxConnections, Duration frameReadTimeout, Duration idleTimeout,
+            int maxConnections, long maxBufferedBytes, Duration frameReadTimeout, Duration idleTimeout,
             Function<ByteBuffer, NotifyMessage> decoder, RateLimitedLog warnings, ChannelGroup group, AtomicInteger open,
-            AtomicBoolean warnedHandlerFailure) {
+            AtomicLong buffered, AtomicBoolean warnedHandlerFailure) {
 
         Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes, int maxConnections,
-                Duration frameReadTimeout, Duration idleTimeout, Function<ByteBuffer, NotifyMessage> decoder,
-                RateLimitedLog warnings) {
-            this(handler, metrics, maxFrameBytes, maxConnections, frameReadTimeout, idleTimeout, decoder, warnings,
-                    new DefaultChannelGroup(GlobalEventExecutor.INSTANCE), new AtomicInteger(), new AtomicBoolean());
+                long maxBufferedBytes, Duration frameReadTimeout, Duration idleTimeout,
+                Function<ByteBuffer, NotifyMessage> decoder, RateLimitedLog warnings) {
+            this(handler, metrics, maxFrameBytes, maxConnections, maxBufferedBytes, frameReadTimeout, idleTimeout,
+                    decoder, warnings, new DefaultChannelGroup(GlobalEventExecutor.INSTANCE), new AtomicInteger(),
+                    new AtomicLong(), new AtomicBoolean());
         }
 
         void accepted(reactor.netty.Connection connection) {
@@ -252,7 +279,8 @@ public final class NotifyServer implements AutoCloseable {
             metrics.connectionsAccepted.increment();
             group.add(connection.channel());
             connection.addHandlerLast("kvflux-frames",
-                    Frames.guardedDecoder(maxFrameBytes, frameReadTimeout, idleTimeout, metrics));
+                    Frames.guardedDecoder(maxFrameBytes, frameReadTimeout, idleTimeout, metrics, buffered,
+                            maxBufferedBytes));
         }
 
         Mono<Void> serve(NettyInbound in, NettyOutbound out) {

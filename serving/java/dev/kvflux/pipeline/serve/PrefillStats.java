@@ -18,6 +18,12 @@ public final class PrefillStats {
     final LongAdder stalledAtRelease = new LongAdder();
     final LongAdder staleIncarnation = new LongAdder();
     final LongAdder failedOnDecodeRestart = new LongAdder();
+    final LongAdder pastDeadline = new LongAdder();
+
+    /** Transfers aborted without a copy because their prompt finished prefilling after the transfer's deadline. */
+    public long pastDeadline() {
+        return pastDeadline.sum();
+    }
 
     /** Completion requests accepted (queued for prefill). */
     public long requests() {

@@ -9,6 +9,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.timeout.ReadTimeoutException;
+import java.io.ByteArrayOutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -21,6 +22,7 @@ import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import reactor.netty.ByteBufFlux;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.http.server.HttpServerRequest;
@@ -323,6 +325,8 @@ public final class ProxyServer implements AutoCloseable {
     static final int MAX_REGISTRATION_BYTES = 4096;
 
     /** Who answers a client's request: nobody yet, decode (its answer is streaming) or prefill's failure. */
+    /** The most bytes of an instance's error answer the proxy reads; messages quote far less. */
+    private static final int MAX_ANSWER_HEAD_BYTES = 4096;
     private static final int NOBODY = 0;
     private static final int DECODE_OWNS = 1;
     private static final int PREFILL_OWNS = 2;
@@ -367,12 +371,13 @@ public final class ProxyServer implements AutoCloseable {
             // Prefill's answer only matters when it is an error: then the KV will never come, and decode's
             // request is cancelled at once instead of waiting for its receive deadline.
             Mono<Void> prefillFailed = post(prefill.get(), toPrefill)
-                    .responseSingle((status, content) -> content.asString().defaultIfEmpty("")
+                    .response((status, content) -> head(content)
                             .flatMap(text -> status.status().code() == 200
                                     ? Mono.<Void>never()
                                     : Mono.<Void>error(new PrefillFailedException(prefill.get(),
                                             status.status().code() + " " + LogText.escape(text),
                                             status.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code()))))
+                    .then()
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill.get()))
                     .onErrorMap(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
                             e -> new PrefillFailedException(prefill.get(), e.toString()))
@@ -436,6 +441,19 @@ public final class ProxyServer implements AutoCloseable {
                                         + " did not answer: " + (error.getMessage() != null ? error.getMessage()
                                                 : error.getClass().getSimpleName())));
                     });
+        }
+
+        /**
+         * The first {@value #MAX_ANSWER_HEAD_BYTES} bytes of an instance's answer as text (empty if it has
+         * none); the rest is not read, so an instance's endless or huge body is never held in memory.
+         */
+        private static Mono<String> head(ByteBufFlux content) {
+            AtomicInteger seen = new AtomicInteger();
+            return content.asByteArray()
+                    .takeUntil(chunk -> seen.addAndGet(chunk.length) >= MAX_ANSWER_HEAD_BYTES)
+                    .collect(ByteArrayOutputStream::new, (out, chunk) -> out.write(chunk, 0,
+                            Math.min(chunk.length, MAX_ANSWER_HEAD_BYTES - out.size())))
+                    .map(out -> out.toString(StandardCharsets.UTF_8));
         }
 
         /** The request's refusal; the first is logged as a warning, later ones at debug level. */
