@@ -414,6 +414,9 @@ public final class DecodeServer implements AutoCloseable {
                         + " restart)", LogText.escape(a.id), message.type(), message.incarnation(), known);
                 return false;
             }
+            if (known == 0 && prefillIncarnations.size() >= Incarnation.MAX_PEERS_TRACKED) {
+                return true; // peers come from requests: past the bound, a new one is used without restart tracking
+            }
             if (message.incarnation() > known
                     && prefillIncarnations.merge(a.prefill, message.incarnation(), Math::max) == message.incarnation()
                     && known != 0) {

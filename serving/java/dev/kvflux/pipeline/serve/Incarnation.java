@@ -9,6 +9,11 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 final class Incarnation {
     private static final int RANDOM_BITS = 16;
+    /**
+     * The most peers (by notify address) whose incarnation a role tracks: addresses come from requests, so
+     * the map is bounded; a deployment has far fewer instances.
+     */
+    static final int MAX_PEERS_TRACKED = 4096;
 
     private Incarnation() {
     }

@@ -444,6 +444,9 @@ public final class PrefillServer implements AutoCloseable {
                 return false;
             }
             t.decodeIncarnation = incarnation;
+            if (known == 0 && decodeIncarnations.size() >= Incarnation.MAX_PEERS_TRACKED) {
+                return true; // peers come from requests: past the bound, a new one is used without restart tracking
+            }
             if (incarnation > known && decodeIncarnations.merge(t.decode, incarnation, Math::max) == incarnation
                     && known != 0) {
                 decodeRestarted(t.decode, known, incarnation);
