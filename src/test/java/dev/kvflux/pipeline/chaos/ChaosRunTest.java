@@ -68,7 +68,9 @@ class ChaosRunTest {
             assertThat(r.failedCleanly()).as(fault + " failed none").isZero();
         }
         if (fault.equals("client-disconnect")) {
-            assertThat(r.cancelledByClient()).isEqualTo(2);
+            // two clients hang up 1-30 ms in; one whose answer came sooner counts as completed
+            assertThat(r.cancelledByClient() + r.completed()).as(fault + " " + r.reasons()).isEqualTo(r.requests());
+            assertThat(r.completed()).isGreaterThanOrEqualTo(4);
         }
     }
 }
