@@ -28,14 +28,16 @@ import reactor.core.scheduler.Schedulers;
  *   <li>All statuses SUCCESS: completes at the first slice that sees it.</li>
  *   <li>A status fails: with {@link #failFast} errors at the slice that sees it; with {@link #drain}
  *       errors once no status is in flight any more, and not before. The error is a
- *       {@link TransferException} with the failed status's code and message; when several failed, the
+ *       {@link TransferException} of kind {@link TransferException.Kind#FAILED} with the failed status's
+ *       code and message; when several failed, the
  *       earliest in the list wins, and a failure always wins over a timeout.</li>
  *   <li>Statuses still in flight (INIT or IN_PROGRESS) at {@code transferTimeout} after subscription:
- *       one last query, then a {@link TransferException} with code IN_PROGRESS and the message
+ *       one last query, then a {@link TransferException} of kind {@link TransferException.Kind#TIMED_OUT}
+ *       with code IN_PROGRESS and the message
  *       {@code MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out after 30s}.</li>
  *   <li>Only with {@link #stallAfter}: no status has left flight for that long while some are still in
- *       flight: a {@link TransferException} with code IN_PROGRESS whose reason says the transfer stalled
- *       ({@link TransferException#isStall()}), at the first slice that sees it. A transfer that keeps
+ *       flight: a {@link TransferException} of kind {@link TransferException.Kind#STALLED} with code
+ *       IN_PROGRESS whose reason says the transfer stalled, at the first slice that sees it. A transfer that keeps
  *       completing statuses, however slowly, runs on to the transfer timeout.</li>
  *   <li>A status that breaks the {@link TransferStatus} contract (the list holds null, or a
  *       {@code code()} throws or returns null): a {@link TransferException} with code
@@ -46,6 +48,9 @@ import reactor.core.scheduler.Schedulers;
  * nothing of the wait's own. Cancelling the {@code Mono} stops all polling. Queries run
  * on the wait's {@link Scheduler} ({@link Schedulers#parallel()} unless set, looked up at subscription so
  * that {@code StepVerifier.withVirtualTime} drives it); {@link TransferStatus#code()} never blocks.
+ *
+ * <p>{@link #awaitAll} takes the statuses from a {@code Publisher} instead of a list
+ * ({@code statuses.as(wait::awaitAll)}) and waits as above once it completes.
  *
  * <p>Instances are immutable; {@link #slice} and {@link #scheduler} return changed copies.
  */

@@ -21,15 +21,18 @@ import reactor.core.scheduler.Schedulers;
  * <ul>
  *   <li>All statuses SUCCESS: completes once the last one is pushed.</li>
  *   <li>A status fails: with {@link #of} / {@link #failFast} errors at once with a {@link TransferException}
- *       carrying its code and message; with {@link #drain} errors once every status has settled, and not
- *       before. When several failed, the earliest in the list among those seen wins.</li>
+ *       of kind {@link TransferException.Kind#FAILED} carrying its code and message; with {@link #drain}
+ *       errors once every status has settled, and not before. When several failed, the earliest in the list among those seen wins.</li>
  *   <li>Still in flight at {@code transferTimeout}: one last query of every status not yet settled, then
- *       the seed's timeout error, unless that query finds them all done or one failed.</li>
+ *       the seed's timeout error (kind {@link TransferException.Kind#TIMED_OUT}), unless that query finds
+ *       them all done or one failed.</li>
  *   <li>A status that breaks the {@link TransferStatus} contract (the list holds null, a {@code code()}
  *       throws or returns null, or a {@code pushed()} publisher errors): a {@link TransferException} with
  *       code {@link StatusCode#ERR_BAD_STATE} and the thrown exception as its cause, at once, in either
  *       mode.</li>
  * </ul>
+ * <p>{@link #awaitAll} takes the statuses from a {@code Publisher} instead of a list
+ * ({@code statuses.as(wait::awaitAll)}) and waits as above once it completes.
  *
  * <h2>On which thread, and at what cost</h2>
  * A push only counts: it marks its status settled and decrements the request's count of statuses in

@@ -2,6 +2,9 @@ package dev.kvflux.operators;
 
 import dev.kvflux.bindings.TransferStatus;
 import java.util.List;
+import java.util.Objects;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
@@ -21,4 +24,17 @@ public interface WaitStrategy {
      * {@link dev.kvflux.bindings.StatusCode#ERR_BAD_STATE} and whose cause is what was thrown.
      */
     Mono<Void> await(List<? extends TransferStatus> statuses);
+
+    /**
+     * The same wait over the statuses {@code statuses} emits, so that a flow of statuses can end in
+     * {@code statuses.as(wait::awaitAll)}. The statuses are collected until the publisher completes, then
+     * waited for as {@link #await} does: the wait (its first query, its transfer timeout) starts once the
+     * publisher has completed. An empty publisher completes at once, as an empty list does. An error from
+     * the publisher is passed on as it is, and no status is waited for. Cancelling cancels the publisher
+     * while it still emits, and the wait afterwards.
+     */
+    default Mono<Void> awaitAll(Publisher<? extends TransferStatus> statuses) {
+        Objects.requireNonNull(statuses, "statuses");
+        return Flux.<TransferStatus>from(statuses).collectList().flatMap(this::await);
+    }
 }

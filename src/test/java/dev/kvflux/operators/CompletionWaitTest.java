@@ -10,7 +10,10 @@ import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import reactor.test.StepVerifier;
+import reactor.test.publisher.TestPublisher;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 class CompletionWaitTest {
@@ -133,6 +136,7 @@ class CompletionWaitTest {
                 .expectErrorSatisfies(e -> {
                     assertThat(e).isInstanceOfSatisfying(TransferException.class, t -> {
                         assertThat(t.isStall()).isTrue();
+                        assertThat(t.kind()).isEqualTo(TransferException.Kind.STALLED);
                         assertThat(t.code()).isEqualTo(StatusCode.IN_PROGRESS);
                     });
                     assertThat(e).hasMessage("MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer"
@@ -163,8 +167,89 @@ class CompletionWaitTest {
                 .expectSubscription()
                 .thenAwait(Duration.ofSeconds(3))
                 .expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(TransferException.class,
-                        t -> assertThat(t.isStall()).isFalse()))
+                        t -> {
+                            assertThat(t.isStall()).isFalse();
+                            assertThat(t.kind()).isEqualTo(TransferException.Kind.TIMED_OUT);
+                        }))
                 .verify();
+    }
+
+    @Test
+    void awaitAllWaitsForTheStatusesAPublisherEmitsOnceItCompletes() {
+        StepVerifier.withVirtualTime(() -> {
+                    VirtualTimeScheduler clock = VirtualTimeScheduler.get();
+                    return Flux.just(Duration.ofMillis(93), Duration.ofMillis(205))
+                            .map(at -> (TransferStatus) ScriptedStatus.succeedsAt(clock, at))
+                            .as(failFast(TIMEOUT)::awaitAll);
+                })
+                .expectSubscription()
+                .expectNoEvent(Duration.ofMillis(205))
+                .thenAwait(SLICE)
+                .verifyComplete();
+    }
+
+    @Test
+    void awaitAllCountsTheTransferTimeoutFromThePublishersCompletion() {
+        StepVerifier.withVirtualTime(() -> {
+                    VirtualTimeScheduler clock = VirtualTimeScheduler.get();
+                    return Mono.delay(Duration.ofSeconds(1), clock)
+                            .map(tick -> (TransferStatus) ScriptedStatus.never(clock))
+                            .as(failFast(Duration.ofSeconds(3))::awaitAll);
+                })
+                .expectSubscription()
+                .expectNoEvent(Duration.ofSeconds(4).minusNanos(1))
+                .thenAwait(Duration.ofNanos(1))
+                .expectErrorSatisfies(e -> assertThat(e).isInstanceOfSatisfying(TransferException.class,
+                        t -> assertThat(t.kind()).isEqualTo(TransferException.Kind.TIMED_OUT)))
+                .verify();
+    }
+
+    @Test
+    void awaitAllOfAnEmptyPublisherCompletesAtOnce() {
+        StepVerifier.withVirtualTime(() -> failFast(TIMEOUT).awaitAll(Flux.empty()))
+                .expectSubscription()
+                .verifyComplete();
+    }
+
+    @Test
+    void awaitAllPassesOnThePublishersErrorAsItIs() {
+        IllegalStateException planFailed = new IllegalStateException("no plan for layer 3");
+        StepVerifier.withVirtualTime(() -> {
+                    VirtualTimeScheduler clock = VirtualTimeScheduler.get();
+                    return Flux.<TransferStatus>just(ScriptedStatus.never(clock))
+                            .concatWith(Mono.error(planFailed))
+                            .as(failFast(TIMEOUT)::awaitAll);
+                })
+                .expectSubscription()
+                .expectErrorSatisfies(e -> assertThat(e).isSameAs(planFailed))
+                .verify();
+    }
+
+    @Test
+    void cancellingAwaitAllCancelsThePublisherStillEmitting() {
+        TestPublisher<TransferStatus> statuses = TestPublisher.create();
+        StepVerifier.withVirtualTime(() -> statuses.flux().as(failFast(TIMEOUT)::awaitAll))
+                .expectSubscription()
+                .then(() -> statuses.next(ScriptedStatus.never(VirtualTimeScheduler.get())))
+                .thenAwait(Duration.ofSeconds(1))
+                .thenCancel()
+                .verify();
+        statuses.assertCancelled();
+    }
+
+    @Test
+    void cancellingAwaitAllAfterThePublisherCompletedStopsQuerying() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        ScriptedStatus status = ScriptedStatus.never(clock);
+        Disposable wait = Flux.<TransferStatus>just(status).as(failFast(TIMEOUT).scheduler(clock)::awaitAll).subscribe();
+        clock.advanceTimeBy(Duration.ofMillis(100));
+        int atCancel = status.queries();
+
+        wait.dispose();
+        clock.advanceTimeBy(Duration.ofSeconds(10));
+
+        assertThat(atCancel).isGreaterThan(1);
+        assertThat(status.queries()).isEqualTo(atCancel);
     }
 
     @Test

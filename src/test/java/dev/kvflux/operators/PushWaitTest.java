@@ -13,11 +13,13 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
+import reactor.test.publisher.TestPublisher;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 class PushWaitTest {
@@ -208,6 +210,50 @@ class PushWaitTest {
         public Worker createWorker() {
             return delegate.createWorker();
         }
+    }
+
+    @Test
+    void awaitAllWaitsForThePushesOfTheStatusesAPublisherEmits() {
+        Pushed a = new Pushed();
+        Pushed b = new Pushed();
+        StepVerifier.withVirtualTime(() -> Flux.just(a, b).as(PushWait.of(Duration.ofSeconds(30))::awaitAll))
+                .expectSubscription()
+                .then(() -> a.push(StatusCode.SUCCESS))
+                .expectNoEvent(Duration.ofSeconds(1))
+                .then(() -> b.push(StatusCode.SUCCESS))
+                .verifyComplete();
+    }
+
+    @Test
+    void awaitAllOfAnEmptyPublisherCompletesAtOnceAndAnErrorPassesAsItIs() {
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(30)).awaitAll(Flux.empty()))
+                .expectSubscription()
+                .verifyComplete();
+        IllegalStateException planFailed = new IllegalStateException("no plan for layer 3");
+        StepVerifier.withVirtualTime(() -> Flux.<PushedStatus>just(new Pushed()).concatWith(Mono.error(planFailed))
+                        .as(PushWait.of(Duration.ofSeconds(30))::awaitAll))
+                .expectSubscription()
+                .expectErrorSatisfies(e -> assertThat(e).isSameAs(planFailed))
+                .verify();
+    }
+
+    @Test
+    void cancellingAwaitAllCancelsThePublisherOrThePushesAwaited() {
+        TestPublisher<PushedStatus> statuses = TestPublisher.create();
+        StepVerifier.withVirtualTime(() -> statuses.flux().as(PushWait.of(Duration.ofSeconds(30))::awaitAll))
+                .expectSubscription()
+                .then(() -> statuses.next(new Pushed()))
+                .thenCancel()
+                .verify();
+        statuses.assertCancelled();
+
+        Pushed awaited = new Pushed();
+        StepVerifier.withVirtualTime(() -> Flux.just(awaited).as(PushWait.of(Duration.ofSeconds(30))::awaitAll))
+                .expectSubscription()
+                .then(() -> assertThat(awaited.sink.currentSubscriberCount()).isEqualTo(1))
+                .thenCancel()
+                .verify();
+        assertThat(awaited.sink.currentSubscriberCount()).isZero();
     }
 
     @Test
