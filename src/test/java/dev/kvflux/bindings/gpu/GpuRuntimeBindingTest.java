@@ -16,6 +16,20 @@ import org.junit.jupiter.api.Test;
  */
 class GpuRuntimeBindingTest {
 
+    /**
+     * The real HIP runtime. On a machine without Debian's libamdhip64-5 the test is skipped, saying so; in CI
+     * (which installs it, and sets CI) it must load.
+     */
+    private static GpuRuntime hip() {
+        try {
+            return GpuRuntime.load(GpuPlatform.HIP);
+        } catch (GpuLibraryNotFoundException e) {
+            assumeTrue(System.getenv("CI") != null,
+                    "libamdhip64.so is not installed here (apt-get install libamdhip64-5 to run this test)");
+            throw e;
+        }
+    }
+
     private static GpuRuntime cuda() {
         assumeTrue(GpuPlatform.CUDA.candidates().stream().anyMatch(p -> p.getParent() != null && Files.exists(p)),
                 "libcudart.so is not installed here (looked in /usr/local/cuda/lib64 and $CUDA_HOME/lib64)");
@@ -24,14 +38,14 @@ class GpuRuntimeBindingTest {
 
     @Test
     void hipRuntimeLoadsAndReportsItsVersion() {
-        GpuRuntime hip = GpuRuntime.load(GpuPlatform.HIP);
+        GpuRuntime hip = hip();
         assertThat(hip.platform()).isEqualTo(GpuPlatform.HIP);
         assertThat(hip.runtimeVersion()).isPositive();
     }
 
     @Test
     void hipWithoutGpuTurnsHipErrorNoDeviceIntoAClearError() {
-        GpuRuntime hip = GpuRuntime.load(GpuPlatform.HIP);
+        GpuRuntime hip = hip();
         GpuException e = catchThrowableOfType(GpuException.class, hip::deviceCount);
         assertThat(e).isNotNull();
         assertThat(e.errorName()).isEqualTo("hipErrorNoDevice");
@@ -60,7 +74,7 @@ class GpuRuntimeBindingTest {
 
     @Test
     void errorNamesComeFromTheRuntimeItself() {
-        GpuRuntime hip = GpuRuntime.load(GpuPlatform.HIP);
+        GpuRuntime hip = hip();
         assertThat(hip.errorName(600)).isEqualTo("hipErrorNotReady");
         assertThat(hip.errorString(100)).isNotBlank();
     }
@@ -96,6 +110,7 @@ class GpuRuntimeBindingTest {
         String before = System.getProperty(GpuRuntime.RUNTIME_PROPERTY);
         System.setProperty(GpuRuntime.RUNTIME_PROPERTY, "hip");
         try {
+            hip();
             assertThat(GpuRuntime.load().platform()).isEqualTo(GpuPlatform.HIP);
         } finally {
             restore(GpuRuntime.RUNTIME_PROPERTY, before);
