@@ -37,7 +37,7 @@ import reactor.netty.resources.ConnectionProvider;
 /**
  * The fault matrix: for each fault, a prefill and a decode, each its own JVM on loopback (shared by the
  * faults whose prefill takes the same options, and settled between them), behind a fresh in-process proxy; a closed-loop load of {@code requests} requests through the proxy while the fault is
- * injected; then, once both roles have had time to settle (the block lease plus a margin), what each role
+ * injected; then, once both roles have had time to settle (the receive deadline and the block lease plus a margin), what each role
  * still holds.
  *
  * <p>Per fault it counts, from the client's side: {@code completed} (200 with exactly the expected tokens),
@@ -404,11 +404,13 @@ public final class ChaosRun {
     }
 
     /**
-     * Waits until both roles hold nothing (up to the block lease plus the transfer timeout plus 5 s), then
-     * reads what they still hold: {blocks, handles, KV that failed decode's content check}.
+     * Waits until both roles hold nothing (up to the receive deadline plus the block lease, decode's longest
+     * quarantine, plus the transfer timeout plus 5 s), then reads what they still hold: {blocks, handles, KV
+     * that failed decode's content check}.
      */
     private long[] settle(RoleProcess prefill, RoleProcess decode) throws InterruptedException {
-        long until = System.nanoTime() + settings.blockLease().plus(settings.transferTimeout()).plusSeconds(5).toNanos();
+        long until = System.nanoTime() + settings.receiveDeadline().plus(settings.blockLease())
+                .plus(settings.transferTimeout()).plusSeconds(5).toNanos();
         long[] held = {-1, -1, 0};
         while (System.nanoTime() - until < 0) {
             try {

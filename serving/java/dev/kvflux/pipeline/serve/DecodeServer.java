@@ -440,7 +440,8 @@ public final class DecodeServer implements AutoCloseable {
         void reap() {
             for (String owner : blocks.reclaimExpired()) {
                 LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after the"
-                        + " request ended; reclaimed them (prefill is gone or unreachable)", owner, blockLease.toMillis());
+                        + " request ended (or after its receive deadline, if later); reclaimed them (prefill is gone,"
+                        + " unreachable, or never saw the transfer)", owner, blockLease.toMillis());
             }
         }
 
