@@ -267,7 +267,7 @@ public final class HostileProbe {
         long closedAt = System.nanoTime();
         long limit = closedAt + settings.settleLimit().toNanos();
         int fds = fds(pid);
-        while (fds > fdsBase + 2 && System.nanoTime() < limit) {
+        while (fds > fdsBase + 2 && limit - System.nanoTime() > 0) {
             Thread.sleep(50);
             fds = fds(pid);
         }
@@ -412,7 +412,7 @@ public final class HostileProbe {
 
     private static void awaitHealthy(HttpClient http, URI health, Process decode) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-        while (System.nanoTime() < deadline) {
+        while (deadline - System.nanoTime() > 0) {
             if (!decode.isAlive()) {
                 throw new IllegalStateException("decode exited with " + decode.exitValue() + " before answering /health");
             }

@@ -180,7 +180,7 @@ public final class ProxyProbe {
             double lastClosed = -1;
             long until = opened + settings.idleTimeout().plusSeconds(15).toNanos();
             ByteBuffer scratch = ByteBuffer.allocate(256);
-            while (closed < sockets.size() && System.nanoTime() < until) {
+            while (closed < sockets.size() && until - System.nanoTime() > 0) {
                 selector.select(200);
                 for (SelectionKey key : selector.selectedKeys()) {
                     scratch.clear();

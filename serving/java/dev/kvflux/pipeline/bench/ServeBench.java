@@ -156,7 +156,7 @@ public final class ServeBench {
     static void awaitRegistration(InstanceRegistry registry) {
         long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (registry.live(Role.PREFILL).isEmpty() || registry.live(Role.DECODE).isEmpty()) {
-            if (System.nanoTime() > until) {
+            if (System.nanoTime() - until > 0) {
                 throw new IllegalStateException("prefill and decode did not register with the proxy within 10 s");
             }
             try {

@@ -47,9 +47,12 @@ final class BlockAllocator {
     /** Fewer blocks are free than a request needs; nothing was allocated. */
     static final class OutOfBlocksException extends RuntimeException {
         OutOfBlocksException(String role, int asked, int free, int capacity) {
-            super(role + " is out of KV blocks: the request needs " + asked + " blocks, " + free + " of "
-                    + capacity + " are free; retry later, lower the concurrency or the prompt length, or raise"
-                    + " the role's --kv-blocks", null, false, false);
+            super(asked > capacity
+                    ? role + " has too few KV blocks for this request: it needs " + asked + " blocks, more than the "
+                            + capacity + " it has in all; shorten the prompt or raise the role's --kv-blocks"
+                    : role + " is out of KV blocks: the request needs " + asked + " blocks, " + free + " of "
+                            + capacity + " are free; retry later, lower the concurrency or the prompt length, or raise"
+                            + " the role's --kv-blocks", null, false, false);
         }
     }
 

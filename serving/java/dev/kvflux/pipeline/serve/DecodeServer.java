@@ -236,7 +236,7 @@ public final class DecodeServer implements AutoCloseable {
         pinger.dispose();
         int failed = handler.shutDown();
         long until = System.nanoTime() + ABORTS_ON_CLOSE_WITHIN.toNanos();
-        while (handler.stats.abortsInFlight.get() > 0 && System.nanoTime() < until) {
+        while (handler.stats.abortsInFlight.get() > 0 && until - System.nanoTime() > 0) {
             try {
                 Thread.sleep(5);
             } catch (InterruptedException e) {

@@ -73,8 +73,6 @@ public final class PrefillServer implements AutoCloseable {
     public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(10);
     /** How many prompts may wait for a prefill step by default before requests are refused with 503. */
     public static final int DEFAULT_MAX_QUEUED_PROMPTS = PrefillLoop.DEFAULT_MAX_QUEUED;
-    /** How long a write waits for decode's block list, as vLLM's {@code defer_timeout}. */
-    private static final Duration DEFER_TIMEOUT = Duration.ofSeconds(60);
 
     private final DisposableServer http;
     private final NotifyServer notify;

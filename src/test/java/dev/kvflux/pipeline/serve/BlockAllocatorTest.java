@@ -39,6 +39,16 @@ class BlockAllocatorTest {
     }
 
     @Test
+    void aRequestLargerThanTheWholeCapacityIsNotToldToRetry() {
+        BlockAllocator blocks = new BlockAllocator("decode", 10, () -> 0);
+
+        assertThatThrownBy(() -> blocks.allocate("a", 11))
+                .isInstanceOf(BlockAllocator.OutOfBlocksException.class)
+                .hasMessageContaining("needs 11 blocks, more than the 10 it has in all")
+                .hasMessageNotContaining("retry later");
+    }
+
+    @Test
     void blocksOfAnEndedRequestAreNotReusedBeforeThePeersRelease() {
         BlockAllocator blocks = new BlockAllocator("decode", 4, () -> 0);
         List<Long> first = blocks.allocate("a", 4);
