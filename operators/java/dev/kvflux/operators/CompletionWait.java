@@ -181,7 +181,7 @@ public final class CompletionWait implements WaitStrategy {
     }
 
     @Override
-    public String name() {
+    public String strategyName() {
         return "reactive";
     }
 

@@ -55,7 +55,7 @@ public final class NativeWait implements WaitStrategy {
     }
 
     @Override
-    public String name() {
+    public String strategyName() {
         return "native";
     }
 

@@ -93,7 +93,7 @@ public final class PushWait implements WaitStrategy {
     }
 
     @Override
-    public String name() {
+    public String strategyName() {
         return "reactive-push";
     }
 

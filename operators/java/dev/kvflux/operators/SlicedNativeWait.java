@@ -109,7 +109,7 @@ public final class SlicedNativeWait implements WaitStrategy {
     }
 
     @Override
-    public String name() {
+    public String strategyName() {
         return "sliced-native";
     }
 

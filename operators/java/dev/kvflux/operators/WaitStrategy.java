@@ -14,7 +14,7 @@ import reactor.core.publisher.Mono;
 public interface WaitStrategy {
 
     /** The name reports print: {@code reactive}, {@code native}, {@code sliced-native}. */
-    String name();
+    String strategyName();
 
     /**
      * A {@code Mono} that completes when every status succeeded and errors with a

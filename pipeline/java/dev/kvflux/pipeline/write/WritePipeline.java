@@ -3,7 +3,7 @@ package dev.kvflux.pipeline.write;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.CompletionWait;
-import dev.kvflux.operators.Signals;
+import dev.kvflux.operators.Polls;
 import dev.kvflux.operators.TransferException;
 import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.pipeline.WriteOutcome;
@@ -144,7 +144,7 @@ public final class WritePipeline {
     }
 
     private Mono<TransferStatus> post(WriteRequest request, LayerWrite layer, Scheduler on) {
-        return Signals.layerReady(layer.event(), eventPollPeriod, on)
+        return Polls.layerReady(layer.event(), eventPollPeriod, on)
                 .timeout(eventTimeout, on)
                 .onErrorMap(e -> new TransferException(StatusCode.ERR_GPU_OP, "layer " + layer.layer()
                         + "'s event " + (e instanceof TimeoutException

@@ -121,7 +121,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
      * @return a {@code Mono} that completes on {@code write_done}; errors with a
      *     {@link RemoteWriteFailedException} carrying prefill's code and reason on {@code write_failed}, with
      *     a {@link ReceiveDeadlineException} at the receive deadline, and with an
-     *     {@link IllegalStateException} if the id is already expected or already finished. Signals arrive on
+     *     {@link IllegalStateException} if the id is already expected or already finished. Polls arrive on
      *     the notify connection's event loop, or on the registry's scheduler for the deadline
      *     ({@link Schedulers#parallel()} unless set). Cancelling it forgets the transfer.
      */

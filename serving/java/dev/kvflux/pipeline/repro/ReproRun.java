@@ -3,7 +3,7 @@ package dev.kvflux.pipeline.repro;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
-import dev.kvflux.operators.Signals;
+import dev.kvflux.operators.Polls;
 import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.pipeline.config.Durations;
 import java.time.Duration;
@@ -125,7 +125,7 @@ public final class ReproRun {
         Duration eventTimeout = settings.transferTimeout();
         for (int layer = 0; layer < geometry.layers(); layer++) {
             int l = layer;
-            Signals.layerReady(target.layerEvent(request, layer))
+            Polls.layerReady(target.layerEvent(request, layer))
                     .timeout(eventTimeout)
                     .onErrorMap(TimeoutException.class, e -> new IllegalStateException("layer " + l + "'s event of "
                             + plan.strategy() + " request " + request + " was not ready after "

@@ -29,7 +29,7 @@ class CustomReadFlowTest {
 
                     // For each layer: wait for its event, post its reads, then a drain barrier; emit the layer.
                     Function<Flux<Integer>, Flux<Integer>> readLayers = layers -> layers.concatMap(layer ->
-                            Signals.layerReady(SimulatedLayerEvent.readyAfter(clock, Duration.ofMillis(5)))
+                            Polls.layerReady(SimulatedLayerEvent.readyAfter(clock, Duration.ofMillis(5)))
                                     .then(Mono.fromCallable(() -> session.batchRead(
                                             BatchPlan.mirrored(new long[] {layer * layerBytes}, layerBytes),
                                             session.allocateTransferUid())))

@@ -99,9 +99,9 @@ class WaitEndKindsTest {
                     () -> wait.await(List.of(ScriptedStatus.failsAt(clock, Duration.ZERO, StatusCode.ERR_GPU_OP, "bad")))
                             .block(Duration.ofSeconds(5)));
 
-            assertThat(timedOut.kind()).as(wait.name()).isEqualTo(Kind.TIMED_OUT);
-            assertThat(failed.kind()).as(wait.name()).isEqualTo(Kind.FAILED);
-            assertThat(failed.code()).as(wait.name()).isEqualTo(StatusCode.ERR_GPU_OP);
+            assertThat(timedOut.kind()).as(wait.strategyName()).isEqualTo(Kind.TIMED_OUT);
+            assertThat(failed.kind()).as(wait.strategyName()).isEqualTo(Kind.FAILED);
+            assertThat(failed.code()).as(wait.strategyName()).isEqualTo(StatusCode.ERR_GPU_OP);
         }
     }
 

@@ -57,7 +57,7 @@ class ReproStrategyTest {
         assertThat(ReproStrategy.REACTIVE.wait(engine, timeout)).isInstanceOf(CompletionWait.class);
         assertThat(ReproStrategy.REACTIVE_PUSH.wait(engine, timeout)).isInstanceOf(PushWait.class);
         for (ReproStrategy s : ReproStrategy.values()) {
-            assertThat(s.wait(engine, timeout).name()).isEqualTo(s.label());
+            assertThat(s.wait(engine, timeout).strategyName()).isEqualTo(s.label());
         }
     }
 

@@ -134,8 +134,8 @@ class WritePipelineTest {
         dev.kvflux.operators.WaitStrategy wait = CompletionWait.failFast(TIMEOUT).scheduler(clock);
         WritePipeline pipeline = pipeline().maxInFlight(2).waitStrategy(new dev.kvflux.operators.WaitStrategy() {
             @Override
-            public String name() {
-                return wait.name();
+            public String strategyName() {
+                return wait.strategyName();
             }
 
             @Override
@@ -308,7 +308,7 @@ class WritePipelineTest {
     private static dev.kvflux.operators.WaitStrategy contextReading(List<String> seen) {
         return new dev.kvflux.operators.WaitStrategy() {
             @Override
-            public String name() {
+            public String strategyName() {
                 return "context-reading";
             }
 

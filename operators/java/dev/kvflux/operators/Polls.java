@@ -21,8 +21,8 @@ import reactor.core.scheduler.Schedulers;
  * {@link Schedulers#parallel()}, looked up at subscription so virtual time drives it). None has a timeout
  * of its own: compose one with {@code timeout(...)}. Cancelling stops the polling.
  */
-public final class Signals {
-    private Signals() {
+public final class Polls {
+    private Polls() {
     }
 
     /** Completes when {@code event} is ready, polling every 10 ms; errors with the event's own error. */
