@@ -56,28 +56,20 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class CompletionWait implements WaitStrategy {
 
-    /** How the wait treats a failed status while other statuses are still in flight. */
-    public enum Mode {
-        /** Error at once: the WRITE path, where decode should hear of the failure as soon as possible. */
-        FAIL_FAST,
-        /** Error once nothing is in flight: the READ barrier, where buffers may be reused right after. */
-        DRAIN
-    }
-
     /** The slice the seed chose: short against a copy, long against a status query. */
     public static final Duration DEFAULT_SLICE = Duration.ofMillis(10);
 
     /** The longest transfer timeout accepted; anything longer is a configuration mistake. */
     public static final Duration MAX_TRANSFER_TIMEOUT = Duration.ofHours(24);
 
-    private final Mode mode;
+    private final FailMode mode;
     private final Duration transferTimeout;
     private final Duration slice;
     private final Duration stallAfter;
     private final Scheduler scheduler;
     private final boolean shared;
 
-    private CompletionWait(Mode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
+    private CompletionWait(FailMode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
                            Scheduler scheduler, boolean shared) {
         this.mode = mode;
         this.transferTimeout = transferTimeout;
@@ -89,12 +81,12 @@ public final class CompletionWait implements WaitStrategy {
 
     /** A wait that errors as soon as a status fails (the WRITE path). */
     public static CompletionWait failFast(Duration transferTimeout) {
-        return of(Mode.FAIL_FAST, transferTimeout);
+        return of(FailMode.FAIL_FAST, transferTimeout);
     }
 
     /** A wait that, after a failure, still waits until nothing is in flight (the READ barrier). */
     public static CompletionWait drain(Duration transferTimeout) {
-        return of(Mode.DRAIN, transferTimeout);
+        return of(FailMode.DRAIN, transferTimeout);
     }
 
     /**
@@ -102,7 +94,7 @@ public final class CompletionWait implements WaitStrategy {
      *
      * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
-    public static CompletionWait of(Mode mode, Duration transferTimeout) {
+    public static CompletionWait of(FailMode mode, Duration transferTimeout) {
         Objects.requireNonNull(mode, "mode");
         checkTimeout(transferTimeout);
         return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null, null, false);
@@ -168,7 +160,7 @@ public final class CompletionWait implements WaitStrategy {
         return shared;
     }
 
-    public Mode mode() {
+    public FailMode mode() {
         return mode;
     }
 
@@ -241,7 +233,7 @@ public final class CompletionWait implements WaitStrategy {
      */
     private static final class Tracker implements java.util.function.Predicate<Long>, PollDriver.Polled {
         private final TransferStatus[] statuses;
-        private final Mode mode;
+        private final FailMode mode;
         private final Duration transferTimeout;
         private final Duration stallAfter;
         private final Scheduler clock;
@@ -257,7 +249,7 @@ public final class CompletionWait implements WaitStrategy {
         private reactor.core.publisher.MonoSink<Void> sink;
         private volatile boolean gone;
 
-        Tracker(TransferStatus[] statuses, Mode mode, Duration transferTimeout, Duration stallAfter,
+        Tracker(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration stallAfter,
                 Scheduler clock) {
             this.statuses = statuses;
             this.mode = mode;
@@ -343,7 +335,7 @@ public final class CompletionWait implements WaitStrategy {
             }
             boolean progressed = kept < inFlightCount;
             inFlightCount = kept;
-            if (failedIndex >= 0 && (mode == Mode.FAIL_FAST || inFlightCount == 0)) {
+            if (failedIndex >= 0 && (mode == FailMode.FAIL_FAST || inFlightCount == 0)) {
                 settle(failure());
             } else if (inFlightCount == 0) {
                 settle(null);

@@ -42,7 +42,7 @@ final class PushBarrier {
     /** The terminal code each status without a slot settled with; null while in flight. Set once (CAS). */
     private final StatusCode[] codes;
     private final Slot[] slots;
-    private final CompletionWait.Mode mode;
+    private final FailMode mode;
     private final Duration transferTimeout;
     private final Duration slice;
     private final Scheduler on;
@@ -59,7 +59,7 @@ final class PushBarrier {
     private volatile Disposable deadline;
     private TransferException verdict;
 
-    PushBarrier(TransferStatus[] statuses, CompletionWait.Mode mode, Duration transferTimeout, Duration slice,
+    PushBarrier(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration slice,
                 Scheduler on, MonoSink<Void> sink) {
         this.statuses = statuses;
         this.codes = new StatusCode[statuses.length];
@@ -128,7 +128,7 @@ final class PushBarrier {
             while (index < seen && !FAILED_INDEX.weakCompareAndSet(this, seen, index)) {
                 seen = failedIndex;
             }
-            if (mode == CompletionWait.Mode.FAIL_FAST) {
+            if (mode == FailMode.FAIL_FAST) {
                 finish(null, handOff);
                 return;
             }

@@ -46,12 +46,12 @@ import reactor.core.scheduler.Schedulers;
  * cancels every per-status subscription, the poll and the timeout.
  */
 public final class PushWait implements WaitStrategy {
-    private final CompletionWait.Mode mode;
+    private final FailMode mode;
     private final Duration transferTimeout;
     private final Duration slice;
     private final Scheduler scheduler;
 
-    private PushWait(CompletionWait.Mode mode, Duration transferTimeout, Duration slice, Scheduler scheduler) {
+    private PushWait(FailMode mode, Duration transferTimeout, Duration slice, Scheduler scheduler) {
         this.mode = mode;
         this.transferTimeout = transferTimeout;
         this.slice = slice;
@@ -70,13 +70,13 @@ public final class PushWait implements WaitStrategy {
     /** A push wait that errors as soon as a status fails (the WRITE path). */
     public static PushWait failFast(Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
-        return new PushWait(CompletionWait.Mode.FAIL_FAST, transferTimeout, CompletionWait.DEFAULT_SLICE, null);
+        return new PushWait(FailMode.FAIL_FAST, transferTimeout, CompletionWait.DEFAULT_SLICE, null);
     }
 
     /** A push wait that, after a failure, still waits until every status has settled (the READ barrier). */
     public static PushWait drain(Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
-        return new PushWait(CompletionWait.Mode.DRAIN, transferTimeout, CompletionWait.DEFAULT_SLICE, null);
+        return new PushWait(FailMode.DRAIN, transferTimeout, CompletionWait.DEFAULT_SLICE, null);
     }
 
     /** This wait with its signals, its timeout and the polling of statuses that do not push on {@code scheduler}. */
@@ -84,7 +84,7 @@ public final class PushWait implements WaitStrategy {
         return new PushWait(mode, transferTimeout, slice, Objects.requireNonNull(scheduler, "scheduler"));
     }
 
-    public CompletionWait.Mode mode() {
+    public FailMode mode() {
         return mode;
     }
 

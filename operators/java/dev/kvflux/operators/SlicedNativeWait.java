@@ -18,7 +18,7 @@ import reactor.core.scheduler.Schedulers;
  * blocking between calls, until the transfer timeout.
  *
  * <p>Between calls: every status SUCCESS → complete; a status failed → error at once
- * ({@link CompletionWait.Mode#FAIL_FAST}) or once nothing is in flight ({@link CompletionWait.Mode#DRAIN}),
+ * ({@link FailMode#FAIL_FAST}) or once nothing is in flight ({@link FailMode#DRAIN}),
  * the earliest failed status in the list giving the code and message; a status that breaks the
  * {@link TransferStatus} contract (null in the list, a {@code code()} that throws or returns null) → error
  * ERR_BAD_STATE with the thrown exception as cause, at once in either mode; {@code waitAll} returned an error
@@ -33,13 +33,13 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class SlicedNativeWait implements WaitStrategy {
     private final TransferEngine engine;
-    private final CompletionWait.Mode mode;
+    private final FailMode mode;
     private final Duration transferTimeout;
     private final Duration slice;
     private final Scheduler scheduler;
     private final Scheduler clock;
 
-    private SlicedNativeWait(TransferEngine engine, CompletionWait.Mode mode, Duration transferTimeout,
+    private SlicedNativeWait(TransferEngine engine, FailMode mode, Duration transferTimeout,
                              Duration slice, Scheduler scheduler, Scheduler clock) {
         this.engine = engine;
         this.mode = mode;
@@ -51,12 +51,12 @@ public final class SlicedNativeWait implements WaitStrategy {
 
     /** The seed's WRITE wait ({@code fail_fast=True}). */
     public static SlicedNativeWait failFast(TransferEngine engine, Duration transferTimeout) {
-        return of(engine, CompletionWait.Mode.FAIL_FAST, transferTimeout);
+        return of(engine, FailMode.FAIL_FAST, transferTimeout);
     }
 
     /** The seed's READ barrier wait ({@code fail_fast=False}). */
     public static SlicedNativeWait drain(TransferEngine engine, Duration transferTimeout) {
-        return of(engine, CompletionWait.Mode.DRAIN, transferTimeout);
+        return of(engine, FailMode.DRAIN, transferTimeout);
     }
 
     /**
@@ -64,7 +64,7 @@ public final class SlicedNativeWait implements WaitStrategy {
      *
      * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
-    public static SlicedNativeWait of(TransferEngine engine, CompletionWait.Mode mode, Duration transferTimeout) {
+    public static SlicedNativeWait of(TransferEngine engine, FailMode mode, Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
         return new SlicedNativeWait(Objects.requireNonNull(engine, "engine"), Objects.requireNonNull(mode, "mode"),
                 transferTimeout, CompletionWait.DEFAULT_SLICE, null, null);
@@ -100,7 +100,7 @@ public final class SlicedNativeWait implements WaitStrategy {
                 Objects.requireNonNull(clock, "clock"));
     }
 
-    public CompletionWait.Mode mode() {
+    public FailMode mode() {
         return mode;
     }
 
@@ -156,7 +156,7 @@ public final class SlicedNativeWait implements WaitStrategy {
                 }
             }
             inFlight = still;
-            if (failed >= 0 && (mode == CompletionWait.Mode.FAIL_FAST || still.isEmpty())) {
+            if (failed >= 0 && (mode == FailMode.FAIL_FAST || still.isEmpty())) {
                 throw StatusChecks.failed(statuses[failed], failedCode);
             }
             if (failed < 0 && still.isEmpty()) {

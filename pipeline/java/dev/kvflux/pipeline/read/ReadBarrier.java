@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.read;
 
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.TransferException;
 import java.time.Duration;
 import java.util.List;
@@ -41,7 +42,7 @@ public final class ReadBarrier {
      */
     public static ReadBarrier using(CompletionWait wait) {
         Objects.requireNonNull(wait, "wait");
-        if (wait.mode() != CompletionWait.Mode.DRAIN) {
+        if (wait.mode() != FailMode.DRAIN) {
             throw new IllegalArgumentException("a READ barrier must drain (CompletionWait.drain(...)), got " + wait
                     + "; failing fast would let decode reuse buffers that reads still write into");
         }

@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.config;
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.CopyTiming;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.FailMode;
 import dev.kvflux.pipeline.net.NotifyLimits;
 import io.vavr.collection.List;
 import io.vavr.collection.Seq;
@@ -46,11 +47,11 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
      * The completion wait and the WRITE pipeline. {@code stallAfter} is empty when stall detection is off
      * ({@code transfer.stall-after: off}).
      */
-    public record Transfer(Duration timeout, Duration slice, CompletionWait.Mode failMode, int maxInFlight,
+    public record Transfer(Duration timeout, Duration slice, FailMode failMode, int maxInFlight,
                            Duration eventPoll, Duration eventTimeout, Optional<Duration> stallAfter) {
 
         /** Settings without stall detection. */
-        public Transfer(Duration timeout, Duration slice, CompletionWait.Mode failMode, int maxInFlight,
+        public Transfer(Duration timeout, Duration slice, FailMode failMode, int maxInFlight,
                         Duration eventPoll, Duration eventTimeout) {
             this(timeout, slice, failMode, maxInFlight, eventPoll, eventTimeout, Optional.empty());
         }
@@ -315,10 +316,10 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         return d;
     }
 
-    private static CompletionWait.Mode failMode(Object v) {
+    private static FailMode failMode(Object v) {
         return switch (String.valueOf(v).toLowerCase(Locale.ROOT)) {
-            case "fail-fast" -> CompletionWait.Mode.FAIL_FAST;
-            case "drain" -> CompletionWait.Mode.DRAIN;
+            case "fail-fast" -> FailMode.FAIL_FAST;
+            case "drain" -> FailMode.DRAIN;
             default -> throw new IllegalArgumentException("'" + v + "' is not a fail mode; use fail-fast or drain");
         };
     }

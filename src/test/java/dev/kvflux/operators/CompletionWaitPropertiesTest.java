@@ -44,11 +44,11 @@ class CompletionWaitPropertiesTest {
 
     /** Subscribes, advances virtual time, and returns the signal time and error (null on success). */
     /** The wait under test; a subclass runs every property here on another variant. */
-    CompletionWait wait(CompletionWait.Mode mode) {
+    CompletionWait wait(FailMode mode) {
         return CompletionWait.of(mode, TIMEOUT);
     }
 
-    private Object[] run(CompletionWait.Mode mode, List<Script> scripts) {
+    private Object[] run(FailMode mode, List<Script> scripts) {
         VirtualTimeScheduler clock = VirtualTimeScheduler.create();
         List<TransferStatus> statuses = new ArrayList<>();
         for (Script s : scripts) {
@@ -78,7 +78,7 @@ class CompletionWaitPropertiesTest {
             @ForAll @Size(min = 1, max = 20) List<@From("successes") Script> scripts) {
         long last = scripts.stream().mapToLong(Script::atMs).max().orElseThrow();
 
-        Object[] end = run(CompletionWait.Mode.FAIL_FAST, scripts);
+        Object[] end = run(FailMode.FAIL_FAST, scripts);
 
         assertThat(end[1]).isNull();
         assertThat((long) end[0]).isEqualTo(roundUpToSlice(last));
@@ -90,7 +90,7 @@ class CompletionWaitPropertiesTest {
         long firstFailure = scripts.stream().filter(s -> s.code().isFailure()).mapToLong(Script::atMs)
                 .min().orElse(-1);
 
-        Object[] end = run(CompletionWait.Mode.FAIL_FAST, scripts);
+        Object[] end = run(FailMode.FAIL_FAST, scripts);
 
         if (firstFailure < 0) {
             assertThat(end[1]).isNull();
@@ -106,7 +106,7 @@ class CompletionWaitPropertiesTest {
         long last = scripts.stream().mapToLong(Script::atMs).max().orElseThrow();
         boolean anyFailure = scripts.stream().anyMatch(s -> s.code().isFailure());
 
-        Object[] end = run(CompletionWait.Mode.DRAIN, scripts);
+        Object[] end = run(FailMode.DRAIN, scripts);
 
         assertThat(end[1] != null).isEqualTo(anyFailure);
         assertThat((long) end[0]).isEqualTo(roundUpToSlice(last));
@@ -118,7 +118,7 @@ class CompletionWaitPropertiesTest {
         // In drain mode every failure has been seen when the wait errors: the earliest in the list wins.
         Script earliestListed = scripts.stream().filter(s -> s.code().isFailure()).findFirst().orElse(null);
 
-        Object[] end = run(CompletionWait.Mode.DRAIN, scripts);
+        Object[] end = run(FailMode.DRAIN, scripts);
 
         if (earliestListed == null) {
             assertThat(end[1]).isNull();

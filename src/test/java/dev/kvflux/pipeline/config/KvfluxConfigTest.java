@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.FailMode;
 import dev.kvflux.pipeline.net.NotifyLimits;
 import io.vavr.collection.Seq;
 import io.vavr.control.Validation;
@@ -30,7 +31,7 @@ class KvfluxConfigTest {
 
         assertThat(config.transfer().timeout()).isEqualTo(Duration.ofSeconds(30));
         assertThat(config.transfer().slice()).isEqualTo(Duration.ofMillis(10));
-        assertThat(config.transfer().failMode()).isEqualTo(CompletionWait.Mode.FAIL_FAST);
+        assertThat(config.transfer().failMode()).isEqualTo(FailMode.FAIL_FAST);
         assertThat(config.engine().backend()).isEqualTo("sim-xgmi");
         assertThat(config.engine().sim().perBlockOverhead()).isEqualTo(Duration.ofNanos(12_500));
         assertThat(config.ports().proxy()).isEqualTo(11350);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.NativeWait;
 import dev.kvflux.operators.SlicedNativeWait;
 import dev.kvflux.pipeline.config.KvfluxConfig;
@@ -13,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 class PolicyTest {
     private static final KvfluxConfig.Transfer CONFIGURED = new KvfluxConfig.Transfer(Duration.ofSeconds(7),
-            Duration.ofMillis(4), CompletionWait.Mode.DRAIN, 12, Duration.ofMillis(2), Duration.ofSeconds(9));
+            Duration.ofMillis(4), FailMode.DRAIN, 12, Duration.ofMillis(2), Duration.ofSeconds(9));
 
     @Test
     void theKvfluxPolicyTakesTheConfiguredWaitAndRequestsInFlight() {
@@ -22,7 +23,7 @@ class PolicyTest {
 
             assertThat(pipeline.maxInFlight()).isEqualTo(12);
             assertThat(pipeline.waitStrategy()).isInstanceOfSatisfying(CompletionWait.class, wait -> {
-                assertThat(wait.mode()).isEqualTo(CompletionWait.Mode.DRAIN);
+                assertThat(wait.mode()).isEqualTo(FailMode.DRAIN);
                 assertThat(wait.transferTimeout()).isEqualTo(Duration.ofSeconds(7));
                 assertThat(wait.slice()).isEqualTo(Duration.ofMillis(4));
             });
