@@ -58,9 +58,22 @@ final class PushBarrier {
     private volatile Disposable poll;
     private volatile Disposable deadline;
     private TransferException verdict;
+    /** What is reported (see {@link WaitRecorder}); counted only while recording. */
+    private final WaitRecorder recorder;
+    private final boolean recording;
+    private final String name;
+    private long startNanos;
+    /** Poll rounds and queries: written at subscription, then only under this (ticks, the deadline). */
+    private int polls;
+    private long queries;
+    /** Set by whoever ends the wait, before it hands the signal over; read when the signal is emitted. */
+    private long lagNanos = -1;
 
     PushBarrier(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration slice,
-                Scheduler on, MonoSink<Void> sink) {
+                Scheduler on, MonoSink<Void> sink, WaitRecorder recorder, String name) {
+        this.recorder = recorder;
+        this.recording = recorder != WaitRecorder.NOOP;
+        this.name = name;
         this.statuses = statuses;
         this.codes = new StatusCode[statuses.length];
         this.slots = new Slot[statuses.length];
@@ -75,6 +88,12 @@ final class PushBarrier {
     /** Queries every status once, subscribes to the pushes of those in flight, arms the poll and the timeout. */
     void start() {
         sink.onCancel(this::cancel);
+        if (recording) {
+            startNanos = on.now(TimeUnit.NANOSECONDS);
+            polls = 1;
+            recorder.recordWaitStarted(name, statuses.length);
+            recorder.recordStatusesInFlight(name, statuses.length);
+        }
         remaining = statuses.length + 1;
         for (int i = 0; i < statuses.length && !done; i++) {
             StatusCode code = query(i);
@@ -123,6 +142,12 @@ final class PushBarrier {
 
     /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
     private void counted(int index, StatusCode code, boolean handOff) {
+        if (recording) {
+            recorder.recordStatusesInFlight(name, -1);
+            if (code.isFailure()) {
+                recorder.recordStatusFailed(name, code);
+            }
+        }
         if (code.isFailure()) {
             int seen = failedIndex;
             while (index < seen && !FAILED_INDEX.weakCompareAndSet(this, seen, index)) {
@@ -144,6 +169,13 @@ final class PushBarrier {
             return;
         }
         verdict = error;
+        if (recording) {
+            if (error == null && failedIndex == NO_FAILURE) {
+                lagNanos = WaitRecording.detectionLag(statuses);
+            } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
+                recorder.recordStatusFailed(name, error.code());
+            }
+        }
         if (handOff) {
             on.schedule(this::emit);
         } else {
@@ -158,11 +190,26 @@ final class PushBarrier {
         if (error == null && failed != NO_FAILURE) {
             error = StatusChecks.failed(statuses[failed], codeOf(failed));
         }
+        if (recording) {
+            ended(WaitOutcome.of(error));
+        }
         if (error != null) {
             sink.error(error);
         } else {
             sink.success();
         }
+    }
+
+    /** Reports the end: the statuses not settled leave the wait's count, then polls, lag and outcome. */
+    private synchronized void ended(WaitOutcome outcome) {
+        int unsettled = 0;
+        for (int i = 0; i < statuses.length; i++) {
+            if (codeOf(i) == null) {
+                unsettled++;
+            }
+        }
+        WaitRecording.ended(recorder, name, outcome, on.now(TimeUnit.NANOSECONDS) - startNanos, unsettled, polls,
+                queries, lagNanos);
     }
 
     /** The code status {@code index} settled with, or null while it is in flight. */
@@ -175,6 +222,9 @@ final class PushBarrier {
     private void cancel() {
         if (DONE.compareAndSet(this, false, true)) {
             release();
+            if (recording) {
+                ended(WaitOutcome.CANCELLED);
+            }
         }
     }
 
@@ -204,6 +254,7 @@ final class PushBarrier {
      * broke the contract, which has then ended the wait.
      */
     private StatusCode query(int index) {
+        queries++;
         StatusCode code;
         try {
             code = StatusChecks.code(statuses, index);
@@ -219,6 +270,7 @@ final class PushBarrier {
 
     /** One slice: queries the statuses that do not push and are still in flight, compacting their indexes. */
     private synchronized void pollTick() {
+        polls++;
         int kept = 0;
         for (int i = 0; i < polledCount && !done; i++) {
             int index = polled[i];
@@ -235,6 +287,7 @@ final class PushBarrier {
 
     /** The timeout: one last query of every status not settled; a failure seen wins over the timeout. */
     private synchronized void atDeadline() {
+        polls++;
         boolean inFlight = false;
         for (int i = 0; i < statuses.length && !done; i++) {
             if (codeOf(i) != null) {
