@@ -1,8 +1,12 @@
 package dev.kvflux.pipeline.scale;
 
+import dev.kvflux.micrometer.MicrometerWaitRecorder;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.PushWait;
+import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
@@ -29,15 +33,27 @@ public final class ScaleBench {
     public static final List<String> STRATEGIES = List.of("reactive", "reactive-shared", "reactive-push",
             "reactive-drain", "reactive-shared-drain", "reactive-push-drain");
 
+    /**
+     * What the waits report to: {@code none} ({@link WaitRecorder#NOOP}) or {@code micrometer} (a
+     * {@link MicrometerWaitRecorder} over a {@code SimpleMeterRegistry}).
+     */
+    public static final List<String> RECORDERS = List.of("none", "micrometer");
+
     /** The most statuses one round holds (they are all live at once). */
     public static final long MAX_STATUSES = 4_000_000;
 
     /** What to run. */
     public record Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
-                           int warmup, Duration slice, Duration transferTimeout, long seed) {
+                           int warmup, Duration slice, Duration transferTimeout, long seed, List<String> recorders) {
         public Settings {
             ns = List.copyOf(ns);
             strategies = List.copyOf(strategies);
+            recorders = List.copyOf(recorders);
+            if (recorders.isEmpty() || recorders.stream().distinct().count() != recorders.size()
+                    || !RECORDERS.containsAll(recorders)) {
+                throw new IllegalArgumentException("--recorder takes none, micrometer or both (none,micrometer),"
+                        + " each once; got " + String.join(",", recorders));
+            }
             for (int n : ns) {
                 if (n < 1 || n > 100_000) {
                     throw new IllegalArgumentException("--n values must lie between 1 and 100000, got " + n);
@@ -68,7 +84,13 @@ public final class ScaleBench {
             }
         }
 
-        /** The experiment: 118 statuses within 1 s, 3 measured rounds after 1 warm-up. */
+        /** Settings whose waits record nothing. */
+        public Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
+                        int warmup, Duration slice, Duration transferTimeout, long seed) {
+            this(ns, strategies, statuses, spread, rounds, warmup, slice, transferTimeout, seed, List.of("none"));
+        }
+
+        /** The experiment: 118 statuses within 1 s, 3 measured rounds after 1 warm-up, no recorder. */
         public static Settings defaults() {
             return new Settings(List.of(100, 1000, 10_000), List.of("reactive", "reactive-shared", "reactive-push"), 118,
                     Duration.ofSeconds(1), 3, 1, CompletionWait.DEFAULT_SLICE, Duration.ofSeconds(30), 42);
@@ -97,30 +119,67 @@ public final class ScaleBench {
         return name.startsWith("reactive-push");
     }
 
-    /** Runs every strategy at every N; {@code progress} hears one line per row as it starts. */
+    /**
+     * Runs every strategy at every N, one row per recorder; {@code progress} hears one line per strategy and
+     * N as it starts (and, with the Micrometer recorder, the detection lag its meters saw).
+     */
     public static List<ScaleRow> run(Settings settings, Consumer<String> progress) {
         List<ScaleRow> rows = new ArrayList<>();
         for (int n : settings.ns()) {
             for (String name : settings.strategies()) {
-                progress.accept(name + " at N = " + n + " ...");
-                rows.add(measure(name, n, settings));
+                progress.accept(name + " at N = " + n + (settings.recorders().size() > 1
+                        ? ", recorders " + String.join(" and ", settings.recorders()) + " alternating" : "") + " ...");
+                rows.addAll(measure(name, n, settings, progress));
             }
         }
         return rows;
     }
 
-    static ScaleRow measure(String name, int n, Settings settings) {
-        WaitStrategy wait = strategy(name, settings);
+    /**
+     * The rows of one strategy at one N, one per recorder. With several recorders their rounds alternate
+     * (the order flips every round), so that the machine's drift and noise fall on all of them alike and
+     * each measured round of one has a neighbour of the other to be compared with.
+     */
+    static List<ScaleRow> measure(String name, int n, Settings settings, Consumer<String> progress) {
         boolean push = pushes(name);
+        List<String> recorders = settings.recorders();
+        List<WaitStrategy> waits = new ArrayList<>();
+        List<SimpleMeterRegistry> registries = new ArrayList<>();
+        for (String recorder : recorders) {
+            SimpleMeterRegistry registry = new SimpleMeterRegistry();
+            registries.add(registry);
+            WaitRecorder chosen = recorder.equals("micrometer") ? MicrometerWaitRecorder.of(registry) : WaitRecorder.NOOP;
+            waits.add(strategy(name, settings).recorder(chosen));
+        }
+        List<List<Round>> measured = new ArrayList<>();
+        recorders.forEach(r -> measured.add(new ArrayList<>()));
         SplittableRandom random = new SplittableRandom(settings.seed() + n);
-        List<Round> measured = new ArrayList<>();
         for (int r = 0; r < settings.warmup() + settings.rounds(); r++) {
-            Round round = round(wait, push, n, settings, random);
-            if (r >= settings.warmup()) {
-                measured.add(round);
+            for (int k = 0; k < recorders.size(); k++) {
+                int which = r % 2 == 0 ? k : recorders.size() - 1 - k;
+                Round round = round(waits.get(which), push, n, settings, random);
+                if (r >= settings.warmup()) {
+                    measured.get(which).add(round);
+                }
             }
         }
-        double bytesPerTick = push ? Double.NaN : steadyStateBytesPerQuery(wait, n, settings.statuses());
+        List<ScaleRow> rows = new ArrayList<>();
+        for (int k = 0; k < recorders.size(); k++) {
+            double bytesPerTick = push ? Double.NaN : steadyStateBytesPerQuery(waits.get(k), n, settings.statuses());
+            rows.add(row(name, recorders.get(k), n, settings, measured.get(k), bytesPerTick));
+            Timer lag = registries.get(k).find(MicrometerWaitRecorder.DETECTION_LAG).timer();
+            if (lag != null) {
+                progress.accept(String.format(java.util.Locale.ROOT,
+                        "  %s: %s over %,d waits (warm-up included): mean %.2f ms, max %.2f ms",
+                        recorders.get(k), MicrometerWaitRecorder.DETECTION_LAG, lag.count(),
+                        lag.mean(TimeUnit.MILLISECONDS), lag.max(TimeUnit.MILLISECONDS)));
+            }
+        }
+        return rows;
+    }
+
+    private static ScaleRow row(String name, String recorder, int n, Settings settings, List<Round> measured,
+                                double bytesPerTick) {
         double[] lags = measured.stream().flatMapToDouble(r -> Arrays.stream(r.lagsMs)).sorted().toArray();
         long cpu = 0;
         long wall = 0;
@@ -144,12 +203,13 @@ public final class ScaleBench {
             notifierCpu += r.notifierCpuNanos;
             behind = Math.max(behind, r.notifierBehindMs);
         }
+        boolean push = pushes(name);
         long statuses = (long) n * settings.statuses() * measured.size();
-        return new ScaleRow(name, n, settings.statuses(), measured.size(), (double) cpu / wall,
+        return new ScaleRow(name, recorder, n, settings.statuses(), measured.size(), (double) cpu / wall,
                 percentile(lags, 0.50), percentile(lags, 0.99), lags.length == 0 ? Double.NaN : lags[lags.length - 1],
                 (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
-                (double) notifierCpu / wall);
+                (double) notifierCpu / wall, measured.stream().map(r -> (double) r.cpuNanos / r.wallNanos).toList());
     }
 
     static double percentile(double[] sorted, double p) {
