@@ -209,7 +209,7 @@ public final class ScaleBench {
                 percentile(lags, 0.50), percentile(lags, 0.99), lags.length == 0 ? Double.NaN : lags[lags.length - 1],
                 (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
-                (double) notifierCpu / wall, measured.stream().map(r -> (double) r.cpuNanos / r.wallNanos).toList());
+                (double) notifierCpu / wall, measured.stream().map(r -> r.cpuNanos / 1e6).toList());
     }
 
     static double percentile(double[] sorted, double p) {

@@ -21,11 +21,11 @@ public final class ScaleReport {
 
     public static String table(List<ScaleRow> rows) {
         StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, "%-20s %7s %6s %6s %26s %9s %11s %6s %9s %9s %9s%n", "strategy",
+        out.append(String.format(Locale.ROOT, "%-28s %7s %6s %6s %26s %9s %11s %6s %9s %9s %9s%n", "strategy",
                 "N", "cores", "notif", "lag p50 / p99 / max (ms)", "code()/st", "GC n / ms", "errors", "B/st/tick",
                 "B/push", "behind ms"));
         for (ScaleRow r : rows) {
-            out.append(String.format(Locale.ROOT, "%-20s %,7d %6.2f %6.2f %26s %9.1f %11s %6s %9s %9s %9.1f%n",
+            out.append(String.format(Locale.ROOT, "%-28s %,7d %6.2f %6.2f %26s %9.1f %11s %6s %9s %9s %9.1f%n",
                     r.recorder().equals("none") ? r.strategy() : r.strategy() + " +" + r.recorder(), r.n(), r.coresUsed(), r.notifierCores(),
                     String.format(Locale.ROOT, "%.2f / %.2f / %.2f", r.lagP50Ms(), r.lagP99Ms(), r.lagMaxMs()),
                     r.queriesPerStatus(), r.gcCount() + " / " + r.gcMillis(),
@@ -42,8 +42,9 @@ public final class ScaleReport {
     }
 
     /**
-     * For each strategy and N measured with and without the Micrometer recorder: the CPU of the rows and of
-     * each pair of neighbouring rounds (their order alternates), micrometer over none; empty otherwise.
+     * For each strategy and N measured with and without the Micrometer recorder: the process CPU time of all
+     * their measured rounds and of each pair of neighbouring rounds (their order alternates), micrometer over
+     * none; empty otherwise. CPU time rather than cores: a starved round stretches its wall time, not its work.
      */
     static String overhead(List<ScaleRow> rows) {
         StringBuilder out = new StringBuilder();
@@ -56,17 +57,21 @@ public final class ScaleReport {
                         || without.n() != with.n()) {
                     continue;
                 }
-                int pairs = Math.min(with.roundCores().size(), without.roundCores().size());
+                int pairs = Math.min(with.roundCpuMillis().size(), without.roundCpuMillis().size());
                 double[] ratios = new double[pairs];
+                double withCpu = 0;
+                double withoutCpu = 0;
                 StringBuilder each = new StringBuilder();
                 for (int i = 0; i < pairs; i++) {
-                    ratios[i] = with.roundCores().get(i) / without.roundCores().get(i) - 1;
+                    withCpu += with.roundCpuMillis().get(i);
+                    withoutCpu += without.roundCpuMillis().get(i);
+                    ratios[i] = with.roundCpuMillis().get(i) / without.roundCpuMillis().get(i) - 1;
                     each.append(i == 0 ? "" : ", ").append(percent(ratios[i]));
                 }
                 java.util.Arrays.sort(ratios);
-                out.append(String.format(Locale.ROOT, "recorder cost, %s at N = %,d: %.3f cores with micrometer,"
-                                + " %.3f without (%s); round pairs %s; median %s%n", with.strategy(), with.n(),
-                        with.coresUsed(), without.coresUsed(), percent(with.coresUsed() / without.coresUsed() - 1),
+                out.append(String.format(Locale.ROOT, "recorder cost, %s at N = %,d: CPU %.0f ms with micrometer,"
+                                + " %.0f ms without over %d rounds each (%s); round pairs %s; median %s%n",
+                        with.strategy(), with.n(), withCpu, withoutCpu, pairs, percent(withCpu / withoutCpu - 1),
                         each, pairs == 0 ? "-" : percent(ratios[pairs / 2])));
             }
         }
@@ -111,8 +116,8 @@ public final class ScaleReport {
             putFigure(row, "notifier_bytes_per_push", r.notifierBytesPerStatus());
             row.put("notifier_behind_ms", r.notifierBehindMs());
             row.put("notifier_cores", r.notifierCores());
-            ArrayNode perRound = row.putArray("round_cores");
-            r.roundCores().forEach(perRound::add);
+            ArrayNode perRound = row.putArray("round_cpu_ms");
+            r.roundCpuMillis().forEach(perRound::add);
         }
         try {
             return mapper.writeValueAsString(root);

@@ -15,13 +15,14 @@ import java.util.List;
  * @param notifierCores the notifier thread's CPU time over wall time (included in {@code coresUsed}): with
  *     push, the pushes themselves; with polling, only finishing the statuses
  * @param recorder what the waits reported to: {@code none} or {@code micrometer}
- * @param roundCores {@code coresUsed} of each measured round, in order (for comparing recorders round by round)
+ * @param roundCpuMillis process CPU time of each measured round, in order (for comparing recorders round by
+ *     round: every round does the same work)
  */
 public record ScaleRow(String strategy, String recorder, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
                        double lagP99Ms, double lagMaxMs, double queriesPerStatus, long gcCount, long gcMillis,
                        long errors, long unfinished, double notifierBytesPerStatus, double bytesPerStatusTick,
-                       double notifierBehindMs, double notifierCores, List<Double> roundCores) {
+                       double notifierBehindMs, double notifierCores, List<Double> roundCpuMillis) {
     public ScaleRow {
-        roundCores = List.copyOf(roundCores);
+        roundCpuMillis = List.copyOf(roundCpuMillis);
     }
 }

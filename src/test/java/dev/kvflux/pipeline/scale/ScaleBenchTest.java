@@ -47,11 +47,11 @@ class ScaleBenchTest {
         assertThat(rows).allSatisfy(row -> {
             assertThat(row.errors()).isZero();
             assertThat(row.unfinished()).isZero();
-            assertThat(row.roundCores()).hasSize(2);
+            assertThat(row.roundCpuMillis()).hasSize(2).allSatisfy(ms -> assertThat(ms).isPositive());
         });
         assertThat(progress).anySatisfy(line -> assertThat(line).contains("micrometer: kvflux.wait.detection.lag over 40 waits"));
         assertThat(ScaleReport.table(rows)).contains("reactive-shared +micrometer", "recorder cost, reactive-shared at N = 20");
-        assertThat(ScaleReport.json(rows, both)).contains("\"recorder\" : \"micrometer\"", "\"round_cores\"");
+        assertThat(ScaleReport.json(rows, both)).contains("\"recorder\" : \"micrometer\"", "\"round_cpu_ms\"");
     }
 
     @Test
