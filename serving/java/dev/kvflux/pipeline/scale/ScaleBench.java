@@ -115,7 +115,7 @@ public final class ScaleBench {
         };
     }
 
-    private static boolean pushes(String name) {
+    static boolean pushes(String name) {
         return name.startsWith("reactive-push");
     }
 
@@ -175,6 +175,16 @@ public final class ScaleBench {
                         lag.mean(TimeUnit.MILLISECONDS), lag.max(TimeUnit.MILLISECONDS)));
             }
         }
+        int none = recorders.indexOf("none");
+        if (none >= 0 && recorders.contains("micrometer")) {
+            double waitMicros = rows.get(none).roundCpuMillis().stream().mapToDouble(Double::doubleValue).average()
+                    .orElse(Double.NaN) * 1000 / n;
+            RecorderCost.Estimate cost = RecorderCost.estimate(name, n, settings);
+            progress.accept(String.format(java.util.Locale.ROOT, "  recorder cost estimate: %.1f calls per wait,"
+                            + " %.2f us of recorder CPU per wait (ns per call: %s); wait CPU without a recorder"
+                            + " %.1f us per wait; ratio %.2f%%", cost.callsPerWait(), cost.microsPerWait(),
+                    cost.perCall(), waitMicros, 100 * cost.microsPerWait() / waitMicros));
+        }
         return rows;
     }
 
@@ -209,7 +219,7 @@ public final class ScaleBench {
                 percentile(lags, 0.50), percentile(lags, 0.99), lags.length == 0 ? Double.NaN : lags[lags.length - 1],
                 (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
-                (double) notifierCpu / wall, measured.stream().map(r -> r.cpuNanos / 1e6).toList());
+                (double) notifierCpu / wall, measured.stream().map(r -> r.waitCpuNanos / 1e6).toList());
     }
 
     static double percentile(double[] sorted, double p) {
@@ -220,13 +230,13 @@ public final class ScaleBench {
         return sorted[Math.max(0, Math.min(sorted.length - 1, index))];
     }
 
-    private record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,
+    record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,
                          long errors, long unfinished, long notifierBytes, double notifierBehindMs,
-                         long notifierCpuNanos) {
+                         long notifierCpuNanos, long waitCpuNanos) {
     }
 
     /** One wave: subscribe every wait, then finish every status at its time and wait for the last signal. */
-    private static Round round(WaitStrategy wait, boolean push, int n, Settings settings, SplittableRandom random) {
+    static Round round(WaitStrategy wait, boolean push, int n, Settings settings, SplittableRandom random) {
         int per = settings.statuses();
         long spread = settings.spread().toNanos();
         BenchStatus[] all = new BenchStatus[n * per];
@@ -263,6 +273,7 @@ public final class ScaleBench {
         Thread thread = Thread.ofPlatform().name("bench-notifier").daemon().start(notifier);
         parkUntil(start);
         long cpu0 = processCpuNanos();
+        java.util.Map<Long, Long> threadCpu0 = threadCpuNanos();
         long[] gc0 = gc();
         try {
             finished.await(settings.transferTimeout().toNanos() + spread + TimeUnit.SECONDS.toNanos(10),
@@ -272,6 +283,7 @@ public final class ScaleBench {
             Thread.currentThread().interrupt();
         }
         long cpu1 = processCpuNanos();
+        long othersCpu = cpuSince(threadCpu0, thread.threadId());
         long[] gc1 = gc();
         long end = start;
         double[] lags = new double[n];
@@ -290,7 +302,7 @@ public final class ScaleBench {
         }
         return new Round(Arrays.copyOf(lags, counted), cpu1 - cpu0, Math.max(1, end - start), queries,
                 gc1[0] - gc0[0], gc1[1] - gc0[1], errors.get(), finished.getCount(), notifier.allocatedBytes,
-                notifier.behindNanos / 1e6, notifier.cpuNanos);
+                notifier.behindNanos / 1e6, notifier.cpuNanos, othersCpu + (push ? notifier.cpuNanos : 0));
     }
 
     /** Finishes the statuses in time order, each at its time; measures its own allocation and lateness. */
@@ -377,6 +389,32 @@ public final class ScaleBench {
 
     private static com.sun.management.ThreadMXBean threadBean() {
         return (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    }
+
+    /** The CPU time of every live thread, by id, in nanoseconds (the process's CPU clock ticks in 10 ms steps). */
+    private static java.util.Map<Long, Long> threadCpuNanos() {
+        com.sun.management.ThreadMXBean threads = threadBean();
+        long[] ids = threads.getAllThreadIds();
+        long[] cpu = threads.getThreadCpuTime(ids);
+        java.util.Map<Long, Long> byId = new java.util.HashMap<>();
+        for (int i = 0; i < ids.length; i++) {
+            if (cpu[i] >= 0) {
+                byId.put(ids[i], cpu[i]);
+            }
+        }
+        return byId;
+    }
+
+    /** CPU time the threads alive at {@code before} and now have used since, thread {@code excluded} left out. */
+    private static long cpuSince(java.util.Map<Long, Long> before, long excluded) {
+        long sum = 0;
+        for (java.util.Map.Entry<Long, Long> now : threadCpuNanos().entrySet()) {
+            Long then = before.get(now.getKey());
+            if (then != null && now.getKey() != excluded) {
+                sum += now.getValue() - then;
+            }
+        }
+        return sum;
     }
 
     private static long processCpuNanos() {

@@ -42,9 +42,10 @@ public final class ScaleReport {
     }
 
     /**
-     * For each strategy and N measured with and without the Micrometer recorder: the process CPU time of all
-     * their measured rounds and of each pair of neighbouring rounds (their order alternates), micrometer over
-     * none; empty otherwise. CPU time rather than cores: a starved round stretches its wall time, not its work.
+     * For each strategy and N measured with and without the Micrometer recorder: the waits' CPU time
+     * ({@link ScaleRow#roundCpuMillis()}) of all their measured rounds and of each pair of neighbouring rounds
+     * (their order alternates), micrometer over none; empty otherwise. CPU time rather than cores: a starved
+     * round stretches its wall time, not its work.
      */
     static String overhead(List<ScaleRow> rows) {
         StringBuilder out = new StringBuilder();
@@ -69,8 +70,8 @@ public final class ScaleReport {
                     each.append(i == 0 ? "" : ", ").append(percent(ratios[i]));
                 }
                 java.util.Arrays.sort(ratios);
-                out.append(String.format(Locale.ROOT, "recorder cost, %s at N = %,d: CPU %.0f ms with micrometer,"
-                                + " %.0f ms without over %d rounds each (%s); round pairs %s; median %s%n",
+                out.append(String.format(Locale.ROOT, "recorder cost, %s at N = %,d: wait CPU %.1f ms with micrometer,"
+                                + " %.1f ms without over %d rounds each (%s); round pairs %s; median %s%n",
                         with.strategy(), with.n(), withCpu, withoutCpu, pairs, percent(withCpu / withoutCpu - 1),
                         each, pairs == 0 ? "-" : percent(ratios[pairs / 2])));
             }

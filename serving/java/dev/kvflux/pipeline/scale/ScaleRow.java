@@ -15,8 +15,10 @@ import java.util.List;
  * @param notifierCores the notifier thread's CPU time over wall time (included in {@code coresUsed}): with
  *     push, the pushes themselves; with polling, only finishing the statuses
  * @param recorder what the waits reported to: {@code none} or {@code micrometer}
- * @param roundCpuMillis process CPU time of each measured round, in order (for comparing recorders round by
- *     round: every round does the same work)
+ * @param roundCpuMillis the waits' CPU time in each measured round, in order, for comparing recorders round by
+ *     round (every round does the same work): the CPU of every Java thread alive through the round, read per
+ *     thread in nanoseconds, without the notifier thread for a polling wait (there it only finishes statuses)
+ *     and with it for push (there it runs the push path); GC threads are not counted
  */
 public record ScaleRow(String strategy, String recorder, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
                        double lagP99Ms, double lagMaxMs, double queriesPerStatus, long gcCount, long gcMillis,

@@ -50,6 +50,8 @@ class ScaleBenchTest {
             assertThat(row.roundCpuMillis()).hasSize(2).allSatisfy(ms -> assertThat(ms).isPositive());
         });
         assertThat(progress).anySatisfy(line -> assertThat(line).contains("micrometer: kvflux.wait.detection.lag over 40 waits"));
+        assertThat(progress).anySatisfy(line -> assertThat(line).containsPattern(
+                "recorder cost estimate: \\d+\\.\\d calls per wait, \\d+\\.\\d\\d us of recorder CPU per wait"));
         assertThat(ScaleReport.table(rows)).contains("reactive-shared +micrometer", "recorder cost, reactive-shared at N = 20");
         assertThat(ScaleReport.json(rows, both)).contains("\"recorder\" : \"micrometer\"", "\"round_cpu_ms\"");
     }
