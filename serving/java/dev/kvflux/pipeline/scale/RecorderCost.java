@@ -13,9 +13,11 @@ import java.util.function.LongConsumer;
 /**
  * The Micrometer recorder's CPU per wait, estimated without the machine's noise: one round counts the calls
  * each wait makes of each kind, then each kind is timed alone in a loop on one thread (the fastest of five
- * runs, on the thread's CPU clock). The estimate leaves out what recording adds inside the wait itself
- * (counting polls in fields, reading the clock at the start and end, reading every status's completion
- * time once at the end) and contention between threads on the meters.
+ * runs, on the thread's CPU clock). Added to it: what recording does inside the wait besides calling the
+ * recorder, timed the same way: reading every status's completion time once at the end (over N requests'
+ * statuses, as many as a round holds) and three clock reads (the scheduler's twice, the status's once).
+ * Left out: counting polls and queries in the wait's fields (an addition per poll) and contention between
+ * threads on the meters.
  */
 final class RecorderCost {
     private static final int CALLS = 200_000;
@@ -24,7 +26,7 @@ final class RecorderCost {
     }
 
     /** Calls per wait and the recorder's CPU per wait, in microseconds, and the nanoseconds per call of each kind. */
-    record Estimate(double callsPerWait, double microsPerWait, String perCall) {
+    record Estimate(double callsPerWait, double microsPerWait, String perCall, double inWaitMicros) {
     }
 
     /** Counts each kind of call, then forwards it. */
@@ -104,7 +106,44 @@ final class RecorderCost {
             perCall.append(k == 0 ? "" : ", ").append(names[k]).append(' ')
                     .append(String.format(Locale.ROOT, "%.0f", each));
         }
-        return new Estimate(calls / waits, nanos / waits / 1000, perCall.toString());
+        double inWait = scanNanosPerWait(n, settings.statuses()) + nanosPerCall(i -> CLOCK_SINK.add(
+                reactor.core.scheduler.Schedulers.parallel().now(java.util.concurrent.TimeUnit.NANOSECONDS)
+                        + reactor.core.scheduler.Schedulers.parallel().now(java.util.concurrent.TimeUnit.NANOSECONDS)
+                        + System.nanoTime()));
+        return new Estimate(calls / waits, nanos / waits / 1000 + inWait / 1000, perCall.toString(), inWait / 1000);
+    }
+
+    private static final LongAdder CLOCK_SINK = new LongAdder();
+
+    /** The end-of-wait scan of every status's completion time, per request, over {@code n} requests' statuses. */
+    private static double scanNanosPerWait(int n, int per) {
+        BenchStatus[] all = new BenchStatus[n * per];
+        for (int i = 0; i < all.length; i++) {
+            all[i] = new BenchStatus(false);
+            all[i].finish();
+        }
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        double best = Double.MAX_VALUE;
+        long sink = 0;
+        for (int run = 0; run < 6; run++) {
+            long cpu0 = threads.getCurrentThreadCpuTime();
+            for (int req = 0; req < n; req++) {
+                long latest = Long.MIN_VALUE;
+                for (int j = req * per; j < (req + 1) * per; j++) {
+                    long at = all[j].completedAtNanos();
+                    if (at - latest > 0) {
+                        latest = at;
+                    }
+                }
+                sink += latest;
+            }
+            long cpu1 = threads.getCurrentThreadCpuTime();
+            if (run > 0) {
+                best = Math.min(best, (double) (cpu1 - cpu0) / n);
+            }
+        }
+        CLOCK_SINK.add(sink);
+        return best;
     }
 
     private static double nanosPerCall(LongConsumer call) {

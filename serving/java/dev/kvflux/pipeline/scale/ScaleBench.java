@@ -181,9 +181,10 @@ public final class ScaleBench {
                     .orElse(Double.NaN) * 1000 / n;
             RecorderCost.Estimate cost = RecorderCost.estimate(name, n, settings);
             progress.accept(String.format(java.util.Locale.ROOT, "  recorder cost estimate: %.1f calls per wait,"
-                            + " %.2f us of recorder CPU per wait (ns per call: %s); wait CPU without a recorder"
-                            + " %.1f us per wait; ratio %.2f%%", cost.callsPerWait(), cost.microsPerWait(),
-                    cost.perCall(), waitMicros, 100 * cost.microsPerWait() / waitMicros));
+                            + " %.2f us of recording CPU per wait (ns per call: %s; in the wait: %.2f us); wait CPU"
+                            + " without a recorder %.1f us per wait; ratio %.2f%%", cost.callsPerWait(),
+                    cost.microsPerWait(), cost.perCall(), cost.inWaitMicros(), waitMicros,
+                    100 * cost.microsPerWait() / waitMicros));
         }
         return rows;
     }

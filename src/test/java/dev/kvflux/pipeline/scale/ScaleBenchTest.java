@@ -51,7 +51,7 @@ class ScaleBenchTest {
         });
         assertThat(progress).anySatisfy(line -> assertThat(line).contains("micrometer: kvflux.wait.detection.lag over 40 waits"));
         assertThat(progress).anySatisfy(line -> assertThat(line).containsPattern(
-                "recorder cost estimate: \\d+\\.\\d calls per wait, \\d+\\.\\d\\d us of recorder CPU per wait"));
+                "recorder cost estimate: \\d+\\.\\d calls per wait, \\d+\\.\\d\\d us of recording CPU per wait"));
         assertThat(ScaleReport.table(rows)).contains("reactive-shared +micrometer", "recorder cost, reactive-shared at N = 20");
         assertThat(ScaleReport.json(rows, both)).contains("\"recorder\" : \"micrometer\"", "\"round_cpu_ms\"");
     }
