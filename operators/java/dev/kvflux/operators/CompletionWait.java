@@ -128,12 +128,7 @@ public final class CompletionWait implements WaitStrategy {
      *     transfer timeout
      */
     public CompletionWait stallAfter(Duration stallAfter) {
-        Objects.requireNonNull(stallAfter, "stallAfter");
-        if (stallAfter.compareTo(slice) < 0 || stallAfter.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("stallAfter " + stallAfter + " must lie between the slice ("
-                    + slice + ") and the transfer timeout (" + transferTimeout + "); choose a few times the"
-                    + " longest gap you expect between two copies finishing");
-        }
+        checkStallAfter(stallAfter, slice, transferTimeout);
         return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared);
     }
 
@@ -212,6 +207,16 @@ public final class CompletionWait implements WaitStrategy {
     public String toString() {
         return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice
                 + (stallAfter != null ? ", stall after " + stallAfter : "") + (shared ? ", shared poll" : "") + "]";
+    }
+
+    /** Rejects a stall time shorter than the slice or longer than the transfer timeout. */
+    static void checkStallAfter(Duration stallAfter, Duration slice, Duration transferTimeout) {
+        Objects.requireNonNull(stallAfter, "stallAfter");
+        if (stallAfter.compareTo(slice) < 0 || stallAfter.compareTo(transferTimeout) > 0) {
+            throw new IllegalArgumentException("stallAfter " + stallAfter + " must lie between the slice ("
+                    + slice + ") and the transfer timeout (" + transferTimeout + "); choose a few times the"
+                    + " longest gap you expect between two copies finishing");
+        }
     }
 
     static void checkTimeout(Duration transferTimeout) {
