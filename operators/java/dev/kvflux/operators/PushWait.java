@@ -24,8 +24,9 @@ import reactor.core.scheduler.Schedulers;
  *       of kind {@link TransferException.Kind#FAILED} carrying its code and message; with {@link #drain}
  *       errors once every status has settled, and not before. When several failed, the earliest in the list among those seen wins.</li>
  *   <li>Still in flight at {@code transferTimeout}: one last query of every status not yet settled, then
- *       the seed's timeout error (kind {@link TransferException.Kind#TIMED_OUT}), unless that query finds
- *       them all done or one failed.</li>
+ *       a {@link TransferException} of kind {@link TransferException.Kind#TIMED_OUT} with code IN_PROGRESS
+ *       and the message {@code MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out
+ *       after 30s}, unless that query finds them all done or one failed.</li>
  *   <li>Only with {@link #stallAfter}: no status has settled for that long while some are still in
  *       flight: one last query of every status not yet settled, then a {@link TransferException} of kind
  *       {@link TransferException.Kind#STALLED} with code IN_PROGRESS whose reason says the transfer
