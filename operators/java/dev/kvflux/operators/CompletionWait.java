@@ -52,7 +52,11 @@ import reactor.core.scheduler.Schedulers;
  * <p>{@link #awaitAll} takes the statuses from a {@code Publisher} instead of a list
  * ({@code statuses.as(wait::awaitAll)}) and waits as above once it completes.
  *
- * <p>Instances are immutable; {@link #slice} and {@link #scheduler} return changed copies.
+ * <p>Its {@code Mono} is named {@code kvflux.wait} and tagged with the strategy and fail mode, and
+ * {@link #recorder} reports every wait to a {@link WaitRecorder} (none by default), for metrics.
+ *
+ * <p>Instances are immutable; {@link #slice}, {@link #scheduler}, {@link #stallAfter}, {@link #sharedPoll()}
+ * and {@link #recorder} return changed copies.
  */
 public final class CompletionWait implements WaitStrategy {
 
