@@ -1,6 +1,6 @@
 package dev.kvflux.bindings.gpu.internal;
 
-import static dev.kvflux.bindings.gpu.internal.Downcalls.call;
+import static dev.kvflux.bindings.internal.Downcalls.call;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;

@@ -1,5 +1,6 @@
 package dev.kvflux.bindings.mori.internal;
 
+import static dev.kvflux.bindings.internal.Downcalls.rethrow;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -209,16 +210,6 @@ public final class MoriNative {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-    }
-
-    static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            throw r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new IllegalStateException("native call failed unexpectedly", t);
     }
 
     // ---- library -------------------------------------------------------------------------------

@@ -1,25 +1,26 @@
-package dev.kvflux.bindings.gpu.internal;
+package dev.kvflux.bindings.internal;
 
 /**
  * The one place where a downcall's {@code invokeExact}, which declares {@code Throwable}, becomes a call
  * that throws unchecked exceptions only: runtime exceptions and errors pass through as they are, anything
- * else becomes an {@link IllegalStateException} with it as the cause.
+ * else becomes an {@link IllegalStateException} with it as the cause. The GPU runtime and driver calls and
+ * the MoRI shim's calls all go through it.
  *
  * <p>A call site passes its {@code invokeExact} as a lambda, {@code call(() -> (int) h.invokeExact(x))}.
  * Once the JIT has compiled the caller, the lambda is inlined and not allocated, so hot calls such as
  * event queries allocate nothing per call.
  */
-final class Downcalls {
+public final class Downcalls {
 
     /** A downcall returning the runtime's {@code int} error code. */
     @FunctionalInterface
-    interface IntCall {
+    public interface IntCall {
         int invoke() throws Throwable;
     }
 
     /** A downcall returning anything else (a pointer). */
     @FunctionalInterface
-    interface Call<T> {
+    public interface Call<T> {
         T invoke() throws Throwable;
     }
 
@@ -27,7 +28,7 @@ final class Downcalls {
     }
 
     /** Runs {@code call} and returns its code. */
-    static int call(IntCall call) {
+    public static int call(IntCall call) {
         try {
             return call.invoke();
         } catch (Throwable t) {
@@ -36,7 +37,7 @@ final class Downcalls {
     }
 
     /** Runs {@code call} and returns its result. */
-    static <T> T call(Call<T> call) {
+    public static <T> T call(Call<T> call) {
         try {
             return call.invoke();
         } catch (Throwable t) {
@@ -45,13 +46,13 @@ final class Downcalls {
     }
 
     /** A downcall's throwable as an unchecked exception (errors are rethrown as they are). */
-    static RuntimeException rethrow(Throwable t) {
+    public static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException e) {
             return e;
         }
         if (t instanceof Error e) {
             throw e;
         }
-        return new IllegalStateException(t);
+        return new IllegalStateException("native call failed unexpectedly", t);
     }
 }

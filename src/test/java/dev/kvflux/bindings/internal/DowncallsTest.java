@@ -1,4 +1,4 @@
-package dev.kvflux.bindings.gpu.internal;
+package dev.kvflux.bindings.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -44,7 +44,8 @@ class DowncallsTest {
     void aCheckedThrowableBecomesAnIllegalStateExceptionWithItAsTheCause() {
         IOException thrown = new IOException("checked");
         assertThatThrownBy(() -> Downcalls.call(() -> (int) throwing(thrown)))
-                .isExactlyInstanceOf(IllegalStateException.class).hasCause(thrown);
+                .isExactlyInstanceOf(IllegalStateException.class).hasCause(thrown)
+                .hasMessage("native call failed unexpectedly");
     }
 
     private static int throwing(Throwable t) throws Throwable {
