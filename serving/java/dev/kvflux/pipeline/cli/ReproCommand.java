@@ -10,7 +10,7 @@ import dev.kvflux.pipeline.repro.ReproGeometry;
 import dev.kvflux.pipeline.repro.ReproReport;
 import dev.kvflux.pipeline.repro.ReproRun;
 import dev.kvflux.pipeline.repro.ReproSettings;
-import dev.kvflux.pipeline.repro.ReproStrategies;
+import dev.kvflux.pipeline.repro.ReproStrategy;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -84,8 +84,8 @@ public final class ReproCommand implements Callable<Integer> {
         List<ReproRun.Plan> plans = new ArrayList<>();
         for (String name : waits != null ? waits : List.of("native", "reactive")) {
             try {
-                ReproStrategies.Entry entry = ReproStrategies.named(name.trim());
-                plans.add(new ReproRun.Plan(entry.name(), requests != null ? requests : entry.defaultRequests()));
+                ReproStrategy strategy = ReproStrategy.named(name);
+                plans.add(new ReproRun.Plan(strategy.label(), requests != null ? requests : strategy.defaultRequests()));
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(cmd, "--wait: " + e.getMessage());
             }
