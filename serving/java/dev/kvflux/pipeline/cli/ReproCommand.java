@@ -56,8 +56,8 @@ public final class ReproCommand implements Callable<Integer> {
             description = "Where to run: sim-xgmi, native-sim, mori, cuda or hip (default: engine.backend).")
     String backend;
 
-    @Option(names = "--json", description = "Print one JSON document on stdout instead of the table.")
-    boolean json;
+    @Mixin
+    JsonOption output;
 
     @Option(names = "--processes", paramLabel = "N",
             description = "mori backend only: 1 (default), both MoRI engines in this process; 2, decode's engine"
@@ -85,7 +85,8 @@ public final class ReproCommand implements Callable<Integer> {
         for (String name : waits != null ? waits : List.of("native", "reactive")) {
             try {
                 ReproStrategy strategy = ReproStrategy.named(name);
-                plans.add(new ReproRun.Plan(strategy.label(), requests != null ? requests : strategy.defaultRequests()));
+                plans.add(new ReproRun.Plan(strategy.label(),
+                        requests != null ? requests : strategy.defaultRequests()));
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(cmd, "--wait: " + e.getMessage());
             }
@@ -125,7 +126,7 @@ public final class ReproCommand implements Callable<Integer> {
             err.println("kvflux repro: backend " + target.name() + " failed: " + e.getMessage());
             return 1;
         }
-        System.out.println(json ? ReproReport.json(result) : ReproReport.table(result));
+        System.out.println(output.json() ? ReproReport.json(result) : ReproReport.table(result));
         return 0;
     }
 
