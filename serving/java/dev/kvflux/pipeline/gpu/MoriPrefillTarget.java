@@ -41,7 +41,7 @@ final class MoriPrefillTarget implements ReproTarget {
     private final ReproGeometry g;
     private final MoriDecodeSide decode;
     private final Duration transferTimeout;
-    private final List<AutoCloseable> owned = new ArrayList<>();
+    private final Owned owned = new Owned();
     private final DeviceBuffer src;
     private final NativeTransferEngine engine;
     private final TransferSession session;
@@ -89,8 +89,7 @@ final class MoriPrefillTarget implements ReproTarget {
     }
 
     private <T extends AutoCloseable> T own(T resource) {
-        owned.add(resource);
-        return resource;
+        return owned.add(resource);
     }
 
     @Override
@@ -209,13 +208,6 @@ final class MoriPrefillTarget implements ReproTarget {
 
     /** Everything this side created, newest first (the engine releases its memory, session and statuses). */
     private void release() {
-        for (int i = owned.size() - 1; i >= 0; i--) {
-            try {
-                owned.get(i).close();
-            } catch (Exception ignored) {
-                // Best effort: the rest is released below and at the process's exit.
-            }
-        }
-        owned.clear();
+        owned.closeAll();
     }
 }

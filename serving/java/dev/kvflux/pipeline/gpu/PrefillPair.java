@@ -20,7 +20,6 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -63,7 +62,7 @@ final class PrefillPair implements AutoCloseable {
     private final GpuCopyEngine engine;
     private final GpuSession session;
     private final long base;
-    private final List<AutoCloseable> owned = new ArrayList<>();
+    private final Owned owned = new Owned();
     private final GpuStream compute;
     private final GpuStream anchor;
     private final DeviceBuffer forward;
@@ -270,13 +269,7 @@ final class PrefillPair implements AutoCloseable {
 
     /** Everything this pair created on the GPU, newest first, then the engine (its buffer, the peer mapping). */
     private void releaseGpu() {
-        for (int i = owned.size() - 1; i >= 0; i--) {
-            try {
-                owned.get(i).close();
-            } catch (Exception ignored) {
-                // Best effort: the engine below and the process exit release the rest.
-            }
-        }
+        owned.closeAll();
         engine.close();
     }
 
@@ -311,7 +304,6 @@ final class PrefillPair implements AutoCloseable {
     }
 
     private <T extends AutoCloseable> T own(T resource) {
-        owned.add(resource);
-        return resource;
+        return owned.add(resource);
     }
 }
