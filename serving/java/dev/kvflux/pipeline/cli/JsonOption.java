@@ -8,7 +8,7 @@ public final class JsonOption {
     boolean json;
 
     /** Whether {@code --json} was given. */
-    public boolean json() {
+    boolean json() {
         return json;
     }
 }

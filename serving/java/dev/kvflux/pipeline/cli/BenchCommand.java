@@ -1,7 +1,9 @@
-package dev.kvflux.pipeline.scale;
+package dev.kvflux.pipeline.cli;
 
-import dev.kvflux.pipeline.cli.JsonOption;
 import dev.kvflux.pipeline.config.Durations;
+import dev.kvflux.pipeline.scale.ScaleBench;
+import dev.kvflux.pipeline.scale.ScaleReport;
+import dev.kvflux.pipeline.scale.ScaleRow;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
