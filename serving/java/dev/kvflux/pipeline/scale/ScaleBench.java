@@ -220,7 +220,8 @@ public final class ScaleBench {
                 percentile(lags, 0.50), percentile(lags, 0.99), lags.length == 0 ? Double.NaN : lags[lags.length - 1],
                 (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
-                (double) notifierCpu / wall, measured.stream().map(r -> r.waitCpuNanos / 1e6).toList());
+                (double) notifierCpu / wall, measured.stream().map(r -> r.waitCpuNanos / 1e6).toList(),
+                measured.stream().map(r -> r.wakeups).toList());
     }
 
     static double percentile(double[] sorted, double p) {
@@ -233,10 +234,20 @@ public final class ScaleBench {
 
     record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,
                          long errors, long unfinished, long notifierBytes, double notifierBehindMs,
-                         long notifierCpuNanos, long waitCpuNanos) {
+                         long notifierCpuNanos, long waitCpuNanos, long wakeups) {
     }
 
-    /** One wave: subscribe every wait, then finish every status at its time and wait for the last signal. */
+    /**
+     * One wave: subscribe every wait, then finish every status at its time and wait for the last signal.
+     * The N subscriptions are paced evenly over one slice, as requests arriving at independent times would
+     * be, so each polling wait's ticks fall at its own phase of the slice. Subscribed back to back instead,
+     * the waits' ticks bunch into the few milliseconds the loop took, a scheduler thread runs several per
+     * wake-up, and the round's CPU follows the loop's speed: at N = 1,000 on 32 cores a loop of 3 ms gave
+     * about half the wake-ups (and 60% of the CPU) of one of 5 ms, so whatever slowed the loop in one round
+     * (a JIT pause, a neighbour, a recorder's calls at subscription) weighed far more than its own cost.
+     * Past one subscription per few microseconds (N beyond a few thousand at a 10 ms slice) the pacing
+     * cannot keep up and subscriptions run back to back.
+     */
     static Round round(WaitStrategy wait, boolean push, int n, Settings settings, SplittableRandom random) {
         int per = settings.statuses();
         long spread = settings.spread().toNanos();
@@ -257,8 +268,11 @@ public final class ScaleBench {
         AtomicLong errors = new AtomicLong();
         CountDownLatch finished = new CountDownLatch(n);
         Disposable[] subscriptions = new Disposable[n];
+        long paced = System.nanoTime();
+        long gap = settings.slice().toNanos() / n;
         for (int req = 0; req < n; req++) {
             int r = req;
+            spinUntil(paced + req * gap);
             List<BenchStatus> statuses = Arrays.asList(Arrays.copyOfRange(all, req * per, (req + 1) * per));
             subscriptions[req] = wait.await(statuses).subscribe(null, e -> {
                 doneAt[r] = System.nanoTime();
@@ -273,6 +287,7 @@ public final class ScaleBench {
         Notifier notifier = new Notifier(all, schedule, start);
         Thread thread = Thread.ofPlatform().name("bench-notifier").daemon().start(notifier);
         parkUntil(start);
+        long wakeups0 = voluntaryContextSwitches();
         long cpu0 = processCpuNanos();
         java.util.Map<Long, Long> threadCpu0 = threadCpuNanos();
         long[] gc0 = gc();
@@ -284,6 +299,7 @@ public final class ScaleBench {
             Thread.currentThread().interrupt();
         }
         long cpu1 = processCpuNanos();
+        long wakeups1 = voluntaryContextSwitches();
         long othersCpu = cpuSince(threadCpu0, thread.threadId());
         long[] gc1 = gc();
         long end = start;
@@ -303,7 +319,8 @@ public final class ScaleBench {
         }
         return new Round(Arrays.copyOf(lags, counted), cpu1 - cpu0, Math.max(1, end - start), queries,
                 gc1[0] - gc0[0], gc1[1] - gc0[1], errors.get(), finished.getCount(), notifier.allocatedBytes,
-                notifier.behindNanos / 1e6, notifier.cpuNanos, othersCpu + (push ? notifier.cpuNanos : 0));
+                notifier.behindNanos / 1e6, notifier.cpuNanos, othersCpu + (push ? notifier.cpuNanos : 0),
+                wakeups0 < 0 || wakeups1 < 0 ? -1 : wakeups1 - wakeups0);
     }
 
     /** Finishes the statuses in time order, each at its time; measures its own allocation and lateness. */
@@ -386,6 +403,41 @@ public final class ScaleBench {
         while ((left = deadline - System.nanoTime()) > 0) {
             LockSupport.parkNanos(left);
         }
+    }
+
+    /**
+     * Spins until {@code deadline}: pacing the subscriptions a few microseconds apart needs a finer clock
+     * than {@link LockSupport#parkNanos}'s (tens of microseconds of slack). Runs before the measured window.
+     */
+    private static void spinUntil(long deadline) {
+        while (deadline - System.nanoTime() > 0) {
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * The voluntary context switches of every thread of this process so far (Linux {@code /proc}), or -1
+     * where they cannot be read. A polling wait's scheduler thread switches once each time it sleeps until
+     * its next task, so this counts its wake-ups, which are most of its CPU at scale.
+     */
+    static long voluntaryContextSwitches() {
+        java.io.File[] tasks = new java.io.File("/proc/self/task").listFiles();
+        if (tasks == null) {
+            return -1;
+        }
+        long sum = 0;
+        for (java.io.File task : tasks) {
+            try {
+                for (String line : java.nio.file.Files.readAllLines(new java.io.File(task, "status").toPath())) {
+                    if (line.startsWith("voluntary_ctxt_switches:")) {
+                        sum += Long.parseLong(line.substring("voluntary_ctxt_switches:".length()).trim());
+                    }
+                }
+            } catch (java.io.IOException | RuntimeException gone) {
+                // the thread ended between the listing and the read: its switches are no longer counted
+            }
+        }
+        return sum;
     }
 
     private static com.sun.management.ThreadMXBean threadBean() {

@@ -71,12 +71,29 @@ public final class ScaleReport {
                 }
                 java.util.Arrays.sort(ratios);
                 out.append(String.format(Locale.ROOT, "recorder cost, %s at N = %,d: wait CPU %.1f ms with micrometer,"
-                                + " %.1f ms without over %d rounds each (%s); round pairs %s; median %s%n",
+                                + " %.1f ms without over %d rounds each (%s); round pairs %s; median %s%s%n",
                         with.strategy(), with.n(), withCpu, withoutCpu, pairs, percent(withCpu / withoutCpu - 1),
-                        each, pairs == 0 ? "-" : percent(ratios[pairs / 2])));
+                        each, pairs == 0 ? "-" : percent(ratios[pairs / 2]), wakeups(with, without, withCpu, withoutCpu)));
             }
         }
         return out.toString();
+    }
+
+    /**
+     * The wake-ups of both rows and the CPU per wake-up, when the platform counts them: a gap in CPU that
+     * the wake-ups account for is the scheduling's, not the recording's.
+     */
+    private static String wakeups(ScaleRow with, ScaleRow without, double withCpu, double withoutCpu) {
+        long withWakeups = with.roundWakeups().stream().mapToLong(Long::longValue).sum();
+        long withoutWakeups = without.roundWakeups().stream().mapToLong(Long::longValue).sum();
+        if (with.roundWakeups().contains(-1L) || without.roundWakeups().contains(-1L) || withWakeups <= 0
+                || withoutWakeups <= 0) {
+            return "";
+        }
+        return String.format(Locale.ROOT, "; wake-ups %,d with, %,d without (%s); CPU per wake-up %.2f us with,"
+                        + " %.2f us without (%s)", withWakeups, withoutWakeups,
+                percent((double) withWakeups / withoutWakeups - 1), withCpu * 1000 / withWakeups,
+                withoutCpu * 1000 / withoutWakeups, percent(withCpu / withWakeups / (withoutCpu / withoutWakeups) - 1));
     }
 
     private static String percent(double fraction) {
@@ -119,6 +136,8 @@ public final class ScaleReport {
             row.put("notifier_cores", r.notifierCores());
             ArrayNode perRound = row.putArray("round_cpu_ms");
             r.roundCpuMillis().forEach(perRound::add);
+            ArrayNode wakeups = row.putArray("round_wakeups");
+            r.roundWakeups().forEach(wakeups::add);
         }
         try {
             return mapper.writeValueAsString(root);

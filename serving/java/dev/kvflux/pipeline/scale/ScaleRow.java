@@ -19,12 +19,16 @@ import java.util.List;
  *     round (every round does the same work): the CPU of every Java thread alive through the round, read per
  *     thread in nanoseconds, without the notifier thread for a polling wait (there it only finishes statuses)
  *     and with it for push (there it runs the push path); GC threads are not counted
+ * @param roundWakeups the process's voluntary context switches in each measured round, in order (-1 where
+ *     the platform cannot tell): the scheduler threads' wake-ups, which most of a polling wait's CPU goes to
  */
 public record ScaleRow(String strategy, String recorder, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
                        double lagP99Ms, double lagMaxMs, double queriesPerStatus, long gcCount, long gcMillis,
                        long errors, long unfinished, double notifierBytesPerStatus, double bytesPerStatusTick,
-                       double notifierBehindMs, double notifierCores, List<Double> roundCpuMillis) {
+                       double notifierBehindMs, double notifierCores, List<Double> roundCpuMillis,
+                       List<Long> roundWakeups) {
     public ScaleRow {
         roundCpuMillis = List.copyOf(roundCpuMillis);
+        roundWakeups = List.copyOf(roundWakeups);
     }
 }
