@@ -1,0 +1,57 @@
+package dev.kvflux.examples.webflux;
+
+import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.examples.webflux.TransferContext.WaitReport;
+import dev.kvflux.operators.TransferException;
+import dev.kvflux.operators.WaitStrategy;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.List;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.observability.micrometer.Micrometer;
+import reactor.core.publisher.Mono;
+
+/**
+ * A wait strategy that measures another one: each wait is a publisher named {@code kvflux.wait}, tagged
+ * with the strategy's name and observed by Reactor's Micrometer listener ({@code tap(Micrometer.metrics)}),
+ * which gives the timer {@code kvflux.wait.flow.duration} (by status and exception) and the counter
+ * {@code kvflux.wait.subscribed}. It reads the transfer id and the {@link WaitReport} from the subscriber's
+ * Context, logs under that id and reports a failed wait's kind. Emits what the wrapped wait emits.
+ */
+public final class MeteredWait implements WaitStrategy {
+    private static final Logger LOG = LoggerFactory.getLogger(MeteredWait.class);
+
+    private final WaitStrategy wait;
+    private final MeterRegistry registry;
+
+    public MeteredWait(WaitStrategy wait, MeterRegistry registry) {
+        this.wait = Objects.requireNonNull(wait, "wait");
+        this.registry = Objects.requireNonNull(registry, "registry");
+    }
+
+    @Override
+    public String strategyName() {
+        return wait.strategyName();
+    }
+
+    @Override
+    public Mono<Void> await(List<? extends TransferStatus> statuses) {
+        return Mono.deferContextual(context -> {
+                    String id = context.getOrDefault(TransferContext.TRANSFER_ID, "(no transfer id)");
+                    LOG.debug("transfer {}: waiting for {} statuses with {}", id, statuses.size(), wait);
+                    return wait.await(statuses).doOnError(TransferException.class, e -> {
+                        LOG.info("transfer {}: wait ended {} ({})", id, e.kind(), e.getMessage());
+                        context.<WaitReport>getOrEmpty(WaitReport.class).ifPresent(report -> report.failed(e.kind()));
+                    });
+                })
+                .name("kvflux.wait")
+                .tag("strategy", wait.strategyName())
+                .tap(Micrometer.metrics(registry));
+    }
+
+    @Override
+    public String toString() {
+        return "MeteredWait[" + wait + "]";
+    }
+}
