@@ -9,9 +9,7 @@ import dev.kvflux.pipeline.proxy.InstanceRegistry;
 import dev.kvflux.pipeline.proxy.ProxyServer;
 import dev.kvflux.pipeline.proxy.Role;
 import dev.kvflux.pipeline.serve.DecodeServer;
-import dev.kvflux.pipeline.serve.Policy;
 import dev.kvflux.pipeline.serve.PrefillServer;
-import dev.kvflux.pipeline.serve.RoleAddresses;
 import dev.kvflux.pipeline.serve.ServingModel;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
@@ -95,9 +93,10 @@ public final class ProxyProbe {
         ConnectionProvider pool = ConnectionProvider.builder("kvflux-probe").maxConnections(64).build();
         HttpClient client = HttpClient.create(pool);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL, Duration.ofSeconds(5), secret);
-             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), SMALL, Policy.KVFLUX, engine,
-                     Duration.ofSeconds(2), Duration.ofSeconds(5), secret);
+             DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(5))
+                     .auth(secret).start();
+             PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine)
+                     .transferTimeout(Duration.ofSeconds(2)).notifyWithin(Duration.ofSeconds(5)).auth(secret).start();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry).registrationSecret(secret)
                      .httpLimits(limits).start()) {
             String discovery = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();

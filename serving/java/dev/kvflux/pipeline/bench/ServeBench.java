@@ -11,7 +11,6 @@ import dev.kvflux.pipeline.proxy.Role;
 import dev.kvflux.pipeline.serve.DecodeServer;
 import dev.kvflux.pipeline.serve.Policy;
 import dev.kvflux.pipeline.serve.PrefillServer;
-import dev.kvflux.pipeline.serve.RoleAddresses;
 import dev.kvflux.pipeline.serve.ServingModel;
 import java.io.PrintStream;
 import java.time.Duration;
@@ -117,10 +116,12 @@ public final class ServeBench {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(10));
         String label = String.format(Locale.ROOT, "[%s c=%d]", report ? policy.wireName() : "warm-up", concurrency);
         try (engine;
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), settings.model(),
-                     policy.decodeDeadline() ? settings.kvfluxDeadline() : null, settings.notifyAuth());
-             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), settings.model(), policy, engine,
-                     settings.transferTimeout(), settings.kvfluxDeadline(), settings.notifyAuth());
+             DecodeServer decode = DecodeServer.builder().model(settings.model())
+                     .receiveDeadline(policy.decodeDeadline() ? settings.kvfluxDeadline() : null)
+                     .auth(settings.notifyAuth()).start();
+             PrefillServer prefill = PrefillServer.builder().model(settings.model()).policy(policy).engine(engine)
+                     .transferTimeout(settings.transferTimeout()).notifyWithin(settings.kvfluxDeadline())
+                     .auth(settings.notifyAuth()).start();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
                      .registrationSecret(settings.notifyAuth()).start()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();

@@ -220,7 +220,7 @@ public final class ChaosRun {
                      relay.close();
                  }
              };
-             ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
+             ProxyServer proxy = ProxyServer.builder().registry(registry).start()) {
             RoleProcess[] pair = pair(fault, prefillArgs, decodeArgs);
             RoleProcess decode = pair[0];
             RoleProcess prefill = pair[1];

@@ -61,10 +61,11 @@ public final class DecodeCommand implements Callable<Integer> {
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         DecodeServer decode;
         try {
-            decode = DecodeServer.start(
-                    roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()), model, deadline,
-                    auth, kvBlocks, blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2),
-                    config.notifyChannel().limits());
+            decode = DecodeServer.builder()
+                    .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
+                    .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
+                    .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
+                    .limits(config.notifyChannel().limits()).start();
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {

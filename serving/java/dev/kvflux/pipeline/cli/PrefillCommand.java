@@ -99,11 +99,11 @@ public final class PrefillCommand implements Callable<Integer> {
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         PrefillServer prefill;
         try {
-            prefill = PrefillServer.start(
-                    roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()),
-                    model, policy, engine, config.transfer().withTimeout(timeout),
-                    ExpectedTransfers.defaultDeadline(timeout), auth, PrefillServer.DEFAULT_MAX_QUEUED_PROMPTS, kvBlocks,
-                    config.notifyChannel().limits());
+            prefill = PrefillServer.builder()
+                    .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
+                    .model(model).policy(policy).engine(engine).transfer(config.transfer().withTimeout(timeout))
+                    .notifyWithin(ExpectedTransfers.defaultDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
+                    .limits(config.notifyChannel().limits()).start();
         } catch (IllegalArgumentException e) {
             engine.close();
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

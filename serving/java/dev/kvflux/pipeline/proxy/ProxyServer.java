@@ -67,15 +67,6 @@ public final class ProxyServer implements AutoCloseable {
         this.connections = connections;
     }
 
-    /**
-     * Starts a proxy on {@code host:port} (0 picks a free port) over {@code registry}.
-     *
-     * @throws IllegalStateException if the port cannot be bound
-     */
-    public static ProxyServer start(String host, int port, InstanceRegistry registry) {
-        return start(host, port, -1, registry);
-    }
-
     /** The most connections the proxy opens to one instance. */
     public static final int DEFAULT_MAX_CONNECTIONS = 2048;
     /**
@@ -89,44 +80,9 @@ public final class ProxyServer implements AutoCloseable {
     public static final Duration DEFAULT_UPSTREAM_TIMEOUT = Duration.ofMinutes(10);
 
     /**
-     * Starts a proxy on {@code host:port} that also takes registrations ({@code POST /register},
-     * {@code GET /health}) on {@code discoveryPort}, as vLLM's proxy has a service-discovery port;
-     * {@code -1} for none.
-     *
-     * @throws IllegalStateException if a port cannot be bound
+     * A proxy's settings; {@link Builder#start()} binds it. Only the registry must be set: the proxy listens
+     * on 127.0.0.1, a free port, without a discovery port unless one is given.
      */
-    public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry) {
-        return start(host, port, discoveryPort, registry, DEFAULT_UPSTREAM_TIMEOUT);
-    }
-
-    /**
-     * As {@link #start(String, int, int, InstanceRegistry)}, giving up on an instance whose answer sends
-     * nothing for {@code upstreamTimeout} (before its first byte or between two), so no client request
-     * stays open for ever behind a wedged instance or a decode without a receive deadline: 504
-     * ({@code upstream_timeout}) if nothing was sent to the client yet, else the client's stream is cut.
-     *
-     * @throws IllegalStateException if a port cannot be bound
-     */
-    public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry,
-            Duration upstreamTimeout) {
-        return start(host, port, discoveryPort, registry, upstreamTimeout, DEFAULT_MAX_CONNECTIONS);
-    }
-
-    /**
-     * As {@link #start(String, int, int, InstanceRegistry, Duration)}, with at most {@code maxConnections}
-     * connections to each instance (default {@link #DEFAULT_MAX_CONNECTIONS}) and
-     * {@code maxConnections * }{@link #PENDING_PER_CONNECTION} requests waiting for one; a request beyond
-     * that is answered 503 ({@code proxy_overloaded}) at once.
-     *
-     * @throws IllegalArgumentException if {@code maxConnections} is not positive
-     * @throws IllegalStateException if a port cannot be bound
-     */
-    public static ProxyServer start(String host, int port, int discoveryPort, InstanceRegistry registry,
-            Duration upstreamTimeout, int maxConnections) {
-        return builder().host(host).port(port).discoveryPort(discoveryPort).registry(registry)
-                .upstreamTimeout(upstreamTimeout).maxConnections(maxConnections).start();
-    }
-
     public static Builder builder() {
         return new Builder();
     }

@@ -102,55 +102,115 @@ public final class DecodeServer implements AutoCloseable {
         this.auth = auth;
     }
 
-    /**
-     * Starts a decode instance. Blocks the calling thread until its ports are bound (up to about 10 s), so it
-     * must not be called on a Reactor non-blocking thread (a Netty event loop, {@code Schedulers.parallel()});
-     * from a reactive chain, call it on {@code Schedulers.boundedElastic()}.
-     *
-     * @param receiveDeadline how long a request waits for its transfer's notice; {@code null} for no deadline
-     * @throws IllegalStateException if a port cannot be bound, or at once, with nothing bound, if called on a
-     *     non-blocking thread
-     */
-    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline) {
-        return start(where, model, receiveDeadline, null);
+    /** A decode instance's settings; {@link Builder#start()} binds it. Each setter checks its value. */
+    public static Builder builder() {
+        return new Builder();
     }
 
     /**
-     * As {@link #start(RoleAddresses, ServingModel, Duration)}, signing its notifications and accepting only
-     * signed ones with {@code auth}; {@code null} for none. Blocks as that does: not on a non-blocking thread.
+     * What a decode instance is started with. The model must be set; everything else has a default:
+     * loopback on free ports, no receive deadline, unsigned notifications, {@link #DEFAULT_KV_BLOCKS},
+     * {@link #DEFAULT_BLOCK_LEASE} and {@link NotifyLimits#DEFAULTS}.
      */
-    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
-            NotifyAuth auth) {
-        return start(where, model, receiveDeadline, auth, DEFAULT_KV_BLOCKS, DEFAULT_BLOCK_LEASE);
-    }
+    public static final class Builder {
+        private RoleAddresses where = RoleAddresses.loopback();
+        private ServingModel model;
+        private Duration receiveDeadline;
+        private NotifyAuth auth;
+        private int kvBlocks = DEFAULT_KV_BLOCKS;
+        private Duration blockLease = DEFAULT_BLOCK_LEASE;
+        private NotifyLimits limits = NotifyLimits.DEFAULTS;
 
-    /**
-     * As {@link #start(RoleAddresses, ServingModel, Duration, NotifyAuth)}, with {@code kvBlocks} KV blocks (a
-     * request whose prompt needs more than are free is refused at once with 503, {@code kv_blocks_exhausted})
-     * and a block lease: the blocks of a request that has ended stay QUARANTINED until prefill says
-     * {@code release} or, when it never does (prefill is gone), until {@code blockLease} after the request
-     * ended. Blocks as that does: not on a non-blocking thread.
-     *
-     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216 or {@code blockLease} is not positive
-     */
-    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
-            NotifyAuth auth, int kvBlocks, Duration blockLease) {
-        return start(where, model, receiveDeadline, auth, kvBlocks, blockLease, NotifyLimits.DEFAULTS);
-    }
-
-    /** As above, with what the notify channel grants peers bounded by {@code limits}. */
-    public static DecodeServer start(RoleAddresses where, ServingModel model, Duration receiveDeadline,
-            NotifyAuth auth, int kvBlocks, Duration blockLease, NotifyLimits limits) {
-        Objects.requireNonNull(limits, "limits");
-        Blocking.requireBlockingAllowed("DecodeServer.start");
-        KvCache.checkBlocks(kvBlocks);
-        Objects.requireNonNull(blockLease, "blockLease");
-        if (blockLease.isZero() || blockLease.isNegative()) {
-            throw new IllegalArgumentException("the block lease must be positive, got " + blockLease
-                    + "; the default is twice the transfer timeout");
+        private Builder() {
         }
-        Objects.requireNonNull(where, "where");
-        Objects.requireNonNull(model, "model");
+
+        /** Where its HTTP and notify ports are bound (port 0 picks a free one). */
+        public Builder addresses(RoleAddresses where) {
+            this.where = Objects.requireNonNull(where, "where");
+            return this;
+        }
+
+        /** The model whose decode steps are simulated and whose KV cache is received. */
+        public Builder model(ServingModel model) {
+            this.model = Objects.requireNonNull(model, "model");
+            return this;
+        }
+
+        /** How long a request waits for its transfer's notice; {@code null} for no deadline. */
+        public Builder receiveDeadline(Duration receiveDeadline) {
+            if (receiveDeadline != null && (receiveDeadline.isZero() || receiveDeadline.isNegative())) {
+                throw new IllegalArgumentException("the receive deadline must be positive, got " + receiveDeadline);
+            }
+            this.receiveDeadline = receiveDeadline;
+            return this;
+        }
+
+        /** Signs its notifications and accepts only signed ones with {@code auth}; {@code null} for none. */
+        public Builder auth(NotifyAuth auth) {
+            this.auth = auth;
+            return this;
+        }
+
+        /**
+         * {@code kvBlocks} KV blocks: a request whose prompt needs more than are free is refused at once with
+         * 503 ({@code kv_blocks_exhausted}).
+         *
+         * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216
+         */
+        public Builder kvBlocks(int kvBlocks) {
+            KvCache.checkBlocks(kvBlocks);
+            this.kvBlocks = kvBlocks;
+            return this;
+        }
+
+        /**
+         * The block lease: the blocks of a request that has ended stay QUARANTINED until prefill says
+         * {@code release} or, when it never does (prefill is gone), until {@code blockLease} after the later
+         * of the request's end and its receive deadline.
+         *
+         * @throws IllegalArgumentException if {@code blockLease} is not positive
+         */
+        public Builder blockLease(Duration blockLease) {
+            Objects.requireNonNull(blockLease, "blockLease");
+            if (blockLease.isZero() || blockLease.isNegative()) {
+                throw new IllegalArgumentException("the block lease must be positive, got " + blockLease
+                        + "; the default is twice the transfer timeout");
+            }
+            this.blockLease = blockLease;
+            return this;
+        }
+
+        /** What the notify channel grants peers. */
+        public Builder limits(NotifyLimits limits) {
+            this.limits = Objects.requireNonNull(limits, "limits");
+            return this;
+        }
+
+        /**
+         * Starts the instance. Blocks the calling thread until its ports are bound (up to about 10 s), so it
+         * must not be called on a Reactor non-blocking thread (a Netty event loop, {@code Schedulers.parallel()});
+         * from a reactive chain, call it on {@code Schedulers.boundedElastic()}.
+         *
+         * @throws IllegalStateException if the model is not set, if a port cannot be bound, or at once, with
+         *     nothing bound, if called on a non-blocking thread
+         */
+        public DecodeServer start() {
+            if (model == null) {
+                throw new IllegalStateException("a decode instance needs a model; set it");
+            }
+            return DecodeServer.start(this);
+        }
+    }
+
+    private static DecodeServer start(Builder settings) {
+        RoleAddresses where = settings.where;
+        ServingModel model = settings.model;
+        Duration receiveDeadline = settings.receiveDeadline;
+        NotifyAuth auth = settings.auth;
+        int kvBlocks = settings.kvBlocks;
+        Duration blockLease = settings.blockLease;
+        NotifyLimits limits = settings.limits;
+        Blocking.requireBlockingAllowed("DecodeServer.start");
         NotifyMetrics metrics = new NotifyMetrics();
         ExpectedTransfers expected = (receiveDeadline == null
                 ? ExpectedTransfers.withoutDeadline()

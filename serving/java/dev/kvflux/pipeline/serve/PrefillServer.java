@@ -101,87 +101,154 @@ public final class PrefillServer implements AutoCloseable {
         this.auth = auth;
     }
 
-    /**
-     * Starts a prefill instance writing through {@code engine}. Blocks the calling thread until its ports are
-     * bound (up to about 10 s), so it must not be called on a Reactor non-blocking thread (a Netty event loop,
-     * {@code Schedulers.parallel()}); from a reactive chain, call it on {@code Schedulers.boundedElastic()}.
-     *
-     * @param notifyWithin how long a write's outcome is retried towards decode before it counts as undeliverable
-     * @throws IllegalStateException if a port cannot be bound, or at once, with nothing bound, if called on a
-     *     non-blocking thread
-     */
-    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
-            SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin) {
-        return start(where, model, policy, engine, transferTimeout, notifyWithin, null);
+    /** A prefill instance's settings; {@link Builder#start()} binds it. Each setter checks its value. */
+    public static Builder builder() {
+        return new Builder();
     }
 
     /**
-     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, Duration, Duration)}, signing
-     * its notifications and accepting only signed ones with {@code auth}; {@code null} for none.
+     * What a prefill instance is started with. The model and the engine must be set; everything else has a
+     * default: loopback on free ports, {@link Policy#KVFLUX}, the default transfer configuration, outcomes
+     * retried towards decode for decode's default receive deadline, unsigned notifications,
+     * {@link #DEFAULT_MAX_QUEUED_PROMPTS}, {@link #DEFAULT_KV_BLOCKS} and {@link NotifyLimits#DEFAULTS}.
      */
-    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
-            SimulatedXgmiEngine engine, Duration transferTimeout, Duration notifyWithin, NotifyAuth auth) {
-        return start(where, model, policy, engine, KvfluxConfig.defaults().transfer().withTimeout(transferTimeout),
-                notifyWithin, auth);
-    }
+    public static final class Builder {
+        private RoleAddresses where = RoleAddresses.loopback();
+        private ServingModel model;
+        private Policy policy = Policy.KVFLUX;
+        private SimulatedXgmiEngine engine;
+        private KvfluxConfig.Transfer transfer = KvfluxConfig.defaults().transfer();
+        private Duration notifyWithin;
+        private NotifyAuth auth;
+        private int maxQueuedPrompts = DEFAULT_MAX_QUEUED_PROMPTS;
+        private int kvBlocks = DEFAULT_KV_BLOCKS;
+        private NotifyLimits limits = NotifyLimits.DEFAULTS;
 
-    /**
-     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, Duration, Duration, NotifyAuth)},
-     * with the whole {@code transfer} configuration (timeout, slice, fail mode, requests in flight, event
-     * poll and timeout) applied to the policy's WRITE pipeline ({@link Policy#writePipeline}). Blocks as that
-     * does: not on a non-blocking thread.
-     */
-    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
-            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth) {
-        return start(where, model, policy, engine, transfer, notifyWithin, auth, DEFAULT_MAX_QUEUED_PROMPTS);
-    }
-
-    /**
-     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, KvfluxConfig.Transfer, Duration,
-     * NotifyAuth)}, letting at most {@code maxQueuedPrompts} prompts wait for a prefill step: a completion
-     * beyond that is refused at once with 503 ({@code "type": "overloaded"}, {@code "code":
-     * "prefill_queue_full"}) and counted ({@link PrefillStats#refusedQueueFull()}). Blocks as that does: not
-     * on a non-blocking thread.
-     *
-     * @throws IllegalArgumentException if {@code maxQueuedPrompts} is not positive
-     */
-    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
-            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
-            int maxQueuedPrompts) {
-        return start(where, model, policy, engine, transfer, notifyWithin, auth, maxQueuedPrompts,
-                DEFAULT_KV_BLOCKS);
-    }
-
-    /**
-     * As {@link #start(RoleAddresses, ServingModel, Policy, SimulatedXgmiEngine, KvfluxConfig.Transfer, Duration,
-     * NotifyAuth, int)}, with {@code kvBlocks} KV blocks: a completion whose prompt needs more blocks than are
-     * free is refused at once with 503 ({@code "code": "kv_blocks_exhausted"}). Blocks as that does.
-     *
-     * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216
-     */
-    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
-            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
-            int maxQueuedPrompts, int kvBlocks) {
-        return start(where, model, policy, engine, transfer, notifyWithin, auth, maxQueuedPrompts, kvBlocks,
-                NotifyLimits.DEFAULTS);
-    }
-
-    /** As above, with what the notify channel grants peers bounded by {@code limits}. */
-    public static PrefillServer start(RoleAddresses where, ServingModel model, Policy policy,
-            SimulatedXgmiEngine engine, KvfluxConfig.Transfer transfer, Duration notifyWithin, NotifyAuth auth,
-            int maxQueuedPrompts, int kvBlocks, NotifyLimits limits) {
-        Objects.requireNonNull(limits, "limits");
-        Blocking.requireBlockingAllowed("PrefillServer.start");
-        KvCache.checkBlocks(kvBlocks);
-        if (maxQueuedPrompts < 1) {
-            throw new IllegalArgumentException("maxQueuedPrompts must be at least 1, got " + maxQueuedPrompts);
+        private Builder() {
         }
-        Objects.requireNonNull(transfer, "transfer");
+
+        /** Where its HTTP and notify ports are bound (port 0 picks a free one). */
+        public Builder addresses(RoleAddresses where) {
+            this.where = Objects.requireNonNull(where, "where");
+            return this;
+        }
+
+        /** The model whose prefill steps are simulated and whose KV cache is written. */
+        public Builder model(ServingModel model) {
+            this.model = Objects.requireNonNull(model, "model");
+            return this;
+        }
+
+        /** What prefill does on a write's outcome (whether decode is told of failures, and how it waits). */
+        public Builder policy(Policy policy) {
+            this.policy = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /**
+         * The simulated engine the KV cache is written through. It hears of each prefill step
+         * ({@link SimulatedXgmiEngine#prefillStepQueued}), so its copies contend with the forward pass as real
+         * copies do.
+         */
+        public Builder engine(SimulatedXgmiEngine engine) {
+            this.engine = Objects.requireNonNull(engine, "engine");
+            return this;
+        }
+
+        /**
+         * The whole {@code transfer} configuration (timeout, slice, fail mode, requests in flight, event poll and
+         * timeout), applied to the policy's WRITE pipeline ({@link Policy#writePipeline}).
+         */
+        public Builder transfer(KvfluxConfig.Transfer transfer) {
+            this.transfer = Objects.requireNonNull(transfer, "transfer");
+            return this;
+        }
+
+        /** The transfer timeout, with the rest of the transfer configuration as it is. */
+        public Builder transferTimeout(Duration transferTimeout) {
+            this.transfer = transfer.withTimeout(Objects.requireNonNull(transferTimeout, "transferTimeout"));
+            return this;
+        }
+
+        /** How long a write's outcome is retried towards decode before it counts as undeliverable. */
+        public Builder notifyWithin(Duration notifyWithin) {
+            Objects.requireNonNull(notifyWithin, "notifyWithin");
+            if (notifyWithin.isZero() || notifyWithin.isNegative()) {
+                throw new IllegalArgumentException("notifyWithin must be positive, got " + notifyWithin);
+            }
+            this.notifyWithin = notifyWithin;
+            return this;
+        }
+
+        /** Signs its notifications and accepts only signed ones with {@code auth}; {@code null} for none. */
+        public Builder auth(NotifyAuth auth) {
+            this.auth = auth;
+            return this;
+        }
+
+        /**
+         * At most {@code maxQueuedPrompts} prompts wait for a prefill step: a completion beyond that is refused
+         * at once with 503 ({@code "type": "overloaded"}, {@code "code": "prefill_queue_full"}) and counted
+         * ({@link PrefillStats#refusedQueueFull()}).
+         *
+         * @throws IllegalArgumentException if {@code maxQueuedPrompts} is not positive
+         */
+        public Builder maxQueuedPrompts(int maxQueuedPrompts) {
+            if (maxQueuedPrompts < 1) {
+                throw new IllegalArgumentException("maxQueuedPrompts must be at least 1, got " + maxQueuedPrompts);
+            }
+            this.maxQueuedPrompts = maxQueuedPrompts;
+            return this;
+        }
+
+        /**
+         * {@code kvBlocks} KV blocks: a completion whose prompt needs more blocks than are free is refused at
+         * once with 503 ({@code "code": "kv_blocks_exhausted"}).
+         *
+         * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216
+         */
+        public Builder kvBlocks(int kvBlocks) {
+            KvCache.checkBlocks(kvBlocks);
+            this.kvBlocks = kvBlocks;
+            return this;
+        }
+
+        /** What the notify channel grants peers. */
+        public Builder limits(NotifyLimits limits) {
+            this.limits = Objects.requireNonNull(limits, "limits");
+            return this;
+        }
+
+        /**
+         * Starts the instance. Blocks the calling thread until its ports are bound (up to about 10 s), so it
+         * must not be called on a Reactor non-blocking thread (a Netty event loop, {@code Schedulers.parallel()});
+         * from a reactive chain, call it on {@code Schedulers.boundedElastic()}.
+         *
+         * @throws IllegalStateException if the model or the engine is not set, if a port cannot be bound, or at
+         *     once, with nothing bound, if called on a non-blocking thread
+         */
+        public PrefillServer start() {
+            if (model == null || engine == null) {
+                throw new IllegalStateException("a prefill instance needs a model and an engine; set both");
+            }
+            return PrefillServer.start(this);
+        }
+    }
+
+    private static PrefillServer start(Builder settings) {
+        RoleAddresses where = settings.where;
+        ServingModel model = settings.model;
+        Policy policy = settings.policy;
+        SimulatedXgmiEngine engine = settings.engine;
+        KvfluxConfig.Transfer transfer = settings.transfer;
+        Duration notifyWithin = settings.notifyWithin != null ? settings.notifyWithin
+                : ExpectedTransfers.defaultDeadline(transfer.timeout());
+        NotifyAuth auth = settings.auth;
+        int maxQueuedPrompts = settings.maxQueuedPrompts;
+        int kvBlocks = settings.kvBlocks;
+        NotifyLimits limits = settings.limits;
+        Blocking.requireBlockingAllowed("PrefillServer.start");
         Duration transferTimeout = transfer.timeout();
-        Objects.requireNonNull(where, "where");
-        Objects.requireNonNull(model, "model");
-        Objects.requireNonNull(policy, "policy");
-        Objects.requireNonNull(engine, "engine");
         NotifyMetrics metrics = new NotifyMetrics();
         RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
                 metrics);

@@ -62,7 +62,8 @@ class LoadGeneratorTest {
         registry.ping(new Instance(Role.DECODE, new InetSocketAddress("127.0.0.1", decode.port()),
                 new InetSocketAddress("127.0.0.1", 7002)));
         // one connection to each instance and two requests waiting for it: of six at once, three or more are refused
-        try (ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, -1, registry, Duration.ofMinutes(1), 1)) {
+        try (ProxyServer proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMinutes(1))
+                .maxConnections(1).start()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
             LoadResult result = new LoadGenerator(url, 6, 6, 8, 2, Duration.ofMillis(400)).run(progress -> { });
 

@@ -73,7 +73,7 @@ class ProxyServerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefill, 7001));
         registry.ping(instance(Role.DECODE, decode, 7002));
-        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+        proxy = ProxyServer.builder().registry(registry).start();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 16, \"stream\": true}");
 
@@ -105,7 +105,7 @@ class ProxyServerTest {
         registry.ping(new Instance(Role.PREFILL, new InetSocketAddress("127.0.0.1", closedPort),
                 new InetSocketAddress("127.0.0.1", 7001)));
         registry.ping(instance(Role.DECODE, decode, 7002));
-        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+        proxy = ProxyServer.builder().registry(registry).start();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
@@ -127,7 +127,7 @@ class ProxyServerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefill, 7001));
         registry.ping(instance(Role.DECODE, decode, 7002));
-        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+        proxy = ProxyServer.builder().registry(registry).start();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
@@ -145,7 +145,8 @@ class ProxyServerTest {
         registry.ping(instance(Role.PREFILL, prefill, 7001));
         registry.ping(instance(Role.DECODE, decode, 7002));
         // one connection to each instance and 2 requests waiting for it: the fourth request is refused
-        proxy = ProxyServer.start("127.0.0.1", 0, -1, registry, Duration.ofMinutes(1), 1);
+        proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMinutes(1)).maxConnections(1)
+                .start();
         String uri = "http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions";
         HttpClient client = HttpClient.create();
 
@@ -169,7 +170,7 @@ class ProxyServerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefill, 7001));
         registry.ping(instance(Role.DECODE, decode, 7002));
-        proxy = ProxyServer.start("127.0.0.1", 0, -1, registry, Duration.ofMillis(300));
+        proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMillis(300)).start();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
@@ -181,7 +182,7 @@ class ProxyServerTest {
         prefill = recording(toPrefill, Flux.just("{}"));
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefill, 7001));
-        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+        proxy = ProxyServer.builder().registry(registry).start();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
@@ -190,7 +191,7 @@ class ProxyServerTest {
 
     @Test
     void bodyOverTheLimitIsRefusedAloneAndTheProxyKeepsServing() {
-        proxy = ProxyServer.start("127.0.0.1", 0, new InstanceRegistry(Duration.ofSeconds(30)));
+        proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(30))).start();
         String huge = "{\"prompt\": \"" + "w ".repeat(HttpJson.MAX_BODY_BYTES / 2) + "\"}";
 
         String refused = post("/v1/completions", huge);
@@ -277,7 +278,7 @@ class ProxyServerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefillServer, 7001));
         registry.ping(instance(Role.DECODE, decodeServer, 7002));
-        proxy = ProxyServer.start("127.0.0.1", 0, registry);
+        proxy = ProxyServer.builder().registry(registry).start();
     }
 
     @Test

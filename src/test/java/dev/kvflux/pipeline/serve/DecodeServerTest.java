@@ -23,7 +23,8 @@ class DecodeServerTest {
         CountDownLatch firstIsWaiting = new CountDownLatch(1);
         try (NotifyServer prefill = NotifyServer.builder().handler(message -> firstIsWaiting.countDown()).bind()
                      .block(Duration.ofSeconds(5));
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL, Duration.ofSeconds(30))) {
+             DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(30))
+                     .start()) {
             String request = "{\"prompt\": \"a b\", \"kv_transfer_params\": {\"transfer_id\": \"t-1\","
                     + " \"remote_notify\": \"127.0.0.1:" + prefill.address().getPort() + "\"}}";
             Disposable first = Completions.post(decode.httpAddress(), request).subscribe();
@@ -41,8 +42,9 @@ class DecodeServerTest {
     void startOnANonBlockingThreadFailsFastWithoutBindingTheNotifyPort() throws Exception {
         int notifyPort = PrefillServerTest.freePort();
 
-        assertThatThrownBy(() -> Mono.fromCallable(() -> DecodeServer.start(
-                        new RoleAddresses("127.0.0.1", 0, notifyPort), SMALL, Duration.ofSeconds(30)))
+        assertThatThrownBy(() -> Mono.fromCallable(() -> DecodeServer.builder()
+                .addresses(new RoleAddresses("127.0.0.1", 0, notifyPort)).model(SMALL)
+                .receiveDeadline(Duration.ofSeconds(30)).start())
                 .subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("DecodeServer.start").hasMessageContaining("boundedElastic");
@@ -54,7 +56,7 @@ class DecodeServerTest {
     void withADeadlineUndeliverableRemoteBlocksFailTheRequestAtOnceWith503() throws Exception {
         int closedNotifyPort = PrefillServerTest.freePort();
         // remote_blocks is retried for half the deadline (1 s); the deadline itself would answer 504 at 2 s
-        try (DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL, Duration.ofSeconds(2))) {
+        try (DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(2)).start()) {
             String answer = Completions.post(decode.httpAddress(), "{\"prompt\": \"a b\", \"kv_transfer_params\": {\"transfer_id\": \"t-1\","
                     + " \"remote_notify\": \"127.0.0.1:" + closedNotifyPort + "\"}}").block(Duration.ofSeconds(5));
 

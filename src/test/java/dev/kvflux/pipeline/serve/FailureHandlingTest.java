@@ -49,8 +49,8 @@ class FailureHandlingTest {
     }
 
     private static PrefillServer prefill(ServingModel model, SimulatedXgmiEngine engine, int kvBlocks) {
-        return PrefillServer.start(RoleAddresses.loopback(), model, Policy.KVFLUX, engine,
-                KvfluxConfig.defaults().transfer(), Duration.ofSeconds(2), null, 16, kvBlocks);
+        return PrefillServer.builder().model(model).engine(engine).notifyWithin(Duration.ofSeconds(2))
+                .maxQueuedPrompts(16).kvBlocks(kvBlocks).start();
     }
 
     @Test
@@ -162,8 +162,8 @@ class FailureHandlingTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
              NotifyClient client = NotifyClient.create();
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofMillis(300), null,
-                     100, Duration.ofMinutes(10))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofMillis(300))
+                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).start()) {
             String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
                     .block(Duration.ofSeconds(5));
 
@@ -184,8 +184,8 @@ class FailureHandlingTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
              NotifyClient client = NotifyClient.create();
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofMillis(300), null,
-                     100, Duration.ofMinutes(10))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofMillis(300))
+                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).start()) {
             client.send(decode.notifyAddress(), new NotifyMessage.Release("t-1"), Duration.ofSeconds(5)).block();
 
             String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
@@ -203,8 +203,8 @@ class FailureHandlingTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
              NotifyClient client = NotifyClient.create();
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30), null,
-                     100, Duration.ofMinutes(10))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30))
+                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).start()) {
             var answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
             await("decode sent its block list", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1"));
 
@@ -224,8 +224,8 @@ class FailureHandlingTest {
     void blocksPrefillNeverReleasesAreReclaimedWhenTheLeasePasses() throws Exception {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofMillis(100), null,
-                     100, Duration.ofMillis(200))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofMillis(100))
+                     .kvBlocks(100).blockLease(Duration.ofMillis(200)).start()) {
             String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
                     .block(Duration.ofSeconds(5));
             assertThat(answer).startsWith("504 ");
@@ -239,7 +239,7 @@ class FailureHandlingTest {
     void decodesShutdownFailsWaitingRequestsWithAReasonAndTellsPrefillAbort() throws Exception {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill)) {
-            DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30));
+            DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start();
             var answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
             await("decode sent its block list", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1"));
 
@@ -256,8 +256,8 @@ class FailureHandlingTest {
     void decodeOutOfBlocksRefusesAtOnceAndTellsPrefillAbort() throws Exception {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30), null,
-                     2, Duration.ofMinutes(1))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30))
+                     .kvBlocks(2).blockLease(Duration.ofMinutes(1)).start()) {
             String answer = Completions.post(decode.httpAddress(), body("t-1", LONG_PROMPT, prefill.address()))
                     .block(Duration.ofSeconds(5));
 
@@ -290,7 +290,7 @@ class FailureHandlingTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
              NotifyClient client = NotifyClient.create();
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start()) {
             var bad = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
             var good = Completions.post(decode.httpAddress(), body("t-2", "a b", prefill.address())).toFuture();
             await("decode sent both block lists", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1")
@@ -319,7 +319,7 @@ class FailureHandlingTest {
         try (NotifyServer peer = recorder(toPeer);
              SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              PrefillServer prefill = prefill(FAST, engine, 1000);
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start()) {
             String invalid = "{\"prompt\": \"a b\", \"max_tokens\": -1, \"kv_transfer_params\": {\"transfer_id\":"
                     + " \"t-1\", \"remote_notify\": \"127.0.0.1:" + peer.address().getPort() + "\"}}";
 
@@ -345,9 +345,9 @@ class FailureHandlingTest {
                      .fault(dev.kvflux.bindings.sim.Fault.fail(0, Duration.ofMillis(100), StatusCode.ERR_RDMA_OP,
                              "link down"))
                      .fault(dev.kvflux.bindings.sim.Fault.stall(1)).build();
-             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), FAST, Policy.KVFLUX, engine,
-                     KvfluxConfig.defaults().transfer().withTimeout(Duration.ofMillis(500)), Duration.ofSeconds(2),
-                     null, 16, 1000)) {
+             PrefillServer prefill = PrefillServer.builder().model(FAST).engine(engine)
+                     .transfer(KvfluxConfig.defaults().transfer().withTimeout(Duration.ofMillis(500)))
+                     .notifyWithin(Duration.ofSeconds(2)).maxQueuedPrompts(16).kvBlocks(1000).start()) {
             client.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks("t-1", "t-1", List.of(7L), 0),
                     Duration.ofSeconds(5)).block();
             assertThat(Completions.post(prefill.httpAddress(), body("t-1", "a b c", decode.address()))

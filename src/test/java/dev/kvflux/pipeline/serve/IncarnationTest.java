@@ -3,7 +3,6 @@ package dev.kvflux.pipeline.serve;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
-import dev.kvflux.pipeline.config.KvfluxConfig;
 import dev.kvflux.pipeline.net.NotifyClient;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyServer;
@@ -13,7 +12,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
-import reactor.core.Disposable;
 
 /** Incarnations: a decode restart fails what targeted its previous life; stale messages are rejected. */
 class IncarnationTest {
@@ -47,8 +45,8 @@ class IncarnationTest {
         try (NotifyServer decode = NotifyServer.builder().handler(toDecode::add).bind().block(Duration.ofSeconds(5));
              NotifyClient asDecode = NotifyClient.create();
              SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
-             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), FAST, Policy.KVFLUX, engine,
-                     KvfluxConfig.defaults().transfer(), Duration.ofSeconds(2), null, 16, 1000)) {
+             PrefillServer prefill = PrefillServer.builder().model(FAST).engine(engine)
+                     .notifyWithin(Duration.ofSeconds(2)).maxQueuedPrompts(16).kvBlocks(1000).start()) {
             int port = decode.address().getPort();
             long old = Incarnation.next();
             // t-0 completes against the old incarnation: prefill now knows it
@@ -91,7 +89,7 @@ class IncarnationTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = NotifyServer.builder().handler(toPrefill::add).bind().block(Duration.ofSeconds(5));
              NotifyClient asPrefill = NotifyClient.create();
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start()) {
             var answer = Completions.post(decode.httpAddress(), body("t-1", prefill.address().getPort())).toFuture();
             await("decode sent its block list with its incarnation", () -> toPrefill.stream().anyMatch(
                     m -> m instanceof NotifyMessage.RemoteBlocks b && b.incarnation() == decode.incarnation()));
@@ -113,7 +111,7 @@ class IncarnationTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = NotifyServer.builder().handler(toPrefill::add).bind().block(Duration.ofSeconds(5));
              NotifyClient asPrefill = NotifyClient.create();
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), FAST, Duration.ofSeconds(30))) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start()) {
             int port = prefill.address().getPort();
             long old = Incarnation.next();
             var first = Completions.post(decode.httpAddress(), body("t-0", port)).toFuture();

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
-import dev.kvflux.pipeline.config.KvfluxConfig;
 import reactor.core.Disposable;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -26,8 +25,9 @@ class PrefillServerTest {
         SimulatedXgmiEngine closed = SimulatedXgmiEngine.create();
         closed.close();
 
-        assertThatThrownBy(() -> PrefillServer.start(new RoleAddresses("127.0.0.1", 0, notifyPort),
-                ServingModel.DEEPSEEK_V2_LITE_MI355X, Policy.KVFLUX, closed, Duration.ofSeconds(1), Duration.ofSeconds(1)))
+        assertThatThrownBy(() -> PrefillServer.builder().addresses(new RoleAddresses("127.0.0.1", 0, notifyPort))
+                .model(ServingModel.DEEPSEEK_V2_LITE_MI355X).engine(closed).transferTimeout(Duration.ofSeconds(1))
+                .notifyWithin(Duration.ofSeconds(1)).start())
                 .isInstanceOf(IllegalStateException.class);
 
         assertThatCode(() -> new ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
@@ -38,9 +38,10 @@ class PrefillServerTest {
     void startOnANonBlockingThreadFailsFastWithoutBindingTheNotifyPort() throws IOException {
         int notifyPort = freePort();
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create()) {
-            assertThatThrownBy(() -> Mono.fromCallable(() -> PrefillServer.start(
-                            new RoleAddresses("127.0.0.1", 0, notifyPort), ServingModel.DEEPSEEK_V2_LITE_MI355X,
-                            Policy.KVFLUX, engine, Duration.ofSeconds(1), Duration.ofSeconds(1)))
+            assertThatThrownBy(() -> Mono.fromCallable(() -> PrefillServer.builder()
+                    .addresses(new RoleAddresses("127.0.0.1", 0, notifyPort))
+                    .model(ServingModel.DEEPSEEK_V2_LITE_MI355X).engine(engine).transferTimeout(Duration.ofSeconds(1))
+                    .notifyWithin(Duration.ofSeconds(1)).start())
                     .subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("PrefillServer.start").hasMessageContaining("boundedElastic");
@@ -48,6 +49,28 @@ class PrefillServerTest {
 
         assertThatCode(() -> new ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
                 .as("nothing was bound").doesNotThrowAnyException();
+    }
+
+    @Test
+    void builderWithoutAModelOrAnEngineSaysWhatIsMissingAndBindsNothing() {
+        assertThatThrownBy(() -> PrefillServer.builder().model(ServingModel.DEEPSEEK_V2_LITE_MI355X).start())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("a model and an engine");
+        assertThatThrownBy(() -> DecodeServer.builder().receiveDeadline(Duration.ofSeconds(1)).start())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("needs a model");
+    }
+
+    @Test
+    void builderSettersRefuseValuesOutOfRangeAtOnce() {
+        assertThatThrownBy(() -> PrefillServer.builder().maxQueuedPrompts(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxQueuedPrompts");
+        assertThatThrownBy(() -> PrefillServer.builder().kvBlocks(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("kv-blocks");
+        assertThatThrownBy(() -> PrefillServer.builder().notifyWithin(Duration.ZERO))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("notifyWithin");
+        assertThatThrownBy(() -> DecodeServer.builder().blockLease(Duration.ofSeconds(-1)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("block lease");
+        assertThatThrownBy(() -> DecodeServer.builder().receiveDeadline(Duration.ZERO))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("receive deadline");
     }
 
     static int freePort() throws IOException {
@@ -61,8 +84,8 @@ class PrefillServerTest {
         // 4 tokens per step at 10 tokens/s: the first 100-token prompt waits for its last step for 10 s
         ServingModel slow = new ServingModel("slow", 10, 4, 2, Duration.ofMillis(5), 16, 64);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
-             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), slow, Policy.KVFLUX, engine,
-                     KvfluxConfig.defaults().transfer(), Duration.ofSeconds(1), null, 1)) {
+             PrefillServer prefill = PrefillServer.builder().model(slow).engine(engine)
+                     .notifyWithin(Duration.ofSeconds(1)).maxQueuedPrompts(1).start()) {
             String body = "{\"prompt\": \"" + "w ".repeat(100).trim() + "\", \"kv_transfer_params\": {"
                     + "\"transfer_id\": \"t-%s\", \"remote_notify\": \"127.0.0.1:9\"}}";
             Disposable first = Completions.post(prefill.httpAddress(), body.formatted(1)).subscribe();

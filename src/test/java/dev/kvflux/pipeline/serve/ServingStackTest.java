@@ -31,11 +31,11 @@ class ServingStackTest {
             NotifyAuth auth, Consumer<DecodeServer> afterwards) {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         try (engine;
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), SMALL,
-                     policy.decodeDeadline() ? Duration.ofSeconds(3) : null, auth);
-             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), SMALL, policy, engine,
-                     Duration.ofMillis(300), Duration.ofSeconds(3), auth);
-             ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
+             DecodeServer decode = DecodeServer.builder().model(SMALL)
+                     .receiveDeadline(policy.decodeDeadline() ? Duration.ofSeconds(3) : null).auth(auth).start();
+             PrefillServer prefill = PrefillServer.builder().model(SMALL).policy(policy).engine(engine)
+                     .transferTimeout(Duration.ofMillis(300)).notifyWithin(Duration.ofSeconds(3)).auth(auth).start();
+             ProxyServer proxy = ProxyServer.builder().registry(registry).start()) {
             registry.ping(decode.instance());
             registry.ping(prefill.instance());
             LoadResult result = new LoadGenerator("http://127.0.0.1:" + proxy.address().getPort(), prompts, 2, 64, 3,
@@ -114,10 +114,10 @@ class ServingStackTest {
         ServingModel slow = new ServingModel("slow", 10, 4, 2, Duration.ofMillis(5), 16, 64);
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
-             DecodeServer decode = DecodeServer.start(RoleAddresses.loopback(), slow, Duration.ofSeconds(30));
-             PrefillServer prefill = PrefillServer.start(RoleAddresses.loopback(), slow, Policy.KVFLUX, engine,
-                     Duration.ofSeconds(10), Duration.ofSeconds(3));
-             ProxyServer proxy = ProxyServer.start("127.0.0.1", 0, registry)) {
+             DecodeServer decode = DecodeServer.builder().model(slow).receiveDeadline(Duration.ofSeconds(30)).start();
+             PrefillServer prefill = PrefillServer.builder().model(slow).engine(engine)
+                     .transferTimeout(Duration.ofSeconds(10)).notifyWithin(Duration.ofSeconds(3)).start();
+             ProxyServer proxy = ProxyServer.builder().registry(registry).start()) {
             registry.ping(decode.instance());
             registry.ping(prefill.instance());
             java.net.InetSocketAddress at = java.net.InetSocketAddress.createUnresolved("127.0.0.1",
