@@ -45,8 +45,10 @@ public class BadRequestHandler {
     }
 
     private static String describe(ObjectError error) {
-        return error instanceof FieldError field
-                ? field.getField() + " " + error.getDefaultMessage() + " (got " + field.getRejectedValue() + ")"
-                : error.getDefaultMessage();
+        if (!(error instanceof FieldError field)) {
+            return error.getDefaultMessage();
+        }
+        String got = field.getRejectedValue() != null ? " (got " + field.getRejectedValue() + ")" : "";
+        return field.getField() + " " + error.getDefaultMessage() + got;
     }
 }
