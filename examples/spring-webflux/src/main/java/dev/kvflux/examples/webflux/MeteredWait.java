@@ -16,8 +16,9 @@ import reactor.core.publisher.Mono;
  * A wait strategy that measures another one: each wait is a publisher named {@code kvflux.wait}, tagged
  * with the strategy's name and observed by Reactor's Micrometer listener ({@code tap(Micrometer.metrics)}),
  * which gives the timer {@code kvflux.wait.flow.duration} (by status and exception) and the counter
- * {@code kvflux.wait.subscribed}. It reads the transfer id and the {@link WaitReport} from the subscriber's
- * Context, logs under that id and reports a failed wait's kind. Emits what the wrapped wait emits.
+ * {@code kvflux.wait.subscribed}. It reads the {@link WaitReport} from the subscriber's Context and reports
+ * a failed wait's kind there; its log lines carry the transfer id through the MDC ({@link TransferIdMdc}).
+ * Emits what the wrapped wait emits.
  */
 public final class MeteredWait implements WaitStrategy {
     private static final Logger LOG = LoggerFactory.getLogger(MeteredWait.class);
@@ -38,10 +39,9 @@ public final class MeteredWait implements WaitStrategy {
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         return Mono.deferContextual(context -> {
-                    String id = context.getOrDefault(TransferContext.TRANSFER_ID, "(no transfer id)");
-                    LOG.debug("transfer {}: waiting for {} statuses with {}", id, statuses.size(), wait);
+                    LOG.debug("waiting for {} statuses with {}", statuses.size(), wait);
                     return wait.await(statuses).doOnError(TransferException.class, e -> {
-                        LOG.info("transfer {}: wait ended {} ({})", id, e.kind(), e.getMessage());
+                        LOG.info("wait ended {}: {}", e.kind(), e.getMessage());
                         context.<WaitReport>getOrEmpty(WaitReport.class).ifPresent(report -> report.failed(e.kind()));
                     });
                 })

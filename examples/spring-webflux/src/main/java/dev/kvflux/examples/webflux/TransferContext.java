@@ -5,8 +5,10 @@ import java.util.Optional;
 
 /**
  * What a transfer carries in its Reactor {@code Context}. {@link TransferService} writes both entries
- * with {@code contextWrite} when it subscribes to the pipeline; everything the pipeline runs for the
- * transfer, the wait included, reads them with {@code Mono.deferContextual}.
+ * with {@code contextWrite} when it subscribes to the pipeline, and the pipeline passes its subscriber's
+ * Context to everything it runs for the transfer: the wait reads the {@link WaitReport} with
+ * {@code Mono.deferContextual}, and the transfer id reaches every log line through the MDC
+ * ({@link TransferIdMdc}).
  */
 public final class TransferContext {
     /** The key of the transfer id, a {@code String}. */

@@ -4,9 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.micrometer.metrics.test.autoconfigure.AutoConfigureMetrics;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.webtestclient.autoconfigure.AutoConfigureWebTestClient;
 import org.springframework.http.MediaType;
 import org.springframework.test.web.reactive.server.WebTestClient;
@@ -19,6 +22,7 @@ import org.springframework.test.web.reactive.server.WebTestClient;
         properties = {"kvflux.transfer.timeout=5s", "kvflux.transfer.stall-after=100ms"})
 @AutoConfigureWebTestClient
 @AutoConfigureMetrics
+@ExtendWith(OutputCaptureExtension.class)
 class TransferEndpointTest {
 
     @Autowired
@@ -56,6 +60,17 @@ class TransferEndpointTest {
                 .jsonPath("$.code").isEqualTo("ERR_RDMA_OP")
                 .jsonPath("$.kind").isEqualTo("FAILED")
                 .jsonPath("$.reason").isEqualTo("link down");
+    }
+
+    /** The wait's log line does not name the transfer: the id comes from the Context through the MDC. */
+    @Test
+    void theWaitLogsUnderTheTransferIdFromTheReactorContext(CapturedOutput output) {
+        post(Map.of("transferId", "req-log-1", "layers", 2, "blocksPerLayer", 2,
+                "fault", Map.of("kind", "fail", "layer", 1)))
+                .expectStatus().isOk();
+
+        assertThat(output.getAll().lines().filter(line -> line.contains("wait ended FAILED")))
+                .anySatisfy(line -> assertThat(line).contains("[req-log-1] "));
     }
 
     @Test
