@@ -1,6 +1,8 @@
 package dev.kvflux.examples.webflux;
 
+import dev.kvflux.micrometer.MicrometerWaitRecorder;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.pipeline.write.WritePipeline;
 import io.micrometer.core.instrument.Gauge;
@@ -9,7 +11,10 @@ import io.micrometer.core.instrument.binder.MeterBinder;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** kvflux as beans: the engines, the completion wait (measured), the WRITE pipeline and its gauges. */
+/**
+ * kvflux as beans: the engines, the completion wait (observed with Reactor's tap), the wait recorder
+ * (kvflux-micrometer, on Spring's {@link MeterRegistry}), the WRITE pipeline and its gauges.
+ */
 @Configuration(proxyBeanMethods = false)
 public class KvfluxConfiguration {
 
@@ -18,7 +23,16 @@ public class KvfluxConfiguration {
         return new SimulatedEngines();
     }
 
-    /** The fail-fast completion wait from {@code kvflux.transfer.*}, measured as {@code kvflux.wait}. */
+    /**
+     * kvflux's wait meters ({@code kvflux.wait.duration}, {@code .detection.lag}, {@code .statuses.failed},
+     * {@code .polls}, ...) in the application's registry, so Actuator serves them.
+     */
+    @Bean
+    WaitRecorder waitRecorder(MeterRegistry registry) {
+        return MicrometerWaitRecorder.of(registry);
+    }
+
+    /** The fail-fast completion wait from {@code kvflux.transfer.*}, observed with Reactor's tap. */
     @Bean
     WaitStrategy transferWait(TransferProperties properties, MeterRegistry registry) {
         CompletionWait wait = CompletionWait.failFast(properties.timeout()).slice(properties.slice());
@@ -28,10 +42,12 @@ public class KvfluxConfiguration {
         return new MeteredWait(wait, registry);
     }
 
+    /** Every request's wait reports to {@code waitRecorder}. */
     @Bean
-    WritePipeline writePipeline(WaitStrategy transferWait, TransferProperties properties) {
+    WritePipeline writePipeline(WaitStrategy transferWait, WaitRecorder waitRecorder, TransferProperties properties) {
         return WritePipeline.builder()
                 .waitStrategy(transferWait)
+                .recorder(waitRecorder)
                 .maxInFlight(properties.maxInFlight())
                 .build();
     }

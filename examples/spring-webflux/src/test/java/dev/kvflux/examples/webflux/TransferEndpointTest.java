@@ -85,7 +85,8 @@ class TransferEndpointTest {
     }
 
     @Test
-    void prometheusShowsKvfluxMetersAfterATransfer() {
+    void prometheusShowsKvfluxMetersAfterTransfers() {
+        post(Map.of("layers", 2, "blocksPerLayer", 2)).expectStatus().isOk();
         post(Map.of("layers", 2, "blocksPerLayer", 2,
                 "fault", Map.of("kind", "fail", "layer", 0, "code", "ERR_GPU_OP")))
                 .expectStatus().isOk();
@@ -95,9 +96,17 @@ class TransferEndpointTest {
                 .expectBody(String.class).returnResult().getResponseBody();
 
         assertThat(scrape)
-                .containsPattern("kvflux_wait_flow_duration_seconds_count\\{[^}]*exception=\"dev.kvflux.operators.TransferException\""
-                        + "[^}]*status=\"error\"[^}]*strategy=\"reactive\"[^}]*} [1-9]")
+                // kvflux-micrometer's recorder
+                .containsPattern("kvflux_wait_duration_seconds_count\\{outcome=\"done\",strategy=\"reactive\"} [1-9]")
+                .containsPattern("kvflux_wait_duration_seconds_count\\{outcome=\"failed\",strategy=\"reactive\"} [1-9]")
+                .containsPattern("kvflux_wait_statuses_failed_total\\{code=\"ERR_GPU_OP\",strategy=\"reactive\"} [1-9]")
+                .containsPattern("kvflux_wait_detection_lag_seconds_count\\{strategy=\"reactive\"} [1-9]")
+                .containsPattern("kvflux_wait_polls_total\\{strategy=\"reactive\"} [1-9]")
+                // Reactor's tap over the named wait and over the whole write
+                .containsPattern("kvflux_wait_flow_duration_seconds_count\\{exception=\"dev.kvflux.operators.TransferException\","
+                        + "fail_mode=\"fail_fast\",status=\"error\",strategy=\"reactive\",type=\"Mono\"} [1-9]")
                 .containsPattern("kvflux_transfer_flow_duration_seconds_count\\{[^}]*status=\"completed\"[^}]*} [1-9]")
+                // the application's own
                 .containsPattern("kvflux_transfer_outcomes_total\\{code=\"ERR_GPU_OP\",kind=\"FAILED\","
                         + "outcome=\"write_failed\"} [1-9]")
                 .contains("kvflux_pipeline_requests_in_flight")
