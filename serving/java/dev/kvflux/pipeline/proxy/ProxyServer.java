@@ -3,7 +3,9 @@ package dev.kvflux.pipeline.proxy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.metrics.RoleMetrics;
 import dev.kvflux.pipeline.net.LogText;
+import io.micrometer.core.instrument.MeterRegistry;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -22,6 +24,7 @@ import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.SignalType;
 import reactor.netty.ByteBufFlux;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
@@ -52,6 +55,12 @@ import reactor.netty.resources.ConnectionProvider;
  *       notify secret when the proxy has one ({@link RegistrationAuth}; 401 otherwise); 503
  *       ({@code instance_cap}) for a new instance when its role is full ({@link InstanceRegistry}).</li>
  *   <li>{@code GET /health}: 200 with the live instances.</li>
+ *   <li>{@code GET /metrics}, on the clients' port: the proxy's meters as Prometheus text ({@link RoleMetrics}),
+ *       all tagged {@code role=proxy}: the timer {@code kvflux.proxy.requests} from a completion's arrival to
+ *       the end of its answer (tag {@code status}: the HTTP status, or {@code cancelled} when the client went
+ *       away first), {@code kvflux.proxy.upstream.errors} (tags {@code upstream}: prefill or decode, and
+ *       {@code reason}: failed, overloaded, unreachable, timeout, pool_full) and the gauge
+ *       {@code kvflux.proxy.instances} (live instances, tag {@code upstream}).</li>
  * </ul>
  */
 public final class ProxyServer implements AutoCloseable {
@@ -60,8 +69,11 @@ public final class ProxyServer implements AutoCloseable {
     private final DisposableServer server;
     private final DisposableServer discovery;
     private final ConnectionProvider connections;
+    private final RoleMetrics meters;
 
-    private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections) {
+    private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections,
+            RoleMetrics meters) {
+        this.meters = meters;
         this.server = server;
         this.discovery = discovery;
         this.connections = connections;
@@ -97,8 +109,19 @@ public final class ProxyServer implements AutoCloseable {
         private int maxConnections = DEFAULT_MAX_CONNECTIONS;
         private RegistrationAuth registrationAuth;
         private HttpLimits httpLimits = HttpLimits.DEFAULT;
+        private MeterRegistry meterRegistry;
 
         private Builder() {
+        }
+
+        /**
+         * The registry the proxy's meters go to, each tagged {@code role=proxy}; by default a new Prometheus
+         * registry of its own. {@code GET /metrics} serves it when it is a Prometheus registry (or a composite
+         * holding one), otherwise a Prometheus registry added beside it ({@link RoleMetrics#of}).
+         */
+        public Builder meterRegistry(MeterRegistry meterRegistry) {
+            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+            return this;
         }
 
         /** The bounds of both ports' connections and of the pool to the instances; default {@link HttpLimits#DEFAULT}. */
@@ -192,14 +215,16 @@ public final class ProxyServer implements AutoCloseable {
             ConnectionProvider connections = httpLimits.poolNamed("kvflux-proxy")
                     .maxConnections(maxConnections).pendingAcquireMaxCount(maxPending).build();
             HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
+            RoleMetrics meters = RoleMetrics.of(meterRegistry, "proxy");
             Handlers handlers = new Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean(),
-                    registrationAuth, new AtomicBoolean());
+                    registrationAuth, new AtomicBoolean(), meters);
             DisposableServer server;
             try {
                 server = httpLimits.serverOn(host, port)
                         .route(routes -> routes
                                 .post("/v1/completions", handlers::completions)
-                                .get("/health", handlers::health))
+                                .get("/health", handlers::health)
+                                .get("/metrics", (req, res) -> meters.serve(res)))
                         .bindNow();
             } catch (RuntimeException e) {
                 connections.dispose();
@@ -223,7 +248,11 @@ public final class ProxyServer implements AutoCloseable {
                     discovery == null ? "" : ", registrations on port "
                             + ((InetSocketAddress) discovery.address()).getPort()
                             + (registrationAuth == null ? " (unsigned accepted)" : " (signed only)"));
-            return new ProxyServer(server, discovery, connections);
+            for (Role role : Role.values()) {
+                meters.gauge("kvflux.proxy.instances", "Live instances the proxy picks from", registry,
+                        r -> r.live(role).size(), "upstream", role.wireName());
+            }
+            return new ProxyServer(server, discovery, connections, meters);
         }
     }
 
@@ -251,6 +280,12 @@ public final class ProxyServer implements AutoCloseable {
             discovery.disposeNow();
         }
         connections.dispose();
+        meters.close();
+    }
+
+    /** The registry the proxy's meters are in ({@link Builder#meterRegistry}). */
+    public MeterRegistry meterRegistry() {
+        return meters.registry();
     }
 
     /** Prefill could not be reached or answered with an error, so the request's KV will never come. */
@@ -270,10 +305,13 @@ public final class ProxyServer implements AutoCloseable {
 
     /** Too many requests already wait for a connection to an instance; the request was not sent. */
     private static final class OverloadedException extends RuntimeException {
+        private final Role role;
+
         OverloadedException(Role role, Instance instance, int connections, int pending) {
             super("the proxy is overloaded: " + connections + " requests are open to " + role.wireName()
                     + " instance " + instance.baseUrl() + " and " + pending + " more wait for a connection to it;"
                     + " retry later, or lower the client's concurrency", null, false, false);
+            this.role = role;
         }
     }
 
@@ -289,10 +327,22 @@ public final class ProxyServer implements AutoCloseable {
 
     private record Handlers(InstanceRegistry registry, HttpClient client, int maxConnections, int maxPending,
                             AtomicBoolean warnedOverloaded, RegistrationAuth registrationAuth,
-                            AtomicBoolean warnedRefusedRegistration) {
+                            AtomicBoolean warnedRefusedRegistration, RoleMetrics meters) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
-            return HttpJson.withBody(request, response, body -> route(body, response));
+            long start = System.nanoTime();
+            return Mono.from(HttpJson.withBody(request, response, body -> route(body, response)))
+                    .doFinally(signal -> meters.timer("kvflux.proxy.requests",
+                                    "Completions from their arrival to the end of their answer, by HTTP status",
+                                    "status", signal == SignalType.CANCEL ? "cancelled"
+                                            : Integer.toString(response.status().code()))
+                            .record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS));
+        }
+
+        /** Counts one failure of an instance behind the proxy; {@code reason} is one of a fixed few. */
+        private void upstreamError(Role upstream, String reason) {
+            meters.counter("kvflux.proxy.upstream.errors", "Failures of the instances behind the proxy, by reason",
+                    "upstream", upstream.wireName(), "reason", reason).increment();
         }
 
         private Publisher<Void> route(String body, HttpServerResponse response) {
@@ -364,6 +414,7 @@ public final class ProxyServer implements AutoCloseable {
                     .onErrorResume(e -> owner.compareAndSet(NOBODY, DECODE_OWNS) || owner.get() == DECODE_OWNS
                             ? Mono.error(e) : Mono.never());
             return Mono.firstWithSignal(decoded, prefillFailed)
+                    .doOnError(this::countUpstreamError)
                     .onErrorResume(error -> {
                         if (error instanceof PrefillFailedException) {
                             LOG.warn("transfer {}: {}", transferId, error.getMessage());
@@ -397,6 +448,16 @@ public final class ProxyServer implements AutoCloseable {
                                         + " did not answer: " + (error.getMessage() != null ? error.getMessage()
                                                 : error.getClass().getSimpleName())));
                     });
+        }
+
+        private void countUpstreamError(Throwable error) {
+            switch (error) {
+                case OverloadedException overloaded -> upstreamError(overloaded.role, "pool_full");
+                case PrefillFailedException failed -> upstreamError(Role.PREFILL, failed.overloaded ? "overloaded"
+                        : "failed");
+                case ReadTimeoutException timeout -> upstreamError(Role.DECODE, "timeout");
+                default -> upstreamError(Role.DECODE, "unreachable");
+            }
         }
 
         /**

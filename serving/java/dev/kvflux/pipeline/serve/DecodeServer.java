@@ -1,6 +1,9 @@
 package dev.kvflux.pipeline.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.metrics.RoleMetrics;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.LogText;
@@ -27,7 +30,6 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -62,8 +64,12 @@ import reactor.netty.http.server.HttpServerResponse;
  * prefill incarnation, are rejected and counted; a newer prefill incarnation fails the requests waiting on
  * the previous one. {@code write_done}'s checksum is verified against the granted blocks. {@link #close()}
  * fails waiting requests with a reason and tells prefill. {@code GET /health} answers 200;
- * {@code GET /metrics} gives the notify channel's counters, the block states and the abort and release
- * counters.
+ * {@code GET /metrics} serves the role's meters as Prometheus text ({@link RoleMetrics}), all tagged
+ * {@code role=decode}: the notify channel's ({@link NotifyMetrics}), the block meters ({@link BlockMetrics}),
+ * the timer {@code kvflux.decode.kv.wait} from a request's arrival to the end of its wait for the KV (tag
+ * {@code outcome}: write_done, write_failed, deadline, undeliverable, prefill_restarted, shutting_down,
+ * duplicate, error, cancelled), the gauges {@code kvflux.decode.requests.running} and
+ * {@code kvflux.notify.connections.open}, and the counters of {@link DecodeStats}.
  */
 public final class DecodeServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeServer.class);
@@ -88,10 +94,12 @@ public final class DecodeServer implements AutoCloseable {
     private final Disposable reaper;
     private final String host;
     private final NotifyAuth auth;
+    private final RoleMetrics meters;
     private Disposable pinger = reactor.core.Disposables.disposed();
 
     private DecodeServer(DisposableServer http, NotifyServer notify, NotifyClient client, ExpectedTransfers expected,
-            Handler handler, Disposable reaper, String host, NotifyAuth auth) {
+            Handler handler, Disposable reaper, String host, NotifyAuth auth, RoleMetrics meters) {
+        this.meters = meters;
         this.http = http;
         this.notify = notify;
         this.client = client;
@@ -120,8 +128,19 @@ public final class DecodeServer implements AutoCloseable {
         private int kvBlocks = DEFAULT_KV_BLOCKS;
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
         private NotifyLimits limits = NotifyLimits.DEFAULTS;
+        private MeterRegistry meterRegistry;
 
         private Builder() {
+        }
+
+        /**
+         * The registry the role's meters go to, each tagged {@code role=decode}; by default a new Prometheus
+         * registry of its own. {@code GET /metrics} serves it when it is a Prometheus registry (or a composite
+         * holding one), otherwise a Prometheus registry added beside it ({@link RoleMetrics#of}).
+         */
+        public Builder meterRegistry(MeterRegistry meterRegistry) {
+            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+            return this;
         }
 
         /** Where its HTTP and notify ports are bound (port 0 picks a free one). */
@@ -211,7 +230,8 @@ public final class DecodeServer implements AutoCloseable {
         Duration blockLease = settings.blockLease;
         NotifyLimits limits = settings.limits;
         Blocking.requireBlockingAllowed("DecodeServer.start");
-        NotifyMetrics metrics = new NotifyMetrics();
+        RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "decode");
+        NotifyMetrics metrics = new NotifyMetrics(meters.registry(), meters.tags());
         ExpectedTransfers expected = (receiveDeadline == null
                 ? ExpectedTransfers.withoutDeadline()
                 : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics)
@@ -220,7 +240,7 @@ public final class DecodeServer implements AutoCloseable {
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, blocks, blockLease,
                 receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null,
-                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next(),
+                receiveDeadline, new DecodeStats(meters), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next(),
                 new ConcurrentHashMap<>(), new EarlyReleases(EARLY_RELEASES, blockLease.toNanos(), System::nanoTime));
         NotifyServer notify;
         try {
@@ -238,10 +258,15 @@ public final class DecodeServer implements AutoCloseable {
             DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
                     .route(routes -> routes.post("/v1/completions", handler::completions)
                             .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                            .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                    handler.metricsJson(metrics))))
+                            .get("/metrics", (req, res) -> meters.serve(res)))
                     .bindNow();
-            DecodeServer server = new DecodeServer(http, notify, client, expected, handler, reaper, where.host(), auth);
+            BlockMetrics.register(meters, blocks);
+            meters.gauge("kvflux.decode.requests.running", "Requests from their arrival to their end",
+                    handler.active(), Map::size);
+            meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", notify,
+                    NotifyServer::openConnections);
+            DecodeServer server = new DecodeServer(http, notify, client, expected, handler, reaper, where.host(), auth,
+                    meters);
             LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", model,
@@ -281,6 +306,11 @@ public final class DecodeServer implements AutoCloseable {
         return InetSocketAddress.createUnresolved(host, notify.address().getPort());
     }
 
+    /** The registry the role's meters are in ({@link Builder#meterRegistry}). */
+    public MeterRegistry meterRegistry() {
+        return meters.registry();
+    }
+
     /** The notify channel's counters (write_done, write_failed, deadlines, late notices, bad frames). */
     public NotifyMetrics metrics() {
         return expected.metrics();
@@ -310,6 +340,7 @@ public final class DecodeServer implements AutoCloseable {
         http.disposeNow();
         notify.close();
         client.close();
+        meters.close();
     }
 
     /** Blocks per state, for tests and the chaos run. */
@@ -332,20 +363,63 @@ public final class DecodeServer implements AutoCloseable {
      * @param failWhenUndeliverable whether a request whose remote_blocks could not be delivered fails at once
      *     (with a receive deadline) or keeps waiting for its notice (without one, as vLLM does)
      */
-    /** Decode's counters beyond the notify channel's. */
+    /**
+     * Decode's counters beyond the notify channel's, as meters of the role: {@code kvflux.decode.aborts.sent},
+     * {@code kvflux.decode.releases} (tag {@code result}: held, or unknown when no blocks were held for it),
+     * {@code kvflux.decode.releases.before.request}, {@code kvflux.decode.requests.refused} (tag
+     * {@code reason}: out_of_blocks, shutting_down), {@code kvflux.notify.messages.stale},
+     * {@code kvflux.decode.kv.checks} (tag {@code result}: verified, corrupt) and
+     * {@code kvflux.decode.requests.failed.peer.restart}.
+     */
     static final class DecodeStats {
-        final LongAdder abortsSent = new LongAdder();
-        final LongAdder releases = new LongAdder();
-        final LongAdder releasesUnknown = new LongAdder();
+        final Counter abortsSent;
+        final Counter releases;
+        final Counter releasesUnknown;
         /** Releases that came before their request's blocks, applied when the blocks were granted. */
-        final LongAdder releasesBeforeRequest = new LongAdder();
-        final LongAdder refusedOutOfBlocks = new LongAdder();
-        final LongAdder refusedShuttingDown = new LongAdder();
-        final LongAdder staleIncarnation = new LongAdder();
-        final LongAdder corruptKv = new LongAdder();
-        final LongAdder failedOnPrefillRestart = new LongAdder();
-        final LongAdder kvVerified = new LongAdder();
+        final Counter releasesBeforeRequest;
+        final Counter refusedOutOfBlocks;
+        final Counter refusedShuttingDown;
+        final Counter staleIncarnation;
+        final Counter corruptKv;
+        final Counter failedOnPrefillRestart;
+        final Counter kvVerified;
         final AtomicInteger abortsInFlight = new AtomicInteger();
+        private final RoleMetrics meters;
+
+        DecodeStats(RoleMetrics meters) {
+            this.meters = meters;
+            abortsSent = meters.counter("kvflux.decode.aborts.sent", "Abort messages sent to prefill");
+            String releasesName = "kvflux.decode.releases";
+            String releasesHelp = "Release messages from prefill, by whether they found blocks held";
+            releases = meters.counter(releasesName, releasesHelp, "result", "held");
+            releasesUnknown = meters.counter(releasesName, releasesHelp, "result", "unknown");
+            releasesBeforeRequest = meters.counter("kvflux.decode.releases.before.request",
+                    "Releases that came before their request's blocks, applied when the blocks were granted");
+            String refused = "kvflux.decode.requests.refused";
+            String refusedHelp = "Requests refused at once, by reason";
+            refusedOutOfBlocks = meters.counter(refused, refusedHelp, "reason", "out_of_blocks");
+            refusedShuttingDown = meters.counter(refused, refusedHelp, "reason", "shutting_down");
+            staleIncarnation = meters.counter("kvflux.notify.messages.stale",
+                    "Messages rejected because they came from or were meant for another incarnation of the peer");
+            String checks = "kvflux.decode.kv.checks";
+            String checksHelp = "Checks of write_done's checksum against the granted blocks, by result";
+            kvVerified = meters.counter(checks, checksHelp, "result", "verified");
+            corruptKv = meters.counter(checks, checksHelp, "result", "corrupt");
+            failedOnPrefillRestart = meters.counter("kvflux.decode.requests.failed.peer.restart",
+                    "Requests failed at once because the prefill their KV was to come from restarted");
+            kvWait("write_done");
+            kvWait("write_failed");
+        }
+
+        /** The wait for a request's KV ended with {@code outcome}, {@code took} after the request arrived. */
+        void recordKvWait(String outcome, long tookNanos) {
+            kvWait(outcome).record(tookNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+        }
+
+        private io.micrometer.core.instrument.Timer kvWait(String outcome) {
+            return meters.timer("kvflux.decode.kv.wait",
+                    "From a request's arrival to the end of its wait for the KV, by outcome", "outcome", outcome);
+        }
     }
 
     /** Decode is stopping; the request's KV will not be waited for. */
@@ -489,7 +563,7 @@ public final class DecodeServer implements AutoCloseable {
                         failed++;
                     }
                 }
-                stats.failedOnPrefillRestart.add(failed);
+                stats.failedOnPrefillRestart.increment(failed);
                 LOG.warn("prefill {} restarted (incarnation {} -> {}): failed {} requests waiting for KV from its"
                         + " previous incarnation", Instance.hostPort(a.prefill), known, message.incarnation(), failed);
             }
@@ -516,20 +590,6 @@ public final class DecodeServer implements AutoCloseable {
                 }
             }
             return n;
-        }
-
-        ObjectNode metricsJson(NotifyMetrics metrics) {
-            ObjectNode json = HttpJson.MAPPER.valueToTree(metrics.snapshot());
-            json.put("requests_running", active.size()).put("aborts_sent", stats.abortsSent.sum())
-                    .put("releases", stats.releases.sum()).put("releases_unknown", stats.releasesUnknown.sum())
-                    .put("releases_before_request", stats.releasesBeforeRequest.sum())
-                    .put("refused_out_of_blocks", stats.refusedOutOfBlocks.sum())
-                    .put("refused_shutting_down", stats.refusedShuttingDown.sum())
-                    .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation)
-                    .put("kv_verified", stats.kvVerified.sum()).put("corrupt_kv", stats.corruptKv.sum())
-                    .put("failed_on_prefill_restart", stats.failedOnPrefillRestart.sum());
-            json.set("kv_blocks", BlockMetrics.json(blocks));
-            return json;
         }
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
@@ -584,7 +644,10 @@ public final class DecodeServer implements AutoCloseable {
                     .doOnSuccess(v -> a.prefillSettled = true)
                     .doOnError(RemoteWriteFailedException.class, e -> a.prefillSettled = true);
             // expect() registers the transfer when subscribed, before remote_blocks lets prefill write
-            Mono<Void> arrived = Mono.firstWithSignal(Mono.when(kv, askForKv), a.stop.asMono());
+            Mono<Void> arrived = Mono.firstWithSignal(Mono.when(kv, askForKv), a.stop.asMono())
+                    .doOnSuccess(v -> stats.recordKvWait("write_done", System.nanoTime() - a.arrivalNanos))
+                    .doOnError(e -> stats.recordKvWait(waitOutcome(e), System.nanoTime() - a.arrivalNanos))
+                    .doOnCancel(() -> stats.recordKvWait("cancelled", System.nanoTime() - a.arrivalNanos));
             return arrived
                     .doOnError(e -> a.failure = failureReason(e))
                     .then(Mono.defer(() -> Mono.from(decode(request, response))))
@@ -608,6 +671,19 @@ public final class DecodeServer implements AutoCloseable {
                             e -> Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT,
                                     "invalid_request_error", "duplicate_transfer_id", e.getMessage())))
                     .doFinally(signal -> ended(a));
+        }
+
+        /** The {@code outcome} tag of a wait for KV that ended with {@code e}: a bounded set of values. */
+        private static String waitOutcome(Throwable e) {
+            return switch (e) {
+                case RemoteWriteFailedException failed -> "write_failed";
+                case ReceiveDeadlineException deadline -> "deadline";
+                case BlocksUndeliverableException undeliverable -> "undeliverable";
+                case PrefillRestartedException restarted -> "prefill_restarted";
+                case ShuttingDownException stopping -> "shutting_down";
+                case IllegalStateException duplicate -> "duplicate";
+                default -> "error";
+            };
         }
 
         private String failureReason(Throwable e) {

@@ -3,6 +3,8 @@ package dev.kvflux.pipeline.serve;
 import dev.kvflux.pipeline.config.KvfluxConfig;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.metrics.RoleMetrics;
+import io.micrometer.core.instrument.MeterRegistry;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferSession;
@@ -62,8 +64,11 @@ import reactor.netty.http.server.HttpServerResponse;
  * blocks are freed and decode is sent {@code release}. The wait for decode's block list is bounded by
  * decode's default receive deadline from the request's arrival. Decode's incarnations are tracked per
  * address: a newer one fails every transfer aimed at the previous one, an older one's block list is
- * rejected. {@link #close()} stops gracefully. {@code GET /metrics} gives the write, abort and block
- * counters and the notify channel's.
+ * rejected. {@link #close()} stops gracefully. {@code GET /metrics} serves the role's meters as Prometheus
+ * text ({@link RoleMetrics}): the write, request, abort and block meters ({@link PrefillStats},
+ * {@link BlockMetrics}), the notify channel's ({@link NotifyMetrics}) and the gauges
+ * {@code kvflux.prefill.transfers.running}, {@code kvflux.prefill.writes.in.flight} and
+ * {@code kvflux.notify.connections.open}, all tagged {@code role=prefill}.
  */
 public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
@@ -84,11 +89,13 @@ public final class PrefillServer implements AutoCloseable {
     private final Writer writer;
     private final String host;
     private final NotifyAuth auth;
+    private final RoleMetrics meters;
     private Disposable pinger = Disposables.disposed();
 
     private PrefillServer(DisposableServer http, NotifyServer notify, NotifyClient client, PrefillLoop loop,
             Scheduler loopScheduler, PrefillStats stats, Disposable.Composite writes, Writer writer, String host,
-            NotifyAuth auth) {
+            NotifyAuth auth, RoleMetrics meters) {
+        this.meters = meters;
         this.http = http;
         this.notify = notify;
         this.client = client;
@@ -123,8 +130,19 @@ public final class PrefillServer implements AutoCloseable {
         private int maxQueuedPrompts = DEFAULT_MAX_QUEUED_PROMPTS;
         private int kvBlocks = DEFAULT_KV_BLOCKS;
         private NotifyLimits limits = NotifyLimits.DEFAULTS;
+        private MeterRegistry meterRegistry;
 
         private Builder() {
+        }
+
+        /**
+         * The registry the role's meters go to, each tagged {@code role=prefill}; by default a new
+         * Prometheus registry of its own. {@code GET /metrics} serves it when it is a Prometheus registry (or a
+         * composite holding one), otherwise a Prometheus registry added beside it ({@link RoleMetrics#of}).
+         */
+        public Builder meterRegistry(MeterRegistry meterRegistry) {
+            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+            return this;
         }
 
         /** Where its HTTP and notify ports are bound (port 0 picks a free one). */
@@ -249,7 +267,8 @@ public final class PrefillServer implements AutoCloseable {
         NotifyLimits limits = settings.limits;
         Blocking.requireBlockingAllowed("PrefillServer.start");
         Duration transferTimeout = transfer.timeout();
-        NotifyMetrics metrics = new NotifyMetrics();
+        RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "prefill");
+        NotifyMetrics metrics = new NotifyMetrics(meters.registry(), meters.tags());
         RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
                 metrics);
         BlockAllocator blocks = new BlockAllocator("prefill", kvBlocks, System::nanoTime);
@@ -276,7 +295,7 @@ public final class PrefillServer implements AutoCloseable {
             KvCache cache = new KvCache(model, KvCache.ROW_BLOCKS);
             MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
             MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
-            PrefillStats stats = new PrefillStats();
+            PrefillStats stats = new PrefillStats(meters);
             Disposable.Composite writes = Disposables.composite();
             Writer writer = new Writer(model, policy, cache, blocks, transfers, board,
                     engine.createSession(local, remote), policy.writePipeline(engine, transfer),
@@ -287,15 +306,21 @@ public final class PrefillServer implements AutoCloseable {
                 http = HttpLimits.server(where.host(), where.httpPort())
                         .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
                                 .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                                .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                        metricsJson(stats, metrics, blocks, transfers, writer))))
+                                .get("/metrics", (req, res) -> meters.serve(res)))
                         .bindNow();
             } catch (RuntimeException e) {
                 throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
                         + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
             }
+            BlockMetrics.register(meters, blocks);
+            meters.gauge("kvflux.prefill.transfers.running", "Transfers from their request's arrival until settled",
+                    transfers, PrefillTransfers::size);
+            meters.gauge("kvflux.prefill.writes.in.flight", "Writes holding one of the WRITE pipeline's places",
+                    writer.pipeline, WritePipeline::requestsInFlight);
+            meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", notify,
+                    NotifyServer::openConnections);
             PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, writer,
-                    where.host(), auth);
+                    where.host(), auth, meters);
             LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, copy path {},"
                     + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", policy.wireName(), transferTimeout.toMillis(),
@@ -309,27 +334,6 @@ public final class PrefillServer implements AutoCloseable {
             loopScheduler.dispose();
             throw e;
         }
-    }
-
-    private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics, BlockAllocator blocks,
-            PrefillTransfers transfers, Writer writer) {
-        ObjectNode json = HttpJson.MAPPER.createObjectNode();
-        json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
-                .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
-                .put("failures_not_notified", stats.failuresNotNotified())
-                .put("refused_queue_full", stats.refusedQueueFull())
-                .put("refused_out_of_blocks", stats.refusedOutOfBlocks()).put("aborted", stats.aborted())
-                .put("aborts_for_unknown", stats.abortsForUnknown()).put("refused_fenced", stats.refusedFenced())
-                .put("releases_sent", stats.releasesSent()).put("stalled_at_release", stats.stalledAtRelease())
-                .put("aborted_past_deadline", stats.pastDeadline())
-                .put("transfers_running", transfers.size())
-                .put("writes_in_flight", writer.pipeline.requestsInFlight())
-                .put("stale_incarnation", stats.staleIncarnation())
-                .put("failed_on_decode_restart", stats.failedOnDecodeRestart())
-                .put("incarnation", writer.incarnation);
-        json.set("kv_blocks", BlockMetrics.json(blocks));
-        json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
-        return json;
     }
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
@@ -370,6 +374,11 @@ public final class PrefillServer implements AutoCloseable {
         return writer.pipeline.requestsInFlight();
     }
 
+    /** The registry the role's meters are in ({@link Builder#meterRegistry}). */
+    public MeterRegistry meterRegistry() {
+        return meters.registry();
+    }
+
     /** The notify channel's counters (sends, retries, undeliverable). */
     public NotifyMetrics notifyMetrics() {
         return client.metrics();
@@ -397,6 +406,7 @@ public final class PrefillServer implements AutoCloseable {
         client.close();
         loop.close();
         loopScheduler.dispose();
+        meters.close();
     }
 
     /**
@@ -739,7 +749,7 @@ public final class PrefillServer implements AutoCloseable {
                         + " the shutdown grace of " + bounded.toMillis() + " ms; retry the request";
                 if (t.abort(reason)) {
                     stopped++;
-                    stats.writesFailed.increment();
+                    stats.recordWrite(false, StatusCode.ERR_BAD_STATE, sinceArrival(t));
                     send(t.decode, new NotifyMessage.WriteFailed(t.id, StatusCode.ERR_BAD_STATE, reason, incarnation,
                             t.decodeIncarnation));
                     settle(t);
@@ -780,10 +790,7 @@ public final class PrefillServer implements AutoCloseable {
 
         private void finish(WriteOutcome outcome, PrefillTransfers.Transfer t) {
             if (outcome instanceof WriteOutcome.WriteFailed failed) {
-                stats.writesFailed.increment();
-                if (failed.code() == StatusCode.IN_PROGRESS) {
-                    stats.failedWaitsInProgress.increment();
-                }
+                stats.recordWrite(false, failed.code(), sinceArrival(t));
                 LOG.warn("transfer {}: MoRIIO batch wait failed ({}): {}{}", failed.transferId(),
                         failed.code().qualifiedName(), failed.reason(),
                         policy.failureNotice() ? "" : "; decode is not told (policy " + policy.wireName() + ")");
@@ -792,11 +799,16 @@ public final class PrefillServer implements AutoCloseable {
                     return;
                 }
             } else {
-                stats.writesDone.increment();
+                stats.recordWrite(true, StatusCode.SUCCESS, sinceArrival(t));
             }
             long checksum = outcome instanceof WriteOutcome.WriteDone
                     ? KvChecksum.of(t.id, model.layers(), t.decodeBlocksWritten) : 0;
             send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, checksum));
+        }
+
+        /** How long ago the transfer's request arrived (its deadline is the receive deadline after that). */
+        private Duration sinceArrival(PrefillTransfers.Transfer t) {
+            return Duration.ofNanos(System.nanoTime() - (t.deadlineNanos - deadline.toNanos()));
         }
 
         private static ObjectNode firstToken(CompletionRequest request) {

@@ -1,0 +1,135 @@
+package dev.kvflux.pipeline.metrics;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.composite.CompositeMeterRegistry;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.ToDoubleFunction;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
+import reactor.netty.http.server.HttpServerResponse;
+
+/**
+ * The meters of one serving role (prefill, decode or proxy): every meter it registers carries the tag
+ * {@code role}, so roles may share one registry. {@code GET /metrics} serves them as Prometheus text
+ * ({@link #CONTENT_TYPE}) scraped from a {@link PrometheusMeterRegistry}: the registry given when it is one
+ * (or a composite holding one), otherwise a Prometheus registry of the role's own added beside the given
+ * one, so that meters land in both.
+ *
+ * <p>Counters and timers stay in the registry when the role stops; the gauges, which read the stopped role's
+ * state, are removed by {@link #close()}. Safe to use from any thread.
+ */
+public final class RoleMetrics implements AutoCloseable {
+    /** The Prometheus text format's content type, as {@code GET /metrics} answers it. */
+    public static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+    private final MeterRegistry registry;
+    private final PrometheusMeterRegistry scraped;
+    private final Tags tags;
+    private final List<Meter> gauges = new CopyOnWriteArrayList<>();
+
+    private RoleMetrics(MeterRegistry registry, PrometheusMeterRegistry scraped, Tags tags) {
+        this.registry = registry;
+        this.scraped = scraped;
+        this.tags = tags;
+    }
+
+    /**
+     * The meters of role {@code role} in {@code given}, or in a new {@link PrometheusMeterRegistry} when
+     * {@code given} is null.
+     */
+    public static RoleMetrics of(MeterRegistry given, String role) {
+        Tags tags = Tags.of("role", Objects.requireNonNull(role, "role"));
+        if (given == null) {
+            PrometheusMeterRegistry own = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+            return new RoleMetrics(own, own, tags);
+        }
+        if (given instanceof PrometheusMeterRegistry prometheus) {
+            return new RoleMetrics(given, prometheus, tags);
+        }
+        if (given instanceof CompositeMeterRegistry composite) {
+            for (MeterRegistry child : composite.getRegistries()) {
+                if (child instanceof PrometheusMeterRegistry prometheus) {
+                    return new RoleMetrics(given, prometheus, tags);
+                }
+            }
+        }
+        PrometheusMeterRegistry own = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        return new RoleMetrics(new CompositeMeterRegistry().add(given).add(own), own, tags);
+    }
+
+    /** Where the role's meters are registered. */
+    public MeterRegistry registry() {
+        return registry;
+    }
+
+    /** The tags every meter of the role carries: {@code role}. */
+    public Tags tags() {
+        return tags;
+    }
+
+    /** A counter named {@code name} with the role's tags and {@code tagKeyValues}. */
+    public Counter counter(String name, String help, String... tagKeyValues) {
+        return Counter.builder(name).description(help).tags(tags).tags(tagKeyValues).register(registry);
+    }
+
+    /**
+     * A timer named {@code name} with the role's tags and {@code tagKeyValues}, publishing a histogram from
+     * 1 ms to 2 min (so that quantiles can be computed over instances).
+     */
+    public Timer timer(String name, String help, String... tagKeyValues) {
+        return Timer.builder(name).description(help).tags(tags).tags(tagKeyValues).publishPercentileHistogram()
+                .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofMinutes(2))
+                .register(registry);
+    }
+
+    /** A gauge reading {@code value} of {@code of}, removed at {@link #close()}. */
+    public <T> void gauge(String name, String help, T of, ToDoubleFunction<T> value, String... tagKeyValues) {
+        gauges.add(Gauge.builder(name, of, value).description(help).tags(tags).tags(tagKeyValues).strongReference(true)
+                .register(registry));
+    }
+
+    /** A counter reading a count kept elsewhere ({@code count} of {@code of}), removed at {@link #close()}. */
+    public <T> void functionCounter(String name, String help, T of, ToDoubleFunction<T> count,
+            String... tagKeyValues) {
+        gauges.add(FunctionCounter.builder(name, of, count).description(help).tags(tags).tags(tagKeyValues)
+                .register(registry));
+    }
+
+    /** The sum of the counts of every timer named {@code name} with the role's tags and {@code tagKeyValues}. */
+    public long timerCount(String name, String... tagKeyValues) {
+        return registry.find(name).tags(tags).tags(tagKeyValues).timers().stream().mapToLong(Timer::count).sum();
+    }
+
+    /** Every meter of the registry as Prometheus text. */
+    public String scrape() {
+        return scraped.scrape();
+    }
+
+    /** Answers {@code GET /metrics}: 200 with {@link #scrape()} as {@link #CONTENT_TYPE}. */
+    public Publisher<Void> serve(HttpServerResponse response) {
+        return response.header(HttpHeaderNames.CONTENT_TYPE, CONTENT_TYPE)
+                .sendString(Mono.fromSupplier(this::scrape), StandardCharsets.UTF_8);
+    }
+
+    /** Removes the role's gauges and function counters: they read state of a role that has stopped. */
+    @Override
+    public void close() {
+        for (Meter gauge : gauges) {
+            registry.remove(gauge);
+        }
+        gauges.clear();
+    }
+}
