@@ -101,6 +101,12 @@ public final class RoleMetrics implements AutoCloseable {
                 .register(registry));
     }
 
+    /** A gauge of a time in seconds (exported with the unit in its name), removed at {@link #close()}. */
+    public <T> void secondsGauge(String name, String help, T of, ToDoubleFunction<T> seconds) {
+        gauges.add(Gauge.builder(name, of, seconds).description(help).tags(tags).baseUnit("seconds")
+                .strongReference(true).register(registry));
+    }
+
     /** A counter reading a count kept elsewhere ({@code count} of {@code of}), removed at {@link #close()}. */
     public <T> void functionCounter(String name, String help, T of, ToDoubleFunction<T> count,
             String... tagKeyValues) {

@@ -248,6 +248,14 @@ public final class ProxyServer implements AutoCloseable {
                     discovery == null ? "" : ", registrations on port "
                             + ((InetSocketAddress) discovery.address()).getPort()
                             + (registrationAuth == null ? " (unsigned accepted)" : " (signed only)"));
+            // every failure kind is exported from the start, so a rate over them exists before the first one
+            handlers.upstreamError(Role.PREFILL, "failed", 0);
+            handlers.upstreamError(Role.PREFILL, "overloaded", 0);
+            for (Role role : Role.values()) {
+                handlers.upstreamError(role, "pool_full", 0);
+            }
+            handlers.upstreamError(Role.DECODE, "timeout", 0);
+            handlers.upstreamError(Role.DECODE, "unreachable", 0);
             for (Role role : Role.values()) {
                 meters.gauge("kvflux.proxy.instances", "Live instances the proxy picks from", registry,
                         r -> r.live(role).size(), "upstream", role.wireName());
@@ -339,10 +347,10 @@ public final class ProxyServer implements AutoCloseable {
                             .record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS));
         }
 
-        /** Counts one failure of an instance behind the proxy; {@code reason} is one of a fixed few. */
-        private void upstreamError(Role upstream, String reason) {
+        /** Counts {@code n} failures of an instance behind the proxy; {@code reason} is one of a fixed few. */
+        private void upstreamError(Role upstream, String reason, int n) {
             meters.counter("kvflux.proxy.upstream.errors", "Failures of the instances behind the proxy, by reason",
-                    "upstream", upstream.wireName(), "reason", reason).increment();
+                    "upstream", upstream.wireName(), "reason", reason).increment(n);
         }
 
         private Publisher<Void> route(String body, HttpServerResponse response) {
@@ -452,11 +460,11 @@ public final class ProxyServer implements AutoCloseable {
 
         private void countUpstreamError(Throwable error) {
             switch (error) {
-                case OverloadedException overloaded -> upstreamError(overloaded.role, "pool_full");
+                case OverloadedException overloaded -> upstreamError(overloaded.role, "pool_full", 1);
                 case PrefillFailedException failed -> upstreamError(Role.PREFILL, failed.overloaded ? "overloaded"
-                        : "failed");
-                case ReadTimeoutException timeout -> upstreamError(Role.DECODE, "timeout");
-                default -> upstreamError(Role.DECODE, "unreachable");
+                        : "failed", 1);
+                case ReadTimeoutException timeout -> upstreamError(Role.DECODE, "timeout", 1);
+                default -> upstreamError(Role.DECODE, "unreachable", 1);
             }
         }
 

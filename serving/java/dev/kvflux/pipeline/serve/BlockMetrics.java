@@ -6,8 +6,8 @@ import java.util.Locale;
 /**
  * A role's KV block meters, read from its {@link BlockAllocator} at each scrape: {@code kvflux.blocks} (gauge,
  * tag {@code state}: free, allocated, writing, quarantined), {@code kvflux.blocks.capacity},
- * {@code kvflux.blocks.owners} (requests holding blocks), {@code kvflux.blocks.oldest.age} (seconds since the
- * oldest grant still held), and the counters {@code kvflux.blocks.lease.expired} (quarantines ended by the
+ * {@code kvflux.blocks.owners} (requests holding blocks), {@code kvflux.blocks.oldest.age} (in seconds, since the
+ * oldest grant still held was made), and the counters {@code kvflux.blocks.lease.expired} (quarantines ended by the
  * lease, not by a release) and {@code kvflux.blocks.forced.frees}.
  */
 final class BlockMetrics {
@@ -21,7 +21,7 @@ final class BlockMetrics {
         }
         meters.gauge("kvflux.blocks.capacity", "KV blocks the role has", blocks, BlockAllocator::capacity);
         meters.gauge("kvflux.blocks.owners", "Requests holding KV blocks", blocks, b -> b.snapshot().owners());
-        meters.gauge("kvflux.blocks.oldest.age", "Seconds since the oldest grant still held was made", blocks,
+        meters.secondsGauge("kvflux.blocks.oldest.age", "Time since the oldest grant still held was made", blocks,
                 b -> b.snapshot().oldestAgeMillis() / 1000.0);
         meters.functionCounter("kvflux.blocks.lease.expired",
                 "Quarantined blocks' owners freed by the lease because no release came", blocks,
