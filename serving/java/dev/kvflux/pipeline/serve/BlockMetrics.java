@@ -6,12 +6,21 @@ import java.util.Locale;
 /**
  * A role's KV block meters, read from its {@link BlockAllocator} at each scrape: {@code kvflux.blocks} (gauge,
  * tag {@code state}: free, allocated, writing, quarantined), {@code kvflux.blocks.capacity},
- * {@code kvflux.blocks.owners} (requests holding blocks), {@code kvflux.blocks.oldest.age} (in seconds, since the
- * oldest grant still held was made), and the counters {@code kvflux.blocks.lease.expired} (quarantines ended by the
- * lease, not by a release) and {@code kvflux.blocks.forced.frees}.
+ * {@code kvflux.blocks.owners} (requests holding blocks), {@code kvflux.blocks.oldest.age} (in seconds, since
+ * the oldest grant still held was made), and the counters {@code kvflux.blocks.lease.expired} (quarantines
+ * ended by the lease, not by a release) and {@code kvflux.blocks.forced.frees}; and the role's start time.
  */
 final class BlockMetrics {
     private BlockMetrics() {
+    }
+
+    /**
+     * {@code kvflux.role.start.time}: when the role's incarnation started, in seconds since the epoch (a new
+     * value is a restart; the incarnation itself needs more bits than a sample carries).
+     */
+    static void registerIncarnation(RoleMetrics meters, long incarnation) {
+        meters.secondsGauge("kvflux.role.start.time", "When this incarnation of the role started, since the epoch",
+                incarnation, i -> Incarnation.startMillis(i) / 1000.0);
     }
 
     static void register(RoleMetrics meters, BlockAllocator blocks) {

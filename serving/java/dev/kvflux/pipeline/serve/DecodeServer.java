@@ -261,6 +261,7 @@ public final class DecodeServer implements AutoCloseable {
                             .get("/metrics", (req, res) -> meters.serve(res)))
                     .bindNow();
             BlockMetrics.register(meters, blocks);
+            BlockMetrics.registerIncarnation(meters, handler.incarnation());
             meters.gauge("kvflux.decode.requests.running", "Requests from their arrival to their end",
                     handler.active(), Map::size);
             meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", notify,

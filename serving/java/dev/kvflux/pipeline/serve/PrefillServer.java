@@ -313,6 +313,7 @@ public final class PrefillServer implements AutoCloseable {
                         + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
             }
             BlockMetrics.register(meters, blocks);
+            BlockMetrics.registerIncarnation(meters, writer.incarnation);
             meters.gauge("kvflux.prefill.transfers.running", "Transfers from their request's arrival until settled",
                     transfers, PrefillTransfers::size);
             meters.gauge("kvflux.prefill.writes.in.flight", "Writes holding one of the WRITE pipeline's places",

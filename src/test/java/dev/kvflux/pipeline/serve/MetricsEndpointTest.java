@@ -117,6 +117,8 @@ class MetricsEndpointTest {
                     .isEqualTo(4);
             assertThat(prefill.count("kvflux_blocks", "state", "free")).isEqualTo(PrefillServer.DEFAULT_KV_BLOCKS);
             assertThat(prefill.count("kvflux_prefill_transfers_running")).isZero();
+            assertThat(prefill.sum("kvflux_role_start_time_seconds") * 1000)
+                    .isBetween(System.currentTimeMillis() - 60_000.0, System.currentTimeMillis() + 1.0);
 
             PrometheusText decode = metrics(stack.decode.httpAddress());
             assertThat(decode.count("kvflux_notify_notices_total", "role", "decode", "result", "write_done")).isEqualTo(1);
