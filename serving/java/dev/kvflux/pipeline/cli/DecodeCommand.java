@@ -65,7 +65,7 @@ public final class DecodeCommand implements Callable<Integer> {
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
                     .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
-                    .limits(config.notifyChannel().limits()).start();
+                    .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters()).start();
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {

@@ -103,7 +103,7 @@ public final class PrefillCommand implements Callable<Integer> {
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
                     .model(model).policy(policy).engine(engine).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(ExpectedTransfers.defaultDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
-                    .limits(config.notifyChannel().limits()).start();
+                    .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters()).start();
         } catch (IllegalArgumentException e) {
             engine.close();
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

@@ -62,7 +62,7 @@ public final class ProxyCommand implements Callable<Integer> {
             settings = ProxyServer.builder().host(host).port(port != null ? port : config.ports().proxy())
                     .discoveryPort(discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery())
                     .registry(new InstanceRegistry(instanceTtl, Schedulers.parallel(), maxInstancesPerRole))
-                    .upstreamTimeout(upstreamTimeout)
+                    .upstreamTimeout(upstreamTimeout).meterRegistry(RoleRunner.processMeters())
                     .registrationSecret(NotifySecret.resolve(config, spec.commandLine()));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

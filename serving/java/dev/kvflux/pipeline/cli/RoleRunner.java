@@ -1,5 +1,15 @@
 package dev.kvflux.pipeline.cli;
 
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 
@@ -17,6 +27,24 @@ final class RoleRunner {
     static int cannotStart(CommandLine cmd, RuntimeException e) {
         cmd.getErr().println("kvflux " + cmd.getCommandName() + ": " + e.getMessage());
         return 1;
+    }
+
+    /**
+     * The registry of a role that is a process of its own: its {@code /metrics} also shows the JVM's
+     * memory, collections, threads and classes and the process's CPU, uptime and file descriptors
+     * ({@code jvm_*}, {@code process_*}, {@code system_*}), as any JVM service's would.
+     */
+    @SuppressWarnings("resource") // the GC listener lives as long as the process
+    static MeterRegistry processMeters() {
+        MeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmGcMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ClassLoaderMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        new UptimeMetrics().bindTo(registry);
+        new FileDescriptorMetrics().bindTo(registry);
+        return registry;
     }
 
     static int runUntilStopped(AutoCloseable role) {
