@@ -82,10 +82,24 @@ class MetricsEndpointTest {
                 .block(Duration.ofSeconds(5));
     }
 
+    /** {@code GET /metrics}, checked to be Prometheus text: its content type, names, and a TYPE for each family. */
     private static PrometheusText metrics(InetSocketAddress http) {
         String[] answer = scrape(http);
         assertThat(answer[0]).isEqualTo(RoleMetrics.CONTENT_TYPE);
-        return PrometheusText.parse(answer[1]);
+        PrometheusText text = PrometheusText.parse(answer[1]);
+        Set<String> typed = new TreeSet<>();
+        Matcher types = Pattern.compile("(?m)^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$")
+                .matcher(answer[1]);
+        while (types.find()) {
+            typed.add(types.group(1));
+        }
+        for (PrometheusText.Sample sample : text.samples()) {
+            assertThat(sample.name()).matches("[a-zA-Z_:][a-zA-Z0-9_:]*");
+            assertThat(sample.labels().keySet()).allMatch(label -> label.matches("[a-zA-Z_][a-zA-Z0-9_]*"));
+            assertThat(typed).as("the TYPE of " + sample.name()).anyMatch(family -> sample.name().equals(family)
+                    || sample.name().matches(Pattern.quote(family) + "_(bucket|count|sum|total)"));
+        }
+        return text;
     }
 
     private static void await(String what, BooleanSupplier condition) throws InterruptedException {
