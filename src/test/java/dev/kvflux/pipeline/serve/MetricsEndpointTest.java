@@ -175,6 +175,9 @@ class MetricsEndpointTest {
             assertThat(decodeMeters.get("kvflux.blocks").tags("state", "free").gauge().value())
                     .isEqualTo(DecodeServer.DEFAULT_KV_BLOCKS);
             assertThat(proxyMeters.get("kvflux.proxy.requests").tags("status", "200").timer().count()).isEqualTo(1);
+            assertThat(stack.prefill.stats().writesDone()).as("the accessors read through the given registry")
+                    .isEqualTo(1);
+            assertThat(stack.decode.metrics().writeDone()).isEqualTo(1);
             assertThat(metrics(stack.prefill.httpAddress()).count("kvflux_prefill_writes_seconds_count", "outcome",
                     "write_done")).as("served beside the given registry").isEqualTo(1);
         }
