@@ -23,7 +23,8 @@ import reactor.netty.http.server.HttpServerResponse;
 
 /**
  * The meters of one serving role (prefill, decode or proxy): every meter it registers carries the tag
- * {@code role}, so roles may share one registry. {@code GET /metrics} serves them as Prometheus text
+ * {@code role}, so roles of different kinds may share one registry (two of one kind would share meters:
+ * give each its own registry). {@code GET /metrics} serves them as Prometheus text
  * ({@link #CONTENT_TYPE}) scraped from a {@link PrometheusMeterRegistry}: the registry given when it is one
  * (or a composite holding one), otherwise a Prometheus registry of the role's own added beside the given
  * one, so that meters land in both.
