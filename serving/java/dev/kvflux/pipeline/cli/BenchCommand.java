@@ -1,11 +1,15 @@
-package dev.kvflux.pipeline.scale;
+package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.pipeline.config.Durations;
+import dev.kvflux.pipeline.scale.ScaleBench;
+import dev.kvflux.pipeline.scale.ScaleReport;
+import dev.kvflux.pipeline.scale.ScaleRow;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -45,8 +49,14 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--warmup", paramLabel = "COUNT", description = "Unmeasured rounds first (default: 1).")
     Integer warmup;
 
-    @Option(names = "--json", description = "Print one JSON document on stdout instead of the table.")
-    boolean json;
+    @Option(names = "--recorder", split = ",", paramLabel = "NAME",
+            description = "What the waits report to: none, micrometer (a MicrometerWaitRecorder over a"
+                    + " SimpleMeterRegistry), or both (none,micrometer: one row each, their rounds alternating,"
+                    + " and the CPU cost of recording printed per round pair). Default: none.")
+    List<String> recorders;
+
+    @Mixin
+    JsonOption output;
 
     @Override
     public Integer call() {
@@ -62,7 +72,8 @@ public final class BenchCommand implements Callable<Integer> {
                     statuses != null ? statuses : defaults.statuses(),
                     spread != null ? duration("--spread", spread) : defaults.spread(),
                     rounds != null ? rounds : defaults.rounds(), warmup != null ? warmup : defaults.warmup(),
-                    sliceLength, defaults.transferTimeout(), defaults.seed());
+                    sliceLength, defaults.transferTimeout(), defaults.seed(),
+                    recorders != null ? recorders.stream().map(String::trim).toList() : defaults.recorders());
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -70,7 +81,7 @@ public final class BenchCommand implements Callable<Integer> {
                 + Durations.format(settings.spread()) + ", " + settings.warmup() + " warm-up and " + settings.rounds()
                 + " measured rounds per row; " + ScaleReport.machine());
         List<ScaleRow> rows = ScaleBench.run(settings, line -> System.err.println("  " + line));
-        System.out.println(json ? ScaleReport.json(rows, settings) : ScaleReport.table(rows));
+        System.out.println(output.json() ? ScaleReport.json(rows, settings) : ScaleReport.table(rows));
         return 0;
     }
 
