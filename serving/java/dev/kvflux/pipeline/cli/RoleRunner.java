@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.cli;
 
+import dev.kvflux.pipeline.metrics.RoleMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
 import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
@@ -8,8 +9,6 @@ import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
 import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
 import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
-import io.micrometer.prometheusmetrics.PrometheusConfig;
-import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 
@@ -36,7 +35,7 @@ final class RoleRunner {
      */
     @SuppressWarnings("resource") // the GC listener lives as long as the process
     static MeterRegistry processMeters() {
-        MeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        MeterRegistry registry = RoleMetrics.newRegistry();
         new JvmMemoryMetrics().bindTo(registry);
         new JvmGcMetrics().bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);

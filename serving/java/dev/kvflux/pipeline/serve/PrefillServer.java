@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.serve;
 import dev.kvflux.pipeline.config.KvfluxConfig;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.micrometer.MicrometerWaitRecorder;
 import dev.kvflux.pipeline.metrics.RoleMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import dev.kvflux.bindings.MemoryRegion;
@@ -67,8 +68,10 @@ import reactor.netty.http.server.HttpServerResponse;
  * rejected. {@link #close()} stops gracefully. {@code GET /metrics} serves the role's meters as Prometheus
  * text ({@link RoleMetrics}): the write, request, abort and block meters ({@link PrefillStats},
  * {@link BlockMetrics}), the notify channel's ({@link NotifyMetrics}) and the gauges
- * {@code kvflux.prefill.transfers.running}, {@code kvflux.prefill.writes.in.flight} and
- * {@code kvflux.notify.connections.open}, all tagged {@code role=prefill}.
+ * {@code kvflux.prefill.transfers.running}, {@code kvflux.prefill.writes.in.flight},
+ * {@code kvflux.prefill.writes.queued} and {@code kvflux.notify.connections.open}, and the WRITE pipeline's
+ * wait meters ({@code kvflux.wait.*}: duration, detection lag, polls, failures by code, stalls, timeouts;
+ * {@code MicrometerWaitRecorder}), all tagged {@code role=prefill}.
  */
 public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
@@ -298,7 +301,8 @@ public final class PrefillServer implements AutoCloseable {
             PrefillStats stats = new PrefillStats(meters);
             Disposable.Composite writes = Disposables.composite();
             Writer writer = new Writer(model, policy, cache, blocks, transfers, board,
-                    engine.createSession(local, remote), policy.writePipeline(engine, transfer),
+                    engine.createSession(local, remote), policy.writePipeline(engine, transfer,
+                            MicrometerWaitRecorder.of(meters.registry(), meters.tags()).histograms(true)),
                     client, notifyWithin, transferTimeout, stats, writes, Incarnation.next());
             handler[0] = writer;
             DisposableServer http;
@@ -318,6 +322,8 @@ public final class PrefillServer implements AutoCloseable {
                     transfers, PrefillTransfers::size);
             meters.gauge("kvflux.prefill.writes.in.flight", "Writes holding one of the WRITE pipeline's places",
                     writer.pipeline, WritePipeline::requestsInFlight);
+            meters.gauge("kvflux.prefill.writes.queued", "Writes waiting for one of the WRITE pipeline's places",
+                    writer.pipeline, WritePipeline::requestsQueued);
             meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", notify,
                     NotifyServer::openConnections);
             PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, writer,

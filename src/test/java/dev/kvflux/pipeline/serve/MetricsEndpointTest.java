@@ -131,6 +131,13 @@ class MetricsEndpointTest {
                     .isEqualTo(4);
             assertThat(prefill.count("kvflux_blocks", "state", "free")).isEqualTo(PrefillServer.DEFAULT_KV_BLOCKS);
             assertThat(prefill.count("kvflux_prefill_transfers_running")).isZero();
+            assertThat(prefill.count("kvflux_wait_duration_seconds_count", "outcome", "done")).as("the wait recorder")
+                    .isEqualTo(1);
+            assertThat(prefill.count("kvflux_wait_duration_seconds_count", "outcome", "failed")).isEqualTo(1);
+            assertThat(prefill.count("kvflux_wait_statuses_failed_total", "code", "ERR_GPU_OP")).isEqualTo(1);
+            assertThat(prefill.count("kvflux_wait_detection_lag_seconds_count")).as("the simulated copies' end is known")
+                    .isEqualTo(1);
+            assertThat(prefill.count("kvflux_wait_detection_lag_seconds_bucket", "le", "+Inf")).isEqualTo(1);
             assertThat(prefill.sum("kvflux_role_start_time_seconds") * 1000)
                     .isBetween(System.currentTimeMillis() - 60_000.0, System.currentTimeMillis() + 1.0);
 
