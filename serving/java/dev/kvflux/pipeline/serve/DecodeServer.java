@@ -1,10 +1,8 @@
 package dev.kvflux.pipeline.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.kvflux.pipeline.metrics.RoleMetrics;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.MeterRegistry;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.pipeline.metrics.RoleMetrics;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
@@ -19,6 +17,8 @@ import dev.kvflux.pipeline.proxy.HttpJson;
 import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.net.InetSocketAddress;
