@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.cli;
 
+import dev.kvflux.pipeline.observe.Tracing;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 
@@ -17,6 +18,13 @@ final class RoleRunner {
     static int cannotStart(CommandLine cmd, RuntimeException e) {
         cmd.getErr().println("kvflux " + cmd.getCommandName() + ": " + e.getMessage());
         return 1;
+    }
+
+    /** Flushes and stops a role's span export, if it has one. */
+    static void close(Tracing tracing) {
+        if (tracing != null) {
+            tracing.close();
+        }
     }
 
     static int runUntilStopped(AutoCloseable role) {
