@@ -425,7 +425,8 @@ public final class DecodeServer implements AutoCloseable {
             Active request = active.get(message.transferId());
             try (LogContext.Scope scope = LogContext.open(message.transferId(), request == null ? null
                     : request.traceId)) {
-                if (message.traceparent() != null) {
+                // only for a request decode serves: a notice about anything else starts no span
+                if (request != null && message.traceparent() != null) {
                     Spans.received(observations, "kvflux.notify.receive", message.transferId(), message.traceparent())
                             .stop();
                 }
@@ -536,7 +537,7 @@ public final class DecodeServer implements AutoCloseable {
             for (String owner : blocks.reclaimExpired()) {
                 try (LogContext.Scope scope = LogContext.open(owner, null)) {
                     LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after the"
-                        + " request ended (or after its receive deadline, if later); reclaimed them (prefill is gone,"
+                            + " request ended (or after its receive deadline, if later); reclaimed them (prefill is gone,"
                             + " unreachable, or never saw the transfer)", owner, blockLease.toMillis());
                 }
             }
