@@ -10,7 +10,14 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.observe.LogContext;
+import dev.kvflux.pipeline.observe.Tracing;
+import io.netty.buffer.Unpooled;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -20,6 +27,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+import reactor.netty.http.client.HttpClient;
 
 /**
  * The transfer id reaches the MDC of every log line about a request, on prefill and on decode, whichever
@@ -107,6 +116,46 @@ class TransferLogContextTest {
         assertThat(loggers(LATE)).as("the missed deadline is logged on both sides")
                 .anyMatch(name -> name.endsWith("ExpectedTransfers"))
                 .anyMatch(name -> name.endsWith("PrefillServer"));
+    }
+
+    @Test
+    void aTracedRequestsLogLinesAlsoCarryItsTraceId() throws Exception {
+        String traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
+        String traceparent = "00-" + traceId + "-00f067aa0ba902b7-01";
+        SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
+                .fault(Fault.fail(3, Duration.ofMillis(1), StatusCode.ERR_GPU_OP, "injected copy failure")).build();
+        try (OpenTelemetrySdk otel = OpenTelemetrySdk.builder().setTracerProvider(SdkTracerProvider.builder()
+                     .addSpanProcessor(SimpleSpanProcessor.create(InMemorySpanExporter.create())).build()).build();
+             engine;
+             DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(1))
+                     .observationRegistry(Tracing.registry(otel, "kvflux-decode")).start();
+             PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine)
+                     .transferTimeout(Duration.ofMillis(300)).notifyWithin(Duration.ofSeconds(3))
+                     .observationRegistry(Tracing.registry(otel, "kvflux-prefill")).start()) {
+            CompletableFuture<String> atDecode = post(decode.httpAddress(), body(FAILED, prefill.notifyAddress()),
+                    traceparent).toFuture();
+            CompletableFuture<String> atPrefill = post(prefill.httpAddress(), body(FAILED, decode.notifyAddress()),
+                    traceparent).toFuture();
+
+            assertThat(atDecode.get(10, TimeUnit.SECONDS)).startsWith("503 ");
+            assertThat(atPrefill.get(10, TimeUnit.SECONDS)).startsWith("200 ");
+        }
+
+        assertThat(recorder.events).filteredOn(e -> e.getFormattedMessage().contains(FAILED)).isNotEmpty()
+                .allSatisfy(e -> assertThat(e.getMDCPropertyMap()).as(e.getLoggerName() + ": "
+                        + e.getFormattedMessage()).containsEntry(LogContext.TRANSFER_ID, FAILED)
+                        .containsEntry(LogContext.TRACE_ID, traceId));
+        assertThat(loggers(FAILED)).anyMatch(name -> name.endsWith("PrefillServer"))
+                .anyMatch(name -> name.endsWith("DecodeServer"));
+    }
+
+    /** Posts a completion with a traceparent header, as the proxy does; emits {@code "<status> <body>"}. */
+    private static Mono<String> post(InetSocketAddress http, String body, String traceparent) {
+        return HttpClient.create().headers(h -> h.set("traceparent", traceparent)).post()
+                .uri("http://127.0.0.1:" + http.getPort() + "/v1/completions")
+                .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .map(text -> res.status().code() + " " + text));
     }
 
     private List<String> loggers(String id) {
