@@ -56,7 +56,7 @@ public enum StatusCode {
                 + "ERR_GPU_OP); is the native library newer than this kvflux?");
     }
 
-    /** The name in MoRI's Python form, {@code StatusCode.IN_PROGRESS}, as the seed's messages print it. */
+    /** The name in MoRI's Python form, {@code StatusCode.IN_PROGRESS}, as vLLM's wait errors print it. */
     public String qualifiedName() {
         return "StatusCode." + name();
     }

@@ -56,7 +56,10 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class CompletionWait implements WaitStrategy {
 
-    /** The slice the seed chose: short against a copy, long against a status query. */
+    /**
+     * 10 ms, the slice vLLM's sliced native wait uses: short against a copy (a wait ends at most this long
+     * after the last one), long against a status query (a waiting request costs one query per status per slice).
+     */
     public static final Duration DEFAULT_SLICE = Duration.ofMillis(10);
 
     /** The longest transfer timeout accepted; anything longer is a configuration mistake. */
@@ -128,12 +131,7 @@ public final class CompletionWait implements WaitStrategy {
      *     transfer timeout
      */
     public CompletionWait stallAfter(Duration stallAfter) {
-        Objects.requireNonNull(stallAfter, "stallAfter");
-        if (stallAfter.compareTo(slice) < 0 || stallAfter.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("stallAfter " + stallAfter + " must lie between the slice ("
-                    + slice + ") and the transfer timeout (" + transferTimeout + "); choose a few times the"
-                    + " longest gap you expect between two copies finishing");
-        }
+        checkStallAfter(stallAfter, slice, transferTimeout);
         return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared);
     }
 
@@ -212,6 +210,16 @@ public final class CompletionWait implements WaitStrategy {
     public String toString() {
         return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice
                 + (stallAfter != null ? ", stall after " + stallAfter : "") + (shared ? ", shared poll" : "") + "]";
+    }
+
+    /** Rejects a stall time shorter than the slice or longer than the transfer timeout. */
+    static void checkStallAfter(Duration stallAfter, Duration slice, Duration transferTimeout) {
+        Objects.requireNonNull(stallAfter, "stallAfter");
+        if (stallAfter.compareTo(slice) < 0 || stallAfter.compareTo(transferTimeout) > 0) {
+            throw new IllegalArgumentException("stallAfter " + stallAfter + " must lie between the slice ("
+                    + slice + ") and the transfer timeout (" + transferTimeout + "); choose a few times the"
+                    + " longest gap you expect between two copies finishing");
+        }
     }
 
     static void checkTimeout(Duration transferTimeout) {

@@ -6,7 +6,10 @@ import dev.kvflux.bindings.TransferStatus;
 import java.time.Duration;
 import java.util.List;
 
-/** Turns a non-SUCCESS {@code waitAll} result into the wait's error, with the seed's messages. */
+/**
+ * Turns a non-SUCCESS {@code waitAll} result into the wait's error, with the messages the other waits
+ * use: {@code MoRIIO batch wait failed (StatusCode.X): reason}.
+ */
 final class NativeResults {
     private NativeResults() {
     }

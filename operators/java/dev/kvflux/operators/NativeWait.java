@@ -12,13 +12,13 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * The reference strategy {@code native}: one {@link TransferEngine#waitAll} with the whole transfer
- * timeout, as vLLM waited before the seed's change. On an xGMI engine a copy still running at the
+ * timeout, as vLLM's MoRI-IO connector waited before it sliced its wait. On an xGMI engine a copy still running at the
  * call's first poll makes it cost the whole timeout.
  *
  * <p>{@link #await} runs the blocking call on its blocking scheduler ({@link Schedulers#boundedElastic()}
  * unless set, looked up at subscription), never on a non-blocking thread. It completes when
- * {@code waitAll} returns SUCCESS; otherwise it errors with a {@link TransferException}: IN_PROGRESS with
- * the seed's timeout message, or the returned failure code with the first failed status's message.
+ * {@code waitAll} returns SUCCESS; otherwise it errors with a {@link TransferException}: IN_PROGRESS and
+ * the message {@code MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out after 30s}, or the returned failure code with the first failed status's message.
  * A status that breaks the {@link TransferStatus} contract (null in the list, or a {@code code()} that
  * throws or returns null, seen by the engine or by the wait) ends the wait with a {@link TransferException}
  * with code ERR_BAD_STATE and the thrown exception as its cause. Cancelling interrupts the blocking call. Each wait holds one thread of that scheduler for its whole

@@ -45,6 +45,8 @@ final class PushBarrier {
     private final FailMode mode;
     private final Duration transferTimeout;
     private final Duration slice;
+    /** Null when stall detection is off. */
+    private final Duration stallAfter;
     private final Scheduler on;
     private final MonoSink<Void> sink;
     /** Indexes of statuses that do not push and are still in flight; guarded by this. */
@@ -57,10 +59,13 @@ final class PushBarrier {
     private volatile boolean done;
     private volatile Disposable poll;
     private volatile Disposable deadline;
+    private volatile Disposable stallCheck;
+    /** When a status last settled (the scheduler's clock, nanoseconds); written only with stall detection on. */
+    private volatile long lastProgressNanos;
     private TransferException verdict;
 
     PushBarrier(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration slice,
-                Scheduler on, MonoSink<Void> sink) {
+                Duration stallAfter, Scheduler on, MonoSink<Void> sink) {
         this.statuses = statuses;
         this.codes = new StatusCode[statuses.length];
         this.slots = new Slot[statuses.length];
@@ -68,13 +73,20 @@ final class PushBarrier {
         this.mode = mode;
         this.transferTimeout = transferTimeout;
         this.slice = slice;
+        this.stallAfter = stallAfter;
         this.on = on;
         this.sink = sink;
     }
 
-    /** Queries every status once, subscribes to the pushes of those in flight, arms the poll and the timeout. */
+    /**
+     * Queries every status once, subscribes to the pushes of those in flight, arms the poll, the timeout
+     * and the stall check.
+     */
     void start() {
         sink.onCancel(this::cancel);
+        if (stallAfter != null) {
+            lastProgressNanos = on.now(TimeUnit.NANOSECONDS);
+        }
         remaining = statuses.length + 1;
         for (int i = 0; i < statuses.length && !done; i++) {
             StatusCode code = query(i);
@@ -102,6 +114,9 @@ final class PushBarrier {
             poll = on.schedulePeriodically(this::pollTick, slice.toNanos(), slice.toNanos(), TimeUnit.NANOSECONDS);
         }
         deadline = on.schedule(this::atDeadline, transferTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        if (stallAfter != null) {
+            armStallCheck(stallAfter.toNanos());
+        }
         if (done) {
             disposeTimers();
         } else if ((int) REMAINING.getAndAdd(this, -1) == 1) {
@@ -123,6 +138,9 @@ final class PushBarrier {
 
     /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
     private void counted(int index, StatusCode code, boolean handOff) {
+        if (stallAfter != null) {
+            lastProgressNanos = on.now(TimeUnit.NANOSECONDS);
+        }
         if (code.isFailure()) {
             int seen = failedIndex;
             while (index < seen && !FAILED_INDEX.weakCompareAndSet(this, seen, index)) {
@@ -197,6 +215,10 @@ final class PushBarrier {
         if (d != null) {
             d.dispose();
         }
+        Disposable s = stallCheck;
+        if (s != null) {
+            s.dispose();
+        }
     }
 
     /**
@@ -235,6 +257,18 @@ final class PushBarrier {
 
     /** The timeout: one last query of every status not settled; a failure seen wins over the timeout. */
     private synchronized void atDeadline() {
+        boolean inFlight = queryUnsettled();
+        if (!done) {
+            finish(inFlight && failedIndex == NO_FAILURE ? TransferException.timedOut(transferTimeout) : null, false);
+        }
+    }
+
+    /**
+     * Queries every status not yet settled once; whether some are still in flight. A status that settles
+     * here counts as it would from a push or a poll (it may end the wait); one that breaks the contract
+     * ends the wait.
+     */
+    private boolean queryUnsettled() {
         boolean inFlight = false;
         for (int i = 0; i < statuses.length && !done; i++) {
             if (codeOf(i) != null) {
@@ -242,13 +276,51 @@ final class PushBarrier {
             }
             StatusCode code = query(i);
             if (code == null) {
-                return;
+                return false;
             }
             inFlight |= !code.isTerminal();
         }
-        if (!done) {
-            finish(inFlight && failedIndex == NO_FAILURE ? TransferException.timedOut(transferTimeout) : null, false);
+        return inFlight;
+    }
+
+    /** Schedules the stall check {@code delayNanos} from now; disposed with the other timers. */
+    private void armStallCheck(long delayNanos) {
+        stallCheck = on.schedule(this::stallCheck, delayNanos, TimeUnit.NANOSECONDS);
+        if (done) {
+            disposeTimers();
         }
+    }
+
+    /**
+     * The stall check, due {@code stallAfter} after the last status settled: when nothing has settled since,
+     * one last query of every status not settled, then (still nothing) the stall error, or with drain a
+     * failure already seen. Progress since re-arms it for {@code stallAfter} after that progress.
+     */
+    private synchronized void stallCheck() {
+        if (done) {
+            return;
+        }
+        long limit = stallAfter.toNanos();
+        long idle = on.now(TimeUnit.NANOSECONDS) - lastProgressNanos;
+        if (idle < limit) {
+            armStallCheck(limit - idle);
+            return;
+        }
+        boolean inFlight = queryUnsettled();
+        if (done) {
+            return;
+        }
+        idle = on.now(TimeUnit.NANOSECONDS) - lastProgressNanos;
+        if (!inFlight || idle < limit) {
+            armStallCheck(idle < limit ? limit - idle : limit); // the query settled some: that is progress
+            return;
+        }
+        int inFlightCount = 0;
+        for (int i = 0; i < statuses.length; i++) {
+            inFlightCount += codeOf(i) == null ? 1 : 0;
+        }
+        finish(failedIndex == NO_FAILURE ? TransferException.stalled(stallAfter, inFlightCount, statuses.length)
+                : null, false);
     }
 
     /**

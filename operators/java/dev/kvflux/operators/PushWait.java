@@ -24,8 +24,15 @@ import reactor.core.scheduler.Schedulers;
  *       of kind {@link TransferException.Kind#FAILED} carrying its code and message; with {@link #drain}
  *       errors once every status has settled, and not before. When several failed, the earliest in the list among those seen wins.</li>
  *   <li>Still in flight at {@code transferTimeout}: one last query of every status not yet settled, then
- *       the seed's timeout error (kind {@link TransferException.Kind#TIMED_OUT}), unless that query finds
- *       them all done or one failed.</li>
+ *       a {@link TransferException} of kind {@link TransferException.Kind#TIMED_OUT} with code IN_PROGRESS
+ *       and the message {@code MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out
+ *       after 30s}, unless that query finds them all done or one failed.</li>
+ *   <li>Only with {@link #stallAfter}: no status has settled for that long while some are still in
+ *       flight: one last query of every status not yet settled, then a {@link TransferException} of kind
+ *       {@link TransferException.Kind#STALLED} with code IN_PROGRESS whose reason says the transfer
+ *       stalled, {@code stallAfter} after the last status settled (or after subscription, if none has).
+ *       With {@link #drain}, a failure already seen is reported instead. A transfer whose statuses keep
+ *       settling, however slowly, runs on to the transfer timeout.</li>
  *   <li>A status that breaks the {@link TransferStatus} contract (the list holds null, a {@code code()}
  *       throws or returns null, or a {@code pushed()} publisher errors): a {@link TransferException} with
  *       code {@link StatusCode#ERR_BAD_STATE} and the thrown exception as its cause, at once, in either
@@ -40,8 +47,8 @@ import reactor.core.scheduler.Schedulers;
  * ({@link Schedulers#parallel()} unless set, looked up at subscription) once, when its last status
  * settles or (fail-fast) one fails, and every signal that does not happen during subscription arrives
  * there. So the backend's notification thread, on GPUs one thread shared by every push of the process,
- * never runs a subscriber's work and pays one task hand-off per request, not one per status. The timeout
- * and the polling of statuses that do not push run on the scheduler too. Statuses all done (or one
+ * never runs a subscriber's work and pays one task hand-off per request, not one per status. The timeout,
+ * the stall check and the polling of statuses that do not push run on the scheduler too. Statuses all done (or one
  * failed) at subscription signal at once, on the subscriber's thread. Cancelling, or the wait ending,
  * cancels every per-status subscription, the poll and the timeout.
  */
@@ -49,12 +56,15 @@ public final class PushWait implements WaitStrategy {
     private final FailMode mode;
     private final Duration transferTimeout;
     private final Duration slice;
+    private final Duration stallAfter;
     private final Scheduler scheduler;
 
-    private PushWait(FailMode mode, Duration transferTimeout, Duration slice, Scheduler scheduler) {
+    private PushWait(FailMode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
+                     Scheduler scheduler) {
         this.mode = mode;
         this.transferTimeout = transferTimeout;
         this.slice = slice;
+        this.stallAfter = stallAfter;
         this.scheduler = scheduler;
     }
 
@@ -70,18 +80,32 @@ public final class PushWait implements WaitStrategy {
     /** A push wait that errors as soon as a status fails (the WRITE path). */
     public static PushWait failFast(Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
-        return new PushWait(FailMode.FAIL_FAST, transferTimeout, CompletionWait.DEFAULT_SLICE, null);
+        return new PushWait(FailMode.FAIL_FAST, transferTimeout, CompletionWait.DEFAULT_SLICE, null, null);
     }
 
     /** A push wait that, after a failure, still waits until every status has settled (the READ barrier). */
     public static PushWait drain(Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
-        return new PushWait(FailMode.DRAIN, transferTimeout, CompletionWait.DEFAULT_SLICE, null);
+        return new PushWait(FailMode.DRAIN, transferTimeout, CompletionWait.DEFAULT_SLICE, null, null);
     }
 
     /** This wait with its signals, its timeout and the polling of statuses that do not push on {@code scheduler}. */
     public PushWait scheduler(Scheduler scheduler) {
-        return new PushWait(mode, transferTimeout, slice, Objects.requireNonNull(scheduler, "scheduler"));
+        return new PushWait(mode, transferTimeout, slice, stallAfter, Objects.requireNonNull(scheduler, "scheduler"));
+    }
+
+    /**
+     * This wait, failing early when the transfer stalls: when no status has settled (pushed, or seen
+     * settled by a query) for {@code stallAfter} while some are still in flight. As with
+     * {@link CompletionWait#stallAfter}, a stall is told apart from slowness by progress, not by total time:
+     * a transfer whose statuses keep settling runs on to the transfer timeout. Off by default.
+     *
+     * @throws IllegalArgumentException if {@code stallAfter} is shorter than the slice or longer than the
+     *     transfer timeout
+     */
+    public PushWait stallAfter(Duration stallAfter) {
+        CompletionWait.checkStallAfter(stallAfter, slice, transferTimeout);
+        return new PushWait(mode, transferTimeout, slice, stallAfter, scheduler);
     }
 
     public FailMode mode() {
@@ -106,12 +130,13 @@ public final class PushWait implements WaitStrategy {
                 return Mono.error(broken);
             }
             Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            return Mono.create(sink -> new PushBarrier(snapshot, mode, transferTimeout, slice, on, sink).start());
+            return Mono.create(sink -> new PushBarrier(snapshot, mode, transferTimeout, slice, stallAfter, on, sink).start());
         });
     }
 
     @Override
     public String toString() {
-        return "PushWait[" + mode + ", timeout " + transferTimeout + "]";
+        return "PushWait[" + mode + ", timeout " + transferTimeout
+                + (stallAfter != null ? ", stall after " + stallAfter : "") + "]";
     }
 }

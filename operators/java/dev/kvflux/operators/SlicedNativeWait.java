@@ -13,7 +13,7 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * The reference strategy {@code sliced-native}, the seed's algorithm: {@link TransferEngine#waitAll} with
+ * The reference strategy {@code sliced-native}, the wait vLLM's MoRI-IO connector adopted: {@link TransferEngine#waitAll} with
  * at most one slice (10 ms by default) on the statuses still in flight, the statuses checked without
  * blocking between calls, until the transfer timeout.
  *
@@ -23,7 +23,8 @@ import reactor.core.scheduler.Schedulers;
  * {@link TransferStatus} contract (null in the list, a {@code code()} that throws or returns null) → error
  * ERR_BAD_STATE with the thrown exception as cause, at once in either mode; {@code waitAll} returned an error
  * that no status shows → error with that code; the deadline passed with statuses in flight → error
- * IN_PROGRESS with the seed's timeout message. Errors are {@link TransferException}s with the same
+ * IN_PROGRESS and the message
+ * {@code MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out after 30s}. Errors are {@link TransferException}s with the same
  * messages as {@link CompletionWait}.
  *
  * <p>The loop blocks a thread for the whole wait: it runs on the blocking scheduler
@@ -49,12 +50,15 @@ public final class SlicedNativeWait implements WaitStrategy {
         this.clock = clock;
     }
 
-    /** The seed's WRITE wait ({@code fail_fast=True}). */
+    /** A sliced wait that errors as soon as a status fails: the WRITE path ({@code fail_fast=True} in vLLM). */
     public static SlicedNativeWait failFast(TransferEngine engine, Duration transferTimeout) {
         return of(engine, FailMode.FAIL_FAST, transferTimeout);
     }
 
-    /** The seed's READ barrier wait ({@code fail_fast=False}). */
+    /**
+     * A sliced wait that, after a failure, still waits until nothing is in flight: the READ barrier
+     * ({@code fail_fast=False} in vLLM).
+     */
     public static SlicedNativeWait drain(TransferEngine engine, Duration transferTimeout) {
         return of(engine, FailMode.DRAIN, transferTimeout);
     }

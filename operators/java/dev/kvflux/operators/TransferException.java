@@ -106,7 +106,7 @@ public final class TransferException extends RuntimeException {
         return kind == Kind.STALLED;
     }
 
-    /** {@code 30s}, {@code 3s}, {@code 0.5s}: whole seconds without a fraction, as the seed prints them. */
+    /** {@code 30s}, {@code 3s}, {@code 0.5s}: whole seconds without a fraction, as vLLM's messages print them. */
     static String seconds(Duration d) {
         if (d.toNanosPart() == 0) {
             return d.toSeconds() + "s";

@@ -6,8 +6,8 @@ import java.util.Comparator;
 
 /**
  * The copies a batch becomes, as MoRI's xGMI backend plans them: blocks sorted by remote offset, and
- * neighbours that are contiguous on both sides merged into one copy. The seed's geometry (every other
- * 32 KiB block) merges nothing: 128 blocks stay 128 copies.
+ * neighbours that are contiguous on both sides merged into one copy. A request laid out as
+ * {@code kvflux repro} lays it out (every other 32 KiB block) merges nothing: 128 blocks stay 128 copies.
  */
 record CopyPlan(long[] localOffsets, long[] remoteOffsets, long[] sizes) {
 

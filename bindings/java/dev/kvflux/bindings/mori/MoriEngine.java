@@ -1,6 +1,7 @@
 package dev.kvflux.bindings.mori;
 
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.internal.Msgpack;
 import dev.kvflux.bindings.mori.internal.MoriNative;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -91,9 +92,14 @@ public final class MoriEngine implements AutoCloseable {
         return new MoriMemory(lib, this, mem, key, false);
     }
 
-    /** A peer's memory from its packed {@code MemoryDesc}, to be the remote side of a session. */
+    /**
+     * A peer's memory from its packed {@code MemoryDesc}, to be the remote side of a session.
+     *
+     * @throws IllegalStateException if msgpack-core (an optional dependency) is not available
+     */
     public MoriMemory unpackMemory(byte[] packedMemoryDesc) {
         Objects.requireNonNull(packedMemoryDesc, "packedMemoryDesc");
+        Msgpack.require("MoRI memory descriptors");
         long mem = lib.memUnpack(handle, packedMemoryDesc);
         return new MoriMemory(lib, this, mem, engineKeyOf(packedMemoryDesc), true);
     }
@@ -141,11 +147,21 @@ public final class MoriEngine implements AutoCloseable {
 
     /** A packed MemoryDesc's first field, its engine key; the library validates the rest. */
     private static String engineKeyOf(byte[] packed) {
-        try (MessageUnpacker in = MessagePack.newDefaultUnpacker(packed)) {
-            in.unpackArrayHeader();
-            return in.unpackString();
-        } catch (IOException | RuntimeException e) {
-            throw new IllegalStateException("the library accepted a MemoryDesc whose engine key cannot be read", e);
+        return DescriptorKey.of(packed);
+    }
+
+    /** The msgpack calls, in a class of their own so that nothing loads msgpack-core before the check. */
+    private static final class DescriptorKey {
+        private DescriptorKey() {
+        }
+
+        static String of(byte[] packed) {
+            try (MessageUnpacker in = MessagePack.newDefaultUnpacker(packed)) {
+                in.unpackArrayHeader();
+                return in.unpackString();
+            } catch (IOException | RuntimeException e) {
+                throw new IllegalStateException("the library accepted a MemoryDesc whose engine key cannot be read", e);
+            }
         }
     }
 

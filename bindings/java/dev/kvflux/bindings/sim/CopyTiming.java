@@ -19,10 +19,10 @@ import java.util.Objects;
  *       takes {@code kernelLaunch + bytes / bytesPerSecond}.</li>
  * </ul>
  *
- * <p>{@link #MI355X_XGMI} is calibrated on the seed's measurement: 118 layers of 128 blocks × 32 KiB,
- * one batch per layer, all posted at once, finish 0.197 s after the first post (about 0.196 s after
- * the last), which is where the seed's sliced wait ended (0.183–0.210 s). On the scatter/gather path
- * the same request's copies take about 10 ms.
+ * <p>{@link #MI355X_XGMI} is calibrated on a measurement on MI355X over xGMI: 118 layers of 128 blocks ×
+ * 32 KiB, one batch per layer, all posted at once, finish 0.197 s after the first post (about 0.196 s
+ * after the last), which is where a 10 ms sliced wait on that hardware ended (0.183–0.210 s). On the
+ * scatter/gather path the same request's copies take about 10 ms.
  */
 public record CopyTiming(Duration postCostPerBlock, Duration perBlockOverhead, Duration kernelLaunch,
                          double bytesPerSecond) {

@@ -16,8 +16,8 @@ import reactor.core.scheduler.Scheduler;
  *
  * <p>{@link #await} completes when every status succeeded; if one fails it errors only once nothing is
  * in flight any more, with a {@link TransferException} carrying the earliest listed failure's code and
- * message; at the transfer timeout with reads in flight it errors with IN_PROGRESS and the seed's
- * message. It polls every slice on the scheduler ({@code Schedulers.parallel()} unless set).
+ * message; at the transfer timeout with reads in flight it errors with IN_PROGRESS and the
+ * message {@code MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out after 30s}. It polls every slice on the scheduler ({@code Schedulers.parallel()} unless set).
  */
 public final class ReadBarrier {
     private final CompletionWait wait;

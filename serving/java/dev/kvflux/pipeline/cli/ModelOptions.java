@@ -10,7 +10,7 @@ public final class ModelOptions {
     private static final ServingModel BASE = ServingModel.DEEPSEEK_V2_LITE_MI355X;
 
     @Option(names = "--prefill-tokens-per-second", paramLabel = "N",
-            description = "Simulated prefill rate (default ${DEFAULT-VALUE}, fitted to the seed's DeepSeek-V2-Lite figures).")
+            description = "Simulated prefill rate (default ${DEFAULT-VALUE}, fitted to DeepSeek-V2-Lite figures measured on MI355X).")
     double prefillTokensPerSecond = BASE.prefillTokensPerSecond();
 
     @Option(names = "--max-batched-tokens", paramLabel = "N",

@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.config;
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.CopyTiming;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.FailMode;
 import dev.kvflux.pipeline.net.NotifyLimits;
 import io.vavr.collection.List;
@@ -87,6 +88,15 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         /** The configured completion wait: fail-fast or drain, its slice, and its stall time if set. */
         public CompletionWait completionWait() {
             CompletionWait wait = CompletionWait.of(failMode, timeout).slice(slice);
+            return stallAfter.map(wait::stallAfter).orElse(wait);
+        }
+
+        /**
+         * The configured wait for engines that push completion: fail-fast or drain, and its stall time if
+         * set. It polls statuses that do not push every 10 ms, whatever {@code transfer.slice} says.
+         */
+        public PushWait pushWait() {
+            PushWait wait = failMode == FailMode.DRAIN ? PushWait.drain(timeout) : PushWait.failFast(timeout);
             return stallAfter.map(wait::stallAfter).orElse(wait);
         }
     }

@@ -17,11 +17,14 @@ import java.util.Locale;
  */
 public enum Policy {
     /**
-     * vLLM before the seed: one native {@code waitAll} with the whole transfer timeout, on a single serial
+     * vLLM's MoRI-IO connector before it sliced its wait: one native {@code waitAll} with the whole transfer timeout, on a single serial
      * write worker; a failed wait is logged and decode is told nothing; decode waits for ever.
      */
     LEGACY(false, false),
-    /** The seed: the same worker and silence on failure, with the sliced native wait (10 ms slices). */
+    /**
+     * vLLM's MoRI-IO connector with its sliced wait ({@code seed} on the command line): the same worker and
+     * silence on failure, with the sliced native wait (10 ms slices).
+     */
     SEED(false, false),
     /**
      * kvflux: the reactive completion wait, requests written independently (transfer.max-in-flight at once),

@@ -8,9 +8,9 @@ import java.util.Objects;
  * into KV, how many tokens one prefill step takes at most, how many layers write KV, how long one decode
  * step is, and the KV cache's block geometry.
  *
- * <p>{@link #DEEPSEEK_V2_LITE_MI355X} is the seed's serving setup: DeepSeek-V2-Lite (27 layers, MLA with
+ * <p>{@link #DEEPSEEK_V2_LITE_MI355X} is the setup of vLLM's MoRI-IO serving measurements: DeepSeek-V2-Lite (27 layers, MLA with
  * a 512 + 64 wide latent in bf16, so 1,152 bytes per token per layer), 64-token blocks,
- * {@code --max-num-batched-tokens 32768}; the prefill rate is fitted to the seed's figures (16K-token
+ * {@code --max-num-batched-tokens 32768}; the prefill rate is fitted to their figures (16K-token
  * prompts at concurrency 16 reached 7.1–7.2 requests per second, about 116K prompt tokens per second,
  * and concurrency 8 gave a client TTFT of about 1.08 s). The decode step is an assumption (20 ms).
  */

@@ -32,4 +32,15 @@ class LayeringTest {
     void thePipelinesPackagesAreFreeOfCycles() {
         slices().matching("dev.kvflux.pipeline.(*)..").should().beFreeOfCycles().check(MAIN);
     }
+
+    @Test
+    void inTheBindingsOnlyTheDescriptorCodecsUseMsgpackCoreWhichIsOptional() {
+        noClasses().that().resideInAPackage("dev.kvflux.bindings..")
+                .and().doNotHaveFullyQualifiedName("dev.kvflux.bindings.gpu.GpuMemoryDescriptor$Codec")
+                .and().doNotHaveFullyQualifiedName("dev.kvflux.bindings.mori.MoriEngine$DescriptorKey")
+                .should().dependOnClassesThat().resideInAPackage("org.msgpack..")
+                .because("msgpack-core is optional in kvflux-bindings: only a class loaded after Msgpack.require"
+                        + " may touch it")
+                .check(MAIN);
+    }
 }

@@ -1,6 +1,7 @@
 package dev.kvflux.operators;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
@@ -334,5 +335,106 @@ class PushWaitTest {
             firstThreads.dispose();
             secondThreads.dispose();
         }
+    }
+
+    @Test
+    void aStalledFailFastPushWaitErrorsStallAfterTheLastStatusSettledNotAtTheTimeout() {
+        Pushed a = new Pushed();
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).stallAfter(Duration.ofSeconds(1))
+                        .await(List.of(a, new Pushed(), new Pushed())))
+                .expectSubscription()
+                .thenAwait(Duration.ofMillis(300))
+                .then(() -> a.push(StatusCode.SUCCESS))
+                .expectNoEvent(Duration.ofMillis(999))
+                .thenAwait(Duration.ofMillis(1))
+                .expectErrorSatisfies(e -> {
+                    assertThat(e).isInstanceOfSatisfying(TransferException.class, t -> {
+                        assertThat(t.kind()).isEqualTo(TransferException.Kind.STALLED);
+                        assertThat(t.code()).isEqualTo(StatusCode.IN_PROGRESS);
+                    });
+                    assertThat(e).hasMessage("MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer"
+                            + " stalled: no status completed for 1s, 2 of 3 statuses still in flight");
+                })
+                .verify();
+    }
+
+    @Test
+    void aStalledDrainPushWaitWithNoFailureErrorsAsStalled() {
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(30)).stallAfter(Duration.ofSeconds(2))
+                        .await(List.of(new Pushed())))
+                .expectSubscription()
+                .expectNoEvent(Duration.ofMillis(1999))
+                .thenAwait(Duration.ofMillis(1))
+                .expectErrorSatisfies(e -> assertThat(((TransferException) e).kind())
+                        .isEqualTo(TransferException.Kind.STALLED))
+                .verify();
+    }
+
+    @Test
+    void aStalledDrainPushWaitReportsTheFailureItAlreadySawAtTheStallTime() {
+        Pushed failing = new Pushed();
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(30)).stallAfter(Duration.ofSeconds(1))
+                        .await(List.of(new Pushed(), failing)))
+                .expectSubscription()
+                .thenAwait(Duration.ofMillis(200))
+                .then(() -> failing.push(StatusCode.ERR_RDMA_OP))
+                .expectNoEvent(Duration.ofMillis(999))
+                .thenAwait(Duration.ofMillis(1))
+                .expectErrorSatisfies(e -> {
+                    assertThat(((TransferException) e).kind()).isEqualTo(TransferException.Kind.FAILED);
+                    assertThat(((TransferException) e).code()).isEqualTo(StatusCode.ERR_RDMA_OP);
+                })
+                .verify();
+    }
+
+    @Test
+    void aPushWaitWhoseStatusesKeepSettlingSlowlyIsNotAStall() {
+        List<Pushed> statuses = java.util.stream.IntStream.range(0, 10).mapToObj(i -> new Pushed()).toList();
+        StepVerifier.Step<Void> step = StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30))
+                        .stallAfter(Duration.ofSeconds(1)).await(statuses))
+                .expectSubscription();
+        for (Pushed status : statuses) {
+            step = step.expectNoEvent(Duration.ofMillis(900)).then(() -> status.push(StatusCode.SUCCESS));
+        }
+        step.verifyComplete();
+    }
+
+    @Test
+    void aStatusSeenSettledByThePollCountsAsProgress() {
+        VirtualTimeScheduler time = VirtualTimeScheduler.getOrSet();
+        try {
+            ScriptedStatus polled = ScriptedStatus.succeedsAt(time, Duration.ofMillis(900));
+            Pushed pushed = new Pushed();
+            StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).stallAfter(Duration.ofSeconds(1))
+                            .await(List.of(polled, pushed)))
+                    .expectSubscription()
+                    .expectNoEvent(Duration.ofMillis(1500))
+                    .then(() -> pushed.push(StatusCode.SUCCESS))
+                    .verifyComplete();
+        } finally {
+            VirtualTimeScheduler.reset();
+        }
+    }
+
+    @Test
+    void withoutStallAfterAnIdlePushWaitRunsToTheTransferTimeout() {
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(30)).await(List.of(new Pushed())))
+                .expectSubscription()
+                .expectNoEvent(Duration.ofMillis(29_999))
+                .thenAwait(Duration.ofMillis(1))
+                .expectErrorSatisfies(e -> assertThat(((TransferException) e).kind())
+                        .isEqualTo(TransferException.Kind.TIMED_OUT))
+                .verify();
+    }
+
+    @Test
+    void stallAfterMustLieBetweenTheSliceAndTheTransferTimeout() {
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30));
+        assertThatThrownBy(() -> wait.stallAfter(Duration.ofMillis(1)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("between the slice");
+        assertThatThrownBy(() -> wait.stallAfter(Duration.ofMinutes(1)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("transfer timeout");
+        assertThatThrownBy(() -> wait.stallAfter(null))
+                .isInstanceOf(NullPointerException.class);
     }
 }

@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.net.URL;
+import java.net.URLClassLoader;
 import org.junit.jupiter.api.Test;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
@@ -64,5 +67,39 @@ class GpuMemoryDescriptorTest {
         assertThatThrownBy(() -> new IpcMemHandle(new byte[12]))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("has 64 bytes, got 12");
+    }
+
+    @Test
+    void aHandleLengthOtherThanAnIpcHandlesIsRefusedBeforeAnythingIsAllocated() throws IOException {
+        byte[] bytes;
+        try (MessageBufferPacker out = MessagePack.newDefaultBufferPacker()) {
+            out.packArrayHeader(8).packString("d").packInt(3).packInt(1).packString("")
+                    .packLong(4096).packLong(8192).packInt(GpuMemoryDescriptor.LOCATION_GPU)
+                    .packBinaryHeader(Integer.MAX_VALUE);
+            bytes = out.toByteArray();
+        }
+        assertThatThrownBy(() -> GpuMemoryDescriptor.unpack(bytes))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("IPC handle of 2147483647 bytes; an IPC handle has 64");
+    }
+
+    @Test
+    void withoutMsgpackCorePackingSaysWhichDependencyToAdd() throws Exception {
+        // kvflux-bindings alone, as an application that left out its optional msgpack-core sees it.
+        URL bindings = GpuMemoryDescriptor.class.getProtectionDomain().getCodeSource().getLocation();
+        try (URLClassLoader alone = new URLClassLoader(new URL[] {bindings}, ClassLoader.getPlatformClassLoader())) {
+            Class<?> handleType = alone.loadClass(IpcMemHandle.class.getName());
+            Class<?> descriptorType = alone.loadClass(GpuMemoryDescriptor.class.getName());
+            Object ipcHandle = handleType.getConstructor(byte[].class).newInstance((Object) handle().bytes());
+            Object descriptor = descriptorType.getConstructor(String.class, int.class, int.class, long.class,
+                    long.class, handleType).newInstance("d", 3, 1, 4096L, 8192L, ipcHandle);
+
+            assertThatThrownBy(() -> descriptorType.getMethod("pack").invoke(descriptor))
+                    .isInstanceOf(InvocationTargetException.class)
+                    .cause()
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("GPU memory descriptors are msgpack, and msgpack-core is not available")
+                    .hasMessageContaining("org.msgpack:msgpack-core");
+        }
     }
 }

@@ -3,9 +3,12 @@ package dev.kvflux.pipeline.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.FailMode;
+import dev.kvflux.operators.TransferException;
 import dev.kvflux.pipeline.net.NotifyLimits;
 import io.vavr.collection.Seq;
 import io.vavr.control.Validation;
@@ -13,9 +16,12 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import reactor.core.publisher.Mono;
+import reactor.test.StepVerifier;
 
 class KvfluxConfigTest {
     @TempDir
@@ -66,6 +72,44 @@ class KvfluxConfigTest {
         assertThat(config.isValid()).as(config.toString()).isTrue();
         assertThat(config.get().transfer().stallAfter()).contains(Duration.ofSeconds(5));
         assertThat(config.get().transfer().completionWait().toString()).contains("stall after PT5S");
+    }
+
+    @Test
+    void theConfiguredPushWaitTakesTheFailModeAndStallsAtTheConfiguredStallTime() throws IOException {
+        assertThat(KvfluxConfig.defaults().transfer().pushWait().toString()).doesNotContain("stall");
+
+        KvfluxConfig.Transfer transfer = KvfluxConfig.load(Optional.of(file("""
+                transfer:
+                  fail-mode: drain
+                  stall-after: 5s
+                """))).get().transfer();
+
+        assertThat(transfer.pushWait().mode()).isEqualTo(FailMode.DRAIN);
+        StepVerifier.withVirtualTime(() -> transfer.pushWait().await(List.of(new NeverPushed())))
+                .expectSubscription()
+                .expectNoEvent(Duration.ofMillis(4999))
+                .thenAwait(Duration.ofMillis(1))
+                .expectErrorSatisfies(e -> assertThat(((TransferException) e).kind())
+                        .isEqualTo(TransferException.Kind.STALLED))
+                .verify();
+    }
+
+    /** A status that stays in flight and never pushes. */
+    private static final class NeverPushed implements PushedStatus {
+        @Override
+        public Mono<StatusCode> pushed() {
+            return Mono.never();
+        }
+
+        @Override
+        public StatusCode code() {
+            return StatusCode.IN_PROGRESS;
+        }
+
+        @Override
+        public String message() {
+            return "";
+        }
     }
 
     @Test

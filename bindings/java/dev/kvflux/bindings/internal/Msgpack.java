@@ -1,0 +1,42 @@
+package dev.kvflux.bindings.internal;
+
+/**
+ * Whether msgpack-core is there. It is an optional dependency of kvflux-bindings: only MoRI's and the GPU
+ * engine's memory descriptors are msgpack, so an application that uses the operators or the pipeline alone
+ * does not get it. The classes that read or write descriptors keep their msgpack calls in a nested class
+ * that is loaded only after {@link #require} has passed.
+ */
+public final class Msgpack {
+    private static final String PROBE = "org.msgpack.core.MessagePack";
+    private static final boolean PRESENT = present(Msgpack.class.getClassLoader());
+
+    private Msgpack() {
+    }
+
+    /**
+     * Returns if msgpack-core can be loaded.
+     *
+     * @param what what needs it, in the plural ("GPU memory descriptors"), for the message
+     * @throws IllegalStateException saying that {@code what} needs msgpack-core and how to add it
+     */
+    public static void require(String what) {
+        if (!PRESENT) {
+            throw missing(what);
+        }
+    }
+
+    private static boolean present(ClassLoader loader) {
+        try {
+            Class.forName(PROBE, false, loader);
+            return true;
+        } catch (ClassNotFoundException | LinkageError e) {
+            return false;
+        }
+    }
+
+    private static IllegalStateException missing(String what) {
+        return new IllegalStateException(what + " are msgpack, and msgpack-core is not available: add the"
+                + " dependency org.msgpack:msgpack-core (0.9.x) beside kvflux-bindings (on the module path,"
+                + " also --add-modules msgpack.core)");
+    }
+}

@@ -1,0 +1,21 @@
+/**
+ * kvflux's transfer engines: the MoRI-shaped {@link dev.kvflux.bindings.TransferEngine} API, the FFM
+ * bindings to MoRI IO ({@code dev.kvflux.bindings.mori}) and to the HIP / CUDA runtime
+ * ({@code dev.kvflux.bindings.gpu}), and the simulated xGMI engine ({@code dev.kvflux.bindings.sim}). The
+ * {@code internal} packages (the raw downcalls, native library loading) are not exported.
+ *
+ * <p>The FFM code calls native functions: on the module path, run with
+ * {@code --enable-native-access=dev.kvflux.bindings}; on the class path,
+ * {@code --enable-native-access=ALL-UNNAMED}. msgpack-core is optional: only the MoRI and GPU memory
+ * descriptors need it, and without it those calls throw an {@code IllegalStateException} that says so.
+ */
+@SuppressWarnings({"requires-automatic", "requires-transitive-automatic"}) // reactor-core, msgpack-core
+module dev.kvflux.bindings {
+    requires transitive reactor.core;
+    requires static msgpack.core;
+
+    exports dev.kvflux.bindings;
+    exports dev.kvflux.bindings.gpu;
+    exports dev.kvflux.bindings.mori;
+    exports dev.kvflux.bindings.sim;
+}

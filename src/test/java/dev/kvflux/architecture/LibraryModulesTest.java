@@ -1,0 +1,152 @@
+package dev.kvflux.architecture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.pipeline.write.WritePipeline;
+import java.lang.module.Configuration;
+import java.lang.module.ModuleDescriptor;
+import java.lang.module.ModuleFinder;
+import java.lang.module.ResolvedModule;
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
+
+/**
+ * The library modules are named modules: they resolve on the module path from their own jars (or class
+ * folders) and the jars they declare, without msgpack-core or anything of the application's, they export
+ * their API and not their {@code internal} packages, and they run there. The suite itself runs on the
+ * class path, where the descriptors are ignored.
+ */
+class LibraryModulesTest {
+    private static final List<String> LIBRARY = List.of("dev.kvflux.bindings", "dev.kvflux.operators", "dev.kvflux.pipeline");
+
+    /** The library modules and what they require, and nothing else: no msgpack-core, no logging backend. */
+    private static final ModuleFinder MODULE_PATH = ModuleFinder.of(Stream.of(TransferEngine.class,
+                    CompletionWait.class, WritePipeline.class, Mono.class, Publisher.class,
+                    io.vavr.control.Either.class, io.vavr.match.annotation.Patterns.class, org.slf4j.Logger.class)
+            .map(LibraryModulesTest::location)
+            .toArray(Path[]::new));
+
+    private static Path location(Class<?> type) {
+        try {
+            return Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI());
+        } catch (URISyntaxException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Configuration resolve() {
+        return ModuleLayer.boot().configuration().resolve(MODULE_PATH, ModuleFinder.of(), Set.of("dev.kvflux.pipeline"));
+    }
+
+    private static ModuleDescriptor descriptor(String module) {
+        return MODULE_PATH.find(module).orElseThrow().descriptor();
+    }
+
+    @Test
+    void thePipelineResolvesAsANamedModuleWithoutMsgpackCore() {
+        Set<String> resolved = resolve().modules().stream().map(ResolvedModule::name).collect(Collectors.toSet());
+
+        assertThat(resolved).containsAll(LIBRARY).contains("reactor.core", "io.vavr", "org.slf4j")
+                .noneMatch(name -> name.contains("msgpack") || name.contains("logback"));
+        for (String module : LIBRARY) {
+            assertThat(descriptor(module).isAutomatic()).as(module + " has a module-info").isFalse();
+        }
+    }
+
+    @Test
+    void noLibraryModuleExportsAnInternalPackage() {
+        for (String module : LIBRARY) {
+            Set<String> exported = descriptor(module).exports().stream().map(ModuleDescriptor.Exports::source)
+                    .collect(Collectors.toSet());
+            assertThat(exported).as(module).noneMatch(p -> p.contains(".internal"));
+            assertThat(descriptor(module).packages()).as(module + "'s packages").containsAll(exported);
+        }
+        assertThat(descriptor("dev.kvflux.bindings").packages())
+                .contains("dev.kvflux.bindings.gpu.internal", "dev.kvflux.bindings.mori.internal");
+        assertThat(descriptor("dev.kvflux.bindings").exports().stream().map(ModuleDescriptor.Exports::source))
+                .containsExactlyInAnyOrder("dev.kvflux.bindings", "dev.kvflux.bindings.gpu",
+                        "dev.kvflux.bindings.mori", "dev.kvflux.bindings.sim");
+    }
+
+    @Test
+    void theOperatorsRequireOnlyReactorAndTheBindings() {
+        assertThat(descriptor("dev.kvflux.operators").requires().stream().map(ModuleDescriptor.Requires::name))
+                .containsExactlyInAnyOrder("java.base", "dev.kvflux.bindings", "reactor.core", "org.reactivestreams");
+    }
+
+    @Test
+    void onTheModulePathAWaitCompletesAndTheNativeSimulatorLoadsWithNativeAccessByModuleName() throws Exception {
+        ModuleLayer.Controller controller = ModuleLayer.defineModulesWithOneLoader(resolve(),
+                List.of(ModuleLayer.boot()), ClassLoader.getPlatformClassLoader());
+        ModuleLayer layer = controller.layer();
+        Module bindings = layer.findModule("dev.kvflux.bindings").orElseThrow();
+        controller.enableNativeAccess(bindings); // what --enable-native-access=dev.kvflux.bindings does at launch
+
+        Class<?> completionWait = layer.findLoader("dev.kvflux.operators").loadClass(CompletionWait.class.getName());
+        assertThat(completionWait.getModule().getName()).isEqualTo("dev.kvflux.operators");
+        Object wait = completionWait.getMethod("failFast", Duration.class).invoke(null, Duration.ofSeconds(1));
+        Object mono = completionWait.getMethod("await", List.class).invoke(wait, List.of());
+        assertThat(mono.getClass().getMethod("block", Duration.class).invoke(mono, Duration.ofSeconds(5))).isNull();
+
+        Class<?> moriIo = bindings.getClassLoader().loadClass("dev.kvflux.bindings.mori.MoriIo");
+        assertThat(bindings.isNativeAccessEnabled()).isTrue();
+        Object simulator = moriIo.getMethod("simulator").invoke(null);
+        try (AutoCloseable engine = (AutoCloseable) moriIo.getMethod("createEngine", String.class, String.class, int.class)
+                .invoke(simulator, "module-path", "127.0.0.1", 0)) {
+            assertThat(engine.getClass().getModule()).isSameAs(bindings);
+        }
+    }
+
+    @Test
+    void theInternalPackagesAreNotReadableFromOutsideTheModule() {
+        ModuleLayer layer = ModuleLayer.boot().defineModulesWithOneLoader(resolve(), ClassLoader.getPlatformClassLoader());
+        Module bindings = layer.findModule("dev.kvflux.bindings").orElseThrow();
+        Module operators = layer.findModule("dev.kvflux.operators").orElseThrow();
+        Map<String, Boolean> visible = Stream.of("dev.kvflux.bindings.mori", "dev.kvflux.bindings.mori.internal",
+                        "dev.kvflux.bindings.gpu.internal", "dev.kvflux.bindings.internal")
+                .collect(Collectors.toMap(p -> p, p -> bindings.isExported(p, operators)));
+        assertThat(visible).containsExactlyInAnyOrderEntriesOf(Map.of("dev.kvflux.bindings.mori", true,
+                "dev.kvflux.bindings.mori.internal", false, "dev.kvflux.bindings.gpu.internal", false,
+                "dev.kvflux.bindings.internal", false));
+    }
+
+    @Test
+    void theLibraryJarsShipNoLoggingConfigurationNoLoggingBackendAndNoKvfluxConfiguration() throws IOException {
+        for (Class<?> type : List.of(TransferEngine.class, CompletionWait.class, WritePipeline.class)) {
+            List<String> entries = entries(location(type));
+            assertThat(entries).as(type.getModule() + " at " + location(type)).isNotEmpty()
+                    .noneMatch(e -> e.startsWith("logback") || e.startsWith("log4j") || e.equals("simplelogger.properties")
+                            || e.endsWith(".yaml") || e.endsWith(".yml")
+                            || e.equals("META-INF/services/org.slf4j.spi.SLF4JServiceProvider"));
+        }
+    }
+
+    /** The file names in a jar or a class folder, relative to its root. */
+    private static List<String> entries(Path location) throws IOException {
+        if (Files.isDirectory(location)) {
+            try (Stream<Path> files = Files.walk(location)) {
+                return files.filter(Files::isRegularFile)
+                        .map(f -> location.relativize(f).toString().replace('\\', '/'))
+                        .toList();
+            }
+        }
+        try (JarFile jar = new JarFile(location.toFile())) {
+            return jar.stream().map(JarEntry::getName).toList();
+        }
+    }
+}
