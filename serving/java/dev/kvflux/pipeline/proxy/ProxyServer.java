@@ -7,6 +7,7 @@ import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.observe.LogContext;
 import dev.kvflux.pipeline.observe.Spans;
+import dev.kvflux.pipeline.observe.Step;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import io.micrometer.observation.transport.Kind;
@@ -345,8 +346,8 @@ public final class ProxyServer implements AutoCloseable {
         }
 
         /** Sends the request to both instances and answers the client once, from whichever side owns it. */
-        private Mono<Void> answer(ObjectNode json, String transferId, Instance prefill, Instance decode, HttpServerResponse response, Observation prefillCall,
-                Observation decodeCall) {
+        private Mono<Void> answer(ObjectNode json, String transferId, Instance prefill, Instance decode,
+                HttpServerResponse response, Observation prefillCall, Observation decodeCall) {
             ObjectNode toPrefill = new KvTransferParams(transferId, Role.DECODE, decode.notifyAddress())
                     .into(json.deepCopy());
             toPrefill.put("max_tokens", 1);
@@ -361,8 +362,15 @@ public final class ProxyServer implements AutoCloseable {
             AtomicInteger owner = new AtomicInteger(NOBODY);
             // Prefill's answer only matters when it is an error: then the KV will never come, and decode's
             // request is cancelled at once instead of waiting for its receive deadline.
+            // the prefill call's span ends when prefill has answered, not when the request ends
+            Step prefillStep = Step.of(prefillCall);
             Mono<Void> prefillFailed = post(prefill, toPrefill, Spans.traceparent(prefillCall))
                     .response((status, content) -> head(content)
+                            .doOnNext(text -> {
+                                if (status.status().code() == 200) {
+                                    prefillStep.stop();
+                                }
+                            })
                             .flatMap(text -> status.status().code() == 200
                                     ? Mono.<Void>never()
                                     : Mono.<Void>error(new PrefillFailedException(prefill,
@@ -372,8 +380,8 @@ public final class ProxyServer implements AutoCloseable {
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill))
                     .onErrorMap(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
                             e -> new PrefillFailedException(prefill, e.toString()))
-                    .doOnError(prefillCall::error)
-                    .doFinally(signal -> prefillCall.stop())
+                    .doOnError(prefillStep::fail)
+                    .doFinally(signal -> prefillStep.stop())
                     .onErrorResume(e -> {
                         if (owner.compareAndSet(NOBODY, PREFILL_OWNS)) {
                             return Mono.error(e);

@@ -536,9 +536,9 @@ public final class DecodeServer implements AutoCloseable {
         void reap() {
             for (String owner : blocks.reclaimExpired()) {
                 try (LogContext.Scope scope = LogContext.open(owner, null)) {
-                    LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after the"
-                            + " request ended (or after its receive deadline, if later); reclaimed them (prefill is gone,"
-                            + " unreachable, or never saw the transfer)", owner, blockLease.toMillis());
+                    LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after"
+                            + " the request ended (or after its receive deadline, if later); reclaimed them (prefill is"
+                            + " gone, unreachable, or never saw the transfer)", owner, blockLease.toMillis());
                 }
             }
         }
