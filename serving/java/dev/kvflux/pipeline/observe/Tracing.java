@@ -10,6 +10,7 @@ import io.micrometer.tracing.otel.bridge.OtelCurrentTraceContext;
 import io.micrometer.tracing.otel.bridge.OtelPropagator;
 import io.micrometer.tracing.otel.bridge.OtelTracer;
 import io.opentelemetry.api.OpenTelemetry;
+import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.propagation.ContextPropagators;
@@ -57,7 +58,7 @@ public final class Tracing implements AutoCloseable {
         }
         SdkTracerProvider provider = SdkTracerProvider.builder()
                 .setResource(Resource.getDefault().merge(Resource.create(Attributes.of(
-                        io.opentelemetry.api.common.AttributeKey.stringKey("service.name"), serviceName))))
+                        AttributeKey.stringKey("service.name"), serviceName))))
                 .setSampler(Sampler.parentBased(Sampler.traceIdRatioBased(sampleProbability)))
                 .addSpanProcessor(BatchSpanProcessor.builder(OtlpHttpSpanExporter.builder().setEndpoint(endpoint)
                         .build()).build())
