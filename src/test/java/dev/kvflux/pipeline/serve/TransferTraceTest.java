@@ -8,8 +8,10 @@ import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.net.Traceparent;
 import dev.kvflux.pipeline.observe.Tracing;
+import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.InstanceRegistry;
 import dev.kvflux.pipeline.proxy.ProxyServer;
+import dev.kvflux.pipeline.proxy.Role;
 import io.micrometer.observation.ObservationRegistry;
 import io.netty.buffer.Unpooled;
 import io.opentelemetry.api.trace.SpanKind;
@@ -20,6 +22,7 @@ import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
 import io.opentelemetry.sdk.trace.SdkTracerProvider;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -33,7 +36,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.server.HttpServer;
 
 /**
  * One trace per transfer: proxy, prefill and decode in one JVM, each with its own observation registry over
@@ -183,6 +188,55 @@ class TransferTraceTest {
 
         assertThat(status).isEqualTo(200);
         assertThat(exporter.getFinishedSpanItems()).isEmpty();
+    }
+
+    /**
+     * The {@code traceparent} header (or "none") that fake prefill and decode instances get from a proxy with
+     * {@code observations}, for a client that sent {@code clientTraceparent}.
+     */
+    private static Map<String, String> forwardedTraceparents(ObservationRegistry observations,
+            String clientTraceparent) {
+        Map<String, String> seen = new java.util.concurrent.ConcurrentHashMap<>();
+        Function<String, DisposableServer> instance = role -> HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> req.receive().then(Mono.defer(() -> {
+                    seen.put(role, req.requestHeaders().get("traceparent", "none"));
+                    return res.header("content-type", "application/json").sendString(Mono.just("{}")).then();
+                })))).bindNow();
+        DisposableServer prefill = instance.apply("prefill");
+        DisposableServer decode = instance.apply("decode");
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(new Instance(Role.PREFILL, new InetSocketAddress("127.0.0.1", prefill.port()),
+                new InetSocketAddress("127.0.0.1", 9)));
+        registry.ping(new Instance(Role.DECODE, new InetSocketAddress("127.0.0.1", decode.port()),
+                new InetSocketAddress("127.0.0.1", 9)));
+        try (ProxyServer proxy = ProxyServer.builder().registry(registry).observationRegistry(observations).start()) {
+            HttpClient.create().headers(h -> h.set("traceparent", clientTraceparent))
+                    .post().uri("http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions")
+                    .send(Mono.just(Unpooled.wrappedBuffer("{\"prompt\": \"a b\", \"max_tokens\": 2}"
+                            .getBytes(StandardCharsets.UTF_8))))
+                    .responseSingle((res, content) -> content.asString().defaultIfEmpty(""))
+                    .block(Duration.ofSeconds(5));
+            await(() -> seen.size() == 2);
+            return Map.copyOf(seen);
+        } finally {
+            prefill.disposeNow();
+            decode.disposeNow();
+        }
+    }
+
+    @Test
+    void aTracingProxySendsEachInstanceTheTraceparentOfItsCallSpanAndADefaultOneSendsNone() {
+        String client = "00-" + CLIENT_TRACE + "-" + CLIENT_SPAN + "-01";
+
+        Map<String, String> untraced = forwardedTraceparents(ObservationRegistry.NOOP, client);
+        Map<String, String> traced = forwardedTraceparents(Tracing.registry(otel, "kvflux-proxy"), client);
+
+        assertThat(untraced).containsOnly(Map.entry("prefill", "none"), Map.entry("decode", "none"));
+        await(() -> spansByName().containsKey("kvflux.proxy.prefill") && spansByName().containsKey("kvflux.proxy.decode"));
+        Map<String, SpanData> spans = spansByName();
+        assertThat(traced).containsOnly(
+                Map.entry("prefill", "00-" + CLIENT_TRACE + "-" + spans.get("kvflux.proxy.prefill").getSpanId() + "-01"),
+                Map.entry("decode", "00-" + CLIENT_TRACE + "-" + spans.get("kvflux.proxy.decode").getSpanId() + "-01"));
     }
 
     /** Prefill's outcome for {@code id}, as a fake decode's notify server receives it. */
