@@ -24,13 +24,7 @@ public final class DecodeCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     @Mixin
-    ConfigOptions configOptions;
-
-    @Mixin
     TracingOptions tracingOptions;
-
-    @Mixin
-    ModelOptions modelOptions;
 
     @Mixin
     RoleOptions roleOptions;
@@ -58,10 +52,10 @@ public final class DecodeCommand implements Callable<Integer> {
         OptionChecks.positive(spec.commandLine(), "--block-lease", blockLease);
         OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
         roleOptions.check(spec.commandLine());
-        KvfluxConfig config = configOptions.load(spec.commandLine());
+        KvfluxConfig config = roleOptions.config(spec.commandLine());
         Duration deadline = noDeadline ? null
                 : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());
-        ServingModel model = modelOptions.model(spec.commandLine());
+        ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
         DecodeServer decode;

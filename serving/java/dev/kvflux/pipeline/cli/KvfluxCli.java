@@ -14,7 +14,7 @@ import picocli.CommandLine.Command;
             ProxyCommand.class,
             ServeBenchCommand.class,
             ChaosCommand.class,
-            dev.kvflux.pipeline.scale.BenchCommand.class,
+            BenchCommand.class,
             HostileCommand.class,
             ProxyProbeCommand.class,
         })

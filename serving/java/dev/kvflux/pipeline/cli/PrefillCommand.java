@@ -30,13 +30,7 @@ public final class PrefillCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     @Mixin
-    ConfigOptions configOptions;
-
-    @Mixin
     TracingOptions tracingOptions;
-
-    @Mixin
-    ModelOptions modelOptions;
 
     @Mixin
     RoleOptions roleOptions;
@@ -91,7 +85,7 @@ public final class PrefillCommand implements Callable<Integer> {
         OptionChecks.transferTimeout(spec.commandLine(), "--transfer-timeout", transferTimeout);
         OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
         roleOptions.check(spec.commandLine());
-        KvfluxConfig config = configOptions.load(spec.commandLine());
+        KvfluxConfig config = roleOptions.config(spec.commandLine());
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         SimulatedXgmiEngine.Builder engineBuilder = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
                 .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath());
@@ -99,7 +93,7 @@ public final class PrefillCommand implements Callable<Integer> {
             injectFaults(engineBuilder, injectFault, spec.commandLine());
         }
         SimulatedXgmiEngine engine = engineBuilder.build();
-        ServingModel model = modelOptions.model(spec.commandLine());
+        ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         Tracing tracing = tracingOptions.start(config, "kvflux-prefill", spec.commandLine());
         PrefillServer prefill;

@@ -10,7 +10,7 @@ import dev.kvflux.pipeline.repro.ReproGeometry;
 import dev.kvflux.pipeline.repro.ReproReport;
 import dev.kvflux.pipeline.repro.ReproRun;
 import dev.kvflux.pipeline.repro.ReproSettings;
-import dev.kvflux.pipeline.repro.ReproStrategies;
+import dev.kvflux.pipeline.repro.ReproStrategy;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -56,8 +56,8 @@ public final class ReproCommand implements Callable<Integer> {
             description = "Where to run: sim-xgmi, native-sim, mori, cuda or hip (default: engine.backend).")
     String backend;
 
-    @Option(names = "--json", description = "Print one JSON document on stdout instead of the table.")
-    boolean json;
+    @Mixin
+    JsonOption output;
 
     @Option(names = "--processes", paramLabel = "N",
             description = "mori backend only: 1 (default), both MoRI engines in this process; 2, decode's engine"
@@ -84,8 +84,9 @@ public final class ReproCommand implements Callable<Integer> {
         List<ReproRun.Plan> plans = new ArrayList<>();
         for (String name : waits != null ? waits : List.of("native", "reactive")) {
             try {
-                ReproStrategies.Entry entry = ReproStrategies.named(name.trim());
-                plans.add(new ReproRun.Plan(entry.name(), requests != null ? requests : entry.defaultRequests()));
+                ReproStrategy strategy = ReproStrategy.named(name);
+                plans.add(new ReproRun.Plan(strategy.label(),
+                        requests != null ? requests : strategy.defaultRequests()));
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(cmd, "--wait: " + e.getMessage());
             }
@@ -125,7 +126,7 @@ public final class ReproCommand implements Callable<Integer> {
             err.println("kvflux repro: backend " + target.name() + " failed: " + e.getMessage());
             return 1;
         }
-        System.out.println(json ? ReproReport.json(result) : ReproReport.table(result));
+        System.out.println(output.json() ? ReproReport.json(result) : ReproReport.table(result));
         return 0;
     }
 

@@ -2,11 +2,23 @@ package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.pipeline.config.KvfluxConfig;
 import dev.kvflux.pipeline.serve.RoleAddresses;
+import dev.kvflux.pipeline.serve.ServingModel;
 import picocli.CommandLine;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
-/** Where a prefill or decode instance listens and which proxy it registers with ({@code @Mixin RoleOptions}). */
+/**
+ * Everything a simulated prefill or decode instance is told alike ({@code @Mixin RoleOptions}): its
+ * configuration and logging ({@link ConfigOptions}), its simulated model ({@link ModelOptions}), where it
+ * listens and which proxy it registers with.
+ */
 public final class RoleOptions {
+    @Mixin
+    ConfigOptions configOptions;
+
+    @Mixin
+    ModelOptions modelOptions;
+
     @Option(names = "--host", description = "Address to bind and advertise (default ${DEFAULT-VALUE}).")
     String host = "127.0.0.1";
 
@@ -19,6 +31,16 @@ public final class RoleOptions {
     @Option(names = "--proxy", paramLabel = "URL",
             description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>).")
     String proxy;
+
+    /** As {@link ConfigOptions#load}: applies {@code --logback}, then loads the configuration. */
+    KvfluxConfig config(CommandLine cmd) {
+        return configOptions.load(cmd);
+    }
+
+    /** As {@link ModelOptions#model}: the simulated model, or a {@link CommandLine.ParameterException}. */
+    ServingModel model(CommandLine cmd) {
+        return modelOptions.model(cmd);
+    }
 
     /** Checks the ports and the proxy URL given, before anything starts. */
     void check(CommandLine cmd) {

@@ -91,8 +91,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "N", description = "Seed that picks the failing requests (default ${DEFAULT-VALUE}).")
     long seed;
 
-    @Option(names = "--json", description = "Print one JSON document on stdout instead of the table.")
-    boolean json;
+    @Mixin
+    JsonOption output;
 
     @Option(names = "--report", paramLabel = "FILE.html",
             description = "Also write a self-contained HTML page with a TTFT distribution plot per policy.")
@@ -123,7 +123,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
         Map<String, Object> described = describe(settings);
         System.err.println("serve-bench: " + described);
         List<BenchRow> rows = new ServeBench(settings, System.err).run();
-        System.out.print(json ? BenchReport.json(rows, described) + System.lineSeparator() : BenchReport.table(rows));
+        System.out.print(output.json() ? BenchReport.json(rows, described) + System.lineSeparator()
+                : BenchReport.table(rows));
         if (report != null) {
             Files.writeString(report, BenchReport.html(rows, described, timeout.toNanos() / 1e9));
             System.err.println("report written to " + report.toAbsolutePath());

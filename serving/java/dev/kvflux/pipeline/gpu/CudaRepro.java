@@ -3,6 +3,7 @@ package dev.kvflux.pipeline.gpu;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.bindings.gpu.DeviceBuffer;
 import dev.kvflux.bindings.gpu.GpuCopyEngine;
 import dev.kvflux.bindings.gpu.GpuEvent;
@@ -10,7 +11,11 @@ import dev.kvflux.bindings.gpu.GpuPlatform;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
 import dev.kvflux.bindings.gpu.PushedLayerEvent;
+import dev.kvflux.operators.TransferException;
+import dev.kvflux.operators.WaitStrategy;
+import dev.kvflux.pipeline.config.Durations;
 import dev.kvflux.pipeline.repro.ReproGeometry;
+import dev.kvflux.pipeline.repro.ReproStrategy;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
@@ -212,7 +217,7 @@ public final class CudaRepro {
         }
         long waitStart = System.nanoTime();
         long queriesAtWait = pair.engine().eventQueries();
-        String outcome = strategy.await(pair.engine(), statuses, options.timeout);
+        String outcome = await(strategy.wait(pair.engine(), options.timeout), statuses);
         long waitEnd = System.nanoTime();
         int succeeded = 0;
         String firstFailure = null;
@@ -232,6 +237,19 @@ public final class CudaRepro {
         return new Figures(strategy, request, (waitEnd - waitStart) / 1e6, outcome, succeeded, statuses.size(),
                 m.rawCopyMs(), m.layerCopyMs(), (waitStart - postStart) / 1e6, m.copyEndAfterWaitStartMs(), m.lagMs(),
                 m.mismatchedBytes(), m.badLayers(), shared, queriesAfter - queriesBefore, queriesAfter - queriesAtWait);
+    }
+
+    /**
+     * Blocks the calling thread (the reproducer's own, never a Reactor non-blocking one) until the wait
+     * ends, and returns "ok" or the error's message, as the seed's reproducer prints it.
+     */
+    static String await(WaitStrategy wait, List<? extends TransferStatus> statuses) {
+        try {
+            wait.await(statuses).block();
+            return "ok";
+        } catch (TransferException e) {
+            return e.getMessage();
+        }
     }
 
     private static String progressLabel(boolean shared) {
@@ -487,7 +505,7 @@ public final class CudaRepro {
                         case "--port" -> o.port = Integer.parseInt(value);
                         case "--requests" -> o.requests = Integer.parseInt(value);
                         case "--native-requests" -> o.nativeRequests = Integer.parseInt(value);
-                        case "--transfer-timeout" -> o.timeout = duration(value);
+                        case "--transfer-timeout" -> o.timeout = duration(name, value);
                         case "--strategies" -> o.strategies = Arrays.stream(value.split(","))
                                 .map(ReproStrategy::named).toList();
                         case "--layers" -> layers = Integer.parseInt(value);
@@ -557,26 +575,19 @@ public final class CudaRepro {
                     shared);
         }
 
+        /** A duration as {@link Durations#parse} reads it, in any case: {@code 30s}, {@code 500MS}, {@code 2.5}. */
+        static Duration duration(String option, String value) {
+            try {
+                return Durations.parse(value.toLowerCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(option + " takes 30s, 500ms or seconds, got '" + value + "'");
+            }
+        }
+
         String copyPathDescription() {
             return scatterGatherThreshold == GpuCopyEngine.Config.SCATTER_GATHER_OFF
                     ? "memcpy (one cudaMemcpyAsync per merged segment)"
                     : "scatter-gather (one kernel per batch of more than " + scatterGatherThreshold + " blocks)";
-        }
-
-        /** {@code 30s}, {@code 500ms}, or a number of seconds. */
-        static Duration duration(String value) {
-            String v = value.trim().toLowerCase(Locale.ROOT);
-            try {
-                if (v.endsWith("ms")) {
-                    return Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
-                }
-                if (v.endsWith("s")) {
-                    return Duration.ofMillis(Math.round(Double.parseDouble(v.substring(0, v.length() - 1)) * 1000));
-                }
-                return Duration.ofMillis(Math.round(Double.parseDouble(v) * 1000));
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("--transfer-timeout takes 30s, 500ms or seconds, got '" + value + "'");
-            }
         }
     }
 }

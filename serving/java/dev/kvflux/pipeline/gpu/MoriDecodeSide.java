@@ -11,9 +11,6 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
@@ -153,9 +150,6 @@ interface MoriDecodeSide extends AutoCloseable {
 
     /** Decode in a child process, reached over the reproducer's control link. */
     final class Child implements MoriDecodeSide {
-        /** How long decode may take to connect, or to answer, before it is taken as gone. */
-        private static final int ANSWER_MS = 120_000;
-
         private final Process process;
         private final ControlChannel channel;
         private final byte[] engine;
@@ -170,32 +164,18 @@ interface MoriDecodeSide extends AutoCloseable {
         }
 
         static Child start(GpuRuntime runtime, ReproGeometry g, PrintStream log) throws IOException {
-            try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-                server.setSoTimeout(ANSWER_MS);
-                Process process = DecodeChild.start(MoriDecode.class, List.of(
-                        "--port", Integer.toString(server.getLocalPort()),
-                        "--gpu", Integer.toString(MoriReproBackend.DECODE_GPU),
-                        "--layers", Integer.toString(g.layers()), "--blocks", Integer.toString(g.blocks()),
-                        "--block-bytes", Long.toString(g.blockBytes())));
-                ControlChannel channel = null;
-                try {
-                    Socket socket = server.accept();
-                    socket.setSoTimeout(ANSWER_MS);
-                    channel = new ControlChannel(socket);
-                    byte[] engine = channel.receiveDescriptor();
-                    byte[] memory = channel.receiveDescriptor();
-                    log.printf(Locale.ROOT, "mori: decode (pid %d) registered %.1f MiB on GPU %d with MoRI and sent"
-                            + " its descriptors (%d + %d bytes)%n", process.pid(), g.regionBytes() / 1048576.0,
-                            MoriReproBackend.DECODE_GPU, engine.length, memory.length);
-                    return new Child(process, channel, engine, memory);
-                } catch (IOException | RuntimeException e) {
-                    if (channel != null) {
-                        channel.close();
-                    }
-                    process.destroyForcibly();
-                    throw e;
-                }
-            }
+            return DecodeChild.connect(MoriDecode.class, port -> List.of(
+                    "--port", Integer.toString(port),
+                    "--gpu", Integer.toString(MoriReproBackend.DECODE_GPU),
+                    "--layers", Integer.toString(g.layers()), "--blocks", Integer.toString(g.blocks()),
+                    "--block-bytes", Long.toString(g.blockBytes())), (process, channel) -> {
+                        byte[] engine = channel.receiveDescriptor();
+                        byte[] memory = channel.receiveDescriptor();
+                        log.printf(Locale.ROOT, "mori: decode (pid %d) registered %.1f MiB on GPU %d with MoRI and"
+                                + " sent its descriptors (%d + %d bytes)%n", process.pid(),
+                                g.regionBytes() / 1048576.0, MoriReproBackend.DECODE_GPU, engine.length, memory.length);
+                        return new Child(process, channel, engine, memory);
+                    });
         }
 
         @Override

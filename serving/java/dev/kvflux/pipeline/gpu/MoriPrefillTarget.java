@@ -15,6 +15,7 @@ import dev.kvflux.bindings.mori.MoriIo;
 import dev.kvflux.bindings.mori.MoriStatus;
 import dev.kvflux.bindings.mori.NativeTransferEngine;
 import dev.kvflux.pipeline.config.Durations;
+import dev.kvflux.pipeline.repro.RecordingSession;
 import dev.kvflux.pipeline.repro.ReproGeometry;
 import dev.kvflux.pipeline.repro.ReproTarget;
 import java.time.Duration;
@@ -40,7 +41,7 @@ final class MoriPrefillTarget implements ReproTarget {
     private final ReproGeometry g;
     private final MoriDecodeSide decode;
     private final Duration transferTimeout;
-    private final List<AutoCloseable> owned = new ArrayList<>();
+    private final Owned owned = new Owned();
     private final DeviceBuffer src;
     private final NativeTransferEngine engine;
     private final TransferSession session;
@@ -72,7 +73,7 @@ final class MoriPrefillTarget implements ReproTarget {
             engine.importEngine(decode.engineDescriptor());
             decode.knowPrefill(engine.exportEngine());
             MemoryRegion remote = engine.importMemory(decode.memoryDescriptor());
-            session = engine.createSession(local, remote);
+            session = new RecordingSession(engine.createSession(local, remote), posted::add);
             compute = own(runtime.createStream(gpu));
             forward = forwardBytes > 0 ? own(runtime.allocate(gpu, forwardBytes)) : null;
             layerReady = new GpuEvent[g.layers()];
@@ -88,8 +89,7 @@ final class MoriPrefillTarget implements ReproTarget {
     }
 
     private <T extends AutoCloseable> T own(T resource) {
-        owned.add(resource);
-        return resource;
+        return owned.add(resource);
     }
 
     @Override
@@ -99,7 +99,7 @@ final class MoriPrefillTarget implements ReproTarget {
 
     @Override
     public TransferSession session() {
-        return recording;
+        return session;
     }
 
     /**
@@ -208,45 +208,6 @@ final class MoriPrefillTarget implements ReproTarget {
 
     /** Everything this side created, newest first (the engine releases its memory, session and statuses). */
     private void release() {
-        for (int i = owned.size() - 1; i >= 0; i--) {
-            try {
-                owned.get(i).close();
-            } catch (Exception ignored) {
-                // Best effort: the rest is released below and at the process's exit.
-            }
-        }
-        owned.clear();
+        owned.closeAll();
     }
-
-    /** The session, keeping each request's statuses to release after its wait. */
-    private final TransferSession recording = new TransferSession() {
-        @Override
-        public long allocateTransferUid() {
-            return session.allocateTransferUid();
-        }
-
-        @Override
-        public MoriStatus batchWrite(BatchPlan plan, long transferUid) {
-            MoriStatus status = (MoriStatus) session.batchWrite(plan, transferUid);
-            posted.add(status);
-            return status;
-        }
-
-        @Override
-        public MoriStatus batchRead(BatchPlan plan, long transferUid) {
-            MoriStatus status = (MoriStatus) session.batchRead(plan, transferUid);
-            posted.add(status);
-            return status;
-        }
-
-        @Override
-        public MemoryRegion local() {
-            return session.local();
-        }
-
-        @Override
-        public MemoryRegion remote() {
-            return session.remote();
-        }
-    };
 }

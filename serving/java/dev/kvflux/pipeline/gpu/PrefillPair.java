@@ -16,11 +16,7 @@ import dev.kvflux.pipeline.config.Durations;
 import dev.kvflux.pipeline.repro.ReproGeometry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -44,7 +40,6 @@ final class PrefillPair implements AutoCloseable {
     }
 
     /** How long decode may take to connect, or to answer a message, before it is taken as gone. */
-    private static final int DECODE_ANSWER_MS = 120_000;
 
     /** How long past the transfer timeout a request's copies may still run before the GPU is taken as hung. */
     static final Duration HANG_MARGIN = Duration.ofSeconds(10);
@@ -63,7 +58,7 @@ final class PrefillPair implements AutoCloseable {
     private final GpuCopyEngine engine;
     private final GpuSession session;
     private final long base;
-    private final List<AutoCloseable> owned = new ArrayList<>();
+    private final Owned owned = new Owned();
     private final GpuStream compute;
     private final GpuStream anchor;
     private final DeviceBuffer forward;
@@ -120,36 +115,22 @@ final class PrefillPair implements AutoCloseable {
      */
     static PrefillPair open(GpuRuntime runtime, ReproGeometry layout, int prefillGpu, int decodeGpu, long forwardBytes,
             GpuCopyEngine.Config config, Duration transferTimeout, java.io.PrintStream log) throws IOException {
-        try (ServerSocket server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            server.setSoTimeout(DECODE_ANSWER_MS);
-            Process child = startDecode(runtime, layout, decodeGpu, server.getLocalPort());
-            ControlChannel channel = null;
-            try {
-                Socket socket = server.accept();
-                socket.setSoTimeout(DECODE_ANSWER_MS);
-                channel = new ControlChannel(socket);
-                GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
-                log.printf(java.util.Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC"
-                        + " handle%n", child.pid(), remote.size() / 1048576.0, remote.device());
-                return new PrefillPair(runtime, layout, prefillGpu, child, channel, remote, forwardBytes, config,
-                        transferTimeout);
-            } catch (IOException | RuntimeException e) {
-                if (channel != null) {
-                    channel.close();
-                }
-                child.destroyForcibly();
-                throw e;
-            }
-        }
+        return DecodeChild.connect(CudaRepro.class, port -> decodeArgs(runtime, layout, decodeGpu, port),
+                (child, channel) -> {
+                    GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
+                    log.printf(java.util.Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC"
+                            + " handle%n", child.pid(), remote.size() / 1048576.0, remote.device());
+                    return new PrefillPair(runtime, layout, prefillGpu, child, channel, remote, forwardBytes, config,
+                            transferTimeout);
+                });
     }
 
-    private static Process startDecode(GpuRuntime runtime, ReproGeometry layout, int decodeGpu, int port)
-            throws IOException {
-        return DecodeChild.start(CudaRepro.class, List.of("--role", "decode", "--port", Integer.toString(port),
+    private static List<String> decodeArgs(GpuRuntime runtime, ReproGeometry layout, int decodeGpu, int port) {
+        return List.of("--role", "decode", "--port", Integer.toString(port),
                 "--runtime", runtime.platform().prefix(), "--d-gpu", Integer.toString(decodeGpu),
                 "--layers", Integer.toString(layout.layers()),
                 "--blocks", Integer.toString(layout.blocks()),
-                "--block-bytes", Long.toString(layout.blockBytes())));
+                "--block-bytes", Long.toString(layout.blockBytes()));
     }
 
     GpuCopyEngine engine() {
@@ -270,13 +251,7 @@ final class PrefillPair implements AutoCloseable {
 
     /** Everything this pair created on the GPU, newest first, then the engine (its buffer, the peer mapping). */
     private void releaseGpu() {
-        for (int i = owned.size() - 1; i >= 0; i--) {
-            try {
-                owned.get(i).close();
-            } catch (Exception ignored) {
-                // Best effort: the engine below and the process exit release the rest.
-            }
-        }
+        owned.closeAll();
         engine.close();
     }
 
@@ -311,7 +286,6 @@ final class PrefillPair implements AutoCloseable {
     }
 
     private <T extends AutoCloseable> T own(T resource) {
-        owned.add(resource);
-        return resource;
+        return owned.add(resource);
     }
 }

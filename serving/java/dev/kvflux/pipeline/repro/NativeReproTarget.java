@@ -57,7 +57,8 @@ final class NativeReproTarget implements ReproTarget {
         if (dst != null) {
             forEachBlock(block -> dst.asSlice(block, g.blockBytes()).fill((byte) 0)); // resident, as GPU memory is
         }
-        this.session = p.createSession(local, p.importMemory(d.exportMemory(remote)));
+        this.session = new RecordingSession(p.createSession(local, p.importMemory(d.exportMemory(remote))),
+                this::record);
     }
 
     /** Over host buffers of {@code g.regionBytes()} that the engines allocate. */
@@ -73,7 +74,7 @@ final class NativeReproTarget implements ReproTarget {
 
     @Override
     public TransferSession session() {
-        return recording;
+        return session;
     }
 
     @Override
@@ -117,6 +118,12 @@ final class NativeReproTarget implements ReproTarget {
         }
     }
 
+    /** Keeps a posted status, and when the posting ended, for {@link #afterWait}. */
+    private void record(MoriStatus status) {
+        posted.add(status);
+        postedAtNanos = sim.map(MoriSimulator::nowNanos).orElseGet(System::nanoTime);
+    }
+
     @Override
     public void close() {
         try {
@@ -125,38 +132,4 @@ final class NativeReproTarget implements ReproTarget {
             d.close();
         }
     }
-
-    /** The session, recording each request's statuses and when its posting ended. */
-    private final TransferSession recording = new TransferSession() {
-        @Override
-        public long allocateTransferUid() {
-            return session.allocateTransferUid();
-        }
-
-        @Override
-        public MoriStatus batchWrite(BatchPlan plan, long transferUid) {
-            return record((MoriStatus) session.batchWrite(plan, transferUid));
-        }
-
-        @Override
-        public MoriStatus batchRead(BatchPlan plan, long transferUid) {
-            return record((MoriStatus) session.batchRead(plan, transferUid));
-        }
-
-        private MoriStatus record(MoriStatus status) {
-            posted.add(status);
-            postedAtNanos = sim.map(MoriSimulator::nowNanos).orElseGet(System::nanoTime);
-            return status;
-        }
-
-        @Override
-        public MemoryRegion local() {
-            return session.local();
-        }
-
-        @Override
-        public MemoryRegion remote() {
-            return session.remote();
-        }
-    };
 }

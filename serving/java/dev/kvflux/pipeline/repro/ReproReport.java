@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.repro;
 
 import dev.kvflux.pipeline.config.Durations;
+import dev.kvflux.pipeline.proxy.HttpJson;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.ArrayList;
@@ -43,7 +44,7 @@ public final class ReproReport {
             strategies.add(entry);
         }
         doc.put("strategies", strategies);
-        return Json.write(doc);
+        return HttpJson.write(HttpJson.MAPPER.valueToTree(doc));
     }
 
     public static String table(ReproRun.Result result) {

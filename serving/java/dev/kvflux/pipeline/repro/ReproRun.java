@@ -26,7 +26,7 @@ public final class ReproRun {
     /** One strategy and how many waits to time with it. */
     public record Plan(String strategy, int requests) {
         public Plan {
-            ReproStrategies.named(strategy);
+            ReproStrategy.named(strategy);
             if (requests < 1) {
                 throw new IllegalArgumentException("requests must be at least 1, got " + requests);
             }
@@ -105,7 +105,8 @@ public final class ReproRun {
         List<StrategyResult> results = new ArrayList<>();
         try (ReproTarget target = backend.open(geometry, settings)) {
             for (Plan plan : plans) {
-                WaitStrategy strategy = ReproStrategies.named(plan.strategy()).factory().create(target, settings);
+                WaitStrategy strategy = ReproStrategy.named(plan.strategy()).wait(target.engine(), settings.transferTimeout(),
+                        settings.slice());
                 List<Wait> waits = new ArrayList<>();
                 for (int r = 0; r < plan.requests(); r++) {
                     Wait wait = timeOne(target, geometry, settings, strategy, plan, r, progress);

@@ -1,9 +1,11 @@
 package dev.kvflux.bindings.gpu.internal;
 
+import static dev.kvflux.bindings.internal.Downcalls.call;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.kvflux.bindings.internal.Downcalls;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -66,11 +68,7 @@ public final class DriverCalls {
     }
 
     public int init(int flags) {
-        try {
-            return (int) init.invokeExact(flags);
-        } catch (Throwable t) {
-            throw RuntimeCalls.rethrow(t);
-        }
+        return call(() -> (int) init.invokeExact(flags));
     }
 
     /** The driver's name for {@code code}, {@code CUDA_ERROR_INVALID_PTX}; null if it knows none. */
@@ -85,38 +83,22 @@ public final class DriverCalls {
 
     /** Loads a NUL-terminated PTX (or cubin) image into the calling thread's current context. */
     public int moduleLoadData(MemorySegment module, MemorySegment image) {
-        try {
-            return (int) moduleLoadData.invokeExact(module, image);
-        } catch (Throwable t) {
-            throw RuntimeCalls.rethrow(t);
-        }
+        return call(() -> (int) moduleLoadData.invokeExact(module, image));
     }
 
     public int moduleUnload(long module) {
-        try {
-            return (int) moduleUnload.invokeExact(module);
-        } catch (Throwable t) {
-            throw RuntimeCalls.rethrow(t);
-        }
+        return call(() -> (int) moduleUnload.invokeExact(module));
     }
 
     public int moduleGetFunction(MemorySegment function, long module, MemorySegment name) {
-        try {
-            return (int) moduleGetFunction.invokeExact(function, module, name);
-        } catch (Throwable t) {
-            throw RuntimeCalls.rethrow(t);
-        }
+        return call(() -> (int) moduleGetFunction.invokeExact(function, module, name));
     }
 
     /** {@code cuLaunchKernel}: {@code params} is an array of pointers to each argument's value. */
     public int launchKernel(long function, int gridX, int gridY, int gridZ, int blockX, int blockY, int blockZ,
             int sharedBytes, long stream, MemorySegment params) {
-        try {
-            return (int) launchKernel.invokeExact(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
-                    sharedBytes, stream, params, MemorySegment.NULL);
-        } catch (Throwable t) {
-            throw RuntimeCalls.rethrow(t);
-        }
+        return call(() -> (int) launchKernel.invokeExact(function, gridX, gridY, gridZ, blockX, blockY, blockZ,
+                sharedBytes, stream, params, MemorySegment.NULL));
     }
 
     private static String string(MethodHandle call, int code) {
@@ -126,7 +108,7 @@ public final class DriverCalls {
             MemorySegment text = out.get(ADDRESS, 0);
             return result != SUCCESS || text.equals(MemorySegment.NULL) ? null : text.reinterpret(4096).getString(0);
         } catch (Throwable t) {
-            throw RuntimeCalls.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 

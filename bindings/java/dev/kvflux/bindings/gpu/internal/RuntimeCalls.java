@@ -1,5 +1,6 @@
 package dev.kvflux.bindings.gpu.internal;
 
+import static dev.kvflux.bindings.internal.Downcalls.call;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -173,51 +174,27 @@ public final class RuntimeCalls {
     }
 
     public int getDeviceCount(MemorySegment count) {
-        try {
-            return (int) getDeviceCount.invokeExact(count);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) getDeviceCount.invokeExact(count));
     }
 
     public int setDevice(int device) {
-        try {
-            return (int) setDevice.invokeExact(device);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) setDevice.invokeExact(device));
     }
 
     public int deviceCanAccessPeer(MemorySegment can, int device, int peer) {
-        try {
-            return (int) deviceCanAccessPeer.invokeExact(can, device, peer);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) deviceCanAccessPeer.invokeExact(can, device, peer));
     }
 
     public int deviceSynchronize() {
-        try {
-            return (int) deviceSynchronize.invokeExact();
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) deviceSynchronize.invokeExact());
     }
 
     public int malloc(MemorySegment pointer, long size) {
-        try {
-            return (int) malloc.invokeExact(pointer, size);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) malloc.invokeExact(pointer, size));
     }
 
     public int free(long pointer) {
-        try {
-            return (int) free.invokeExact(pointer);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) free.invokeExact(pointer));
     }
 
     /**
@@ -226,169 +203,85 @@ public final class RuntimeCalls {
      * @throws MissingSymbolException if the library lacks {@code *MallocHost}
      */
     public int mallocHost(MemorySegment pointer, long size) {
-        if (mallocHost == null) {
-            throw new MissingSymbolException(library + " does not export " + prefix + "MallocHost");
-        }
-        try {
-            return (int) mallocHost.invokeExact(pointer, size);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        requireOptional(mallocHost, "MallocHost", "");
+        return call(() -> (int) mallocHost.invokeExact(pointer, size));
     }
 
     public int freeHost(long pointer) {
-        if (freeHost == null) {
-            throw new MissingSymbolException(library + " does not export " + prefix + "FreeHost");
-        }
-        try {
-            return (int) freeHost.invokeExact(pointer);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        requireOptional(freeHost, "FreeHost", "");
+        return call(() -> (int) freeHost.invokeExact(pointer));
     }
 
     public int memset(long pointer, int value, long size) {
-        try {
-            return (int) memset.invokeExact(pointer, value, size);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) memset.invokeExact(pointer, value, size));
     }
 
     public int memsetAsync(long pointer, int value, long size, long stream) {
-        try {
-            return (int) memsetAsync.invokeExact(pointer, value, size, stream);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) memsetAsync.invokeExact(pointer, value, size, stream));
     }
 
     public int memcpy(long dst, long src, long size, int kind) {
-        try {
-            return (int) memcpy.invokeExact(dst, src, size, kind);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) memcpy.invokeExact(dst, src, size, kind));
     }
 
     public int memcpyAsync(long dst, long src, long size, int kind, long stream) {
-        try {
-            return (int) memcpyAsync.invokeExact(dst, src, size, kind, stream);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) memcpyAsync.invokeExact(dst, src, size, kind, stream));
     }
 
     public int memcpyPeerAsync(long dst, int dstDevice, long src, int srcDevice, long size, long stream) {
-        try {
-            return (int) memcpyPeerAsync.invokeExact(dst, dstDevice, src, srcDevice, size, stream);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) memcpyPeerAsync.invokeExact(dst, dstDevice, src, srcDevice, size, stream));
     }
 
     public int streamCreateWithFlags(MemorySegment stream, int flags) {
-        try {
-            return (int) streamCreateWithFlags.invokeExact(stream, flags);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) streamCreateWithFlags.invokeExact(stream, flags));
     }
 
     public int streamDestroy(long stream) {
-        try {
-            return (int) streamDestroy.invokeExact(stream);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) streamDestroy.invokeExact(stream));
     }
 
     public int streamSynchronize(long stream) {
-        try {
-            return (int) streamSynchronize.invokeExact(stream);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) streamSynchronize.invokeExact(stream));
     }
 
     public int streamWaitEvent(long stream, long event, int flags) {
-        try {
-            return (int) streamWaitEvent.invokeExact(stream, event, flags);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) streamWaitEvent.invokeExact(stream, event, flags));
     }
 
     public int eventCreateWithFlags(MemorySegment event, int flags) {
-        try {
-            return (int) eventCreateWithFlags.invokeExact(event, flags);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) eventCreateWithFlags.invokeExact(event, flags));
     }
 
     public int eventRecord(long event, long stream) {
-        try {
-            return (int) eventRecord.invokeExact(event, stream);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) eventRecord.invokeExact(event, stream));
     }
 
     public int eventQuery(long event) {
-        try {
-            return (int) eventQuery.invokeExact(event);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) eventQuery.invokeExact(event));
     }
 
     public int eventSynchronize(long event) {
-        try {
-            return (int) eventSynchronize.invokeExact(event);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) eventSynchronize.invokeExact(event));
     }
 
     public int eventDestroy(long event) {
-        try {
-            return (int) eventDestroy.invokeExact(event);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) eventDestroy.invokeExact(event));
     }
 
     public int eventElapsedTime(MemorySegment millis, long start, long end) {
-        try {
-            return (int) eventElapsedTime.invokeExact(millis, start, end);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) eventElapsedTime.invokeExact(millis, start, end));
     }
 
     public int ipcGetMemHandle(MemorySegment handle, long pointer) {
-        try {
-            return (int) ipcGetMemHandle.invokeExact(handle, pointer);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) ipcGetMemHandle.invokeExact(handle, pointer));
     }
 
     public int ipcOpenMemHandle(MemorySegment pointer, MemorySegment handle, int flags) {
-        try {
-            return (int) ipcOpenMemHandle.invokeExact(pointer, handle, flags);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) ipcOpenMemHandle.invokeExact(pointer, handle, flags));
     }
 
     public int ipcCloseMemHandle(long pointer) {
-        try {
-            return (int) ipcCloseMemHandle.invokeExact(pointer);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) ipcCloseMemHandle.invokeExact(pointer));
     }
 
     /** Whether the library has {@code *LaunchHostFunc} (HIP 5.3 and later, every CUDA since 10). */
@@ -402,49 +295,33 @@ public final class RuntimeCalls {
      * @throws MissingSymbolException if the library lacks it; check {@link #hasLaunchHostFunc()} first
      */
     public int launchHostFunc(long stream, MemorySegment function, long userData) {
-        if (launchHostFunc == null) {
-            throw new MissingSymbolException(library + " does not export " + prefix + "LaunchHostFunc (HIP before"
-                    + " 5.3): host functions, and with them pushed completion, need a newer runtime; use the"
-                    + " polled wait instead");
-        }
-        try {
-            return (int) launchHostFunc.invokeExact(stream, function, userData);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        requireOptional(launchHostFunc, "LaunchHostFunc", " (HIP before 5.3): host functions, and with them pushed"
+                + " completion, need a newer runtime; use the polled wait instead");
+        return call(() -> (int) launchHostFunc.invokeExact(stream, function, userData));
     }
 
     /** The runtime's name for an error code, {@code cudaErrorNoDevice}; null if it returned none. */
     public String errorName(int code) {
-        try {
-            return string((MemorySegment) getErrorName.invokeExact(code));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return string(call(() -> (MemorySegment) getErrorName.invokeExact(code)));
     }
 
     /** The runtime's description of an error code; null if it returned none. */
     public String errorString(int code) {
-        try {
-            return string((MemorySegment) getErrorString.invokeExact(code));
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return string(call(() -> (MemorySegment) getErrorString.invokeExact(code)));
     }
 
     public int runtimeGetVersion(MemorySegment version) {
-        try {
-            return (int) runtimeGetVersion.invokeExact(version);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return call(() -> (int) runtimeGetVersion.invokeExact(version));
     }
 
     public int driverGetVersion(MemorySegment version) {
-        try {
-            return (int) driverGetVersion.invokeExact(version);
-        } catch (Throwable t) {
-            throw rethrow(t);
+        return call(() -> (int) driverGetVersion.invokeExact(version));
+    }
+
+    /** Throws if the optional call {@code call} is not bound; {@code why} follows the library and the symbol. */
+    private void requireOptional(MethodHandle handle, String call, String why) {
+        if (handle == null) {
+            throw new MissingSymbolException(library + " does not export " + prefix + call + why);
         }
     }
 
@@ -453,17 +330,6 @@ public final class RuntimeCalls {
             return null;
         }
         return pointer.reinterpret(4096).getString(0);
-    }
-
-    /** A downcall's throwable as an unchecked exception (errors are rethrown as they are). */
-    static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException e) {
-            return e;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
     }
 
     /** Looks symbols up with the runtime's prefix and links them. */

@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.kvflux.bindings.internal.Downcalls;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
@@ -47,7 +48,7 @@ public final class HostMemory {
             }
             return raw.reinterpret(size);
         } catch (Throwable t) {
-            throw MoriNative.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -59,7 +60,7 @@ public final class HostMemory {
                 throw new IllegalStateException("munmap of a " + buffer.byteSize() + "-byte host buffer failed");
             }
         } catch (Throwable t) {
-            throw MoriNative.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 }

@@ -1,5 +1,7 @@
 package dev.kvflux.bindings.mori.internal;
 
+import static dev.kvflux.bindings.internal.Downcalls.call;
+import static dev.kvflux.bindings.internal.Downcalls.rethrow;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -211,16 +213,6 @@ public final class MoriNative {
         }
     }
 
-    static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            throw r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new IllegalStateException("native call failed unexpectedly", t);
-    }
-
     // ---- library -------------------------------------------------------------------------------
 
     public int abiVersion() {
@@ -272,22 +264,15 @@ public final class MoriNative {
     }
 
     public void createXgmiBackend(long engine, int numStreams, int numEvents) {
-        try {
-            check((int) createXgmiBackend.invokeExact(engine, numStreams, numEvents),
-                    "kvflux_mori_engine_create_xgmi_backend");
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        check(call(() -> (int) createXgmiBackend.invokeExact(engine, numStreams, numEvents)),
+                "kvflux_mori_engine_create_xgmi_backend");
     }
 
     public void createRdmaBackend(long engine, int qpPerTransfer, int postBatchSize, int numWorkerThreads,
             int pollCqMode, boolean enableNotification) {
-        try {
-            check((int) createRdmaBackend.invokeExact(engine, qpPerTransfer, postBatchSize, numWorkerThreads,
-                    pollCqMode, enableNotification ? 1 : 0), "kvflux_mori_engine_create_rdma_backend");
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int notification = enableNotification ? 1 : 0;
+        check(call(() -> (int) createRdmaBackend.invokeExact(engine, qpPerTransfer, postBatchSize, numWorkerThreads,
+                pollCqMode, notification)), "kvflux_mori_engine_create_rdma_backend");
     }
 
     public byte[] engineDescPack(long engine) {
@@ -395,13 +380,7 @@ public final class MoriNative {
 
     /** The MoRI status code (>= 0); a bad handle throws. Linked critical: no allocation, no upcall. */
     public int statusCode(long status) {
-        int rc;
-        try {
-            rc = (int) statusCode.invokeExact(status);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-        return check(rc, "kvflux_mori_status_code");
+        return check(call(() -> (int) statusCode.invokeExact(status)), "kvflux_mori_status_code");
     }
 
     public String statusMessage(long status) {
@@ -427,12 +406,8 @@ public final class MoriNative {
 
     // ---- shapes shared by several functions ----------------------------------------------------
 
-    private void callHandle(MethodHandle fn, long handle, String call) {
-        try {
-            check((int) fn.invokeExact(handle), call);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+    private void callHandle(MethodHandle fn, long handle, String function) {
+        check(call(() -> (int) fn.invokeExact(handle)), function);
     }
 
     private long handleOut(MethodHandle fn, long handle, String call) {

@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import dev.kvflux.bindings.internal.Downcalls;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -53,7 +54,7 @@ public final class SimControls {
         try {
             return lib.check((int) liveHandles.invokeExact(), "kvflux_sim_live_handles");
         } catch (Throwable t) {
-            throw MoriNative.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -61,7 +62,7 @@ public final class SimControls {
         try {
             lib.check((int) setTiming.invokeExact(engine, blockOverheadNs, bytesPerSecond), "kvflux_sim_set_timing");
         } catch (Throwable t) {
-            throw MoriNative.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -69,7 +70,7 @@ public final class SimControls {
         try (Arena arena = Arena.ofConfined()) {
             lib.check((int) failNth.invokeExact(engine, nth, code, arena.allocateFrom(message)), "kvflux_sim_fail_nth");
         } catch (Throwable t) {
-            throw MoriNative.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -77,7 +78,7 @@ public final class SimControls {
         try {
             lib.check((int) hangNth.invokeExact(engine, nth), "kvflux_sim_hang_nth");
         } catch (Throwable t) {
-            throw MoriNative.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -87,7 +88,7 @@ public final class SimControls {
             lib.check((int) statusFinishNs.invokeExact(status, out), "kvflux_sim_status_finish_ns");
             return out.get(JAVA_LONG, 0);
         } catch (Throwable t) {
-            throw MoriNative.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 
@@ -97,7 +98,7 @@ public final class SimControls {
             lib.check((int) nowNs.invokeExact(out), "kvflux_sim_now_ns");
             return out.get(JAVA_LONG, 0);
         } catch (Throwable t) {
-            throw MoriNative.rethrow(t);
+            throw Downcalls.rethrow(t);
         }
     }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.gpu.GpuCopyEngine;
+import dev.kvflux.pipeline.repro.ReproStrategy;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

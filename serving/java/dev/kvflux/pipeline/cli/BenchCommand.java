@@ -1,11 +1,15 @@
-package dev.kvflux.pipeline.scale;
+package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.pipeline.config.Durations;
+import dev.kvflux.pipeline.scale.ScaleBench;
+import dev.kvflux.pipeline.scale.ScaleReport;
+import dev.kvflux.pipeline.scale.ScaleRow;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
@@ -45,8 +49,8 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--warmup", paramLabel = "COUNT", description = "Unmeasured rounds first (default: 1).")
     Integer warmup;
 
-    @Option(names = "--json", description = "Print one JSON document on stdout instead of the table.")
-    boolean json;
+    @Mixin
+    JsonOption output;
 
     @Override
     public Integer call() {
@@ -70,7 +74,7 @@ public final class BenchCommand implements Callable<Integer> {
                 + Durations.format(settings.spread()) + ", " + settings.warmup() + " warm-up and " + settings.rounds()
                 + " measured rounds per row; " + ScaleReport.machine());
         List<ScaleRow> rows = ScaleBench.run(settings, line -> System.err.println("  " + line));
-        System.out.println(json ? ScaleReport.json(rows, settings) : ScaleReport.table(rows));
+        System.out.println(output.json() ? ScaleReport.json(rows, settings) : ScaleReport.table(rows));
         return 0;
     }
 
