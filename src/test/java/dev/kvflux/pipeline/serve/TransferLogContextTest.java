@@ -2,14 +2,12 @@ package dev.kvflux.pipeline.serve;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import ch.qos.logback.classic.Level;
-import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
-import ch.qos.logback.core.AppenderBase;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.observe.LogContext;
+import dev.kvflux.pipeline.observe.LogRecorder;
 import dev.kvflux.pipeline.observe.Tracing;
 import io.netty.buffer.Unpooled;
 import io.opentelemetry.sdk.OpenTelemetrySdk;
@@ -21,12 +19,10 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 import reactor.netty.http.client.HttpClient;
 
@@ -41,35 +37,16 @@ class TransferLogContextTest {
     private static final String FAILED = "mdc-copy-fails";
     private static final String LATE = "mdc-never-written";
 
-    /** Keeps each event with the MDC it had when it was logged. */
-    private static final class Recorder extends AppenderBase<ILoggingEvent> {
-        final List<ILoggingEvent> events = new CopyOnWriteArrayList<>();
-
-        @Override
-        protected void append(ILoggingEvent event) {
-            event.prepareForDeferredProcessing();
-            events.add(event);
-        }
-    }
-
-    private final Logger kvflux = (Logger) LoggerFactory.getLogger("dev.kvflux");
-    private final Recorder recorder = new Recorder();
-    private Level previousLevel;
+    private LogRecorder recorder;
 
     @BeforeEach
     void record() {
-        previousLevel = kvflux.getLevel();
-        kvflux.setLevel(Level.DEBUG);
-        recorder.setContext(kvflux.getLoggerContext());
-        recorder.start();
-        kvflux.addAppender(recorder);
+        recorder = LogRecorder.record();
     }
 
     @AfterEach
     void stopRecording() {
-        kvflux.detachAppender(recorder);
-        recorder.stop();
-        kvflux.setLevel(previousLevel);
+        recorder.close();
     }
 
     private static String body(String id, InetSocketAddress peerNotify) {
@@ -100,13 +77,13 @@ class TransferLogContextTest {
         }
 
         for (String id : List.of(FAILED, LATE)) {
-            List<ILoggingEvent> about = recorder.events.stream()
+            List<ILoggingEvent> about = recorder.events().stream()
                     .filter(e -> e.getFormattedMessage().contains(id)).toList();
             assertThat(about).as("log lines about %s", id).isNotEmpty()
                     .allSatisfy(e -> assertThat(e.getMDCPropertyMap()).as(e.getLoggerName() + ": "
                             + e.getFormattedMessage()).containsEntry(LogContext.TRANSFER_ID, id));
             String other = id.equals(FAILED) ? LATE : FAILED;
-            assertThat(recorder.events).filteredOn(e -> id.equals(e.getMDCPropertyMap().get(LogContext.TRANSFER_ID)))
+            assertThat(recorder.events()).filteredOn(e -> id.equals(e.getMDCPropertyMap().get(LogContext.TRANSFER_ID)))
                     .as("lines carrying %s", id).noneMatch(e -> e.getFormattedMessage().contains(other));
         }
         assertThat(loggers(FAILED)).as("the failed copy is logged on both sides")
@@ -141,7 +118,7 @@ class TransferLogContextTest {
             assertThat(atPrefill.get(10, TimeUnit.SECONDS)).startsWith("200 ");
         }
 
-        assertThat(recorder.events).filteredOn(e -> e.getFormattedMessage().contains(FAILED)).isNotEmpty()
+        assertThat(recorder.events()).filteredOn(e -> e.getFormattedMessage().contains(FAILED)).isNotEmpty()
                 .allSatisfy(e -> assertThat(e.getMDCPropertyMap()).as(e.getLoggerName() + ": "
                         + e.getFormattedMessage()).containsEntry(LogContext.TRANSFER_ID, FAILED)
                         .containsEntry(LogContext.TRACE_ID, traceId));
@@ -159,7 +136,7 @@ class TransferLogContextTest {
     }
 
     private List<String> loggers(String id) {
-        return recorder.events.stream().filter(e -> id.equals(e.getMDCPropertyMap().get(LogContext.TRANSFER_ID)))
+        return recorder.events().stream().filter(e -> id.equals(e.getMDCPropertyMap().get(LogContext.TRANSFER_ID)))
                 .map(ILoggingEvent::getLoggerName).distinct().toList();
     }
 
