@@ -13,7 +13,7 @@ import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.net.ReceiveDeadlineException;
 import dev.kvflux.pipeline.net.RemoteWriteFailedException;
 import dev.kvflux.pipeline.observe.LogContext;
-import dev.kvflux.pipeline.observe.Spans;
+import dev.kvflux.pipeline.observe.internal.Spans;
 import dev.kvflux.pipeline.proxy.HttpJson;
 import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;

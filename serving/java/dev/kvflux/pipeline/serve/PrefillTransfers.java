@@ -6,7 +6,7 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.TransferException;
-import dev.kvflux.pipeline.observe.Step;
+import dev.kvflux.pipeline.observe.internal.Step;
 import io.micrometer.observation.Observation;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;

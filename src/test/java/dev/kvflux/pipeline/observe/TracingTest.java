@@ -47,10 +47,4 @@ class TracingTest {
         assertThatThrownBy(() -> Tracing.otlp("http://127.0.0.1:4318/v1/traces", 1.5, "kvflux-test"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("from 0 to 1");
     }
-
-    @Test
-    void withoutTracingAnObservationIsANoOp() {
-        assertThat(Spans.traceId(Spans.child(io.micrometer.observation.ObservationRegistry.NOOP, "kvflux.x", "t-1",
-                Observation.NOOP))).isNull();
-    }
 }

@@ -1,4 +1,4 @@
-package dev.kvflux.pipeline.observe;
+package dev.kvflux.pipeline.observe.internal;
 
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
