@@ -9,9 +9,32 @@ package dev.kvflux.bindings;
  */
 public interface TransferStatus {
 
+    /** What {@link #completedAtNanos()} answers when the backend cannot tell when the copies ended. */
+    long UNKNOWN_TIME = Long.MIN_VALUE;
+
     /** The current code; queries the backend, which may complete the status. Never blocks. */
     StatusCode code();
 
     /** The message set with the last terminal code; empty while in flight. */
     String message();
+
+    /**
+     * When the backend saw this status's copies end, read on {@link #clockNanos()}'s clock, or
+     * {@link #UNKNOWN_TIME} while the status is in flight or failed, or when the backend cannot tell
+     * (the default). It is the time the copies ended, which may lie before the query that turned the status
+     * SUCCESS: the gap between the two is the wait's detection lag. Queries nothing and never blocks.
+     */
+    default long completedAtNanos() {
+        return UNKNOWN_TIME;
+    }
+
+    /**
+     * The clock {@link #completedAtNanos()} is read on, now, in nanoseconds: {@link System#nanoTime()}
+     * unless the backend keeps time of its own (a simulated engine driven by a virtual-time scheduler
+     * answers that scheduler's time). Only differences between two readings of one status's clock mean
+     * anything.
+     */
+    default long clockNanos() {
+        return System.nanoTime();
+    }
 }

@@ -52,7 +52,11 @@ import reactor.core.scheduler.Schedulers;
  * <p>{@link #awaitAll} takes the statuses from a {@code Publisher} instead of a list
  * ({@code statuses.as(wait::awaitAll)}) and waits as above once it completes.
  *
- * <p>Instances are immutable; {@link #slice} and {@link #scheduler} return changed copies.
+ * <p>Its {@code Mono} is named {@code kvflux.wait} and tagged with the strategy and fail mode, and
+ * {@link #recorder} reports every wait to a {@link WaitRecorder} (none by default), for metrics.
+ *
+ * <p>Instances are immutable; {@link #slice}, {@link #scheduler}, {@link #stallAfter}, {@link #sharedPoll()}
+ * and {@link #recorder} return changed copies.
  */
 public final class CompletionWait implements WaitStrategy {
 
@@ -71,15 +75,17 @@ public final class CompletionWait implements WaitStrategy {
     private final Duration stallAfter;
     private final Scheduler scheduler;
     private final boolean shared;
+    private final WaitRecorder recorder;
 
     private CompletionWait(FailMode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
-                           Scheduler scheduler, boolean shared) {
+                           Scheduler scheduler, boolean shared, WaitRecorder recorder) {
         this.mode = mode;
         this.transferTimeout = transferTimeout;
         this.slice = slice;
         this.stallAfter = stallAfter;
         this.scheduler = scheduler;
         this.shared = shared;
+        this.recorder = recorder;
     }
 
     /** A wait that errors as soon as a status fails (the WRITE path). */
@@ -100,7 +106,7 @@ public final class CompletionWait implements WaitStrategy {
     public static CompletionWait of(FailMode mode, Duration transferTimeout) {
         Objects.requireNonNull(mode, "mode");
         checkTimeout(transferTimeout);
-        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null, null, false);
+        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null, null, false, WaitRecorder.NOOP);
     }
 
     /**
@@ -118,7 +124,7 @@ public final class CompletionWait implements WaitStrategy {
             throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
                     + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
         }
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared);
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared, recorder);
     }
 
     /**
@@ -132,13 +138,13 @@ public final class CompletionWait implements WaitStrategy {
      */
     public CompletionWait stallAfter(Duration stallAfter) {
         checkStallAfter(stallAfter, slice, transferTimeout);
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared);
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared, recorder);
     }
 
     /** This wait with its queries and its timer on {@code scheduler}. */
     public CompletionWait scheduler(Scheduler scheduler) {
         return new CompletionWait(mode, transferTimeout, slice, stallAfter,
-                Objects.requireNonNull(scheduler, "scheduler"), shared);
+                Objects.requireNonNull(scheduler, "scheduler"), shared, recorder);
     }
 
     /**
@@ -150,7 +156,19 @@ public final class CompletionWait implements WaitStrategy {
      * scheduler's threads. Off by default.
      */
     public CompletionWait sharedPoll() {
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, true);
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, true, recorder);
+    }
+
+    /**
+     * This wait, reporting each subscription to {@code recorder} under the strategy name {@code reactive}
+     * ({@code reactive-shared} with {@link #sharedPoll()}); {@link WaitRecorder#NOOP} (the default) turns
+     * recording off. Polls and queries are counted in the wait's own fields and reported at its end; a poll
+     * that sees statuses settle reports them leaving flight; nothing is allocated per poll.
+     */
+    @Override
+    public CompletionWait recorder(WaitRecorder recorder) {
+        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared,
+                WaitRecording.safe(recorder));
     }
 
     /** Whether this wait is polled by the shared poll driver ({@link #sharedPoll()}). */
@@ -175,41 +193,64 @@ public final class CompletionWait implements WaitStrategy {
         return "reactive";
     }
 
+    /** The name this wait reports under and tags its publisher with. */
+    private String metricsName() {
+        return shared ? "reactive-shared" : "reactive";
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The {@code Mono} is named {@code kvflux.wait} and tagged {@code strategy} ({@code reactive} or
+     * {@code reactive-shared}) and {@code fail_mode} ({@code fail_fast} or {@code drain}), so that
+     * {@code tap(Micrometer.metrics(registry))} names its meters after the wait.
+     */
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
-        return Mono.defer(() -> {
+        String name = metricsName();
+        return WaitRecording.named(Mono.defer(() -> {
             TransferException broken = StatusChecks.nullStatus(snapshot);
             if (broken != null) {
+                WaitRecording.rejected(recorder, name, snapshot.length);
                 return Mono.error(broken);
             }
             Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            Tracker tracker = new Tracker(snapshot, mode, transferTimeout, stallAfter, on);
+            Tracker tracker = new Tracker(snapshot, mode, transferTimeout, stallAfter, on, recorder, name);
             if (tracker.poll()) {
                 return tracker.signal();
             }
+            Mono<Void> waiting;
             if (shared) {
-                return Mono.<Void>create(sink -> {
+                waiting = Mono.<Void>create(sink -> {
                             sink.onCancel(tracker::cancel);
                             tracker.attach(sink);
                             PollDriver.of(on, slice.toNanos()).register(tracker);
                         })
                         .timeout(transferTimeout,
                                 Mono.fromRunnable(tracker::pollAtDeadline).then(Mono.defer(tracker::signal)), on);
+            } else {
+                waiting = Flux.interval(slice, slice, on)
+                        .filter(tracker)
+                        .next()
+                        .then()
+                        .timeout(transferTimeout, Mono.fromRunnable(tracker::pollAtDeadline), on)
+                        .then(Mono.defer(tracker::signal));
             }
-            return Flux.interval(slice, slice, on)
-                    .filter(tracker)
-                    .next()
-                    .then()
-                    .timeout(transferTimeout, Mono.fromRunnable(tracker::pollAtDeadline), on)
-                    .then(Mono.defer(tracker::signal));
-        });
+            return recorder == WaitRecorder.NOOP ? waiting : waiting.doOnCancel(tracker::cancelled);
+        }), name, mode);
+    }
+
+    @Override
+    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
+        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), metricsName(), mode);
     }
 
     @Override
     public String toString() {
         return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice
-                + (stallAfter != null ? ", stall after " + stallAfter : "") + (shared ? ", shared poll" : "") + "]";
+                + (stallAfter != null ? ", stall after " + stallAfter : "") + (shared ? ", shared poll" : "")
+                + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
     }
 
     /** Rejects a stall time shorter than the slice or longer than the transfer timeout. */
@@ -256,9 +297,26 @@ public final class CompletionWait implements WaitStrategy {
         /** Where a shared poll signals; null for the per-request interval. */
         private reactor.core.publisher.MonoSink<Void> sink;
         private volatile boolean gone;
+        /** What is reported at the end (see {@link WaitRecorder}); counted only while recording. */
+        private final WaitRecorder recorder;
+        private final boolean recording;
+        private final String name;
+        private final long startNanos;
+        private int polls;
+        private long queries;
+        private long lagNanos = -1;
+        private boolean ended;
 
         Tracker(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration stallAfter,
-                Scheduler clock) {
+                Scheduler clock, WaitRecorder recorder, String name) {
+            this.recorder = recorder;
+            this.recording = recorder != WaitRecorder.NOOP;
+            this.name = name;
+            this.startNanos = recording ? clock.now(TimeUnit.NANOSECONDS) : 0;
+            if (recording) {
+                recorder.recordWaitStarted(name, statuses.length);
+                recorder.recordStatusesInFlight(name, statuses.length);
+            }
             this.statuses = statuses;
             this.mode = mode;
             this.transferTimeout = transferTimeout;
@@ -297,6 +355,7 @@ public final class CompletionWait implements WaitStrategy {
                 gone = true;
                 target = sink;
                 error = verdict;
+                end(WaitOutcome.of(error));
             }
             if (error != null) {
                 target.error(error);
@@ -321,6 +380,10 @@ public final class CompletionWait implements WaitStrategy {
             if (settled) {
                 return true;
             }
+            if (recording) {
+                polls++;
+                queries += inFlightCount;
+            }
             int kept = 0;
             for (int i = 0; i < inFlightCount; i++) {
                 int index = inFlight[i];
@@ -328,10 +391,16 @@ public final class CompletionWait implements WaitStrategy {
                 try {
                     code = StatusChecks.code(statuses, index);
                 } catch (TransferException broken) {
+                    if (recording) {
+                        recorder.recordStatusFailed(name, StatusCode.ERR_BAD_STATE);
+                    }
                     settle(broken);
                     return true;
                 }
                 if (code.isFailure()) {
+                    if (recording) {
+                        recorder.recordStatusFailed(name, code);
+                    }
                     if (failedIndex < 0 || index < failedIndex) {
                         failedIndex = index;
                         failedCode = code;
@@ -342,10 +411,16 @@ public final class CompletionWait implements WaitStrategy {
                 }
             }
             boolean progressed = kept < inFlightCount;
+            if (recording && progressed) {
+                recorder.recordStatusesInFlight(name, kept - inFlightCount);
+            }
             inFlightCount = kept;
             if (failedIndex >= 0 && (mode == FailMode.FAIL_FAST || inFlightCount == 0)) {
                 settle(failure());
             } else if (inFlightCount == 0) {
+                if (recording) {
+                    lagNanos = WaitRecording.detectionLag(statuses);
+                }
                 settle(null);
             } else if (stallAfter != null) {
                 long now = clock.now(TimeUnit.NANOSECONDS);
@@ -368,7 +443,22 @@ public final class CompletionWait implements WaitStrategy {
         }
 
         synchronized Mono<Void> signal() {
+            end(WaitOutcome.of(verdict));
             return verdict == null ? Mono.empty() : Mono.error(verdict);
+        }
+
+        /** The subscriber cancelled. */
+        synchronized void cancelled() {
+            end(WaitOutcome.CANCELLED);
+        }
+
+        /** Reports the wait's end to the recorder, once. */
+        private void end(WaitOutcome outcome) {
+            if (recording && !ended) {
+                ended = true;
+                WaitRecording.ended(recorder, name, outcome, clock.now(TimeUnit.NANOSECONDS) - startNanos,
+                        inFlightCount, polls, queries, lagNanos);
+            }
         }
 
         private TransferException failure() {

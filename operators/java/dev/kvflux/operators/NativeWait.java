@@ -28,11 +28,13 @@ public final class NativeWait implements WaitStrategy {
     private final TransferEngine engine;
     private final Duration transferTimeout;
     private final Scheduler scheduler;
+    private final WaitRecorder recorder;
 
-    private NativeWait(TransferEngine engine, Duration transferTimeout, Scheduler scheduler) {
+    private NativeWait(TransferEngine engine, Duration transferTimeout, Scheduler scheduler, WaitRecorder recorder) {
         this.engine = engine;
         this.transferTimeout = transferTimeout;
         this.scheduler = scheduler;
+        this.recorder = recorder;
     }
 
     /**
@@ -42,12 +44,23 @@ public final class NativeWait implements WaitStrategy {
      */
     public static NativeWait of(TransferEngine engine, Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
-        return new NativeWait(Objects.requireNonNull(engine, "engine"), transferTimeout, null);
+        return new NativeWait(Objects.requireNonNull(engine, "engine"), transferTimeout, null, WaitRecorder.NOOP);
     }
 
     /** This wait with its blocking call on {@code scheduler}, which must allow blocking. */
     public NativeWait scheduler(Scheduler scheduler) {
-        return new NativeWait(engine, transferTimeout, Objects.requireNonNull(scheduler, "scheduler"));
+        return new NativeWait(engine, transferTimeout, Objects.requireNonNull(scheduler, "scheduler"), recorder);
+    }
+
+    /**
+     * This wait, reporting each subscription to {@code recorder} under the strategy name {@code native}:
+     * one poll (the {@code waitAll} call), every status in flight until it returns, failed statuses queried
+     * once more at the end, durations on the blocking scheduler's clock. {@link WaitRecorder#NOOP} (the
+     * default) turns recording off.
+     */
+    @Override
+    public NativeWait recorder(WaitRecorder recorder) {
+        return new NativeWait(engine, transferTimeout, scheduler, WaitRecording.safe(recorder));
     }
 
     public Duration transferTimeout() {
@@ -59,26 +72,44 @@ public final class NativeWait implements WaitStrategy {
         return "native";
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The {@code Mono} is named {@code kvflux.wait} and tagged {@code strategy=native} and
+     * {@code fail_mode=none}.
+     */
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
         long timeoutMs = ceilMillis(transferTimeout);
-        return Mono.defer(() -> {
+        return WaitRecording.named(WaitRecording.around(polls -> {
                     TransferException broken = StatusChecks.nullStatus(snapshot);
                     if (broken != null) {
                         return Mono.error(broken);
                     }
-                    return Mono.fromCallable(() -> NativeResults.waitAll(engine, List.of(snapshot), timeoutMs))
-                            .subscribeOn(scheduler != null ? scheduler : Schedulers.boundedElastic());
-                })
-                .flatMap(code -> code == StatusCode.SUCCESS
-                        ? Mono.<Void>empty()
-                        : Mono.error(NativeResults.toException(code, snapshot, transferTimeout)));
+                    return Mono.fromCallable(() -> {
+                                polls[0]++;
+                                return NativeResults.waitAll(engine, List.of(snapshot), timeoutMs);
+                            })
+                            .subscribeOn(blocking())
+                            .flatMap(code -> code == StatusCode.SUCCESS
+                                    ? Mono.<Void>empty()
+                                    : Mono.error(NativeResults.toException(code, snapshot, transferTimeout)));
+                }, recorder, strategyName(), snapshot, this::blocking), strategyName(), null);
+    }
+
+    @Override
+    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
+        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), strategyName(), null);
+    }
+
+    private Scheduler blocking() {
+        return scheduler != null ? scheduler : Schedulers.boundedElastic();
     }
 
     @Override
     public String toString() {
-        return "NativeWait[timeout " + transferTimeout + "]";
+        return "NativeWait[timeout " + transferTimeout + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
     }
 
     /** Whole milliseconds, rounded up, as vLLM's {@code ceil(timeout * 1000)}. */

@@ -63,9 +63,22 @@ final class PushBarrier {
     /** When a status last settled (the scheduler's clock, nanoseconds); written only with stall detection on. */
     private volatile long lastProgressNanos;
     private TransferException verdict;
+    /** What is reported (see {@link WaitRecorder}); counted only while recording. */
+    private final WaitRecorder recorder;
+    private final boolean recording;
+    private final String name;
+    private long startNanos;
+    /** Poll rounds and queries: written at subscription, then only under this (ticks, the deadline, the stall check). */
+    private int polls;
+    private long queries;
+    /** Set by whoever ends the wait, before it hands the signal over; read when the signal is emitted. */
+    private long lagNanos = -1;
 
     PushBarrier(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration slice,
-                Duration stallAfter, Scheduler on, MonoSink<Void> sink) {
+                Duration stallAfter, Scheduler on, MonoSink<Void> sink, WaitRecorder recorder, String name) {
+        this.recorder = recorder;
+        this.recording = recorder != WaitRecorder.NOOP;
+        this.name = name;
         this.statuses = statuses;
         this.codes = new StatusCode[statuses.length];
         this.slots = new Slot[statuses.length];
@@ -84,6 +97,12 @@ final class PushBarrier {
      */
     void start() {
         sink.onCancel(this::cancel);
+        if (recording) {
+            startNanos = on.now(TimeUnit.NANOSECONDS);
+            polls = 1;
+            recorder.recordWaitStarted(name, statuses.length);
+            recorder.recordStatusesInFlight(name, statuses.length);
+        }
         if (stallAfter != null) {
             lastProgressNanos = on.now(TimeUnit.NANOSECONDS);
         }
@@ -138,6 +157,12 @@ final class PushBarrier {
 
     /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
     private void counted(int index, StatusCode code, boolean handOff) {
+        if (recording) {
+            recorder.recordStatusesInFlight(name, -1);
+            if (code.isFailure()) {
+                recorder.recordStatusFailed(name, code);
+            }
+        }
         if (stallAfter != null) {
             lastProgressNanos = on.now(TimeUnit.NANOSECONDS);
         }
@@ -162,6 +187,13 @@ final class PushBarrier {
             return;
         }
         verdict = error;
+        if (recording) {
+            if (error == null && failedIndex == NO_FAILURE) {
+                lagNanos = WaitRecording.detectionLag(statuses);
+            } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
+                recorder.recordStatusFailed(name, error.code());
+            }
+        }
         if (handOff) {
             on.schedule(this::emit);
         } else {
@@ -176,11 +208,26 @@ final class PushBarrier {
         if (error == null && failed != NO_FAILURE) {
             error = StatusChecks.failed(statuses[failed], codeOf(failed));
         }
+        if (recording) {
+            ended(WaitOutcome.of(error));
+        }
         if (error != null) {
             sink.error(error);
         } else {
             sink.success();
         }
+    }
+
+    /** Reports the end: the statuses not settled leave the wait's count, then polls, lag and outcome. */
+    private synchronized void ended(WaitOutcome outcome) {
+        int unsettled = 0;
+        for (int i = 0; i < statuses.length; i++) {
+            if (codeOf(i) == null) {
+                unsettled++;
+            }
+        }
+        WaitRecording.ended(recorder, name, outcome, on.now(TimeUnit.NANOSECONDS) - startNanos, unsettled, polls,
+                queries, lagNanos);
     }
 
     /** The code status {@code index} settled with, or null while it is in flight. */
@@ -193,6 +240,9 @@ final class PushBarrier {
     private void cancel() {
         if (DONE.compareAndSet(this, false, true)) {
             release();
+            if (recording) {
+                ended(WaitOutcome.CANCELLED);
+            }
         }
     }
 
@@ -226,6 +276,7 @@ final class PushBarrier {
      * broke the contract, which has then ended the wait.
      */
     private StatusCode query(int index) {
+        queries++;
         StatusCode code;
         try {
             code = StatusChecks.code(statuses, index);
@@ -241,6 +292,7 @@ final class PushBarrier {
 
     /** One slice: queries the statuses that do not push and are still in flight, compacting their indexes. */
     private synchronized void pollTick() {
+        polls++;
         int kept = 0;
         for (int i = 0; i < polledCount && !done; i++) {
             int index = polled[i];
@@ -269,6 +321,7 @@ final class PushBarrier {
      * ends the wait.
      */
     private boolean queryUnsettled() {
+        polls++;
         boolean inFlight = false;
         for (int i = 0; i < statuses.length && !done; i++) {
             if (codeOf(i) != null) {

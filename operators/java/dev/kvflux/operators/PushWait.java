@@ -58,14 +58,16 @@ public final class PushWait implements WaitStrategy {
     private final Duration slice;
     private final Duration stallAfter;
     private final Scheduler scheduler;
+    private final WaitRecorder recorder;
 
     private PushWait(FailMode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
-                     Scheduler scheduler) {
+                     Scheduler scheduler, WaitRecorder recorder) {
         this.mode = mode;
         this.transferTimeout = transferTimeout;
         this.slice = slice;
         this.stallAfter = stallAfter;
         this.scheduler = scheduler;
+        this.recorder = recorder;
     }
 
     /**
@@ -80,18 +82,30 @@ public final class PushWait implements WaitStrategy {
     /** A push wait that errors as soon as a status fails (the WRITE path). */
     public static PushWait failFast(Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
-        return new PushWait(FailMode.FAIL_FAST, transferTimeout, CompletionWait.DEFAULT_SLICE, null, null);
+        return new PushWait(FailMode.FAIL_FAST, transferTimeout, CompletionWait.DEFAULT_SLICE, null, null, WaitRecorder.NOOP);
     }
 
     /** A push wait that, after a failure, still waits until every status has settled (the READ barrier). */
     public static PushWait drain(Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
-        return new PushWait(FailMode.DRAIN, transferTimeout, CompletionWait.DEFAULT_SLICE, null, null);
+        return new PushWait(FailMode.DRAIN, transferTimeout, CompletionWait.DEFAULT_SLICE, null, null, WaitRecorder.NOOP);
     }
 
     /** This wait with its signals, its timeout and the polling of statuses that do not push on {@code scheduler}. */
     public PushWait scheduler(Scheduler scheduler) {
-        return new PushWait(mode, transferTimeout, slice, stallAfter, Objects.requireNonNull(scheduler, "scheduler"));
+        return new PushWait(mode, transferTimeout, slice, stallAfter, Objects.requireNonNull(scheduler, "scheduler"),
+                recorder);
+    }
+
+    /**
+     * This wait, reporting each subscription to {@code recorder} under the strategy name
+     * {@code reactive-push}; {@link WaitRecorder#NOOP} (the default) turns recording off. A push reports its
+     * status leaving flight (and the detection lag, when it is the last) on the backend's notification
+     * thread; everything else is reported on the scheduler or at subscription.
+     */
+    @Override
+    public PushWait recorder(WaitRecorder recorder) {
+        return new PushWait(mode, transferTimeout, slice, stallAfter, scheduler, WaitRecording.safe(recorder));
     }
 
     /**
@@ -105,7 +119,7 @@ public final class PushWait implements WaitStrategy {
      */
     public PushWait stallAfter(Duration stallAfter) {
         CompletionWait.checkStallAfter(stallAfter, slice, transferTimeout);
-        return new PushWait(mode, transferTimeout, slice, stallAfter, scheduler);
+        return new PushWait(mode, transferTimeout, slice, stallAfter, scheduler, recorder);
     }
 
     public FailMode mode() {
@@ -121,22 +135,36 @@ public final class PushWait implements WaitStrategy {
         return "reactive-push";
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The {@code Mono} is named {@code kvflux.wait} and tagged {@code strategy=reactive-push} and
+     * {@code fail_mode} ({@code fail_fast} or {@code drain}).
+     */
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
-        return Mono.defer(() -> {
+        return WaitRecording.named(Mono.defer(() -> {
             TransferException broken = StatusChecks.nullStatus(snapshot);
             if (broken != null) {
+                WaitRecording.rejected(recorder, strategyName(), snapshot.length);
                 return Mono.error(broken);
             }
             Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            return Mono.create(sink -> new PushBarrier(snapshot, mode, transferTimeout, slice, stallAfter, on, sink).start());
-        });
+            return Mono.create(sink -> new PushBarrier(snapshot, mode, transferTimeout, slice, stallAfter, on, sink,
+                    recorder, strategyName()).start());
+        }), strategyName(), mode);
+    }
+
+    @Override
+    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
+        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), strategyName(), mode);
     }
 
     @Override
     public String toString() {
         return "PushWait[" + mode + ", timeout " + transferTimeout
-                + (stallAfter != null ? ", stall after " + stallAfter : "") + "]";
+                + (stallAfter != null ? ", stall after " + stallAfter : "")
+                + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
     }
 }

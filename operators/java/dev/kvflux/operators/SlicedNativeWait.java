@@ -39,9 +39,11 @@ public final class SlicedNativeWait implements WaitStrategy {
     private final Duration slice;
     private final Scheduler scheduler;
     private final Scheduler clock;
+    private final WaitRecorder recorder;
 
     private SlicedNativeWait(TransferEngine engine, FailMode mode, Duration transferTimeout,
-                             Duration slice, Scheduler scheduler, Scheduler clock) {
+                             Duration slice, Scheduler scheduler, Scheduler clock, WaitRecorder recorder) {
+        this.recorder = recorder;
         this.engine = engine;
         this.mode = mode;
         this.transferTimeout = transferTimeout;
@@ -71,7 +73,7 @@ public final class SlicedNativeWait implements WaitStrategy {
     public static SlicedNativeWait of(TransferEngine engine, FailMode mode, Duration transferTimeout) {
         CompletionWait.checkTimeout(transferTimeout);
         return new SlicedNativeWait(Objects.requireNonNull(engine, "engine"), Objects.requireNonNull(mode, "mode"),
-                transferTimeout, CompletionWait.DEFAULT_SLICE, null, null);
+                transferTimeout, CompletionWait.DEFAULT_SLICE, null, null, WaitRecorder.NOOP);
     }
 
     /**
@@ -89,19 +91,30 @@ public final class SlicedNativeWait implements WaitStrategy {
             throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
                     + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
         }
-        return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler, clock);
+        return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler, clock, recorder);
     }
 
     /** This wait with its blocking loop on {@code scheduler}, which must allow blocking. */
     public SlicedNativeWait scheduler(Scheduler scheduler) {
         return new SlicedNativeWait(engine, mode, transferTimeout, slice,
-                Objects.requireNonNull(scheduler, "scheduler"), clock);
+                Objects.requireNonNull(scheduler, "scheduler"), clock, recorder);
     }
 
     /** This wait with its deadline read on {@code clock}. */
     public SlicedNativeWait clock(Scheduler clock) {
         return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler,
-                Objects.requireNonNull(clock, "clock"));
+                Objects.requireNonNull(clock, "clock"), recorder);
+    }
+
+    /**
+     * This wait, reporting each subscription to {@code recorder} under the strategy name
+     * {@code sliced-native}: one poll per {@code waitAll} call and one query per status check between calls,
+     * every status in flight until the end, failed statuses queried once more at the end, durations on the
+     * clock scheduler. {@link WaitRecorder#NOOP} (the default) turns recording off.
+     */
+    @Override
+    public SlicedNativeWait recorder(WaitRecorder recorder) {
+        return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler, clock, WaitRecording.safe(recorder));
     }
 
     public FailMode mode() {
@@ -117,21 +130,36 @@ public final class SlicedNativeWait implements WaitStrategy {
         return "sliced-native";
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>The {@code Mono} is named {@code kvflux.wait} and tagged {@code strategy=sliced-native} and
+     * {@code fail_mode} ({@code fail_fast} or {@code drain}).
+     */
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
-        return Mono.defer(() -> {
+        return WaitRecording.named(WaitRecording.around(polls -> {
             TransferException broken = StatusChecks.nullStatus(snapshot);
             if (broken != null) {
                 return Mono.error(broken);
             }
-            Scheduler on = scheduler != null ? scheduler : Schedulers.boundedElastic();
+            Scheduler on = blocking();
             Scheduler time = clock != null ? clock : on;
-            return Mono.<Void>fromRunnable(() -> loop(snapshot, time)).subscribeOn(on);
-        });
+            return Mono.<Void>fromRunnable(() -> loop(snapshot, time, polls)).subscribeOn(on);
+        }, recorder, strategyName(), snapshot, () -> clock != null ? clock : blocking()), strategyName(), mode);
     }
 
-    private void loop(TransferStatus[] statuses, Scheduler time) {
+    @Override
+    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
+        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), strategyName(), mode);
+    }
+
+    private Scheduler blocking() {
+        return scheduler != null ? scheduler : Schedulers.boundedElastic();
+    }
+
+    private void loop(TransferStatus[] statuses, Scheduler time, int[] polls) {
         long deadline = time.now(TimeUnit.NANOSECONDS) + transferTimeout.toNanos();
         long sliceMs = NativeWait.ceilMillis(slice);
         List<TransferStatus> inFlight = new ArrayList<>(List.of(statuses));
@@ -140,6 +168,7 @@ public final class SlicedNativeWait implements WaitStrategy {
             long remaining = deadline - time.now(TimeUnit.NANOSECONDS);
             if (remaining > 0 && !inFlight.isEmpty()) {
                 long ms = Math.min(sliceMs, Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining + 999_999)));
+                polls[0]++;
                 result = NativeResults.waitAll(engine, inFlight, ms);
             }
             if (Thread.currentThread().isInterrupted()) {

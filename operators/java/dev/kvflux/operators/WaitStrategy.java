@@ -37,4 +37,16 @@ public interface WaitStrategy {
         Objects.requireNonNull(statuses, "statuses");
         return Flux.<TransferStatus>from(statuses).collectList().flatMap(this::await);
     }
+
+    /**
+     * This strategy, reporting each wait to {@code recorder} (see {@link WaitRecorder} for what and when);
+     * {@link WaitRecorder#NOOP} turns recording off. Instances are immutable: this returns a changed copy.
+     * kvflux's strategies count polls and queries inside the wait; for a strategy from elsewhere this
+     * default reports around it, as the native strategies do: its start, its end and outcome, its failed
+     * statuses (queried once more at the end), its detection lag, no polls, its duration on
+     * {@code Schedulers.parallel()}'s clock.
+     */
+    default WaitStrategy recorder(WaitRecorder recorder) {
+        return WaitRecording.recorded(this, recorder);
+    }
 }

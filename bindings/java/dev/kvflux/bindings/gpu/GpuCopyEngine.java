@@ -509,7 +509,7 @@ public final class GpuCopyEngine implements TransferEngine {
                     done = null;
                     slot = null;
                     if (options.push()) {
-                        status.pushedBy(HostFunctions.launch(runtime, stream, status::onPushed));
+                        status.pushedBy(HostFunctions.launchTimed(runtime, stream, status::onPushed));
                     }
                 }
             } catch (RuntimeException failed) {

@@ -33,6 +33,8 @@ final class GpuTransferStatus implements PushedStatus {
     private long sequence;
     private volatile StatusCode code = StatusCode.INIT;
     private volatile String message = "";
+    /** When the host function behind the batch ran ({@link System#nanoTime()}), if it ran before the status settled. */
+    private volatile long copiesEndedAt = UNKNOWN_TIME;
 
     GpuTransferStatus(long transferUid) {
         this.transferUid = transferUid;
@@ -186,6 +188,17 @@ final class GpuTransferStatus implements PushedStatus {
         return message;
     }
 
+    /**
+     * For a batch posted with push completion whose host function settled it: the {@link System#nanoTime()}
+     * at which the host function ran, which is when the stream had passed the batch's copies. Unknown for a
+     * status settled by a query first (its event says it is done, not since when: telling would need
+     * timing events and a native elapsed-time call per batch).
+     */
+    @Override
+    public long completedAtNanos() {
+        return code == StatusCode.SUCCESS ? copiesEndedAt : UNKNOWN_TIME;
+    }
+
     @Override
     public Mono<StatusCode> pushed() {
         return pushed.asMono();
@@ -193,9 +206,13 @@ final class GpuTransferStatus implements PushedStatus {
 
     /**
      * The host function behind the batch ran: the stream has passed the batch's event, so one query
-     * settles the status. Runs on the host-function thread, never inside the runtime's callback.
+     * settles the status. Runs on the host-function thread, never inside the runtime's callback;
+     * {@code ranAt} is the {@link System#nanoTime()} at which the host function ran.
      */
-    void onPushed() {
+    void onPushed(long ranAt) {
+        if (code == StatusCode.IN_PROGRESS) {
+            copiesEndedAt = ranAt;
+        }
         streamPassed();
         StatusCode now = code();
         for (int i = 0; i < 1000 && now == StatusCode.IN_PROGRESS; i++) {

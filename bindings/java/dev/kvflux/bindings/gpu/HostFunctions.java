@@ -10,6 +10,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongConsumer;
 
 /**
  * Host functions on streams, through one FFM upcall stub for the whole process. The stream's runtime
@@ -35,7 +36,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * So the table holds at most the host functions of open streams whose statuses are still in flight.
  */
 final class HostFunctions {
-    private record Pending(Object stream, Runnable callback) {
+    private record Pending(Object stream, LongConsumer callback) {
     }
 
     private static final Map<Long, Pending> PENDING = new ConcurrentHashMap<>();
@@ -57,7 +58,19 @@ final class HostFunctions {
      * @throws GpuException if the runtime refuses the host function (nothing is kept then)
      */
     static long launch(GpuRuntime runtime, GpuStream stream, Runnable callback) {
-        long key = register(stream, callback);
+        return launchTimed(runtime, stream, ranAt -> callback.run());
+    }
+
+    /**
+     * Queues {@code callback} behind the work on {@code stream}; it is given the {@link System#nanoTime()}
+     * at which the host function ran on the runtime's thread, that is when the stream had passed all earlier
+     * work, before the hand-over to the dispatch thread.
+     *
+     * @return the key that {@link #cancel} takes
+     * @throws GpuException if the runtime refuses the host function (nothing is kept then)
+     */
+    static long launchTimed(GpuRuntime runtime, GpuStream stream, LongConsumer callback) {
+        long key = registerTimed(stream, callback);
         int code = runtime.calls().launchHostFunc(stream.handle(), STUB, key);
         if (code != RuntimeCalls.SUCCESS) {
             cancel(key);
@@ -68,6 +81,11 @@ final class HostFunctions {
 
     /** Keeps {@code callback} for the host function with the returned key, on behalf of {@code stream}. */
     static long register(Object stream, Runnable callback) {
+        return registerTimed(stream, ranAt -> callback.run());
+    }
+
+    /** Keeps {@code callback}, given the time its host function ran, on behalf of {@code stream}. */
+    static long registerTimed(Object stream, LongConsumer callback) {
         long key = KEYS.getAndIncrement();
         PENDING.put(key, new Pending(stream, callback));
         return key;
@@ -85,9 +103,11 @@ final class HostFunctions {
 
     /** What the host function with {@code key} does: hands its callback, if still kept, to the dispatch thread. */
     static void dispatch(long key) {
+        long ranAt = System.nanoTime();
         Pending pending = PENDING.remove(key);
         if (pending != null) {
-            DISPATCH.execute(pending.callback());
+            LongConsumer callback = pending.callback();
+            DISPATCH.execute(() -> callback.accept(ranAt));
         }
     }
 

@@ -58,6 +58,18 @@ final class SimStatus implements TransferStatus {
         return message;
     }
 
+    /** The time the copy finished on the link, once a query has seen it SUCCESS; the engine's clock. */
+    @Override
+    public long completedAtNanos() {
+        return code == StatusCode.SUCCESS ? finishAt : UNKNOWN_TIME;
+    }
+
+    /** The engine's clock: its scheduler's virtual or real time, or {@link System#nanoTime()}. */
+    @Override
+    public long clockNanos() {
+        return engine.clock().now();
+    }
+
     /** When a query will next find this status changed: its failure or its observable finish. */
     long nextChangeAt() {
         return failAt != NEVER ? failAt : observableAt();

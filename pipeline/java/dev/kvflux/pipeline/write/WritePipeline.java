@@ -5,6 +5,7 @@ import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.Polls;
 import dev.kvflux.operators.TransferException;
+import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.pipeline.WriteOutcome.WriteDone;
@@ -68,7 +69,7 @@ public final class WritePipeline {
     private final InFlightGate gate;
 
     private WritePipeline(Builder b) {
-        this.waitStrategy = b.waitStrategy;
+        this.waitStrategy = b.recorder != null ? b.waitStrategy.recorder(b.recorder) : b.waitStrategy;
         this.maxInFlight = b.maxInFlight;
         this.eventPollPeriod = b.eventPollPeriod;
         this.eventTimeout = b.eventTimeout;
@@ -86,6 +87,7 @@ public final class WritePipeline {
         return builder().build();
     }
 
+    /** The wait strategy requests use, with the builder's {@linkplain Builder#recorder recorder} if one was set. */
     public WaitStrategy waitStrategy() {
         return waitStrategy;
     }
@@ -181,8 +183,21 @@ public final class WritePipeline {
         private Duration eventTimeout = Duration.ofSeconds(30);
         private Duration layerTimeout = Duration.ofMinutes(2);
         private Scheduler scheduler;
+        private WaitRecorder recorder;
 
         private Builder() {
+        }
+
+        /**
+         * Where every request's wait reports (see {@link WaitRecorder}): the wait strategy is used as
+         * {@code waitStrategy.recorder(recorder)}, whichever strategy is set, before or after this call.
+         * Unset, the strategy keeps the recorder it came with ({@link WaitRecorder#NOOP} by default). The
+         * pipeline's own figures, {@link WritePipeline#requestsInFlight()} and
+         * {@link WritePipeline#requestsQueued()}, can be read by gauges.
+         */
+        public Builder recorder(WaitRecorder recorder) {
+            this.recorder = Objects.requireNonNull(recorder, "recorder");
+            return this;
         }
 
         /** How a sealed request waits for its statuses; default {@code CompletionWait.failFast(30s)}. */

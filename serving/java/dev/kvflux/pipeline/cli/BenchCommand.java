@@ -49,6 +49,12 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--warmup", paramLabel = "COUNT", description = "Unmeasured rounds first (default: 1).")
     Integer warmup;
 
+    @Option(names = "--recorder", split = ",", paramLabel = "NAME",
+            description = "What the waits report to: none, micrometer (a MicrometerWaitRecorder over a"
+                    + " SimpleMeterRegistry), or both (none,micrometer: one row each, their rounds alternating,"
+                    + " and the CPU cost of recording printed per round pair). Default: none.")
+    List<String> recorders;
+
     @Mixin
     JsonOption output;
 
@@ -66,7 +72,8 @@ public final class BenchCommand implements Callable<Integer> {
                     statuses != null ? statuses : defaults.statuses(),
                     spread != null ? duration("--spread", spread) : defaults.spread(),
                     rounds != null ? rounds : defaults.rounds(), warmup != null ? warmup : defaults.warmup(),
-                    sliceLength, defaults.transferTimeout(), defaults.seed());
+                    sliceLength, defaults.transferTimeout(), defaults.seed(),
+                    recorders != null ? recorders.stream().map(String::trim).toList() : defaults.recorders());
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -14,6 +14,8 @@ import reactor.core.publisher.Sinks;
 final class BenchStatus implements PushedStatus {
     private final Sinks.One<StatusCode> sink;
     private volatile boolean done;
+    /** When {@link #finish} ran ({@link System#nanoTime()}), so a recording wait can measure its detection lag. */
+    private long finishedAt = UNKNOWN_TIME;
     int queries;
 
     BenchStatus(boolean push) {
@@ -31,6 +33,12 @@ final class BenchStatus implements PushedStatus {
         return "";
     }
 
+    /** When the notifier finished it, once a query or push has seen it done (published by {@code done}). */
+    @Override
+    public long completedAtNanos() {
+        return done ? finishedAt : UNKNOWN_TIME;
+    }
+
     @Override
     public Mono<StatusCode> pushed() {
         return sink != null ? sink.asMono() : Mono.never();
@@ -38,6 +46,7 @@ final class BenchStatus implements PushedStatus {
 
     /** Marks the status done and, with push, pushes SUCCESS on the calling (notifier) thread. */
     void finish() {
+        finishedAt = System.nanoTime();
         done = true;
         if (sink != null) {
             sink.tryEmitValue(StatusCode.SUCCESS);

@@ -1,8 +1,12 @@
 package dev.kvflux.pipeline.scale;
 
+import dev.kvflux.micrometer.MicrometerWaitRecorder;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.PushWait;
+import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
@@ -29,15 +33,27 @@ public final class ScaleBench {
     public static final List<String> STRATEGIES = List.of("reactive", "reactive-shared", "reactive-push",
             "reactive-drain", "reactive-shared-drain", "reactive-push-drain");
 
+    /**
+     * What the waits report to: {@code none} ({@link WaitRecorder#NOOP}) or {@code micrometer} (a
+     * {@link MicrometerWaitRecorder} over a {@code SimpleMeterRegistry}).
+     */
+    public static final List<String> RECORDERS = List.of("none", "micrometer");
+
     /** The most statuses one round holds (they are all live at once). */
     public static final long MAX_STATUSES = 4_000_000;
 
     /** What to run. */
     public record Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
-                           int warmup, Duration slice, Duration transferTimeout, long seed) {
+                           int warmup, Duration slice, Duration transferTimeout, long seed, List<String> recorders) {
         public Settings {
             ns = List.copyOf(ns);
             strategies = List.copyOf(strategies);
+            recorders = List.copyOf(recorders);
+            if (recorders.isEmpty() || recorders.stream().distinct().count() != recorders.size()
+                    || !RECORDERS.containsAll(recorders)) {
+                throw new IllegalArgumentException("--recorder takes none, micrometer or both (none,micrometer),"
+                        + " each once; got " + String.join(",", recorders));
+            }
             for (int n : ns) {
                 if (n < 1 || n > 100_000) {
                     throw new IllegalArgumentException("--n values must lie between 1 and 100000, got " + n);
@@ -68,7 +84,13 @@ public final class ScaleBench {
             }
         }
 
-        /** The experiment: 118 statuses within 1 s, 3 measured rounds after 1 warm-up. */
+        /** Settings whose waits record nothing. */
+        public Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
+                        int warmup, Duration slice, Duration transferTimeout, long seed) {
+            this(ns, strategies, statuses, spread, rounds, warmup, slice, transferTimeout, seed, List.of("none"));
+        }
+
+        /** The experiment: 118 statuses within 1 s, 3 measured rounds after 1 warm-up, no recorder. */
         public static Settings defaults() {
             return new Settings(List.of(100, 1000, 10_000), List.of("reactive", "reactive-shared", "reactive-push"), 118,
                     Duration.ofSeconds(1), 3, 1, CompletionWait.DEFAULT_SLICE, Duration.ofSeconds(30), 42);
@@ -93,34 +115,82 @@ public final class ScaleBench {
         };
     }
 
-    private static boolean pushes(String name) {
+    static boolean pushes(String name) {
         return name.startsWith("reactive-push");
     }
 
-    /** Runs every strategy at every N; {@code progress} hears one line per row as it starts. */
+    /**
+     * Runs every strategy at every N, one row per recorder; {@code progress} hears one line per strategy and
+     * N as it starts (and, with the Micrometer recorder, the detection lag its meters saw).
+     */
     public static List<ScaleRow> run(Settings settings, Consumer<String> progress) {
         List<ScaleRow> rows = new ArrayList<>();
         for (int n : settings.ns()) {
             for (String name : settings.strategies()) {
-                progress.accept(name + " at N = " + n + " ...");
-                rows.add(measure(name, n, settings));
+                progress.accept(name + " at N = " + n + (settings.recorders().size() > 1
+                        ? ", recorders " + String.join(" and ", settings.recorders()) + " alternating" : "") + " ...");
+                rows.addAll(measure(name, n, settings, progress));
             }
         }
         return rows;
     }
 
-    static ScaleRow measure(String name, int n, Settings settings) {
-        WaitStrategy wait = strategy(name, settings);
+    /**
+     * The rows of one strategy at one N, one per recorder. With several recorders their rounds alternate
+     * (the order flips every round), so that the machine's drift and noise fall on all of them alike and
+     * each measured round of one has a neighbour of the other to be compared with.
+     */
+    static List<ScaleRow> measure(String name, int n, Settings settings, Consumer<String> progress) {
         boolean push = pushes(name);
+        List<String> recorders = settings.recorders();
+        List<WaitStrategy> waits = new ArrayList<>();
+        List<SimpleMeterRegistry> registries = new ArrayList<>();
+        for (String recorder : recorders) {
+            SimpleMeterRegistry registry = new SimpleMeterRegistry();
+            registries.add(registry);
+            WaitRecorder chosen = recorder.equals("micrometer") ? MicrometerWaitRecorder.of(registry) : WaitRecorder.NOOP;
+            waits.add(strategy(name, settings).recorder(chosen));
+        }
+        List<List<Round>> measured = new ArrayList<>();
+        recorders.forEach(r -> measured.add(new ArrayList<>()));
         SplittableRandom random = new SplittableRandom(settings.seed() + n);
-        List<Round> measured = new ArrayList<>();
         for (int r = 0; r < settings.warmup() + settings.rounds(); r++) {
-            Round round = round(wait, push, n, settings, random);
-            if (r >= settings.warmup()) {
-                measured.add(round);
+            for (int k = 0; k < recorders.size(); k++) {
+                int which = r % 2 == 0 ? k : recorders.size() - 1 - k;
+                Round round = round(waits.get(which), push, n, settings, random);
+                if (r >= settings.warmup()) {
+                    measured.get(which).add(round);
+                }
             }
         }
-        double bytesPerTick = push ? Double.NaN : steadyStateBytesPerQuery(wait, n, settings.statuses());
+        List<ScaleRow> rows = new ArrayList<>();
+        for (int k = 0; k < recorders.size(); k++) {
+            double bytesPerTick = push ? Double.NaN : steadyStateBytesPerQuery(waits.get(k), n, settings.statuses());
+            rows.add(row(name, recorders.get(k), n, settings, measured.get(k), bytesPerTick));
+            Timer lag = registries.get(k).find(MicrometerWaitRecorder.DETECTION_LAG).timer();
+            if (lag != null) {
+                progress.accept(String.format(java.util.Locale.ROOT,
+                        "  %s: %s over %,d waits (warm-up included): mean %.2f ms, max %.2f ms",
+                        recorders.get(k), MicrometerWaitRecorder.DETECTION_LAG, lag.count(),
+                        lag.mean(TimeUnit.MILLISECONDS), lag.max(TimeUnit.MILLISECONDS)));
+            }
+        }
+        int none = recorders.indexOf("none");
+        if (none >= 0 && recorders.contains("micrometer")) {
+            double waitMicros = rows.get(none).roundCpuMillis().stream().mapToDouble(Double::doubleValue).average()
+                    .orElse(Double.NaN) * 1000 / n;
+            RecorderCost.Estimate cost = RecorderCost.estimate(name, n, settings);
+            progress.accept(String.format(java.util.Locale.ROOT, "  recorder cost estimate: %.1f calls per wait,"
+                            + " %.2f us of recording CPU per wait (ns per call: %s; in the wait: %.2f us); wait CPU"
+                            + " without a recorder %.1f us per wait; ratio %.2f%%", cost.callsPerWait(),
+                    cost.microsPerWait(), cost.perCall(), cost.inWaitMicros(), waitMicros,
+                    100 * cost.microsPerWait() / waitMicros));
+        }
+        return rows;
+    }
+
+    private static ScaleRow row(String name, String recorder, int n, Settings settings, List<Round> measured,
+                                double bytesPerTick) {
         double[] lags = measured.stream().flatMapToDouble(r -> Arrays.stream(r.lagsMs)).sorted().toArray();
         long cpu = 0;
         long wall = 0;
@@ -144,12 +214,13 @@ public final class ScaleBench {
             notifierCpu += r.notifierCpuNanos;
             behind = Math.max(behind, r.notifierBehindMs);
         }
+        boolean push = pushes(name);
         long statuses = (long) n * settings.statuses() * measured.size();
-        return new ScaleRow(name, n, settings.statuses(), measured.size(), (double) cpu / wall,
+        return new ScaleRow(name, recorder, n, settings.statuses(), measured.size(), (double) cpu / wall,
                 percentile(lags, 0.50), percentile(lags, 0.99), lags.length == 0 ? Double.NaN : lags[lags.length - 1],
                 (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
-                (double) notifierCpu / wall);
+                (double) notifierCpu / wall, measured.stream().map(r -> r.waitCpuNanos / 1e6).toList());
     }
 
     static double percentile(double[] sorted, double p) {
@@ -160,13 +231,13 @@ public final class ScaleBench {
         return sorted[Math.max(0, Math.min(sorted.length - 1, index))];
     }
 
-    private record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,
+    record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,
                          long errors, long unfinished, long notifierBytes, double notifierBehindMs,
-                         long notifierCpuNanos) {
+                         long notifierCpuNanos, long waitCpuNanos) {
     }
 
     /** One wave: subscribe every wait, then finish every status at its time and wait for the last signal. */
-    private static Round round(WaitStrategy wait, boolean push, int n, Settings settings, SplittableRandom random) {
+    static Round round(WaitStrategy wait, boolean push, int n, Settings settings, SplittableRandom random) {
         int per = settings.statuses();
         long spread = settings.spread().toNanos();
         BenchStatus[] all = new BenchStatus[n * per];
@@ -203,6 +274,7 @@ public final class ScaleBench {
         Thread thread = Thread.ofPlatform().name("bench-notifier").daemon().start(notifier);
         parkUntil(start);
         long cpu0 = processCpuNanos();
+        java.util.Map<Long, Long> threadCpu0 = threadCpuNanos();
         long[] gc0 = gc();
         try {
             finished.await(settings.transferTimeout().toNanos() + spread + TimeUnit.SECONDS.toNanos(10),
@@ -212,6 +284,7 @@ public final class ScaleBench {
             Thread.currentThread().interrupt();
         }
         long cpu1 = processCpuNanos();
+        long othersCpu = cpuSince(threadCpu0, thread.threadId());
         long[] gc1 = gc();
         long end = start;
         double[] lags = new double[n];
@@ -230,7 +303,7 @@ public final class ScaleBench {
         }
         return new Round(Arrays.copyOf(lags, counted), cpu1 - cpu0, Math.max(1, end - start), queries,
                 gc1[0] - gc0[0], gc1[1] - gc0[1], errors.get(), finished.getCount(), notifier.allocatedBytes,
-                notifier.behindNanos / 1e6, notifier.cpuNanos);
+                notifier.behindNanos / 1e6, notifier.cpuNanos, othersCpu + (push ? notifier.cpuNanos : 0));
     }
 
     /** Finishes the statuses in time order, each at its time; measures its own allocation and lateness. */
@@ -317,6 +390,32 @@ public final class ScaleBench {
 
     private static com.sun.management.ThreadMXBean threadBean() {
         return (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    }
+
+    /** The CPU time of every live thread, by id, in nanoseconds (the process's CPU clock ticks in 10 ms steps). */
+    private static java.util.Map<Long, Long> threadCpuNanos() {
+        com.sun.management.ThreadMXBean threads = threadBean();
+        long[] ids = threads.getAllThreadIds();
+        long[] cpu = threads.getThreadCpuTime(ids);
+        java.util.Map<Long, Long> byId = new java.util.HashMap<>();
+        for (int i = 0; i < ids.length; i++) {
+            if (cpu[i] >= 0) {
+                byId.put(ids[i], cpu[i]);
+            }
+        }
+        return byId;
+    }
+
+    /** CPU time the threads alive at {@code before} and now have used since, thread {@code excluded} left out. */
+    private static long cpuSince(java.util.Map<Long, Long> before, long excluded) {
+        long sum = 0;
+        for (java.util.Map.Entry<Long, Long> now : threadCpuNanos().entrySet()) {
+            Long then = before.get(now.getKey());
+            if (then != null && now.getKey() != excluded) {
+                sum += now.getValue() - then;
+            }
+        }
+        return sum;
     }
 
     private static long processCpuNanos() {

@@ -21,12 +21,12 @@ public final class ScaleReport {
 
     public static String table(List<ScaleRow> rows) {
         StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, "%-20s %7s %6s %6s %26s %9s %11s %6s %9s %9s %9s%n", "strategy",
+        out.append(String.format(Locale.ROOT, "%-28s %7s %6s %6s %26s %9s %11s %6s %9s %9s %9s%n", "strategy",
                 "N", "cores", "notif", "lag p50 / p99 / max (ms)", "code()/st", "GC n / ms", "errors", "B/st/tick",
                 "B/push", "behind ms"));
         for (ScaleRow r : rows) {
-            out.append(String.format(Locale.ROOT, "%-20s %,7d %6.2f %6.2f %26s %9.1f %11s %6s %9s %9s %9.1f%n",
-                    r.strategy(), r.n(), r.coresUsed(), r.notifierCores(),
+            out.append(String.format(Locale.ROOT, "%-28s %,7d %6.2f %6.2f %26s %9.1f %11s %6s %9s %9s %9.1f%n",
+                    r.recorder().equals("none") ? r.strategy() : r.strategy() + " +" + r.recorder(), r.n(), r.coresUsed(), r.notifierCores(),
                     String.format(Locale.ROOT, "%.2f / %.2f / %.2f", r.lagP50Ms(), r.lagP99Ms(), r.lagMaxMs()),
                     r.queriesPerStatus(), r.gcCount() + " / " + r.gcMillis(),
                     r.unfinished() == 0 ? Long.toString(r.errors()) : r.errors() + "+" + r.unfinished() + "?",
@@ -36,8 +36,51 @@ public final class ScaleReport {
                 + " time; B/st/tick: bytes allocated per status query while statuses stay in flight (polling waits);"
                 + " B/push: bytes the notifier thread allocated per status it pushed; behind: how late the notifier"
                 + " finished its last status.\n");
+        out.append(overhead(rows));
         out.append("machine: ").append(machine());
         return out.toString();
+    }
+
+    /**
+     * For each strategy and N measured with and without the Micrometer recorder: the waits' CPU time
+     * ({@link ScaleRow#roundCpuMillis()}) of all their measured rounds and of each pair of neighbouring rounds
+     * (their order alternates), micrometer over none; empty otherwise. CPU time rather than cores: a starved
+     * round stretches its wall time, not its work.
+     */
+    static String overhead(List<ScaleRow> rows) {
+        StringBuilder out = new StringBuilder();
+        for (ScaleRow with : rows) {
+            if (!with.recorder().equals("micrometer")) {
+                continue;
+            }
+            for (ScaleRow without : rows) {
+                if (!without.recorder().equals("none") || !without.strategy().equals(with.strategy())
+                        || without.n() != with.n()) {
+                    continue;
+                }
+                int pairs = Math.min(with.roundCpuMillis().size(), without.roundCpuMillis().size());
+                double[] ratios = new double[pairs];
+                double withCpu = 0;
+                double withoutCpu = 0;
+                StringBuilder each = new StringBuilder();
+                for (int i = 0; i < pairs; i++) {
+                    withCpu += with.roundCpuMillis().get(i);
+                    withoutCpu += without.roundCpuMillis().get(i);
+                    ratios[i] = with.roundCpuMillis().get(i) / without.roundCpuMillis().get(i) - 1;
+                    each.append(i == 0 ? "" : ", ").append(percent(ratios[i]));
+                }
+                java.util.Arrays.sort(ratios);
+                out.append(String.format(Locale.ROOT, "recorder cost, %s at N = %,d: wait CPU %.1f ms with micrometer,"
+                                + " %.1f ms without over %d rounds each (%s); round pairs %s; median %s%n",
+                        with.strategy(), with.n(), withCpu, withoutCpu, pairs, percent(withCpu / withoutCpu - 1),
+                        each, pairs == 0 ? "-" : percent(ratios[pairs / 2])));
+            }
+        }
+        return out.toString();
+    }
+
+    private static String percent(double fraction) {
+        return String.format(Locale.ROOT, "%+.1f%%", fraction * 100);
     }
 
     private static String figure(double value) {
@@ -59,6 +102,7 @@ public final class ScaleReport {
         for (ScaleRow r : rows) {
             ObjectNode row = out.addObject();
             row.put("strategy", r.strategy());
+            row.put("recorder", r.recorder());
             row.put("n", r.n());
             row.put("cores_used", r.coresUsed());
             row.put("lag_p50_ms", r.lagP50Ms());
@@ -73,6 +117,8 @@ public final class ScaleReport {
             putFigure(row, "notifier_bytes_per_push", r.notifierBytesPerStatus());
             row.put("notifier_behind_ms", r.notifierBehindMs());
             row.put("notifier_cores", r.notifierCores());
+            ArrayNode perRound = row.putArray("round_cpu_ms");
+            r.roundCpuMillis().forEach(perRound::add);
         }
         try {
             return mapper.writeValueAsString(root);

@@ -1,5 +1,7 @@
 package dev.kvflux.pipeline.scale;
 
+import java.util.List;
+
 /**
  * One line of the scale bench: a wait strategy at {@code n} concurrent requests, over the measured rounds.
  *
@@ -12,9 +14,17 @@ package dev.kvflux.pipeline.scale;
  * @param notifierBehindMs how late the notifier thread finished its last status (0 when it kept up)
  * @param notifierCores the notifier thread's CPU time over wall time (included in {@code coresUsed}): with
  *     push, the pushes themselves; with polling, only finishing the statuses
+ * @param recorder what the waits reported to: {@code none} or {@code micrometer}
+ * @param roundCpuMillis the waits' CPU time in each measured round, in order, for comparing recorders round by
+ *     round (every round does the same work): the CPU of every Java thread alive through the round, read per
+ *     thread in nanoseconds, without the notifier thread for a polling wait (there it only finishes statuses)
+ *     and with it for push (there it runs the push path); GC threads are not counted
  */
-public record ScaleRow(String strategy, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
+public record ScaleRow(String strategy, String recorder, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
                        double lagP99Ms, double lagMaxMs, double queriesPerStatus, long gcCount, long gcMillis,
                        long errors, long unfinished, double notifierBytesPerStatus, double bytesPerStatusTick,
-                       double notifierBehindMs, double notifierCores) {
+                       double notifierBehindMs, double notifierCores, List<Double> roundCpuMillis) {
+    public ScaleRow {
+        roundCpuMillis = List.copyOf(roundCpuMillis);
+    }
 }

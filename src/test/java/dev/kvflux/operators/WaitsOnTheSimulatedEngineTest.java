@@ -60,4 +60,24 @@ class WaitsOnTheSimulatedEngineTest {
         assertThat(reactiveCost).isBetween(Duration.ofMillis(183), Duration.ofMillis(210));
         assertThat(second).allSatisfy(s -> assertThat(s.code()).isEqualTo(StatusCode.SUCCESS));
     }
+
+    @Test
+    void theDetectionLagOnTheSimulatedEngineIsNonNegativeAndWithinOneSliceOfTheLastCopy() {
+        dev.kvflux.testing.RecordingWaitRecorder recorder = new dev.kvflux.testing.RecordingWaitRecorder();
+        Duration slice = Duration.ofMillis(7);
+        for (int request = 0; request < 5; request++) {
+            List<TransferStatus> statuses = SeedGeometry.writeAll(session);
+            CompletableFuture<Void> done = CompletionWait.failFast(TIMEOUT).slice(slice).scheduler(clock)
+                    .recorder(recorder).await(statuses).toFuture();
+            clock.advanceTimeBy(Duration.ofSeconds(1));
+            Blocking.result(done);
+            long lastCopy = statuses.stream().mapToLong(s -> engine.copyFinishedAt(s).orElseThrow()).max().orElseThrow();
+            assertThat(statuses).allSatisfy(s -> assertThat(s.completedAtNanos())
+                    .isEqualTo(engine.copyFinishedAt(s).orElseThrow()));
+            assertThat(recorder.lags.get(request)).as("the copy ended %s ns in", lastCopy)
+                    .isBetween(Duration.ZERO, slice);
+        }
+        assertThat(recorder.lags).hasSize(5).as("not all copies end on a slice boundary").anySatisfy(
+                lag -> assertThat(lag).isPositive());
+    }
 }

@@ -10,6 +10,7 @@ import reactor.core.scheduler.Scheduler;
 /**
  * A status that turns terminal, like an xGMI status, only when queried at or after its time on the
  * given scheduler's clock, counted from the status's creation. Counts its queries. {@code never()} stays IN_PROGRESS for ever.
+ * Once SUCCESS it says its copies ended at its time, on the scheduler's clock, as a backend that knows would.
  */
 public final class ScriptedStatus implements TransferStatus {
     private final Scheduler clock;
@@ -58,6 +59,16 @@ public final class ScriptedStatus implements TransferStatus {
     @Override
     public String message() {
         return code.isTerminal() ? finalMessage : "";
+    }
+
+    @Override
+    public long completedAtNanos() {
+        return code == StatusCode.SUCCESS ? atNanos : UNKNOWN_TIME;
+    }
+
+    @Override
+    public long clockNanos() {
+        return clock.now(TimeUnit.NANOSECONDS);
     }
 
     public int queries() {

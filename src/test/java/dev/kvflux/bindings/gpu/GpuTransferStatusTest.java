@@ -93,7 +93,7 @@ class GpuTransferStatusTest {
         StepVerifier.create(status.pushed())
                 .then(() -> {
                     event.state = EventState.READY;
-                    status.onPushed();
+                    status.onPushed(System.nanoTime());
                 })
                 .expectNext(StatusCode.SUCCESS)
                 .verifyComplete();
@@ -102,7 +102,7 @@ class GpuTransferStatusTest {
     @Test
     void aPushBeforeTheEventReadsReadyFallsBackToTheBlockingWait() {
         GpuTransferStatus status = posted();
-        status.onPushed();
+        status.onPushed(System.nanoTime());
         assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
     }
 
@@ -112,5 +112,33 @@ class GpuTransferStatusTest {
         event.state = EventState.READY;
         status.code();
         StepVerifier.create(status.pushed()).expectNext(StatusCode.SUCCESS).verifyComplete();
+    }
+
+    @Test
+    void aPushedStatusSaysItsCopiesEndedWhenItsHostFunctionRan() {
+        GpuTransferStatus status = posted();
+        event.state = EventState.READY;
+        assertThat(status.completedAtNanos()).as("in flight").isEqualTo(GpuTransferStatus.UNKNOWN_TIME);
+        status.onPushed(12_345L);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+        assertThat(status.completedAtNanos()).isEqualTo(12_345L);
+    }
+
+    @Test
+    void aStatusSettledByAQueryCannotSayWhenItsCopiesEnded() {
+        GpuTransferStatus status = posted();
+        event.state = EventState.READY;
+        status.code();
+        status.onPushed(12_345L);
+        assertThat(status.completedAtNanos()).isEqualTo(GpuTransferStatus.UNKNOWN_TIME);
+    }
+
+    @Test
+    void aFailedStatusHasNoCompletionTime() {
+        GpuTransferStatus status = posted();
+        status.fail(StatusCode.ERR_GPU_OP, "posting failed");
+        status.onPushed(12_345L);
+        assertThat(status.code()).isEqualTo(StatusCode.ERR_GPU_OP);
+        assertThat(status.completedAtNanos()).isEqualTo(GpuTransferStatus.UNKNOWN_TIME);
     }
 }

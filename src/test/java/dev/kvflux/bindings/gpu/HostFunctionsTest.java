@@ -27,6 +27,21 @@ class HostFunctionsTest {
     }
 
     @Test
+    void aTimedCallbackIsGivenTheTimeItsHostFunctionRanNotTheTimeItWasDispatched() throws Exception {
+        CountDownLatch done = new CountDownLatch(1);
+        long[] given = new long[1];
+        long key = HostFunctions.registerTimed(stream, ranAt -> {
+            given[0] = ranAt;
+            done.countDown();
+        });
+        long before = System.nanoTime();
+        HostFunctions.dispatch(key);
+        long after = System.nanoTime();
+        assertThat(done.await(5, TimeUnit.SECONDS)).isTrue();
+        assertThat(given[0]).isBetween(before, after);
+    }
+
+    @Test
     void aCallbackRunsOnTheDispatchThreadWhenItsHostFunctionRuns() throws Exception {
         CountDownLatch done = new CountDownLatch(1);
         String[] thread = new String[1];

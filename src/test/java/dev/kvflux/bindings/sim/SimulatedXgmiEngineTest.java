@@ -50,6 +50,19 @@ class SimulatedXgmiEngineTest {
     }
 
     @Test
+    void aStatusSaysItsCopyFinishedOnTheEnginesClockOnlyOnceAQuerySawItSucceed() {
+        SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
+        TransferStatus status = session(engine).batchWrite(SeedGeometry.SEED.plan(0), 0);
+        long finish = engine.copyFinishedAt(status).orElseThrow();
+
+        advanceTo(finish + 5_000);
+        assertThat(status.completedAtNanos()).as("not yet queried").isEqualTo(TransferStatus.UNKNOWN_TIME);
+        assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
+        assertThat(status.completedAtNanos()).isEqualTo(finish);
+        assertThat(status.clockNanos() - status.completedAtNanos()).isEqualTo(5_000);
+    }
+
+    @Test
     void theSeedGeometryFinishesAboutPointTwoSecondsAfterTheLastPost() {
         SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
         List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));

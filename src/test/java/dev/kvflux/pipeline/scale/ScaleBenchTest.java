@@ -36,6 +36,34 @@ class ScaleBenchTest {
     }
 
     @Test
+    void withBothRecordersEachStrategyGetsTwoRowsAndTheTablePrintsTheRecordersCostPerRoundPair() {
+        ScaleBench.Settings both = new ScaleBench.Settings(List.of(20), List.of("reactive-shared"), 8,
+                Duration.ofMillis(50), 2, 0, Duration.ofMillis(10), Duration.ofSeconds(30), 7,
+                List.of("none", "micrometer"));
+        List<String> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<ScaleRow> rows = ScaleBench.run(both, progress::add);
+
+        assertThat(rows).extracting(ScaleRow::recorder).containsExactly("none", "micrometer");
+        assertThat(rows).allSatisfy(row -> {
+            assertThat(row.errors()).isZero();
+            assertThat(row.unfinished()).isZero();
+            assertThat(row.roundCpuMillis()).hasSize(2).allSatisfy(ms -> assertThat(ms).isPositive());
+        });
+        assertThat(progress).anySatisfy(line -> assertThat(line).contains("micrometer: kvflux.wait.detection.lag over 40 waits"));
+        assertThat(progress).anySatisfy(line -> assertThat(line).containsPattern(
+                "recorder cost estimate: \\d+\\.\\d calls per wait, \\d+\\.\\d\\d us of recording CPU per wait"));
+        assertThat(ScaleReport.table(rows)).contains("reactive-shared +micrometer", "recorder cost, reactive-shared at N = 20");
+        assertThat(ScaleReport.json(rows, both)).contains("\"recorder\" : \"micrometer\"", "\"round_cpu_ms\"");
+    }
+
+    @Test
+    void anUnknownRecorderIsRefusedWithTheChoices() {
+        assertThatThrownBy(() -> new ScaleBench.Settings(List.of(20), List.of("reactive"), 8, Duration.ofMillis(50), 1, 0,
+                Duration.ofMillis(10), Duration.ofSeconds(30), 7, List.of("prometheus")))
+                .hasMessageContaining("--recorder takes none, micrometer or both");
+    }
+
+    @Test
     void anUnknownStrategyOrAnOversizedRunIsRefusedWithTheChoices() {
         assertThatThrownBy(() -> small(List.of("fastest")))
                 .hasMessageContaining("unknown strategy 'fastest'").hasMessageContaining("reactive-push");

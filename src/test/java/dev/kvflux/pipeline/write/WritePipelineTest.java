@@ -356,4 +356,27 @@ class WritePipelineTest {
         assertThat(seen).containsExactly("first", "second");
         assertThat(serial.requestsInFlight()).isZero();
     }
+
+    @Test
+    void theRecorderSetOnTheBuilderHearsEveryRequestsWaitWithItsDetectionLag() {
+        TransferSession session = session(SimulatedXgmiEngine.builder().fault(Fault.fail(LAYERS, Duration.ofMillis(3),
+                StatusCode.ERR_RDMA_OP, "link down")));
+        dev.kvflux.testing.RecordingWaitRecorder recorder = new dev.kvflux.testing.RecordingWaitRecorder();
+        WritePipeline pipeline = pipeline().recorder(recorder).build();
+
+        pipeline.write(request("ok", session)).subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+        pipeline.write(request("failing", session)).subscribe(this::record);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(outcomes.get("ok")).isInstanceOf(WriteDone.class);
+        assertThat(outcomes.get("failing")).isInstanceOf(WriteFailed.class);
+        assertThat(recorder.ended).extracting(dev.kvflux.testing.RecordingWaitRecorder.Ended::outcome)
+                .containsExactly(dev.kvflux.operators.WaitOutcome.DONE, dev.kvflux.operators.WaitOutcome.FAILED);
+        assertThat(recorder.startedStatuses).containsExactly(LAYERS, LAYERS);
+        assertThat(recorder.failures).containsExactly(StatusCode.ERR_RDMA_OP);
+        assertThat(recorder.lags).singleElement().satisfies(lag -> assertThat(lag)
+                .isBetween(Duration.ZERO, CompletionWait.DEFAULT_SLICE));
+        assertThat(recorder.inFlight()).isZero();
+    }
 }
