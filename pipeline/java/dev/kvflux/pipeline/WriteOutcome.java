@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline;
 
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.operators.TransferException.Kind;
 import io.vavr.control.Either;
 import java.util.Objects;
 
@@ -27,12 +28,22 @@ public sealed interface WriteOutcome {
         }
     }
 
-    /** The request's KV will not arrive: a status failed, or the wait timed out (IN_PROGRESS). */
-    record WriteFailed(String transferId, StatusCode code, String reason) implements WriteOutcome {
+    /**
+     * The request's KV will not arrive. {@code kind} says how the wait ended: a status or the posting failed
+     * ({@link Kind#FAILED}), statuses were still in flight at the transfer timeout ({@link Kind#TIMED_OUT},
+     * code IN_PROGRESS), or nothing left flight for the stall time ({@link Kind#STALLED}, code IN_PROGRESS).
+     */
+    record WriteFailed(String transferId, StatusCode code, String reason, Kind kind) implements WriteOutcome {
         public WriteFailed {
             Objects.requireNonNull(transferId, "transferId");
             Objects.requireNonNull(code, "code");
             Objects.requireNonNull(reason, "reason");
+            Objects.requireNonNull(kind, "kind");
+        }
+
+        /** A failure of kind {@link Kind#FAILED}. */
+        public WriteFailed(String transferId, StatusCode code, String reason) {
+            this(transferId, code, reason, Kind.FAILED);
         }
     }
 }

@@ -170,7 +170,7 @@ public final class WritePipeline {
 
     private static WriteFailed failed(String id, Throwable e) {
         if (e instanceof TransferException t) {
-            return new WriteFailed(id, t.code(), t.reason());
+            return new WriteFailed(id, t.code(), t.reason(), t.kind());
         }
         return new WriteFailed(id, StatusCode.ERR_BAD_STATE, String.valueOf(e));
     }

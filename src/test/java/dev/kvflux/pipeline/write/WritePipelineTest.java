@@ -9,6 +9,7 @@ import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.TransferException.Kind;
 import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.pipeline.WriteOutcome.WriteDone;
 import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
@@ -78,7 +79,7 @@ class WritePipelineTest {
         assertThat(outcomes.get("ok-0")).isEqualTo(new WriteDone("ok-0"));
         assertThat(outcomes.get("ok-4")).isEqualTo(new WriteDone("ok-4"));
         assertThat(outcomes.get("stalled")).isEqualTo(new WriteFailed("stalled", StatusCode.IN_PROGRESS,
-                "RDMA transfer timed out after 30s"));
+                "RDMA transfer timed out after 30s", Kind.TIMED_OUT));
         assertThat(outcomes.get("failing")).isEqualTo(new WriteFailed("failing", StatusCode.ERR_RDMA_OP, "link down"));
         assertThat(((WriteFailed) outcomes.get("bad-event")).code()).isEqualTo(StatusCode.ERR_GPU_OP);
     }
@@ -110,6 +111,27 @@ class WritePipelineTest {
         assertThat(outcomeAt.get("quick")).isLessThan(100);
         assertThat(outcomes.get("stalled")).isInstanceOf(WriteFailed.class);
         assertThat(outcomeAt.get("stalled")).isEqualTo(TIMEOUT.toMillis());
+    }
+
+    @Test
+    void aWriteFailedSaysWhetherItsWaitFailedTimedOutOrStalled() {
+        TransferSession stalled = session(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        TransferSession stalledToo = session(SimulatedXgmiEngine.builder().fault(Fault.stall(0)));
+        TransferSession failing = session(SimulatedXgmiEngine.builder().fault(Fault.fail(3, Duration.ofMillis(1), StatusCode.ERR_RDMA_OP, "QP error")));
+        WritePipeline timingOut = pipeline().build();
+        WritePipeline stalling = WritePipeline.builder().scheduler(clock)
+                .waitStrategy(CompletionWait.failFast(TIMEOUT).stallAfter(Duration.ofSeconds(2)).scheduler(clock))
+                .build();
+
+        timingOut.write(request("timed-out", stalled)).subscribe(this::record);
+        stalling.write(request("stalled", stalledToo)).subscribe(this::record);
+        timingOut.write(request("failed", failing)).subscribe(this::record);
+        clock.advanceTimeBy(TIMEOUT.plusSeconds(1));
+
+        assertThat(((WriteFailed) outcomes.get("timed-out")).kind()).isEqualTo(Kind.TIMED_OUT);
+        assertThat(((WriteFailed) outcomes.get("stalled")).kind()).isEqualTo(Kind.STALLED);
+        assertThat(((WriteFailed) outcomes.get("failed")).kind()).isEqualTo(Kind.FAILED);
+        assertThat(((WriteFailed) outcomes.get("failed")).code()).isEqualTo(StatusCode.ERR_RDMA_OP);
     }
 
     @Test
