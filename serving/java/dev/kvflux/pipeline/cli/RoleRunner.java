@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
 import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
 import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
 import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import dev.kvflux.pipeline.observe.Tracing;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 
@@ -44,6 +45,13 @@ final class RoleRunner {
         new UptimeMetrics().bindTo(registry);
         new FileDescriptorMetrics().bindTo(registry);
         return registry;
+    }
+
+    /** Flushes and stops a role's span export, if it has one. */
+    static void close(Tracing tracing) {
+        if (tracing != null) {
+            tracing.close();
+        }
     }
 
     static int runUntilStopped(AutoCloseable role) {

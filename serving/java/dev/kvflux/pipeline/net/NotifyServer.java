@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.net;
 
 import dev.kvflux.pipeline.internal.BindFailures;
+import dev.kvflux.pipeline.observe.LogContext;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
@@ -307,10 +308,12 @@ public final class NotifyServer implements AutoCloseable {
                 throw new FrameFailedException(e);
             }
             metrics.received.increment();
-            try {
-                handler.accept(message);
-            } catch (Throwable e) {
-                handlerFailed(message, e);
+            try (LogContext.Scope scope = LogContext.open(message.transferId(), null)) {
+                try {
+                    handler.accept(message);
+                } catch (Throwable e) {
+                    handlerFailed(message, e);
+                }
             }
             return message.transferId();
         }

@@ -13,13 +13,18 @@ import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.net.ReceiveDeadlineException;
 import dev.kvflux.pipeline.net.RemoteWriteFailedException;
+import dev.kvflux.pipeline.observe.LogContext;
+import dev.kvflux.pipeline.observe.internal.Spans;
 import dev.kvflux.pipeline.proxy.HttpJson;
 import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -70,6 +75,13 @@ import reactor.netty.http.server.HttpServerResponse;
  * {@code outcome}: write_done, write_failed, deadline, undeliverable, prefill_restarted, shutting_down,
  * duplicate, error, cancelled), the gauges {@code kvflux.decode.requests.running} and
  * {@code kvflux.notify.connections.open}, and the counters of {@link DecodeStats}.
+ *
+ * <p>Every log line about a request carries its transfer id (and trace id) in MDC ({@link LogContext}). With
+ * an {@link Builder#observationRegistry ObservationRegistry} that traces, each completion is span
+ * {@code kvflux.decode.request}, continuing the {@code traceparent} header, with children
+ * {@code kvflux.decode.receive} (waiting for the KV's notice) and {@code kvflux.decode.generate} (decoding);
+ * a notice that carries a traceparent is span {@code kvflux.notify.receive}, a child of prefill's
+ * {@code kvflux.notify.send}.
  */
 public final class DecodeServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeServer.class);
@@ -129,6 +141,7 @@ public final class DecodeServer implements AutoCloseable {
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
         private NotifyLimits limits = NotifyLimits.DEFAULTS;
         private MeterRegistry meterRegistry;
+        private ObservationRegistry observations = ObservationRegistry.NOOP;
 
         private Builder() {
         }
@@ -140,6 +153,12 @@ public final class DecodeServer implements AutoCloseable {
          */
         public Builder meterRegistry(MeterRegistry meterRegistry) {
             this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+            return this;
+        }
+
+        /** Where the requests' observations go; default {@link ObservationRegistry#NOOP}: nothing is traced. */
+        public Builder observationRegistry(ObservationRegistry observations) {
+            this.observations = Objects.requireNonNull(observations, "observations");
             return this;
         }
 
@@ -232,6 +251,7 @@ public final class DecodeServer implements AutoCloseable {
         Blocking.requireBlockingAllowed("DecodeServer.start");
         RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "decode");
         NotifyMetrics metrics = new NotifyMetrics(meters.registry(), meters.tags());
+        LogContext.enable();
         ExpectedTransfers expected = (receiveDeadline == null
                 ? ExpectedTransfers.withoutDeadline()
                 : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics)
@@ -241,7 +261,8 @@ public final class DecodeServer implements AutoCloseable {
         Handler handler = new Handler(model, expected, client, blocks, blockLease,
                 receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null,
                 receiveDeadline, new DecodeStats(meters), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next(),
-                new ConcurrentHashMap<>(), new EarlyReleases(EARLY_RELEASES, blockLease.toNanos(), System::nanoTime));
+                new ConcurrentHashMap<>(), new EarlyReleases(EARLY_RELEASES, blockLease.toNanos(), System::nanoTime),
+                settings.observations);
         NotifyServer notify;
         try {
             notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
@@ -449,6 +470,8 @@ public final class DecodeServer implements AutoCloseable {
         final long arrivalNanos = System.nanoTime();
         /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
         volatile boolean prefillSettled;
+        /** The request's trace id, for log lines outside its chain; null when not traced. */
+        volatile String traceId;
         volatile String failure;
 
         Active(String id, InetSocketAddress prefill, List<Long> blocks) {
@@ -467,13 +490,26 @@ public final class DecodeServer implements AutoCloseable {
                            Duration blockLease, Duration blocksWithin, boolean failWhenUndeliverable,
                            Duration receiveDeadline, DecodeStats stats, Map<String, Active> active,
                            AtomicBoolean closing, long incarnation, Map<InetSocketAddress, Long> prefillIncarnations,
-                           EarlyReleases earlyReleases) {
+                           EarlyReleases earlyReleases, ObservationRegistry observations) {
 
         /**
          * The notify server's handler: a message from prefill about another incarnation's blocks is rejected
          * and counted; {@code release} frees or unquarantines blocks; the rest is for expect.
          */
         void accept(NotifyMessage message) {
+            Active request = active.get(message.transferId());
+            try (LogContext.Scope scope = LogContext.open(message.transferId(), request == null ? null
+                    : request.traceId)) {
+                // only for a request decode serves: a notice about anything else starts no span
+                if (request != null && message.traceparent() != null) {
+                    Spans.received(observations, "kvflux.notify.receive", message.transferId(), message.traceparent())
+                            .stop();
+                }
+                handle(message);
+            }
+        }
+
+        private void handle(NotifyMessage message) {
             long to = switch (message) {
                 case NotifyMessage.WriteDone done -> done.toIncarnation();
                 case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
@@ -574,9 +610,11 @@ public final class DecodeServer implements AutoCloseable {
         /** Frees quarantined blocks whose lease passed: prefill never said release. */
         void reap() {
             for (String owner : blocks.reclaimExpired()) {
-                LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after the"
-                        + " request ended (or after its receive deadline, if later); reclaimed them (prefill is gone,"
-                        + " unreachable, or never saw the transfer)", owner, blockLease.toMillis());
+                try (LogContext.Scope scope = LogContext.open(owner, null)) {
+                    LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after"
+                            + " the request ended (or after its receive deadline, if later); reclaimed them (prefill is"
+                            + " gone, unreachable, or never saw the transfer)", owner, blockLease.toMillis());
+                }
             }
         }
 
@@ -594,10 +632,10 @@ public final class DecodeServer implements AutoCloseable {
         }
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
-            return HttpJson.withBody(request, response, body -> serve(body, response));
+            return HttpJson.withBody(request, response, body -> serve(body, request.requestHeaders(), response));
         }
 
-        private Publisher<Void> serve(String body, HttpServerResponse response) {
+        private Publisher<Void> serve(String body, HttpHeaders headers, HttpServerResponse response) {
             CompletionRequest request;
             try {
                 ObjectNode json = HttpJson.object(body);
@@ -607,10 +645,24 @@ public final class DecodeServer implements AutoCloseable {
                         "bad_request", e.getMessage());
             }
             String id = request.params().transferId();
+            Observation span = Spans.server(observations, "kvflux.decode.request", id, headers);
+            String traceId = Spans.traceId(span);
+            try (LogContext.Scope scope = LogContext.open(id, traceId)) {
+                return Mono.from(serve(request, span, traceId, response))
+                        .doOnError(span::error)
+                        .doFinally(signal -> span.stop())
+                        .contextWrite(LogContext.context(id, traceId));
+            }
+        }
+
+        /** Takes the request in, or refuses it at once; the request's answer. */
+        private Publisher<Void> serve(CompletionRequest request, Observation span, String traceId,
+                HttpServerResponse response) {
+            String id = request.params().transferId();
             InetSocketAddress prefill = request.params().remoteNotify();
             if (closing.get()) {
                 stats.refusedShuttingDown.increment();
-                sendAbort(id, prefill, "decode is shutting down");
+                sendAbort(id, traceId, prefill, "decode is shutting down");
                 return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
                         "decode_shutting_down", new ShuttingDownException().getMessage());
             }
@@ -625,7 +677,7 @@ public final class DecodeServer implements AutoCloseable {
                 }
             } catch (BlockAllocator.OutOfBlocksException e) {
                 stats.refusedOutOfBlocks.increment();
-                sendAbort(id, prefill, "decode is out of KV blocks");
+                sendAbort(id, traceId, prefill, "decode is out of KV blocks");
                 return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
                         "kv_blocks_exhausted", e.getMessage());
             } catch (IllegalStateException e) {
@@ -634,6 +686,7 @@ public final class DecodeServer implements AutoCloseable {
                                 + " its own transfer id");
             }
             Active a = new Active(id, prefill, granted);
+            a.traceId = traceId;
             active.put(id, a);
             Mono<Void> askForKv = Mono.defer(() -> {
                         blocks.writing(id);
@@ -649,9 +702,13 @@ public final class DecodeServer implements AutoCloseable {
                     .doOnSuccess(v -> stats.recordKvWait("write_done", System.nanoTime() - a.arrivalNanos))
                     .doOnError(e -> stats.recordKvWait(waitOutcome(e), System.nanoTime() - a.arrivalNanos))
                     .doOnCancel(() -> stats.recordKvWait("cancelled", System.nanoTime() - a.arrivalNanos));
-            return arrived
-                    .doOnError(e -> a.failure = failureReason(e))
-                    .then(Mono.defer(() -> Mono.from(decode(request, response))))
+            return Spans.during(observations, "kvflux.decode.receive", id, span, arrived)
+                    .doOnError(e -> {
+                        a.failure = failureReason(e);
+                        LOG.info("transfer {}: fails without its KV: {}", LogText.escape(id), e.getMessage());
+                    })
+                    .then(Spans.during(observations, "kvflux.decode.generate", id, span,
+                            Mono.defer(() -> Mono.from(decode(request, response)))))
                     .onErrorResume(RemoteWriteFailedException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.SERVICE_UNAVAILABLE, "kv_transfer_failed", e.code().name(),
                             e.getMessage())))
@@ -716,12 +773,12 @@ public final class DecodeServer implements AutoCloseable {
             blocks.end(a.id, blockLease, receiveDeadline == null ? System.nanoTime()
                     : a.arrivalNanos + receiveDeadline.toNanos());
             if (!a.prefillSettled) {
-                sendAbort(a.id, a.prefill, a.failure != null ? a.failure
+                sendAbort(a.id, a.traceId, a.prefill, a.failure != null ? a.failure
                         : "decode's client went away before the KV arrived");
             }
         }
 
-        private void sendAbort(String id, InetSocketAddress prefill, String reason) {
+        private void sendAbort(String id, String traceId, InetSocketAddress prefill, String reason) {
             stats.abortsSent.increment();
             stats.abortsInFlight.incrementAndGet();
             // an abort is useful until prefill's own deadline for the transfer, later than decode's: retry it
@@ -729,6 +786,7 @@ public final class DecodeServer implements AutoCloseable {
             Duration within = blocksWithin.compareTo(ABORT_AT_LEAST_WITHIN) < 0 ? ABORT_AT_LEAST_WITHIN : blocksWithin;
             client.send(prefill, new NotifyMessage.Abort(id, reason, incarnation), within)
                     .doFinally(signal -> stats.abortsInFlight.decrementAndGet())
+                    .contextWrite(LogContext.context(id, traceId))
                     .subscribe();
         }
 
