@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.bench;
 
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.pipeline.metrics.PrometheusText;
 import dev.kvflux.pipeline.net.NotifyCodec;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import java.io.DataInputStream;
@@ -118,7 +119,7 @@ public final class HostileProbe {
             floodPhase(notify, http, health, pid, fdsBase);
             figures.put("decode_log_lines_during_flood", lines(log) - floodLinesBase);
             figures.put("decode_alive_at_end", decode.isAlive());
-            figures.put("decode_metrics", metrics(http, httpPort));
+            figures.putAll(notifyFigures(metrics(http, httpPort)));
             return new Figures(figures);
         } finally {
             decode.destroy();
@@ -396,6 +397,33 @@ public final class HostileProbe {
             Thread.currentThread().interrupt();
             return 5000;
         }
+    }
+
+    /**
+     * Decode's notify meters, one figure each: {@code decode_notify_frames_rejected[reason=malformed]} and the
+     * like, from its Prometheus text; {@code decode_metrics} with what went wrong if it cannot be read.
+     */
+    static Map<String, Object> notifyFigures(String metrics) {
+        Map<String, Object> notify = new LinkedHashMap<>();
+        try {
+            for (PrometheusText.Sample sample : PrometheusText.parse(metrics).samples()) {
+                if (!sample.name().startsWith("kvflux_notify_")) {
+                    continue;
+                }
+                StringBuilder key = new StringBuilder("decode_").append(sample.name().substring("kvflux_".length())
+                        .replaceAll("_total$", ""));
+                String labels = sample.labels().entrySet().stream().filter(e -> !e.getKey().equals("role"))
+                        .sorted(Map.Entry.comparingByKey()).map(e -> e.getKey() + "=" + e.getValue())
+                        .collect(java.util.stream.Collectors.joining(","));
+                if (!labels.isEmpty()) {
+                    key.append('[').append(labels).append(']');
+                }
+                notify.put(key.toString(), Math.round(sample.value()));
+            }
+        } catch (IllegalArgumentException e) {
+            notify.put("decode_metrics", metrics);
+        }
+        return notify;
     }
 
     private static String metrics(HttpClient http, int httpPort) {

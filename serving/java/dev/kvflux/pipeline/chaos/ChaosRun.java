@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.chaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.pipeline.metrics.PrometheusText;
 import dev.kvflux.pipeline.proxy.HttpJson;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.InstanceRegistry;
@@ -56,6 +57,8 @@ public final class ChaosRun {
      * {@code status-fail-invalid-args} fails batches with ERR_INVALID_ARGS, and so on.
      */
     static final Map<String, StatusCode> STATUS_FAILURES = statusFailures();
+    /** Decode's checks of write_done's checksum; {@code result="corrupt"} counts KV that failed it. */
+    private static final String CORRUPT_KV = "kvflux_decode_kv_checks_total";
 
     /** The faults, in the order they run. */
     public static final List<String> FAULTS = Stream.of(
@@ -224,7 +227,7 @@ public final class ChaosRun {
             RoleProcess[] pair = pair(fault, prefillArgs, decodeArgs);
             RoleProcess decode = pair[0];
             RoleProcess prefill = pair[1];
-            long corruptBefore = decode.metrics().path("corrupt_kv").asLong();
+            long corruptBefore = decode.metrics().count(CORRUPT_KV, "result", "corrupt");
             NotifyRelay.Mode relayMode = switch (fault) {
                 case "notify-loss" -> NotifyRelay.Mode.LOSE;
                 case "notify-duplicate" -> NotifyRelay.Mode.DUPLICATE;
@@ -414,12 +417,12 @@ public final class ChaosRun {
         long[] held = {-1, -1, 0};
         while (System.nanoTime() - until < 0) {
             try {
-                JsonNode p = prefill.metrics();
-                JsonNode d = decode.metrics();
-                held[0] = p.path("kv_blocks").path("held").asLong() + d.path("kv_blocks").path("held").asLong();
-                held[1] = p.path("transfers_running").asLong() + p.path("writes_in_flight").asLong()
-                        + d.path("requests_running").asLong();
-                held[2] = d.path("corrupt_kv").asLong();
+                PrometheusText p = prefill.metrics();
+                PrometheusText d = decode.metrics();
+                held[0] = heldBlocks(p) + heldBlocks(d);
+                held[1] = p.count("kvflux_prefill_transfers_running") + p.count("kvflux_prefill_writes_in_flight")
+                        + d.count("kvflux_decode_requests_running");
+                held[2] = d.count(CORRUPT_KV, "result", "corrupt");
                 if (held[0] == 0 && held[1] == 0) {
                     break;
                 }
@@ -429,6 +432,11 @@ public final class ChaosRun {
             Thread.sleep(50);
         }
         return held;
+    }
+
+    /** KV blocks not free (allocated, writing or quarantined). */
+    private static long heldBlocks(PrometheusText metrics) {
+        return metrics.count("kvflux_blocks_capacity") - metrics.count("kvflux_blocks", "state", "free");
     }
 
     private static FaultResult summarise(String fault, List<Result> results, long faultEnd, long[] leaks) {

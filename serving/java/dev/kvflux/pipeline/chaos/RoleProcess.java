@@ -1,7 +1,6 @@
 package dev.kvflux.pipeline.chaos;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import dev.kvflux.pipeline.proxy.HttpJson;
+import dev.kvflux.pipeline.metrics.PrometheusText;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
 import java.io.IOException;
@@ -101,11 +100,20 @@ final class RoleProcess implements AutoCloseable {
                 + log);
     }
 
-    /** {@code GET /metrics} as JSON. */
-    JsonNode metrics() throws IOException, InterruptedException {
+    /**
+     * {@code GET /metrics}, read from its Prometheus text.
+     *
+     * @throws IOException if the role cannot be reached or its answer is not Prometheus text
+     */
+    PrometheusText metrics() throws IOException, InterruptedException {
         HttpResponse<String> res = HTTP.send(HttpRequest.newBuilder(url("/metrics")).timeout(Duration.ofSeconds(5))
                 .build(), HttpResponse.BodyHandlers.ofString());
-        return HttpJson.MAPPER.readTree(res.body());
+        try {
+            return PrometheusText.parse(res.body());
+        } catch (IllegalArgumentException e) {
+            throw new IOException(role.wireName() + "'s /metrics answered " + res.statusCode() + " without Prometheus"
+                    + " text: " + e.getMessage(), e);
+        }
     }
 
     /** SIGKILL, as {@code kill -9}: nothing of the role runs on. Waits for the process to be gone. */

@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.observe.Tracing;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.serve.DecodeServer;
@@ -21,6 +22,9 @@ import picocli.CommandLine.Spec;
 public final class DecodeCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    TracingOptions tracingOptions;
 
     @Mixin
     RoleOptions roleOptions;
@@ -53,19 +57,27 @@ public final class DecodeCommand implements Callable<Integer> {
                 : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());
         ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
+        Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
         DecodeServer decode;
         try {
             decode = DecodeServer.builder()
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
                     .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
-                    .limits(config.notifyChannel().limits()).start();
+                    .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
+                    .observationRegistry(TracingOptions.registry(tracing))
+                    .start();
         } catch (IllegalArgumentException e) {
+            RoleRunner.close(tracing);
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {
+            RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
         decode.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
-        return RoleRunner.runUntilStopped(decode);
+        return RoleRunner.runUntilStopped(() -> {
+            decode.close();
+            RoleRunner.close(tracing);
+        });
     }
 }

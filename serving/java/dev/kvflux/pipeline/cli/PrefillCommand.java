@@ -5,6 +5,7 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.observe.Tracing;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.NotifyAuth;
 import dev.kvflux.pipeline.serve.Policy;
@@ -27,6 +28,9 @@ import picocli.CommandLine.Spec;
 public final class PrefillCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    TracingOptions tracingOptions;
 
     @Mixin
     RoleOptions roleOptions;
@@ -91,24 +95,30 @@ public final class PrefillCommand implements Callable<Integer> {
         SimulatedXgmiEngine engine = engineBuilder.build();
         ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
+        Tracing tracing = tracingOptions.start(config, "kvflux-prefill", spec.commandLine());
         PrefillServer prefill;
         try {
             prefill = PrefillServer.builder()
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
                     .model(model).policy(policy).engine(engine).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(ExpectedTransfers.defaultDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
-                    .limits(config.notifyChannel().limits()).start();
+                    .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
+                    .observationRegistry(TracingOptions.registry(tracing))
+                    .start();
         } catch (IllegalArgumentException e) {
             engine.close();
+            RoleRunner.close(tracing);
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {
             engine.close();
+            RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
         prefill.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
         return RoleRunner.runUntilStopped(() -> {
             prefill.close();
             engine.close();
+            RoleRunner.close(tracing);
         });
     }
 }

@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.cli;
 
 import dev.kvflux.pipeline.config.KvfluxConfig;
+import dev.kvflux.pipeline.observe.Tracing;
 import dev.kvflux.pipeline.proxy.InstanceRegistry;
 import dev.kvflux.pipeline.proxy.ProxyServer;
 import java.time.Duration;
@@ -24,6 +25,9 @@ public final class ProxyCommand implements Callable<Integer> {
 
     @Mixin
     ConfigOptions configOptions;
+
+    @Mixin
+    TracingOptions tracingOptions;
 
     @Option(names = "--host", description = "Address to bind (default ${DEFAULT-VALUE}).")
     String host = "127.0.0.1";
@@ -62,17 +66,22 @@ public final class ProxyCommand implements Callable<Integer> {
             settings = ProxyServer.builder().host(host).port(port != null ? port : config.ports().proxy())
                     .discoveryPort(discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery())
                     .registry(new InstanceRegistry(instanceTtl, Schedulers.parallel(), maxInstancesPerRole))
-                    .upstreamTimeout(upstreamTimeout)
+                    .upstreamTimeout(upstreamTimeout).meterRegistry(RoleRunner.processMeters())
                     .registrationSecret(NotifySecret.resolve(config, spec.commandLine()));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
+        Tracing tracing = tracingOptions.start(config, "kvflux-proxy", spec.commandLine());
         ProxyServer proxy;
         try {
-            proxy = settings.start();
+            proxy = settings.observationRegistry(TracingOptions.registry(tracing)).start();
         } catch (IllegalStateException e) {
+            RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
-        return RoleRunner.runUntilStopped(proxy);
+        return RoleRunner.runUntilStopped(() -> {
+            proxy.close();
+            RoleRunner.close(tracing);
+        });
     }
 }

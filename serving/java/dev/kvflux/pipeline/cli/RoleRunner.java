@@ -1,5 +1,15 @@
 package dev.kvflux.pipeline.cli;
 
+import dev.kvflux.pipeline.metrics.RoleMetrics;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.jvm.ClassLoaderMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.core.instrument.binder.system.FileDescriptorMetrics;
+import io.micrometer.core.instrument.binder.system.ProcessorMetrics;
+import io.micrometer.core.instrument.binder.system.UptimeMetrics;
+import dev.kvflux.pipeline.observe.Tracing;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine;
 
@@ -17,6 +27,31 @@ final class RoleRunner {
     static int cannotStart(CommandLine cmd, RuntimeException e) {
         cmd.getErr().println("kvflux " + cmd.getCommandName() + ": " + e.getMessage());
         return 1;
+    }
+
+    /**
+     * The registry of a role that is a process of its own: its {@code /metrics} also shows the JVM's
+     * memory, collections, threads and classes and the process's CPU, uptime and file descriptors
+     * ({@code jvm_*}, {@code process_*}, {@code system_*}), as any JVM service's would.
+     */
+    @SuppressWarnings("resource") // the GC listener lives as long as the process
+    static MeterRegistry processMeters() {
+        MeterRegistry registry = RoleMetrics.newRegistry();
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmGcMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        new ClassLoaderMetrics().bindTo(registry);
+        new ProcessorMetrics().bindTo(registry);
+        new UptimeMetrics().bindTo(registry);
+        new FileDescriptorMetrics().bindTo(registry);
+        return registry;
+    }
+
+    /** Flushes and stops a role's span export, if it has one. */
+    static void close(Tracing tracing) {
+        if (tracing != null) {
+            tracing.close();
+        }
     }
 
     static int runUntilStopped(AutoCloseable role) {

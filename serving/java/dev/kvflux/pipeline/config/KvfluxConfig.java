@@ -12,6 +12,8 @@ import io.vavr.control.Validation;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -37,11 +39,32 @@ import org.yaml.snakeyaml.error.YAMLException;
  * message per bad key (unknown keys included), all at once, each naming the key, what it holds and what
  * it should hold.
  */
-public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel) {
+public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel,
+                           TraceExport tracing) {
 
     /** A configuration whose notify channel has no secret. */
     public KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
         this(transfer, engine, ports, new NotifyChannel(""));
+    }
+
+    /** A configuration that exports no traces. */
+    public KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel) {
+        this(transfer, engine, ports, notifyChannel, TraceExport.OFF);
+    }
+
+    /**
+     * Where the serving roles send their spans: {@code otlpEndpoint}, an OTLP/HTTP traces URL, or empty for
+     * nowhere (the default: nothing is traced); a trace that starts in a role is kept with probability
+     * {@code sampleProbability} (0 to 1).
+     */
+    public record TraceExport(Optional<URI> otlpEndpoint, double sampleProbability) {
+        /** No export. */
+        public static final TraceExport OFF = new TraceExport(Optional.empty(), 1.0);
+
+        /** These settings exporting to {@code endpoint} (checked as {@code tracing.otlp-endpoint} is). */
+        public TraceExport withEndpoint(String endpoint) {
+            return new TraceExport(KvfluxConfig.otlpEndpoint(endpoint), sampleProbability);
+        }
     }
 
     /**
@@ -121,7 +144,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             "engine.sim.per-block-overhead", "engine.sim.kernel-launch", "engine.sim.bandwidth-gbps",
             "engine.sim.copy-path", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
             "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret",
-            "notify.max-connections", "notify.frame-read-timeout", "notify.idle-timeout", "notify.peer-budget-mib");
+            "notify.max-connections", "notify.frame-read-timeout", "notify.idle-timeout", "notify.peer-budget-mib",
+            "tracing.otlp-endpoint", "tracing.sample-probability");
 
     /** The defaults alone. */
     public static KvfluxConfig defaults() {
@@ -247,9 +271,13 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         key(keys, "notify.secret", KvfluxConfig::secret).mapError(List::of), limits)
                 .ap(NotifyChannel::new)
                 .mapError(KvfluxConfig::flattenErrors);
+        Validation<Seq<String>, TraceExport> tracing = Validation.combine(
+                        key(keys, "tracing.otlp-endpoint", v -> otlpEndpoint(String.valueOf(v))),
+                        key(keys, "tracing.sample-probability", KvfluxConfig::probability))
+                .ap(TraceExport::new);
         Seq<String> unknown = List.ofAll(keys.keySet()).filter(k -> !KEYS.contains(k)).sorted()
                 .map(k -> "unknown key " + k + "; known keys are " + List.ofAll(KEYS).sorted().mkString(", "));
-        Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports, notifyChannel)
+        Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports, notifyChannel, tracing)
                 .ap(KvfluxConfig::new).mapError(KvfluxConfig::flattenErrors);
         if (unknown.isEmpty()) {
             return config;
@@ -383,6 +411,39 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                     + " the output of `openssl rand -hex 32`), or \"\" for no secret");
         }
         return secret;
+    }
+
+    /** Empty for "" (no export), else an http or https URL with a host. */
+    private static Optional<URI> otlpEndpoint(String text) {
+        String trimmed = text.trim();
+        if (trimmed.isEmpty()) {
+            return Optional.empty();
+        }
+        URI uri;
+        try {
+            uri = new URI(trimmed);
+        } catch (URISyntaxException e) {
+            throw new IllegalArgumentException("'" + trimmed + "' is not a URL; give the collector's OTLP/HTTP traces"
+                    + " URL, such as http://127.0.0.1:4318/v1/traces, or \"\" for no export");
+        }
+        if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null) {
+            throw new IllegalArgumentException("'" + trimmed + "' is not an http or https URL with a host; give the"
+                    + " collector's OTLP/HTTP traces URL, such as http://127.0.0.1:4318/v1/traces");
+        }
+        return Optional.of(uri);
+    }
+
+    private static double probability(Object v) {
+        double p;
+        try {
+            p = Double.parseDouble(String.valueOf(v).trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + v + "' is not a number; use 0 to 1 (1 keeps every trace)");
+        }
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException("must be from 0 to 1 (1 keeps every trace), got " + v);
+        }
+        return p;
     }
 
     private static int port(Object v) {

@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.net;
 
+import dev.kvflux.pipeline.observe.LogContext;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -50,8 +51,11 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
         this.earlyBudgetBytes = earlyBudgetBytes;
         this.early = new RetainedBytes<>(earlyBudgetBytes, EARLY_CAPACITY, (id, message) -> {
             metrics.earlyDropped.increment();
-            LOG.debug("dropping an early {} for transfer {}: early notifications are over their budget",
-                    message.type(), LogText.escape(id));
+            // dropped while another transfer's notice is handled: the line is about the dropped one
+            try (LogContext.Scope scope = LogContext.open(id, null)) {
+                LOG.debug("dropping an early {} for transfer {}: early notifications are over their budget",
+                        message.type(), LogText.escape(id));
+            }
         });
     }
 

@@ -16,8 +16,10 @@ import org.msgpack.core.MessagePack;
  * for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text, and for
  * kvflux's {@code abort} the {@code reason}.
  * kvflux peers add {@code incarnation}, {@code to_incarnation} and {@code checksum} when not 0
- * ({@link NotifyMessage}); absent, they read as 0. Unknown keys with scalar values are ignored, so newer
- * senders stay readable.
+ * ({@link NotifyMessage}); absent, they read as 0. Outcomes may add {@code traceparent}, a string of at most
+ * {@value Traceparent#MAX_BYTES} bytes (a longer one, or one that is not a string, makes the frame malformed);
+ * one that is not a valid version-00 {@link Traceparent} reads as absent. Unknown keys with scalar values are
+ * ignored, so newer senders stay readable.
  *
  * <p>Decoding is bounded before anything is allocated: {@link FlatMapReader} checks the frame's structure
  * and every length against the bytes present, then each field is checked against its own limit
@@ -40,7 +42,7 @@ public final class NotifyCodec {
     /** The message's msgpack bytes. */
     public static byte[] encode(NotifyMessage message) {
         List<Map.Entry<String, Long>> optional = optionalKeys(message);
-        int extra = optional.size();
+        int extra = optional.size() + (message.traceparent() != null ? 1 : 0);
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
             switch (message) {
                 case NotifyMessage.RemoteBlocks blocks -> {
@@ -72,6 +74,9 @@ public final class NotifyCodec {
             }
             for (Map.Entry<String, Long> key : optional) {
                 packer.packString(key.getKey()).packLong(key.getValue());
+            }
+            if (message.traceparent() != null) {
+                packString(packer, "traceparent", message.traceparent());
             }
             return packer.toByteArray();
         } catch (IOException e) {
@@ -140,6 +145,15 @@ public final class NotifyCodec {
         return fields.get(key) == null ? 0 : fields.integer(key);
     }
 
+    /**
+     * The optional {@code traceparent}: null when absent or not a valid version-00 traceparent; checked against
+     * {@value Traceparent#MAX_BYTES} bytes before it becomes a string.
+     */
+    private static String traceparent(FlatMapReader.Fields fields) {
+        return fields.get("traceparent") == null ? null
+                : Traceparent.orNull(fields.string("traceparent", Traceparent.MAX_BYTES));
+    }
+
     /** The record a message map's fields make; each field is checked against its limit before it is read. */
     private static NotifyMessage message(String type, FlatMapReader.Fields fields) {
         String transferId = fields.string("transfer_id", MAX_ID_BYTES);
@@ -147,12 +161,12 @@ public final class NotifyCodec {
         long to = optionalLong(fields, "to_incarnation");
         return switch (type) {
             case "write_done" -> new NotifyMessage.WriteDone(transferId, incarnation, to,
-                    optionalLong(fields, "checksum"));
+                    optionalLong(fields, "checksum"), traceparent(fields));
             case "release" -> new NotifyMessage.Release(transferId, incarnation, to);
             case "abort" -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES),
                     incarnation);
             case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(fields),
-                    fields.truncatedString("reason", MAX_REASON_BYTES), incarnation, to);
+                    fields.truncatedString("reason", MAX_REASON_BYTES), incarnation, to, traceparent(fields));
             case "remote_blocks" -> new NotifyMessage.RemoteBlocks(fields.string("req_id", MAX_ID_BYTES), transferId,
                     fields.integers("block_notify_list", MAX_BLOCKS), intIn(fields, "decode_rank", 0, Integer.MAX_VALUE),
                     incarnation);

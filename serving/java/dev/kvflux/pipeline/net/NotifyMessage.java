@@ -17,6 +17,10 @@ import java.util.Objects;
  * names the decode incarnation those blocks belong to ({@code toIncarnation}). 0 means unknown (a peer that
  * does not send them); on the wire the keys {@code incarnation}, {@code to_incarnation} and, on
  * {@code write_done}, {@code checksum} appear only when not 0, so MoRIIO's messages are unchanged.
+ *
+ * <p>The outcome messages ({@code write_done}, {@code write_failed}) may carry the sender's trace context as a
+ * W3C {@link Traceparent} ({@code traceparent} key, only when the sender traces), so decode's handling of the
+ * notice joins the transfer's trace.
  */
 public sealed interface NotifyMessage {
 
@@ -28,6 +32,19 @@ public sealed interface NotifyMessage {
 
     /** The wire name in the {@code type} key. */
     String type();
+
+    /** The sender's trace context as a W3C traceparent; null when it sent none (only outcomes carry one). */
+    default String traceparent() {
+        return null;
+    }
+
+    /**
+     * This message carrying {@code traceparent} (null for none) if it is an outcome; any other message as it
+     * is.
+     */
+    default NotifyMessage withTraceparent(String traceparent) {
+        return this;
+    }
 
     /** The message that carries a WRITE's outcome to decode. */
     static NotifyMessage of(WriteOutcome outcome) {
@@ -69,13 +86,23 @@ public sealed interface NotifyMessage {
      * P → D: every copy of the transfer succeeded ({@code type: write_done}); {@code checksum} is the
      * content check of the KV written (0 when not computed).
      */
-    record WriteDone(String transferId, long incarnation, long toIncarnation, long checksum) implements NotifyMessage {
+    record WriteDone(String transferId, long incarnation, long toIncarnation, long checksum, String traceparent)
+            implements NotifyMessage {
         public WriteDone {
             Objects.requireNonNull(transferId, "transferId");
         }
 
+        public WriteDone(String transferId, long incarnation, long toIncarnation, long checksum) {
+            this(transferId, incarnation, toIncarnation, checksum, null);
+        }
+
         public WriteDone(String transferId) {
             this(transferId, 0, 0, 0);
+        }
+
+        @Override
+        public WriteDone withTraceparent(String traceparent) {
+            return new WriteDone(transferId, incarnation, toIncarnation, checksum, traceparent);
         }
 
         @Override
@@ -85,16 +112,25 @@ public sealed interface NotifyMessage {
     }
 
     /** P → D: the transfer's KV will not arrive, with the status code and reason P saw ({@code type: write_failed}). */
-    record WriteFailed(String transferId, StatusCode code, String reason, long incarnation, long toIncarnation)
-            implements NotifyMessage {
+    record WriteFailed(String transferId, StatusCode code, String reason, long incarnation, long toIncarnation,
+            String traceparent) implements NotifyMessage {
         public WriteFailed {
             Objects.requireNonNull(transferId, "transferId");
             Objects.requireNonNull(code, "code");
             Objects.requireNonNull(reason, "reason");
         }
 
+        public WriteFailed(String transferId, StatusCode code, String reason, long incarnation, long toIncarnation) {
+            this(transferId, code, reason, incarnation, toIncarnation, null);
+        }
+
         public WriteFailed(String transferId, StatusCode code, String reason) {
             this(transferId, code, reason, 0, 0);
+        }
+
+        @Override
+        public WriteFailed withTraceparent(String traceparent) {
+            return new WriteFailed(transferId, code, reason, incarnation, toIncarnation, traceparent);
         }
 
         @Override

@@ -1,104 +1,184 @@
 package dev.kvflux.pipeline.net;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import java.util.concurrent.atomic.LongAdder;
+import java.util.Objects;
 
 /**
- * Counters of one notify endpoint (server, client and registry may share one). All counters only grow;
- * they are safe to update and read from any thread. {@link #snapshot()} gives them by name for logs and
- * reports.
+ * Counters of one notify endpoint (server, client and registry may share one), kept as Micrometer counters in
+ * a {@link MeterRegistry} under {@code kvflux.notify.*} with the endpoint's common tags (a role's
+ * {@code role} tag). All counters only grow; they are safe to update and read from any thread. The accessors
+ * read the meters; {@link #snapshot()} gives them by name for logs and reports.
+ *
+ * <p>Meters: {@code kvflux.notify.messages.received}, {@code kvflux.notify.frames.rejected} (tag
+ * {@code reason}: malformed, oversized, unauthenticated, invalid_utf8, internal_error; each closed its
+ * connection), {@code kvflux.notify.handler.failures}, {@code kvflux.notify.connections.accepted},
+ * {@code kvflux.notify.connections.closed} (tag {@code reason}: max_connections, frame_read_timeout,
+ * buffer_budget, idle_timeout), {@code kvflux.notify.notices} (tag {@code result}: write_done, write_failed,
+ * late_or_duplicate, unmatched), {@code kvflux.notify.early.dropped}, {@code kvflux.notify.deadlines.expired},
+ * {@code kvflux.notify.messages.sent}, {@code kvflux.notify.send.retries},
+ * {@code kvflux.notify.client.connections.opened}, {@code kvflux.notify.client.connections.closed} (tag
+ * {@code reason}: idle) and {@code kvflux.notify.messages.undeliverable}.
  */
 public final class NotifyMetrics {
+    private final MeterRegistry registry;
+    private final Tags tags;
     /** Messages that decoded and were handed on. */
-    final LongAdder received = new LongAdder();
+    final Counter received;
     /** Frames that were not one message kvflux understands; each closed its connection. */
-    final LongAdder malformedFrames = new LongAdder();
+    final Counter malformedFrames;
     /** Frames whose length prefix was negative or above the maximum; each closed its connection. */
-    final LongAdder oversizedFrames = new LongAdder();
+    final Counter oversizedFrames;
     /** Frames rejected by the notify secret (no tag, wrong tag, too old); each closed its connection. */
-    final LongAdder unauthenticatedFrames = new LongAdder();
+    final Counter unauthenticatedFrames;
     /** Frames with a string that is not well-formed UTF-8; each closed its connection. */
-    final LongAdder invalidUtf8Frames = new LongAdder();
+    final Counter invalidUtf8Frames;
     /** Frames whose handling failed inside kvflux (out of memory, a bug); each closed its connection. */
-    final LongAdder frameInternalErrors = new LongAdder();
+    final Counter frameInternalErrors;
     /** Inbound connections closed at once because the server already had its maximum open. */
-    final LongAdder connectionsRejected = new LongAdder();
+    final Counter connectionsRejected;
     /** Inbound connections closed because a started frame did not complete within the frame read timeout. */
-    final LongAdder frameReadTimeouts = new LongAdder();
+    final Counter frameReadTimeouts;
     /** Inbound connections closed because the server's partly received frames would have passed their byte budget. */
-    final LongAdder bufferBudgetCloses = new LongAdder();
+    final Counter bufferBudgetCloses;
     /** Inbound connections closed because nothing arrived on them within the idle timeout. */
-    final LongAdder idleTimeouts = new LongAdder();
+    final Counter idleTimeouts;
     /** Early notifications or unclaimed block lists dropped to stay within their byte budget or count. */
-    final LongAdder earlyDropped = new LongAdder();
+    final Counter earlyDropped;
     /** Outbound connections closed after the client's idle limit with nothing in flight. */
-    final LongAdder idleConnectionsClosed = new LongAdder();
+    final Counter idleConnectionsClosed;
     /** Messages whose handler threw; each was acknowledged but not acted on, and its connection stayed open. */
-    final LongAdder handlerFailures = new LongAdder();
+    final Counter handlerFailures;
     /** Inbound connections accepted. */
-    final LongAdder connectionsAccepted = new LongAdder();
+    final Counter connectionsAccepted;
     /** write_done that completed an expected transfer. */
-    final LongAdder writeDone = new LongAdder();
+    final Counter writeDone;
     /** write_failed that failed an expected transfer. */
-    final LongAdder writeFailed = new LongAdder();
+    final Counter writeFailed;
     /** Notifications for a transfer that had already finished (late or duplicate); ignored. */
-    final LongAdder lateOrDuplicate = new LongAdder();
+    final Counter lateOrDuplicate;
     /** Notifications for a transfer nobody expects yet; kept until it is expected. */
-    final LongAdder unmatched = new LongAdder();
+    final Counter unmatched;
     /** Expected transfers that reached their receive deadline without a notification. */
-    final LongAdder deadlinesExpired = new LongAdder();
+    final Counter deadlinesExpired;
     /** Messages written to a peer. */
-    final LongAdder sent = new LongAdder();
+    final Counter sent;
     /** Send attempts that failed and were tried again. */
-    final LongAdder sendRetries = new LongAdder();
+    final Counter sendRetries;
     /** Outbound connections opened (the first, and each one re-established after a failure). */
-    final LongAdder connectionsOpened = new LongAdder();
+    final Counter connectionsOpened;
     /** Messages given up at their deadline after every attempt failed. */
-    final LongAdder undeliverable = new LongAdder();
+    final Counter undeliverable;
+
+    /** Counters of their own, in a registry of their own (for a channel used outside a role, and for tests). */
+    public NotifyMetrics() {
+        this(new SimpleMeterRegistry(), Tags.empty());
+    }
+
+    /** Counters registered in {@code registry}, each with {@code tags} besides its own. */
+    public NotifyMetrics(MeterRegistry registry, Tags tags) {
+        this.registry = Objects.requireNonNull(registry, "registry");
+        this.tags = Objects.requireNonNull(tags, "tags");
+        received = counter("kvflux.notify.messages.received", "Messages that decoded and were handed on");
+        String rejected = "kvflux.notify.frames.rejected";
+        String rejectedHelp = "Frames rejected, by reason; each closed its connection";
+        malformedFrames = counter(rejected, rejectedHelp, "reason", "malformed");
+        oversizedFrames = counter(rejected, rejectedHelp, "reason", "oversized");
+        unauthenticatedFrames = counter(rejected, rejectedHelp, "reason", "unauthenticated");
+        invalidUtf8Frames = counter(rejected, rejectedHelp, "reason", "invalid_utf8");
+        frameInternalErrors = counter(rejected, rejectedHelp, "reason", "internal_error");
+        handlerFailures = counter("kvflux.notify.handler.failures",
+                "Messages whose handler threw; acknowledged but not acted on");
+        connectionsAccepted = counter("kvflux.notify.connections.accepted", "Inbound notify connections accepted");
+        String closed = "kvflux.notify.connections.closed";
+        String closedHelp = "Inbound notify connections closed by the server, by reason";
+        connectionsRejected = counter(closed, closedHelp, "reason", "max_connections");
+        frameReadTimeouts = counter(closed, closedHelp, "reason", "frame_read_timeout");
+        bufferBudgetCloses = counter(closed, closedHelp, "reason", "buffer_budget");
+        idleTimeouts = counter(closed, closedHelp, "reason", "idle_timeout");
+        String notices = "kvflux.notify.notices";
+        String noticesHelp = "Transfer notices received, by what they did";
+        writeDone = counter(notices, noticesHelp, "result", "write_done");
+        writeFailed = counter(notices, noticesHelp, "result", "write_failed");
+        lateOrDuplicate = counter(notices, noticesHelp, "result", "late_or_duplicate");
+        unmatched = counter(notices, noticesHelp, "result", "unmatched");
+        earlyDropped = counter("kvflux.notify.early.dropped",
+                "Early notifications or unclaimed block lists dropped to stay within their budget");
+        deadlinesExpired = counter("kvflux.notify.deadlines.expired",
+                "Expected transfers whose receive deadline passed without a notification");
+        sent = counter("kvflux.notify.messages.sent", "Messages delivered to a peer (acknowledged)");
+        sendRetries = counter("kvflux.notify.send.retries", "Send attempts that failed and were tried again");
+        connectionsOpened = counter("kvflux.notify.client.connections.opened", "Outbound notify connections opened");
+        idleConnectionsClosed = counter("kvflux.notify.client.connections.closed",
+                "Outbound notify connections closed, by reason", "reason", "idle");
+        undeliverable = counter("kvflux.notify.messages.undeliverable",
+                "Messages given up at their deadline after every attempt failed");
+    }
+
+    private Counter counter(String name, String help, String... tagKeyValues) {
+        return Counter.builder(name).description(help).tags(tags).tags(tagKeyValues).register(registry);
+    }
+
+    /** The registry the counters are in. */
+    public MeterRegistry registry() {
+        return registry;
+    }
+
+    /** The tags every counter carries besides its own. */
+    public Tags tags() {
+        return tags;
+    }
+
+    private static long count(Counter counter) {
+        return (long) counter.count();
+    }
 
     public long received() {
-        return received.sum();
+        return count(received);
     }
 
     public long malformedFrames() {
-        return malformedFrames.sum();
+        return count(malformedFrames);
     }
 
     public long oversizedFrames() {
-        return oversizedFrames.sum();
+        return count(oversizedFrames);
     }
 
     public long unauthenticatedFrames() {
-        return unauthenticatedFrames.sum();
+        return count(unauthenticatedFrames);
     }
 
     public long invalidUtf8Frames() {
-        return invalidUtf8Frames.sum();
+        return count(invalidUtf8Frames);
     }
 
     public long frameInternalErrors() {
-        return frameInternalErrors.sum();
+        return count(frameInternalErrors);
     }
 
     public long connectionsRejected() {
-        return connectionsRejected.sum();
+        return count(connectionsRejected);
     }
 
     public long frameReadTimeouts() {
-        return frameReadTimeouts.sum();
+        return count(frameReadTimeouts);
     }
 
     public long bufferBudgetCloses() {
-        return bufferBudgetCloses.sum();
+        return count(bufferBudgetCloses);
     }
 
     public long idleTimeouts() {
-        return idleTimeouts.sum();
+        return count(idleTimeouts);
     }
 
     public long earlyDropped() {
-        return earlyDropped.sum();
+        return count(earlyDropped);
     }
 
     /** Counts one early notification or unclaimed block list dropped to stay within its budget. */
@@ -107,51 +187,51 @@ public final class NotifyMetrics {
     }
 
     public long idleConnectionsClosed() {
-        return idleConnectionsClosed.sum();
+        return count(idleConnectionsClosed);
     }
 
     public long handlerFailures() {
-        return handlerFailures.sum();
+        return count(handlerFailures);
     }
 
     public long connectionsAccepted() {
-        return connectionsAccepted.sum();
+        return count(connectionsAccepted);
     }
 
     public long writeDone() {
-        return writeDone.sum();
+        return count(writeDone);
     }
 
     public long writeFailed() {
-        return writeFailed.sum();
+        return count(writeFailed);
     }
 
     public long lateOrDuplicate() {
-        return lateOrDuplicate.sum();
+        return count(lateOrDuplicate);
     }
 
     public long unmatched() {
-        return unmatched.sum();
+        return count(unmatched);
     }
 
     public long deadlinesExpired() {
-        return deadlinesExpired.sum();
+        return count(deadlinesExpired);
     }
 
     public long sent() {
-        return sent.sum();
+        return count(sent);
     }
 
     public long sendRetries() {
-        return sendRetries.sum();
+        return count(sendRetries);
     }
 
     public long connectionsOpened() {
-        return connectionsOpened.sum();
+        return count(connectionsOpened);
     }
 
     public long undeliverable() {
-        return undeliverable.sum();
+        return count(undeliverable);
     }
 
     /** Every counter by its snake_case name, in a stable order. */

@@ -1,6 +1,7 @@
 package dev.kvflux.pipeline.net;
 
 import dev.kvflux.pipeline.internal.BindFailures;
+import dev.kvflux.pipeline.observe.LogContext;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
@@ -307,10 +308,12 @@ public final class NotifyServer implements AutoCloseable {
                 throw new FrameFailedException(e);
             }
             metrics.received.increment();
-            try {
-                handler.accept(message);
-            } catch (Throwable e) {
-                handlerFailed(message, e);
+            try (LogContext.Scope scope = LogContext.open(message.transferId(), null)) {
+                try {
+                    handler.accept(message);
+                } catch (Throwable e) {
+                    handlerFailed(message, e);
+                }
             }
             return message.transferId();
         }
@@ -349,7 +352,7 @@ public final class NotifyServer implements AutoCloseable {
             if (warnedHandlerFailure.compareAndSet(false, true)) {
                 String text = "notify handler failed on {}: the message was acknowledged but not acted on, and the"
                         + " connection stays open. This is a bug in the handler; report it with this log."
-                        + " Later handler failures are counted (handler_failures in /metrics) and logged at debug"
+                        + " Later handler failures are counted (kvflux_notify_handler_failures_total in /metrics) and logged at debug"
                         + " level";
                 if (error instanceof Error) {
                     // an Error's trace (a stack overflow's above all) is too long for a log; its name is enough

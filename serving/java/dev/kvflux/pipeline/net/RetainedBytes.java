@@ -77,7 +77,8 @@ public final class RetainedBytes<V> {
 
     /** An estimate of the heap bytes a message holds beyond a fixed overhead. */
     public static long of(NotifyMessage message) {
-        long size = 2L * message.transferId().length();
+        long size = 2L * message.transferId().length()
+                + (message.traceparent() == null ? 0 : 2L * message.traceparent().length());
         return switch (message) {
             case NotifyMessage.WriteFailed failed -> size + 2L * failed.reason().length();
             case NotifyMessage.Abort abort -> size + 2L * abort.reason().length();

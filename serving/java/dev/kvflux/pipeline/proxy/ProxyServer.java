@@ -3,10 +3,19 @@ package dev.kvflux.pipeline.proxy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.pipeline.metrics.RoleMetrics;
 import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
+import io.micrometer.core.instrument.MeterRegistry;
+import dev.kvflux.pipeline.observe.LogContext;
+import dev.kvflux.pipeline.observe.internal.Spans;
+import dev.kvflux.pipeline.observe.internal.Step;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.observation.transport.Kind;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.timeout.ReadTimeoutException;
 import java.io.ByteArrayOutputStream;
@@ -22,6 +31,7 @@ import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.SignalType;
 import reactor.netty.ByteBufFlux;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
@@ -52,7 +62,19 @@ import reactor.netty.resources.ConnectionProvider;
  *       notify secret when the proxy has one ({@link RegistrationAuth}; 401 otherwise); 503
  *       ({@code instance_cap}) for a new instance when its role is full ({@link InstanceRegistry}).</li>
  *   <li>{@code GET /health}: 200 with the live instances.</li>
+ *   <li>{@code GET /metrics}, on the clients' port: the proxy's meters as Prometheus text ({@link RoleMetrics}),
+ *       all tagged {@code role=proxy}: the timer {@code kvflux.proxy.requests} from a completion's arrival to
+ *       the end of its answer (tag {@code status}: the HTTP status, or {@code cancelled} when the client went
+ *       away first), {@code kvflux.proxy.upstream.errors} (tags {@code upstream}: prefill or decode, and
+ *       {@code reason}: failed, overloaded, unreachable, timeout, pool_full) and the gauge
+ *       {@code kvflux.proxy.instances} (live instances, tag {@code upstream}).</li>
  * </ul>
+ *
+ * <p>With an {@link Builder#observationRegistry ObservationRegistry} that traces, each completion is span
+ * {@code kvflux.proxy.completion} (continuing the client's {@code traceparent} header if it sent one) with a
+ * child span per instance called, {@code kvflux.proxy.prefill} and {@code kvflux.proxy.decode}, whose
+ * {@code traceparent} goes to that instance. The transfer id (and trace id) are in the MDC of the request's log
+ * lines ({@link LogContext}).
  */
 public final class ProxyServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(ProxyServer.class);
@@ -60,8 +82,11 @@ public final class ProxyServer implements AutoCloseable {
     private final DisposableServer server;
     private final DisposableServer discovery;
     private final ConnectionProvider connections;
+    private final RoleMetrics meters;
 
-    private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections) {
+    private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections,
+            RoleMetrics meters) {
+        this.meters = meters;
         this.server = server;
         this.discovery = discovery;
         this.connections = connections;
@@ -97,8 +122,29 @@ public final class ProxyServer implements AutoCloseable {
         private int maxConnections = DEFAULT_MAX_CONNECTIONS;
         private RegistrationAuth registrationAuth;
         private HttpLimits httpLimits = HttpLimits.DEFAULT;
+        private MeterRegistry meterRegistry;
+        private ObservationRegistry observations = ObservationRegistry.NOOP;
 
         private Builder() {
+        }
+
+        /**
+         * The registry the proxy's meters go to, each tagged {@code role=proxy}; by default a new Prometheus
+         * registry of its own. {@code GET /metrics} serves it when it is a Prometheus registry (or a composite
+         * holding one), otherwise a Prometheus registry added beside it ({@link RoleMetrics#of}).
+         */
+        public Builder meterRegistry(MeterRegistry meterRegistry) {
+            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+            return this;
+        }
+
+        /**
+         * Where the completions' observations go; default {@link ObservationRegistry#NOOP}: nothing is traced and
+         * no {@code traceparent} is sent on.
+         */
+        public Builder observationRegistry(ObservationRegistry observations) {
+            this.observations = Objects.requireNonNull(observations, "observations");
+            return this;
         }
 
         /** The bounds of both ports' connections and of the pool to the instances; default {@link HttpLimits#DEFAULT}. */
@@ -188,18 +234,21 @@ public final class ProxyServer implements AutoCloseable {
          */
         public ProxyServer start() {
             Objects.requireNonNull(registry, "set a registry before starting the proxy");
+            LogContext.enable();
             int maxPending = maxConnections * PENDING_PER_CONNECTION;
             ConnectionProvider connections = httpLimits.poolNamed("kvflux-proxy")
                     .maxConnections(maxConnections).pendingAcquireMaxCount(maxPending).build();
             HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
+            RoleMetrics meters = RoleMetrics.of(meterRegistry, "proxy");
             Handlers handlers = new Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean(),
-                    registrationAuth, new AtomicBoolean());
+                    registrationAuth, new AtomicBoolean(), meters, observations);
             DisposableServer server;
             try {
                 server = httpLimits.serverOn(host, port)
                         .route(routes -> routes
                                 .post("/v1/completions", handlers::completions)
-                                .get("/health", handlers::health))
+                                .get("/health", handlers::health)
+                                .get("/metrics", (req, res) -> meters.serve(res)))
                         .bindNow();
             } catch (RuntimeException e) {
                 connections.dispose();
@@ -223,7 +272,19 @@ public final class ProxyServer implements AutoCloseable {
                     discovery == null ? "" : ", registrations on port "
                             + ((InetSocketAddress) discovery.address()).getPort()
                             + (registrationAuth == null ? " (unsigned accepted)" : " (signed only)"));
-            return new ProxyServer(server, discovery, connections);
+            // every failure kind is exported from the start, so a rate over them exists before the first one
+            handlers.upstreamError(Role.PREFILL, "failed", 0);
+            handlers.upstreamError(Role.PREFILL, "overloaded", 0);
+            for (Role role : Role.values()) {
+                handlers.upstreamError(role, "pool_full", 0);
+            }
+            handlers.upstreamError(Role.DECODE, "timeout", 0);
+            handlers.upstreamError(Role.DECODE, "unreachable", 0);
+            for (Role role : Role.values()) {
+                meters.gauge("kvflux.proxy.instances", "Live instances the proxy picks from", registry,
+                        r -> r.live(role).size(), "upstream", role.wireName());
+            }
+            return new ProxyServer(server, discovery, connections, meters);
         }
     }
 
@@ -251,6 +312,12 @@ public final class ProxyServer implements AutoCloseable {
             discovery.disposeNow();
         }
         connections.dispose();
+        meters.close();
+    }
+
+    /** The registry the proxy's meters are in ({@link Builder#meterRegistry}). */
+    public MeterRegistry meterRegistry() {
+        return meters.registry();
     }
 
     /** Prefill could not be reached or answered with an error, so the request's KV will never come. */
@@ -270,10 +337,13 @@ public final class ProxyServer implements AutoCloseable {
 
     /** Too many requests already wait for a connection to an instance; the request was not sent. */
     private static final class OverloadedException extends RuntimeException {
+        private final Role role;
+
         OverloadedException(Role role, Instance instance, int connections, int pending) {
             super("the proxy is overloaded: " + connections + " requests are open to " + role.wireName()
                     + " instance " + instance.baseUrl() + " and " + pending + " more wait for a connection to it;"
                     + " retry later, or lower the client's concurrency", null, false, false);
+            this.role = role;
         }
     }
 
@@ -289,13 +359,27 @@ public final class ProxyServer implements AutoCloseable {
 
     private record Handlers(InstanceRegistry registry, HttpClient client, int maxConnections, int maxPending,
                             AtomicBoolean warnedOverloaded, RegistrationAuth registrationAuth,
-                            AtomicBoolean warnedRefusedRegistration) {
+                            AtomicBoolean warnedRefusedRegistration, RoleMetrics meters,
+                            ObservationRegistry observations) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
-            return HttpJson.withBody(request, response, body -> route(body, response));
+            long start = System.nanoTime();
+            return Mono.from(HttpJson.withBody(request, response,
+                            body -> route(body, request.requestHeaders(), response)))
+                    .doFinally(signal -> meters.timer("kvflux.proxy.requests",
+                                    "Completions from their arrival to the end of their answer, by HTTP status",
+                                    "status", signal == SignalType.CANCEL ? "cancelled"
+                                            : Integer.toString(response.status().code()))
+                            .record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS));
         }
 
-        private Publisher<Void> route(String body, HttpServerResponse response) {
+        /** Counts {@code n} failures of an instance behind the proxy; {@code reason} is one of a fixed few. */
+        private void upstreamError(Role upstream, String reason, int n) {
+            meters.counter("kvflux.proxy.upstream.errors", "Failures of the instances behind the proxy, by reason",
+                    "upstream", upstream.wireName(), "reason", reason).increment(n);
+        }
+
+        private Publisher<Void> route(String body, HttpHeaders headers, HttpServerResponse response) {
             ObjectNode json;
             try {
                 json = CompletionSchema.check(HttpJson.object(body));
@@ -312,12 +396,24 @@ public final class ProxyServer implements AutoCloseable {
                                 + missing + "` pointed at this proxy");
             }
             String transferId = "kvflux-" + UUID.randomUUID();
-            ObjectNode toPrefill = new KvTransferParams(transferId, Role.DECODE, decode.get().notifyAddress())
+            Observation span = Spans.server(observations, "kvflux.proxy.completion", transferId, headers);
+            Observation prefillCall = Spans.sent(observations, "kvflux.proxy.prefill", transferId, span, Kind.CLIENT);
+            Observation decodeCall = Spans.sent(observations, "kvflux.proxy.decode", transferId, span, Kind.CLIENT);
+            return answer(json, transferId, prefill.get(), decode.get(), response, prefillCall, decodeCall)
+                    .doOnError(span::error)
+                    .doFinally(signal -> span.stop())
+                    .contextWrite(LogContext.context(transferId, Spans.traceId(span)));
+        }
+
+        /** Sends the request to both instances and answers the client once, from whichever side owns it. */
+        private Mono<Void> answer(ObjectNode json, String transferId, Instance prefill, Instance decode,
+                HttpServerResponse response, Observation prefillCall, Observation decodeCall) {
+            ObjectNode toPrefill = new KvTransferParams(transferId, Role.DECODE, decode.notifyAddress())
                     .into(json.deepCopy());
             toPrefill.put("max_tokens", 1);
             toPrefill.put("stream", false);
             toPrefill.remove("stream_options");
-            ObjectNode toDecode = new KvTransferParams(transferId, Role.PREFILL, prefill.get().notifyAddress())
+            ObjectNode toDecode = new KvTransferParams(transferId, Role.PREFILL, prefill.notifyAddress())
                     .into(json.deepCopy());
 
             // Exactly one side answers the client: decode, once its answer's headers arrive, or prefill's
@@ -326,17 +422,26 @@ public final class ProxyServer implements AutoCloseable {
             AtomicInteger owner = new AtomicInteger(NOBODY);
             // Prefill's answer only matters when it is an error: then the KV will never come, and decode's
             // request is cancelled at once instead of waiting for its receive deadline.
-            Mono<Void> prefillFailed = post(prefill.get(), toPrefill)
+            // the prefill call's span ends when prefill has answered, not when the request ends
+            Step prefillStep = Step.of(prefillCall);
+            Mono<Void> prefillFailed = post(prefill, toPrefill, Spans.traceparent(prefillCall))
                     .response((status, content) -> head(content)
+                            .doOnNext(text -> {
+                                if (status.status().code() == 200) {
+                                    prefillStep.stop();
+                                }
+                            })
                             .flatMap(text -> status.status().code() == 200
                                     ? Mono.<Void>never()
-                                    : Mono.<Void>error(new PrefillFailedException(prefill.get(),
+                                    : Mono.<Void>error(new PrefillFailedException(prefill,
                                             status.status().code() + " " + LogText.escape(text),
                                             status.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code()))))
                     .then()
-                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill.get()))
+                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill))
                     .onErrorMap(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
-                            e -> new PrefillFailedException(prefill.get(), e.toString()))
+                            e -> new PrefillFailedException(prefill, e.toString()))
+                    .doOnError(prefillStep::fail)
+                    .doFinally(signal -> prefillStep.stop())
                     .onErrorResume(e -> {
                         if (owner.compareAndSet(NOBODY, PREFILL_OWNS)) {
                             return Mono.error(e);
@@ -347,7 +452,7 @@ public final class ProxyServer implements AutoCloseable {
                     });
 
             response.header("x-kvflux-transfer-id", transferId);
-            Mono<Void> decoded = post(decode.get(), toDecode)
+            Mono<Void> decoded = post(decode, toDecode, Spans.traceparent(decodeCall))
                     .response((status, content) -> {
                         if (!owner.compareAndSet(NOBODY, DECODE_OWNS)) {
                             return Mono.never();
@@ -360,10 +465,13 @@ public final class ProxyServer implements AutoCloseable {
                         return response.send(content.retain(), buf -> true).then();
                     })
                     .then()
-                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.DECODE, decode.get()))
+                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.DECODE, decode))
+                    .doOnError(decodeCall::error)
+                    .doFinally(signal -> decodeCall.stop())
                     .onErrorResume(e -> owner.compareAndSet(NOBODY, DECODE_OWNS) || owner.get() == DECODE_OWNS
                             ? Mono.error(e) : Mono.never());
             return Mono.firstWithSignal(decoded, prefillFailed)
+                    .doOnError(this::countUpstreamError)
                     .onErrorResume(error -> {
                         if (error instanceof PrefillFailedException) {
                             LOG.warn("transfer {}: {}", transferId, error.getMessage());
@@ -386,17 +494,27 @@ public final class ProxyServer implements AutoCloseable {
                         }
                         if (error instanceof ReadTimeoutException) {
                             LOG.warn("transfer {}: decode instance {} sent nothing for the upstream timeout", transferId,
-                                    decode.get().baseUrl());
+                                    decode.baseUrl());
                             return Mono.from(HttpJson.error(response, HttpResponseStatus.GATEWAY_TIMEOUT,
-                                    "upstream_error", "upstream_timeout", "decode instance " + decode.get().baseUrl()
+                                    "upstream_error", "upstream_timeout", "decode instance " + decode.baseUrl()
                                             + " sent nothing within the proxy's upstream timeout; check that it is"
                                             + " alive and runs with a receive deadline"));
                         }
                         return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
-                                "decode_unreachable", "decode instance " + decode.get().baseUrl()
+                                "decode_unreachable", "decode instance " + decode.baseUrl()
                                         + " did not answer: " + (error.getMessage() != null ? error.getMessage()
                                                 : error.getClass().getSimpleName())));
                     });
+        }
+
+        private void countUpstreamError(Throwable error) {
+            switch (error) {
+                case OverloadedException overloaded -> upstreamError(overloaded.role, "pool_full", 1);
+                case PrefillFailedException failed -> upstreamError(Role.PREFILL, failed.overloaded ? "overloaded"
+                        : "failed", 1);
+                case ReadTimeoutException timeout -> upstreamError(Role.DECODE, "timeout", 1);
+                default -> upstreamError(Role.DECODE, "unreachable", 1);
+            }
         }
 
         /**
@@ -424,9 +542,15 @@ public final class ProxyServer implements AutoCloseable {
             return e;
         }
 
-        private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body) {
+        /** POSTs {@code body} to the instance, with the {@code traceparent} header unless it is null. */
+        private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body, String traceparent) {
             byte[] bytes = HttpJson.write(body).getBytes(StandardCharsets.UTF_8);
-            return client.headers(h -> h.set(HttpHeaderNames.CONTENT_TYPE, "application/json"))
+            return client.headers(h -> {
+                        h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
+                        if (traceparent != null) {
+                            h.set(Spans.TRACEPARENT, traceparent);
+                        }
+                    })
                     .post().uri(instance.baseUrl() + "/v1/completions")
                     .send(Mono.fromSupplier(() -> Unpooled.wrappedBuffer(bytes)));
         }

@@ -2,6 +2,7 @@ package dev.kvflux.pipeline.serve;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.pipeline.metrics.RoleMetrics;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
@@ -12,11 +13,18 @@ import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
 import dev.kvflux.pipeline.net.ReceiveDeadlineException;
 import dev.kvflux.pipeline.net.RemoteWriteFailedException;
+import dev.kvflux.pipeline.observe.LogContext;
+import dev.kvflux.pipeline.observe.internal.Spans;
 import dev.kvflux.pipeline.proxy.HttpJson;
 import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
 import dev.kvflux.pipeline.proxy.Role;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -27,7 +35,6 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -62,8 +69,19 @@ import reactor.netty.http.server.HttpServerResponse;
  * prefill incarnation, are rejected and counted; a newer prefill incarnation fails the requests waiting on
  * the previous one. {@code write_done}'s checksum is verified against the granted blocks. {@link #close()}
  * fails waiting requests with a reason and tells prefill. {@code GET /health} answers 200;
- * {@code GET /metrics} gives the notify channel's counters, the block states and the abort and release
- * counters.
+ * {@code GET /metrics} serves the role's meters as Prometheus text ({@link RoleMetrics}), all tagged
+ * {@code role=decode}: the notify channel's ({@link NotifyMetrics}), the block meters ({@link BlockMetrics}),
+ * the timer {@code kvflux.decode.kv.wait} from a request's arrival to the end of its wait for the KV (tag
+ * {@code outcome}: write_done, write_failed, deadline, undeliverable, prefill_restarted, shutting_down,
+ * duplicate, error, cancelled), the gauges {@code kvflux.decode.requests.running} and
+ * {@code kvflux.notify.connections.open}, and the counters of {@link DecodeStats}.
+ *
+ * <p>Every log line about a request carries its transfer id (and trace id) in MDC ({@link LogContext}). With
+ * an {@link Builder#observationRegistry ObservationRegistry} that traces, each completion is span
+ * {@code kvflux.decode.request}, continuing the {@code traceparent} header, with children
+ * {@code kvflux.decode.receive} (waiting for the KV's notice) and {@code kvflux.decode.generate} (decoding);
+ * a notice that carries a traceparent is span {@code kvflux.notify.receive}, a child of prefill's
+ * {@code kvflux.notify.send}.
  */
 public final class DecodeServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeServer.class);
@@ -88,10 +106,12 @@ public final class DecodeServer implements AutoCloseable {
     private final Disposable reaper;
     private final String host;
     private final NotifyAuth auth;
+    private final RoleMetrics meters;
     private Disposable pinger = reactor.core.Disposables.disposed();
 
     private DecodeServer(DisposableServer http, NotifyServer notify, NotifyClient client, ExpectedTransfers expected,
-            Handler handler, Disposable reaper, String host, NotifyAuth auth) {
+            Handler handler, Disposable reaper, String host, NotifyAuth auth, RoleMetrics meters) {
+        this.meters = meters;
         this.http = http;
         this.notify = notify;
         this.client = client;
@@ -120,8 +140,26 @@ public final class DecodeServer implements AutoCloseable {
         private int kvBlocks = DEFAULT_KV_BLOCKS;
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
         private NotifyLimits limits = NotifyLimits.DEFAULTS;
+        private MeterRegistry meterRegistry;
+        private ObservationRegistry observations = ObservationRegistry.NOOP;
 
         private Builder() {
+        }
+
+        /**
+         * The registry the role's meters go to, each tagged {@code role=decode}; by default a new Prometheus
+         * registry of its own. {@code GET /metrics} serves it when it is a Prometheus registry (or a composite
+         * holding one), otherwise a Prometheus registry added beside it ({@link RoleMetrics#of}).
+         */
+        public Builder meterRegistry(MeterRegistry meterRegistry) {
+            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+            return this;
+        }
+
+        /** Where the requests' observations go; default {@link ObservationRegistry#NOOP}: nothing is traced. */
+        public Builder observationRegistry(ObservationRegistry observations) {
+            this.observations = Objects.requireNonNull(observations, "observations");
+            return this;
         }
 
         /** Where its HTTP and notify ports are bound (port 0 picks a free one). */
@@ -211,7 +249,9 @@ public final class DecodeServer implements AutoCloseable {
         Duration blockLease = settings.blockLease;
         NotifyLimits limits = settings.limits;
         Blocking.requireBlockingAllowed("DecodeServer.start");
-        NotifyMetrics metrics = new NotifyMetrics();
+        RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "decode");
+        NotifyMetrics metrics = new NotifyMetrics(meters.registry(), meters.tags());
+        LogContext.enable();
         ExpectedTransfers expected = (receiveDeadline == null
                 ? ExpectedTransfers.withoutDeadline()
                 : ExpectedTransfers.withDeadline(receiveDeadline)).metrics(metrics)
@@ -220,8 +260,9 @@ public final class DecodeServer implements AutoCloseable {
         NotifyClient client = NotifyClient.builder().metrics(metrics).auth(auth).build();
         Handler handler = new Handler(model, expected, client, blocks, blockLease,
                 receiveDeadline != null ? receiveDeadline.dividedBy(2) : LEGACY_BLOCKS_WITHIN, receiveDeadline != null,
-                receiveDeadline, new DecodeStats(), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next(),
-                new ConcurrentHashMap<>(), new EarlyReleases(EARLY_RELEASES, blockLease.toNanos(), System::nanoTime));
+                receiveDeadline, new DecodeStats(meters), new ConcurrentHashMap<>(), new AtomicBoolean(), Incarnation.next(),
+                new ConcurrentHashMap<>(), new EarlyReleases(EARLY_RELEASES, blockLease.toNanos(), System::nanoTime),
+                settings.observations);
         NotifyServer notify;
         try {
             notify = NotifyServer.builder().host(where.host()).port(where.notifyPort())
@@ -238,10 +279,16 @@ public final class DecodeServer implements AutoCloseable {
             DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
                     .route(routes -> routes.post("/v1/completions", handler::completions)
                             .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                            .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                    handler.metricsJson(metrics))))
+                            .get("/metrics", (req, res) -> meters.serve(res)))
                     .bindNow();
-            DecodeServer server = new DecodeServer(http, notify, client, expected, handler, reaper, where.host(), auth);
+            BlockMetrics.register(meters, blocks);
+            BlockMetrics.registerIncarnation(meters, handler.incarnation());
+            meters.gauge("kvflux.decode.requests.running", "Requests from their arrival to their end",
+                    handler.active(), Map::size);
+            meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", notify,
+                    NotifyServer::openConnections);
+            DecodeServer server = new DecodeServer(http, notify, client, expected, handler, reaper, where.host(), auth,
+                    meters);
             LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", model,
@@ -281,6 +328,11 @@ public final class DecodeServer implements AutoCloseable {
         return InetSocketAddress.createUnresolved(host, notify.address().getPort());
     }
 
+    /** The registry the role's meters are in ({@link Builder#meterRegistry}). */
+    public MeterRegistry meterRegistry() {
+        return meters.registry();
+    }
+
     /** The notify channel's counters (write_done, write_failed, deadlines, late notices, bad frames). */
     public NotifyMetrics metrics() {
         return expected.metrics();
@@ -310,6 +362,7 @@ public final class DecodeServer implements AutoCloseable {
         http.disposeNow();
         notify.close();
         client.close();
+        meters.close();
     }
 
     /** Blocks per state, for tests and the chaos run. */
@@ -332,20 +385,63 @@ public final class DecodeServer implements AutoCloseable {
      * @param failWhenUndeliverable whether a request whose remote_blocks could not be delivered fails at once
      *     (with a receive deadline) or keeps waiting for its notice (without one, as vLLM does)
      */
-    /** Decode's counters beyond the notify channel's. */
+    /**
+     * Decode's counters beyond the notify channel's, as meters of the role: {@code kvflux.decode.aborts.sent},
+     * {@code kvflux.decode.releases} (tag {@code result}: held, or unknown when no blocks were held for it),
+     * {@code kvflux.decode.releases.before.request}, {@code kvflux.decode.requests.refused} (tag
+     * {@code reason}: out_of_blocks, shutting_down), {@code kvflux.notify.messages.stale},
+     * {@code kvflux.decode.kv.checks} (tag {@code result}: verified, corrupt) and
+     * {@code kvflux.decode.requests.failed.peer.restart}.
+     */
     static final class DecodeStats {
-        final LongAdder abortsSent = new LongAdder();
-        final LongAdder releases = new LongAdder();
-        final LongAdder releasesUnknown = new LongAdder();
+        final Counter abortsSent;
+        final Counter releases;
+        final Counter releasesUnknown;
         /** Releases that came before their request's blocks, applied when the blocks were granted. */
-        final LongAdder releasesBeforeRequest = new LongAdder();
-        final LongAdder refusedOutOfBlocks = new LongAdder();
-        final LongAdder refusedShuttingDown = new LongAdder();
-        final LongAdder staleIncarnation = new LongAdder();
-        final LongAdder corruptKv = new LongAdder();
-        final LongAdder failedOnPrefillRestart = new LongAdder();
-        final LongAdder kvVerified = new LongAdder();
+        final Counter releasesBeforeRequest;
+        final Counter refusedOutOfBlocks;
+        final Counter refusedShuttingDown;
+        final Counter staleIncarnation;
+        final Counter corruptKv;
+        final Counter failedOnPrefillRestart;
+        final Counter kvVerified;
         final AtomicInteger abortsInFlight = new AtomicInteger();
+        private final RoleMetrics meters;
+
+        DecodeStats(RoleMetrics meters) {
+            this.meters = meters;
+            abortsSent = meters.counter("kvflux.decode.aborts.sent", "Abort messages sent to prefill");
+            String releasesName = "kvflux.decode.releases";
+            String releasesHelp = "Release messages from prefill, by whether they found blocks held";
+            releases = meters.counter(releasesName, releasesHelp, "result", "held");
+            releasesUnknown = meters.counter(releasesName, releasesHelp, "result", "unknown");
+            releasesBeforeRequest = meters.counter("kvflux.decode.releases.before.request",
+                    "Releases that came before their request's blocks, applied when the blocks were granted");
+            String refused = "kvflux.decode.requests.refused";
+            String refusedHelp = "Requests refused at once, by reason";
+            refusedOutOfBlocks = meters.counter(refused, refusedHelp, "reason", "out_of_blocks");
+            refusedShuttingDown = meters.counter(refused, refusedHelp, "reason", "shutting_down");
+            staleIncarnation = meters.counter("kvflux.notify.messages.stale",
+                    "Messages rejected because they came from or were meant for another incarnation of the peer");
+            String checks = "kvflux.decode.kv.checks";
+            String checksHelp = "Checks of write_done's checksum against the granted blocks, by result";
+            kvVerified = meters.counter(checks, checksHelp, "result", "verified");
+            corruptKv = meters.counter(checks, checksHelp, "result", "corrupt");
+            failedOnPrefillRestart = meters.counter("kvflux.decode.requests.failed.peer.restart",
+                    "Requests failed at once because the prefill their KV was to come from restarted");
+            kvWait("write_done");
+            kvWait("write_failed");
+        }
+
+        /** The wait for a request's KV ended with {@code outcome}, {@code took} after the request arrived. */
+        void recordKvWait(String outcome, long tookNanos) {
+            kvWait(outcome).record(tookNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+        }
+
+        private io.micrometer.core.instrument.Timer kvWait(String outcome) {
+            return meters.timer("kvflux.decode.kv.wait",
+                    "From a request's arrival to the end of its wait for the KV, by outcome", "outcome", outcome);
+        }
     }
 
     /** Decode is stopping; the request's KV will not be waited for. */
@@ -374,6 +470,8 @@ public final class DecodeServer implements AutoCloseable {
         final long arrivalNanos = System.nanoTime();
         /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
         volatile boolean prefillSettled;
+        /** The request's trace id, for log lines outside its chain; null when not traced. */
+        volatile String traceId;
         volatile String failure;
 
         Active(String id, InetSocketAddress prefill, List<Long> blocks) {
@@ -392,13 +490,26 @@ public final class DecodeServer implements AutoCloseable {
                            Duration blockLease, Duration blocksWithin, boolean failWhenUndeliverable,
                            Duration receiveDeadline, DecodeStats stats, Map<String, Active> active,
                            AtomicBoolean closing, long incarnation, Map<InetSocketAddress, Long> prefillIncarnations,
-                           EarlyReleases earlyReleases) {
+                           EarlyReleases earlyReleases, ObservationRegistry observations) {
 
         /**
          * The notify server's handler: a message from prefill about another incarnation's blocks is rejected
          * and counted; {@code release} frees or unquarantines blocks; the rest is for expect.
          */
         void accept(NotifyMessage message) {
+            Active request = active.get(message.transferId());
+            try (LogContext.Scope scope = LogContext.open(message.transferId(), request == null ? null
+                    : request.traceId)) {
+                // only for a request decode serves: a notice about anything else starts no span
+                if (request != null && message.traceparent() != null) {
+                    Spans.received(observations, "kvflux.notify.receive", message.transferId(), message.traceparent())
+                            .stop();
+                }
+                handle(message);
+            }
+        }
+
+        private void handle(NotifyMessage message) {
             long to = switch (message) {
                 case NotifyMessage.WriteDone done -> done.toIncarnation();
                 case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
@@ -489,7 +600,7 @@ public final class DecodeServer implements AutoCloseable {
                         failed++;
                     }
                 }
-                stats.failedOnPrefillRestart.add(failed);
+                stats.failedOnPrefillRestart.increment(failed);
                 LOG.warn("prefill {} restarted (incarnation {} -> {}): failed {} requests waiting for KV from its"
                         + " previous incarnation", Instance.hostPort(a.prefill), known, message.incarnation(), failed);
             }
@@ -499,9 +610,11 @@ public final class DecodeServer implements AutoCloseable {
         /** Frees quarantined blocks whose lease passed: prefill never said release. */
         void reap() {
             for (String owner : blocks.reclaimExpired()) {
-                LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after the"
-                        + " request ended (or after its receive deadline, if later); reclaimed them (prefill is gone,"
-                        + " unreachable, or never saw the transfer)", owner, blockLease.toMillis());
+                try (LogContext.Scope scope = LogContext.open(owner, null)) {
+                    LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} ms after"
+                            + " the request ended (or after its receive deadline, if later); reclaimed them (prefill is"
+                            + " gone, unreachable, or never saw the transfer)", owner, blockLease.toMillis());
+                }
             }
         }
 
@@ -518,25 +631,11 @@ public final class DecodeServer implements AutoCloseable {
             return n;
         }
 
-        ObjectNode metricsJson(NotifyMetrics metrics) {
-            ObjectNode json = HttpJson.MAPPER.valueToTree(metrics.snapshot());
-            json.put("requests_running", active.size()).put("aborts_sent", stats.abortsSent.sum())
-                    .put("releases", stats.releases.sum()).put("releases_unknown", stats.releasesUnknown.sum())
-                    .put("releases_before_request", stats.releasesBeforeRequest.sum())
-                    .put("refused_out_of_blocks", stats.refusedOutOfBlocks.sum())
-                    .put("refused_shutting_down", stats.refusedShuttingDown.sum())
-                    .put("stale_incarnation", stats.staleIncarnation.sum()).put("incarnation", incarnation)
-                    .put("kv_verified", stats.kvVerified.sum()).put("corrupt_kv", stats.corruptKv.sum())
-                    .put("failed_on_prefill_restart", stats.failedOnPrefillRestart.sum());
-            json.set("kv_blocks", BlockMetrics.json(blocks));
-            return json;
-        }
-
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
-            return HttpJson.withBody(request, response, body -> serve(body, response));
+            return HttpJson.withBody(request, response, body -> serve(body, request.requestHeaders(), response));
         }
 
-        private Publisher<Void> serve(String body, HttpServerResponse response) {
+        private Publisher<Void> serve(String body, HttpHeaders headers, HttpServerResponse response) {
             CompletionRequest request;
             try {
                 ObjectNode json = HttpJson.object(body);
@@ -546,10 +645,24 @@ public final class DecodeServer implements AutoCloseable {
                         "bad_request", e.getMessage());
             }
             String id = request.params().transferId();
+            Observation span = Spans.server(observations, "kvflux.decode.request", id, headers);
+            String traceId = Spans.traceId(span);
+            try (LogContext.Scope scope = LogContext.open(id, traceId)) {
+                return Mono.from(serve(request, span, traceId, response))
+                        .doOnError(span::error)
+                        .doFinally(signal -> span.stop())
+                        .contextWrite(LogContext.context(id, traceId));
+            }
+        }
+
+        /** Takes the request in, or refuses it at once; the request's answer. */
+        private Publisher<Void> serve(CompletionRequest request, Observation span, String traceId,
+                HttpServerResponse response) {
+            String id = request.params().transferId();
             InetSocketAddress prefill = request.params().remoteNotify();
             if (closing.get()) {
                 stats.refusedShuttingDown.increment();
-                sendAbort(id, prefill, "decode is shutting down");
+                sendAbort(id, traceId, prefill, "decode is shutting down");
                 return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
                         "decode_shutting_down", new ShuttingDownException().getMessage());
             }
@@ -564,7 +677,7 @@ public final class DecodeServer implements AutoCloseable {
                 }
             } catch (BlockAllocator.OutOfBlocksException e) {
                 stats.refusedOutOfBlocks.increment();
-                sendAbort(id, prefill, "decode is out of KV blocks");
+                sendAbort(id, traceId, prefill, "decode is out of KV blocks");
                 return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
                         "kv_blocks_exhausted", e.getMessage());
             } catch (IllegalStateException e) {
@@ -573,6 +686,7 @@ public final class DecodeServer implements AutoCloseable {
                                 + " its own transfer id");
             }
             Active a = new Active(id, prefill, granted);
+            a.traceId = traceId;
             active.put(id, a);
             Mono<Void> askForKv = Mono.defer(() -> {
                         blocks.writing(id);
@@ -584,10 +698,17 @@ public final class DecodeServer implements AutoCloseable {
                     .doOnSuccess(v -> a.prefillSettled = true)
                     .doOnError(RemoteWriteFailedException.class, e -> a.prefillSettled = true);
             // expect() registers the transfer when subscribed, before remote_blocks lets prefill write
-            Mono<Void> arrived = Mono.firstWithSignal(Mono.when(kv, askForKv), a.stop.asMono());
-            return arrived
-                    .doOnError(e -> a.failure = failureReason(e))
-                    .then(Mono.defer(() -> Mono.from(decode(request, response))))
+            Mono<Void> arrived = Mono.firstWithSignal(Mono.when(kv, askForKv), a.stop.asMono())
+                    .doOnSuccess(v -> stats.recordKvWait("write_done", System.nanoTime() - a.arrivalNanos))
+                    .doOnError(e -> stats.recordKvWait(waitOutcome(e), System.nanoTime() - a.arrivalNanos))
+                    .doOnCancel(() -> stats.recordKvWait("cancelled", System.nanoTime() - a.arrivalNanos));
+            return Spans.during(observations, "kvflux.decode.receive", id, span, arrived)
+                    .doOnError(e -> {
+                        a.failure = failureReason(e);
+                        LOG.info("transfer {}: fails without its KV: {}", LogText.escape(id), e.getMessage());
+                    })
+                    .then(Spans.during(observations, "kvflux.decode.generate", id, span,
+                            Mono.defer(() -> Mono.from(decode(request, response)))))
                     .onErrorResume(RemoteWriteFailedException.class, e -> Mono.from(HttpJson.error(response,
                             HttpResponseStatus.SERVICE_UNAVAILABLE, "kv_transfer_failed", e.code().name(),
                             e.getMessage())))
@@ -608,6 +729,19 @@ public final class DecodeServer implements AutoCloseable {
                             e -> Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT,
                                     "invalid_request_error", "duplicate_transfer_id", e.getMessage())))
                     .doFinally(signal -> ended(a));
+        }
+
+        /** The {@code outcome} tag of a wait for KV that ended with {@code e}: a bounded set of values. */
+        private static String waitOutcome(Throwable e) {
+            return switch (e) {
+                case RemoteWriteFailedException failed -> "write_failed";
+                case ReceiveDeadlineException deadline -> "deadline";
+                case BlocksUndeliverableException undeliverable -> "undeliverable";
+                case PrefillRestartedException restarted -> "prefill_restarted";
+                case ShuttingDownException stopping -> "shutting_down";
+                case IllegalStateException duplicate -> "duplicate";
+                default -> "error";
+            };
         }
 
         private String failureReason(Throwable e) {
@@ -639,12 +773,12 @@ public final class DecodeServer implements AutoCloseable {
             blocks.end(a.id, blockLease, receiveDeadline == null ? System.nanoTime()
                     : a.arrivalNanos + receiveDeadline.toNanos());
             if (!a.prefillSettled) {
-                sendAbort(a.id, a.prefill, a.failure != null ? a.failure
+                sendAbort(a.id, a.traceId, a.prefill, a.failure != null ? a.failure
                         : "decode's client went away before the KV arrived");
             }
         }
 
-        private void sendAbort(String id, InetSocketAddress prefill, String reason) {
+        private void sendAbort(String id, String traceId, InetSocketAddress prefill, String reason) {
             stats.abortsSent.increment();
             stats.abortsInFlight.incrementAndGet();
             // an abort is useful until prefill's own deadline for the transfer, later than decode's: retry it
@@ -652,6 +786,7 @@ public final class DecodeServer implements AutoCloseable {
             Duration within = blocksWithin.compareTo(ABORT_AT_LEAST_WITHIN) < 0 ? ABORT_AT_LEAST_WITHIN : blocksWithin;
             client.send(prefill, new NotifyMessage.Abort(id, reason, incarnation), within)
                     .doFinally(signal -> stats.abortsInFlight.decrementAndGet())
+                    .contextWrite(LogContext.context(id, traceId))
                     .subscribe();
         }
 

@@ -7,6 +7,7 @@ import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.NativeWait;
 import dev.kvflux.operators.SlicedNativeWait;
+import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
 import java.time.Duration;
 import java.util.Locale;
@@ -44,9 +45,15 @@ public enum Policy {
      * Prefill's WRITE pipeline under this policy. LEGACY: one native wait with the whole timeout, one
      * request at a time. SEED: the sliced native wait (fail-fast, the configured slice), one request at a
      * time. KVFLUX: the configured completion wait (fail mode, slice) with the configured number of
-     * requests in flight. Every policy takes the configured event poll period and event timeout.
+     * requests in flight. Every policy takes the configured event poll period and event timeout. The waits
+     * report to no recorder.
      */
     public WritePipeline writePipeline(TransferEngine engine, KvfluxConfig.Transfer transfer) {
+        return writePipeline(engine, transfer, WaitRecorder.NOOP);
+    }
+
+    /** As {@link #writePipeline(TransferEngine, KvfluxConfig.Transfer)}, every request's wait reporting to {@code recorder}. */
+    public WritePipeline writePipeline(TransferEngine engine, KvfluxConfig.Transfer transfer, WaitRecorder recorder) {
         WaitStrategy wait = switch (this) {
             case LEGACY -> NativeWait.of(engine, transfer.timeout());
             case SEED -> SlicedNativeWait.failFast(engine, transfer.timeout()).slice(transfer.slice());
@@ -57,6 +64,7 @@ public enum Policy {
                 .maxInFlight(this == KVFLUX ? transfer.maxInFlight() : 1)
                 .eventPollPeriod(transfer.eventPoll())
                 .eventTimeout(transfer.eventTimeout())
+                .recorder(recorder)
                 .build();
     }
 

@@ -11,7 +11,9 @@ import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.TransferException;
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.micrometer.MicrometerWaitRecorder;
 import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.metrics.RoleMetrics;
 import dev.kvflux.pipeline.net.ExpectedTransfers;
 import dev.kvflux.pipeline.net.LogText;
 import dev.kvflux.pipeline.net.NotifyAuth;
@@ -20,6 +22,9 @@ import dev.kvflux.pipeline.net.NotifyLimits;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.NotifyServer;
+import dev.kvflux.pipeline.observe.LogContext;
+import dev.kvflux.pipeline.observe.internal.Spans;
+import dev.kvflux.pipeline.observe.internal.Step;
 import dev.kvflux.pipeline.proxy.HttpJson;
 import dev.kvflux.pipeline.proxy.HttpLimits;
 import dev.kvflux.pipeline.proxy.Instance;
@@ -27,6 +32,10 @@ import dev.kvflux.pipeline.proxy.Role;
 import dev.kvflux.pipeline.write.LayerWrite;
 import dev.kvflux.pipeline.write.WritePipeline;
 import dev.kvflux.pipeline.write.WriteRequest;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.observation.transport.Kind;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -62,8 +71,20 @@ import reactor.netty.http.server.HttpServerResponse;
  * blocks are freed and decode is sent {@code release}. The wait for decode's block list is bounded by
  * decode's default receive deadline from the request's arrival. Decode's incarnations are tracked per
  * address: a newer one fails every transfer aimed at the previous one, an older one's block list is
- * rejected. {@link #close()} stops gracefully. {@code GET /metrics} gives the write, abort and block
- * counters and the notify channel's.
+ * rejected. {@link #close()} stops gracefully. {@code GET /metrics} serves the role's meters as Prometheus
+ * text ({@link RoleMetrics}): the write, request, abort and block meters ({@link PrefillStats},
+ * {@link BlockMetrics}), the notify channel's ({@link NotifyMetrics}) and the gauges
+ * {@code kvflux.prefill.transfers.running}, {@code kvflux.prefill.writes.in.flight},
+ * {@code kvflux.prefill.writes.queued} and {@code kvflux.notify.connections.open}, and the WRITE pipeline's
+ * wait meters ({@code kvflux.wait.*}: duration, detection lag, polls, failures by code, stalls, timeouts;
+ * {@code MicrometerWaitRecorder}), all tagged {@code role=prefill}.
+ *
+ * <p>Every log line about a request carries its transfer id (and trace id) in MDC ({@link LogContext}). With
+ * an {@link Builder#observationRegistry ObservationRegistry} that traces, each completion is span
+ * {@code kvflux.prefill.request}, continuing the {@code traceparent} header, with children
+ * {@code kvflux.prefill.queue} (until the prompt's last prefill step is formed), {@code kvflux.prefill.post}
+ * (until every layer is posted), {@code kvflux.prefill.wait} (the completion wait) and
+ * {@code kvflux.notify.send} (the outcome to decode, whose frame carries the {@code traceparent}).
  */
 public final class PrefillServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillServer.class);
@@ -84,11 +105,13 @@ public final class PrefillServer implements AutoCloseable {
     private final Writer writer;
     private final String host;
     private final NotifyAuth auth;
+    private final RoleMetrics meters;
     private Disposable pinger = Disposables.disposed();
 
     private PrefillServer(DisposableServer http, NotifyServer notify, NotifyClient client, PrefillLoop loop,
             Scheduler loopScheduler, PrefillStats stats, Disposable.Composite writes, Writer writer, String host,
-            NotifyAuth auth) {
+            NotifyAuth auth, RoleMetrics meters) {
+        this.meters = meters;
         this.http = http;
         this.notify = notify;
         this.client = client;
@@ -123,8 +146,29 @@ public final class PrefillServer implements AutoCloseable {
         private int maxQueuedPrompts = DEFAULT_MAX_QUEUED_PROMPTS;
         private int kvBlocks = DEFAULT_KV_BLOCKS;
         private NotifyLimits limits = NotifyLimits.DEFAULTS;
+        private MeterRegistry meterRegistry;
+        private ObservationRegistry observations = ObservationRegistry.NOOP;
 
         private Builder() {
+        }
+
+        /**
+         * The registry the role's meters go to, each tagged {@code role=prefill}; by default a new
+         * Prometheus registry of its own. {@code GET /metrics} serves it when it is a Prometheus registry (or a
+         * composite holding one), otherwise a Prometheus registry added beside it ({@link RoleMetrics#of}).
+         */
+        public Builder meterRegistry(MeterRegistry meterRegistry) {
+            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
+            return this;
+        }
+
+        /**
+         * Where the requests' observations go; default {@link ObservationRegistry#NOOP}: nothing is traced and
+         * no trace context is sent to decode.
+         */
+        public Builder observationRegistry(ObservationRegistry observations) {
+            this.observations = Objects.requireNonNull(observations, "observations");
+            return this;
         }
 
         /** Where its HTTP and notify ports are bound (port 0 picks a free one). */
@@ -248,8 +292,10 @@ public final class PrefillServer implements AutoCloseable {
         int kvBlocks = settings.kvBlocks;
         NotifyLimits limits = settings.limits;
         Blocking.requireBlockingAllowed("PrefillServer.start");
+        LogContext.enable();
         Duration transferTimeout = transfer.timeout();
-        NotifyMetrics metrics = new NotifyMetrics();
+        RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "prefill");
+        NotifyMetrics metrics = new NotifyMetrics(meters.registry(), meters.tags());
         RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
                 metrics);
         BlockAllocator blocks = new BlockAllocator("prefill", kvBlocks, System::nanoTime);
@@ -276,26 +322,36 @@ public final class PrefillServer implements AutoCloseable {
             KvCache cache = new KvCache(model, KvCache.ROW_BLOCKS);
             MemoryRegion local = engine.registerMemory(cache.regionBytes(), 0);
             MemoryRegion remote = new MemoryRegion("decode", 0, cache.regionBytes(), 1);
-            PrefillStats stats = new PrefillStats();
+            PrefillStats stats = new PrefillStats(meters);
             Disposable.Composite writes = Disposables.composite();
             Writer writer = new Writer(model, policy, cache, blocks, transfers, board,
-                    engine.createSession(local, remote), policy.writePipeline(engine, transfer),
-                    client, notifyWithin, transferTimeout, stats, writes, Incarnation.next());
+                    engine.createSession(local, remote), policy.writePipeline(engine, transfer,
+                            MicrometerWaitRecorder.of(meters.registry(), meters.tags()).histograms(true)),
+                    client, notifyWithin, transferTimeout, stats, writes, Incarnation.next(), settings.observations);
             handler[0] = writer;
             DisposableServer http;
             try {
                 http = HttpLimits.server(where.host(), where.httpPort())
                         .route(routes -> routes.post("/v1/completions", (req, res) -> writer.completions(req, res, loop))
                                 .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                                .get("/metrics", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK,
-                                        metricsJson(stats, metrics, blocks, transfers, writer))))
+                                .get("/metrics", (req, res) -> meters.serve(res)))
                         .bindNow();
             } catch (RuntimeException e) {
                 throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
                         + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
             }
+            BlockMetrics.register(meters, blocks);
+            BlockMetrics.registerIncarnation(meters, writer.incarnation);
+            meters.gauge("kvflux.prefill.transfers.running", "Transfers from their request's arrival until settled",
+                    transfers, PrefillTransfers::size);
+            meters.gauge("kvflux.prefill.writes.in.flight", "Writes holding one of the WRITE pipeline's places",
+                    writer.pipeline, WritePipeline::requestsInFlight);
+            meters.gauge("kvflux.prefill.writes.queued", "Writes waiting for one of the WRITE pipeline's places",
+                    writer.pipeline, WritePipeline::requestsQueued);
+            meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", notify,
+                    NotifyServer::openConnections);
             PrefillServer server = new PrefillServer(http, notify, client, loop, loopScheduler, stats, writes, writer,
-                    where.host(), auth);
+                    where.host(), auth, meters);
             LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, copy path {},"
                     + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     auth == null ? "unsigned" : "signed", policy.wireName(), transferTimeout.toMillis(),
@@ -309,27 +365,6 @@ public final class PrefillServer implements AutoCloseable {
             loopScheduler.dispose();
             throw e;
         }
-    }
-
-    private static ObjectNode metricsJson(PrefillStats stats, NotifyMetrics metrics, BlockAllocator blocks,
-            PrefillTransfers transfers, Writer writer) {
-        ObjectNode json = HttpJson.MAPPER.createObjectNode();
-        json.put("requests", stats.requests()).put("writes_done", stats.writesDone())
-                .put("writes_failed", stats.writesFailed()).put("failed_waits_in_progress", stats.failedWaitsInProgress())
-                .put("failures_not_notified", stats.failuresNotNotified())
-                .put("refused_queue_full", stats.refusedQueueFull())
-                .put("refused_out_of_blocks", stats.refusedOutOfBlocks()).put("aborted", stats.aborted())
-                .put("aborts_for_unknown", stats.abortsForUnknown()).put("refused_fenced", stats.refusedFenced())
-                .put("releases_sent", stats.releasesSent()).put("stalled_at_release", stats.stalledAtRelease())
-                .put("aborted_past_deadline", stats.pastDeadline())
-                .put("transfers_running", transfers.size())
-                .put("writes_in_flight", writer.pipeline.requestsInFlight())
-                .put("stale_incarnation", stats.staleIncarnation())
-                .put("failed_on_decode_restart", stats.failedOnDecodeRestart())
-                .put("incarnation", writer.incarnation);
-        json.set("kv_blocks", BlockMetrics.json(blocks));
-        json.set("notify", HttpJson.MAPPER.valueToTree(metrics.snapshot()));
-        return json;
     }
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
@@ -370,6 +405,11 @@ public final class PrefillServer implements AutoCloseable {
         return writer.pipeline.requestsInFlight();
     }
 
+    /** The registry the role's meters are in ({@link Builder#meterRegistry}). */
+    public MeterRegistry meterRegistry() {
+        return meters.registry();
+    }
+
     /** The notify channel's counters (sends, retries, undeliverable). */
     public NotifyMetrics notifyMetrics() {
         return client.metrics();
@@ -397,6 +437,7 @@ public final class PrefillServer implements AutoCloseable {
         client.close();
         loop.close();
         loopScheduler.dispose();
+        meters.close();
     }
 
     /**
@@ -421,6 +462,7 @@ public final class PrefillServer implements AutoCloseable {
         private final PrefillStats stats;
         private final Disposable.Composite writes;
         private final long incarnation;
+        private final ObservationRegistry observations;
         private volatile boolean closing;
         /** Transfers ended whose drain, free and release are still to come. */
         private final java.util.concurrent.atomic.AtomicInteger settling = new java.util.concurrent.atomic.AtomicInteger();
@@ -441,8 +483,9 @@ public final class PrefillServer implements AutoCloseable {
         Writer(ServingModel model, Policy policy, KvCache cache, BlockAllocator blocks, PrefillTransfers transfers,
                 RemoteBlockBoard board, TransferSession session, WritePipeline pipeline, NotifyClient client,
                 Duration notifyWithin, Duration transferTimeout, PrefillStats stats, Disposable.Composite writes,
-                long incarnation) {
+                long incarnation, ObservationRegistry observations) {
             this.incarnation = incarnation;
+            this.observations = observations;
             this.model = model;
             this.policy = policy;
             this.cache = cache;
@@ -465,6 +508,18 @@ public final class PrefillServer implements AutoCloseable {
          * is rejected and counted; everything else goes to the board.
          */
         void accept(NotifyMessage message) {
+            try (LogContext.Scope scope = LogContext.open(message.transferId(), traceId(message.transferId()))) {
+                handle(message);
+            }
+        }
+
+        /** The trace id of a running transfer, for its log lines; null when it is not traced or not known. */
+        private String traceId(String transferId) {
+            PrefillTransfers.Transfer t = transfers.get(transferId);
+            return t == null ? null : t.traceId;
+        }
+
+        private void handle(NotifyMessage message) {
             if (message instanceof NotifyMessage.Abort abort) {
                 PrefillTransfers.Transfer t = transfers.get(abort.transferId());
                 if (t != null && abort.incarnation() != 0 && t.decodeIncarnation != 0
@@ -549,6 +604,12 @@ public final class PrefillServer implements AutoCloseable {
          */
         void abort(String id, String reason) {
             PrefillTransfers.Transfer t = transfers.get(id);
+            try (LogContext.Scope scope = LogContext.open(id, t == null ? null : t.traceId)) {
+                abort(id, reason, t);
+            }
+        }
+
+        private void abort(String id, String reason, PrefillTransfers.Transfer t) {
             if (t == null) {
                 transfers.fence(id, "was aborted (" + reason + ")");
                 stats.abortsForUnknown.increment();
@@ -574,59 +635,84 @@ public final class PrefillServer implements AutoCloseable {
                             "invalid_request_error", "bad_request", e.getMessage()));
                 }
                 String id = parsed.params().transferId();
-                if (closing) {
-                    return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
-                            "prefill_shutting_down", "prefill is shutting down and takes no new prompts; retry on"
-                                    + " another prefill instance"));
+                Observation span = Spans.server(observations, "kvflux.prefill.request", id, request.requestHeaders());
+                String traceId = Spans.traceId(span);
+                try (LogContext.Scope scope = LogContext.open(id, traceId)) {
+                    return admit(parsed, span, traceId, response, loop)
+                            .doOnError(span::error)
+                            .doFinally(signal -> span.stop())
+                            .contextWrite(LogContext.context(id, traceId));
                 }
-                PrefillTransfers.Transfer t;
-                try {
-                    t = transfers.open(id, parsed.params().remoteNotify(),
-                            System.nanoTime() + deadline.toNanos());
-                } catch (PrefillTransfers.FencedException e) {
-                    stats.refusedFenced.increment();
-                    return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",
-                            "transfer_fenced", e.getMessage()));
-                }
-                Long early = earlyIncarnations.remove(id);
-                if (early != null && !learned(t, early)) {
-                    return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
-                            "transfer_aborted", "transfer " + id + "'s block list came from a previous incarnation of"
-                                    + " decode"));
-                }
-                try {
-                    t.localBlocks(blocks.allocate(id, model.blocksFor(parsed.promptTokens())));
-                } catch (BlockAllocator.OutOfBlocksException e) {
-                    stats.refusedOutOfBlocks.increment();
-                    settle(t);
-                    return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
-                            "kv_blocks_exhausted", e.getMessage()));
-                }
-                Mono<Void> prefilled;
-                try {
-                    prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(t, startsIn, length));
-                } catch (PrefillLoop.QueueFullException e) {
-                    stats.refusedQueueFull.increment();
-                    settle(t);
-                    return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
-                            "prefill_queue_full", e.getMessage()));
-                }
-                stats.requests.increment();
-                // Whichever comes first: the prompt's last step ends, or the transfer is aborted (which
-                // cancels the prompt). The request's own cancellation (client or proxy gone) aborts it.
-                return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted())
-                        .doOnCancel(() -> abort(id, "prefill's HTTP request was cancelled: the client or the proxy"
-                                + " gave up"))
-                        .doOnError(e -> abort(id, "prefill could not start its write: " + e.getMessage()))
-                        .flatMap(aborted -> aborted.isEmpty()
-                                ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
-                                : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
-                                        "transfer_aborted", "transfer " + id + " was aborted: " + aborted)));
             });
+        }
+
+        /** Takes the request in, or refuses it at once; the request's answer. */
+        private Mono<Void> admit(CompletionRequest parsed, Observation span, String traceId,
+                HttpServerResponse response, PrefillLoop loop) {
+            String id = parsed.params().transferId();
+            if (closing) {
+                return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                        "prefill_shutting_down", "prefill is shutting down and takes no new prompts; retry on"
+                                + " another prefill instance"));
+            }
+            PrefillTransfers.Transfer t;
+            try {
+                t = transfers.open(id, parsed.params().remoteNotify(),
+                        System.nanoTime() + deadline.toNanos());
+            } catch (PrefillTransfers.FencedException e) {
+                stats.refusedFenced.increment();
+                return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",
+                        "transfer_fenced", e.getMessage()));
+            }
+            t.span = span;
+            t.traceId = traceId;
+            Long early = earlyIncarnations.remove(id);
+            if (early != null && !learned(t, early)) {
+                return Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
+                        "transfer_aborted", "transfer " + id + "'s block list came from a previous incarnation of"
+                                + " decode"));
+            }
+            try {
+                t.localBlocks(blocks.allocate(id, model.blocksFor(parsed.promptTokens())));
+            } catch (BlockAllocator.OutOfBlocksException e) {
+                stats.refusedOutOfBlocks.increment();
+                settle(t);
+                return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                        "kv_blocks_exhausted", e.getMessage()));
+            }
+            Mono<Void> prefilled;
+            try {
+                t.queueStep = Step.of(Spans.child(observations, "kvflux.prefill.queue", id, span));
+                prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(t, startsIn, length));
+            } catch (PrefillLoop.QueueFullException e) {
+                stats.refusedQueueFull.increment();
+                settle(t);
+                return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                        "prefill_queue_full", e.getMessage()));
+            }
+            stats.requests.increment();
+            // Whichever comes first: the prompt's last step ends, or the transfer is aborted (which
+            // cancels the prompt). The request's own cancellation (client or proxy gone) aborts it.
+            return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted())
+                    .doOnCancel(() -> abort(id, "prefill's HTTP request was cancelled: the client or the proxy"
+                            + " gave up"))
+                    .doOnError(e -> abort(id, "prefill could not start its write: " + e.getMessage()))
+                    .flatMap(aborted -> aborted.isEmpty()
+                            ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
+                            : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
+                                    "transfer_aborted", "transfer " + id + " was aborted: " + aborted)));
         }
 
         /** Called when the prompt's last prefill step is queued: its layers finish across the step. */
         private void startWrite(PrefillTransfers.Transfer t, Duration startsIn, Duration stepLength) {
+            t.queueStep.stop();
+            try (LogContext.Scope scope = LogContext.open(t.id, t.traceId)) {
+                write(t, startsIn, stepLength);
+            }
+        }
+
+        /** Starts the transfer's write on the prefill loop's worker, unless it is past its deadline or aborted. */
+        private void write(PrefillTransfers.Transfer t, Duration startsIn, Duration stepLength) {
             if (System.nanoTime() - t.deadlineNanos > 0) {
                 // decode has given up on it by now and may reuse its blocks once its lease passes: post nothing
                 stats.pastDeadline.increment();
@@ -658,16 +744,27 @@ public final class PrefillServer implements AutoCloseable {
                         return Flux.range(0, layers)
                                 .map(l -> new LayerWrite(l, events[l], cache.layerPlan(l, localBlocks, remoteBlocks)));
                     });
+            t.postStep = Step.of(Spans.child(observations, "kvflux.prefill.post", id, t.span));
+            java.util.concurrent.atomic.AtomicInteger posted = new java.util.concurrent.atomic.AtomicInteger();
+            Runnable afterPost = () -> {
+                if (posted.incrementAndGet() == layers) {
+                    t.postStep.stop();
+                    t.waitStep = Step.of(Spans.child(observations, "kvflux.prefill.wait", id, t.span));
+                }
+            };
             Disposable[] self = new Disposable[1];
-            self[0] = pipeline.write(new WriteRequest(id, t.recording(session), layerWrites))
+            self[0] = pipeline.write(new WriteRequest(id, t.recording(session, afterPost), layerWrites))
                     .doFinally(signal -> {
                         if (self[0] != null) {
                             writes.remove(self[0]);
                         }
                     })
+                    .contextWrite(LogContext.context(id, t.traceId))
                     .subscribe(outcome -> {
-                        finish(outcome, t);
-                        settle(t);
+                        try (LogContext.Scope scope = LogContext.open(id, t.traceId)) {
+                            finish(outcome, t);
+                            settle(t);
+                        }
                     });
             if (!self[0].isDisposed()) {
                 writes.add(self[0]);
@@ -686,6 +783,9 @@ public final class PrefillServer implements AutoCloseable {
             if (posted == null) {
                 return;
             }
+            t.queueStep.stop();
+            t.postStep.stop();
+            t.waitStep.stop();
             settling.incrementAndGet();
             CompletionWait.drain(transferTimeout).await(posted)
                     .then(Mono.fromRunnable(() -> released(t)))
@@ -695,15 +795,18 @@ public final class PrefillServer implements AutoCloseable {
                                 || stillInFlight(posted)) {
                             stats.stalledAtRelease.increment();
                             blocks.forceFree(t.id);
-                            LOG.warn("transfer {}: copies still in flight {} ms after it ended; its source blocks are"
+                            try (LogContext.Scope scope = LogContext.open(t.id, t.traceId)) {
+                                LOG.warn("transfer {}: copies still in flight {} ms after it ended; its source blocks are"
                                     + " freed anyway and decode is sent no release (its lease reclaims its blocks)",
                                     t.id, transferTimeout.toMillis());
+                            }
                         } else {
                             released(t);
                         }
                         return Mono.empty();
                     })
                     .doFinally(signal -> settling.decrementAndGet())
+                    .contextWrite(LogContext.context(t.id, t.traceId))
                     .subscribe();
         }
 
@@ -739,8 +842,8 @@ public final class PrefillServer implements AutoCloseable {
                         + " the shutdown grace of " + bounded.toMillis() + " ms; retry the request";
                 if (t.abort(reason)) {
                     stopped++;
-                    stats.writesFailed.increment();
-                    send(t.decode, new NotifyMessage.WriteFailed(t.id, StatusCode.ERR_BAD_STATE, reason, incarnation,
+                    stats.recordWrite(false, StatusCode.ERR_BAD_STATE, sinceArrival(t));
+                    sendOutcome(t, new NotifyMessage.WriteFailed(t.id, StatusCode.ERR_BAD_STATE, reason, incarnation,
                             t.decodeIncarnation));
                     settle(t);
                 }
@@ -764,26 +867,43 @@ public final class PrefillServer implements AutoCloseable {
             }
         }
 
-        /** Sends a message to decode, counted in {@link #sending} until acknowledged or given up. */
-        private void send(InetSocketAddress decode, NotifyMessage message) {
+        /**
+         * Sends the transfer's outcome to decode as span {@code kvflux.notify.send}, whose trace context the
+         * message carries when the transfer is traced.
+         */
+        private void sendOutcome(PrefillTransfers.Transfer t, NotifyMessage outcome) {
+            Observation notice = Spans.sent(observations, "kvflux.notify.send", t.id, t.span, Kind.PRODUCER);
+            send(t, outcome.withTraceparent(Spans.traceparent(notice)), notice);
+        }
+
+        /**
+         * Sends a message about {@code t} to its decode, counted in {@link #sending} until acknowledged or given
+         * up; {@code span} ends then.
+         */
+        private void send(PrefillTransfers.Transfer t, NotifyMessage message, Observation span) {
             sending.incrementAndGet();
-            client.send(decode, message, notifyWithin).doFinally(signal -> sending.decrementAndGet()).subscribe();
+            client.send(t.decode, message, notifyWithin)
+                    .doFinally(signal -> {
+                        sending.decrementAndGet();
+                        span.stop();
+                    })
+                    .contextWrite(LogContext.context(t.id, t.traceId))
+                    .subscribe();
         }
 
         private void released(PrefillTransfers.Transfer t) {
             blocks.free(t.id);
             if (t.decode != null && t.releaseDecode) {
                 stats.releasesSent.increment();
-                send(t.decode, new NotifyMessage.Release(t.id, incarnation, t.decodeIncarnation));
+                send(t, new NotifyMessage.Release(t.id, incarnation, t.decodeIncarnation), Observation.NOOP);
             }
         }
 
         private void finish(WriteOutcome outcome, PrefillTransfers.Transfer t) {
             if (outcome instanceof WriteOutcome.WriteFailed failed) {
-                stats.writesFailed.increment();
-                if (failed.code() == StatusCode.IN_PROGRESS) {
-                    stats.failedWaitsInProgress.increment();
-                }
+                t.postStep.stop();
+                t.waitStep.fail(new IllegalStateException(failed.code().qualifiedName() + ": " + failed.reason()));
+                stats.recordWrite(false, failed.code(), sinceArrival(t));
                 LOG.warn("transfer {}: MoRIIO batch wait failed ({}): {}{}", failed.transferId(),
                         failed.code().qualifiedName(), failed.reason(),
                         policy.failureNotice() ? "" : "; decode is not told (policy " + policy.wireName() + ")");
@@ -792,11 +912,17 @@ public final class PrefillServer implements AutoCloseable {
                     return;
                 }
             } else {
-                stats.writesDone.increment();
+                t.waitStep.stop();
+                stats.recordWrite(true, StatusCode.SUCCESS, sinceArrival(t));
             }
             long checksum = outcome instanceof WriteOutcome.WriteDone
                     ? KvChecksum.of(t.id, model.layers(), t.decodeBlocksWritten) : 0;
-            send(t.decode, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, checksum));
+            sendOutcome(t, NotifyMessage.of(outcome, incarnation, t.decodeIncarnation, checksum));
+        }
+
+        /** How long ago the transfer's request arrived (its deadline is the receive deadline after that). */
+        private Duration sinceArrival(PrefillTransfers.Transfer t) {
+            return Duration.ofNanos(System.nanoTime() - (t.deadlineNanos - deadline.toNanos()));
         }
 
         private static ObjectNode firstToken(CompletionRequest request) {

@@ -6,6 +6,8 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.TransferException;
+import dev.kvflux.pipeline.observe.internal.Step;
+import io.micrometer.observation.Observation;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -130,6 +132,14 @@ final class PrefillTransfers {
         private volatile List<Long> localBlocks = List.of();
         /** Decode's blocks this transfer's layers are written into (empty until its block list came). */
         volatile List<Long> decodeBlocksWritten = List.of();
+        /** The request's span (no-op when not traced); its steps are children of it. */
+        volatile Observation span = Observation.NOOP;
+        /** The request's trace id for its log lines; null when not traced. */
+        volatile String traceId;
+        /** Waiting for the prompt's last prefill step, posting the layers, waiting for the copies to complete. */
+        volatile Step queueStep = Step.NONE;
+        volatile Step postStep = Step.NONE;
+        volatile Step waitStep = Step.NONE;
         private Disposable write;
         private String abortReason;
         private boolean writing;
@@ -228,8 +238,11 @@ final class PrefillTransfers {
             return posted;
         }
 
-        /** {@code session} recording every status posted for this transfer; refusing posts once aborted. */
-        TransferSession recording(TransferSession session) {
+        /**
+         * {@code session} recording every status posted for this transfer, calling {@code afterPost} after each
+         * post; refusing posts once aborted.
+         */
+        TransferSession recording(TransferSession session, Runnable afterPost) {
             return new TransferSession() {
                 @Override
                 public long allocateTransferUid() {
@@ -245,6 +258,7 @@ final class PrefillTransfers {
                         }
                         TransferStatus status = session.batchWrite(plan, transferUid);
                         statuses.add(status);
+                        afterPost.run();
                         return status;
                     }
                 }

@@ -5,6 +5,7 @@ import dev.kvflux.pipeline.net.NotifyLimits;
 import dev.kvflux.pipeline.net.NotifyMessage;
 import dev.kvflux.pipeline.net.NotifyMetrics;
 import dev.kvflux.pipeline.net.RetainedBytes;
+import dev.kvflux.pipeline.observe.LogContext;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -47,8 +48,11 @@ final class RemoteBlockBoard implements Consumer<NotifyMessage> {
     RemoteBlockBoard(long budgetBytes, int capacity, NotifyMetrics metrics) {
         unclaimed = new RetainedBytes<>(budgetBytes, capacity, (id, blocks) -> {
             metrics.recordEarlyDropped();
-            LOG.debug("forgetting decode's {} blocks for transfer {}: unclaimed block lists are over their budget",
-                    blocks.size(), LogText.escape(id));
+            // dropped while another transfer's message is handled: the line is about the dropped one
+            try (LogContext.Scope scope = LogContext.open(id, null)) {
+                LOG.debug("forgetting decode's {} blocks for transfer {}: unclaimed block lists are over their budget",
+                        blocks.size(), LogText.escape(id));
+            }
         });
         waiting = new LinkedHashMap<>(16, 0.75f, false) {
             @Override

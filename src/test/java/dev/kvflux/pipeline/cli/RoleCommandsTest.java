@@ -28,6 +28,14 @@ class RoleCommandsTest {
     }
 
     @Test
+    void anOtlpEndpointThatIsNotAUrlIsAUsageErrorNamingTheOption() {
+        int code = run("proxy", "--otlp-endpoint", "not a url", "--port", "0", "--discovery-port", "0");
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).startsWith("--otlp-endpoint: 'not a url' is not a URL").doesNotContain("Exception");
+    }
+
+    @Test
     void nonPositiveReceiveDeadlineIsAUsageError() {
         int code = run("decode", "--receive-deadline", "0s", "--http-port", "1", "--notify-port", "1");
 

@@ -151,6 +151,36 @@ class KvfluxConfigTest {
     }
 
     @Test
+    void tracingIsOffByDefaultAndExportsToAConfiguredOtlpEndpoint() throws IOException {
+        assertThat(KvfluxConfig.defaults().tracing()).isEqualTo(KvfluxConfig.TraceExport.OFF);
+
+        KvfluxConfig config = KvfluxConfig.load(Optional.of(file("""
+                tracing:
+                  otlp-endpoint: http://collector:4318/v1/traces
+                  sample-probability: 0.25
+                """))).get();
+
+        assertThat(config.tracing().otlpEndpoint()).contains(java.net.URI.create("http://collector:4318/v1/traces"));
+        assertThat(config.tracing().sampleProbability()).isEqualTo(0.25);
+    }
+
+    @Test
+    void aBadTracingEndpointOrProbabilityIsOneLineEachNamingTheKey() throws IOException {
+        Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(file("""
+                tracing:
+                  otlp-endpoint: collector:4318
+                  sample-probability: 2
+                """)));
+
+        assertThat(config.isInvalid()).isTrue();
+        assertThat(config.getError()).hasSize(2).allSatisfy(line -> assertThat(line).doesNotContain("\n"));
+        assertThat(config.getError().get(0)).startsWith("tracing.otlp-endpoint: 'collector:4318' is not an http or"
+                + " https URL with a host");
+        assertThat(config.getError().get(1)).isEqualTo("tracing.sample-probability: must be from 0 to 1 (1 keeps"
+                + " every trace), got 2");
+    }
+
+    @Test
     void notifyLimitsDefaultAndOverrideKeyByKeyAndAreCheckedAtOnce() throws IOException {
         assertThat(KvfluxConfig.defaults().notifyChannel().limits()).isEqualTo(NotifyLimits.DEFAULTS);
 

@@ -68,6 +68,58 @@ class NotifyCodecTest {
         }
     }
 
+    private static final String TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    @Test
+    void aTraceparentTravelsOnOutcomesOnlyWhenSet() throws Exception {
+        List<NotifyMessage> messages = List.of(
+                new NotifyMessage.WriteDone("t-1", 5, 77, 9, TRACEPARENT),
+                new NotifyMessage.WriteFailed("t-1", StatusCode.ERR_RDMA_OP, "qp error", 5, 77, TRACEPARENT));
+        for (NotifyMessage message : messages) {
+            assertThat(NotifyCodec.decode(NotifyCodec.encode(message))).isEqualTo(message);
+        }
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.WriteDone("t-9").withTraceparent(TRACEPARENT))))
+                .containsExactly(Map.entry("type", "write_done"), Map.entry("transfer_id", "t-9"),
+                        Map.entry("traceparent", TRACEPARENT));
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.Release("t-9").withTraceparent(TRACEPARENT))))
+                .as("only outcomes carry one").doesNotContainKey("traceparent");
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.WriteDone("t-9")))).doesNotContainKey("traceparent");
+    }
+
+    /** A write_done whose traceparent key holds {@code value}, packed as a string. */
+    private static byte[] writeDoneWithTraceparent(String value) throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(3).packString("type").packString("write_done")
+                    .packString("transfer_id").packString("t-9").packString("traceparent").packString(value);
+            return packer.toByteArray();
+        }
+    }
+
+    @Test
+    void aTraceparentOfTheWrongFormReadsAsAbsent() throws Exception {
+        for (String wrong : List.of("", "not a traceparent", TRACEPARENT.toUpperCase(),
+                "01" + TRACEPARENT.substring(2), "ff" + TRACEPARENT.substring(2), TRACEPARENT + "-extra",
+                "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+                TRACEPARENT.replace('-', '_'), TRACEPARENT.substring(0, 54) + "g", "x".repeat(256))) {
+            assertThat(NotifyCodec.decode(writeDoneWithTraceparent(wrong))).as(wrong)
+                    .isEqualTo(new NotifyMessage.WriteDone("t-9"));
+        }
+    }
+
+    @Test
+    void aTraceparentOverItsByteLimitOrNotAStringIsAMalformedFrame() throws Exception {
+        assertThatThrownBy(() -> NotifyCodec.decode(writeDoneWithTraceparent("0".repeat(Traceparent.MAX_BYTES + 1))))
+                .isInstanceOf(MalformedFrameException.class).hasMessageContaining("traceparent")
+                .hasMessageContaining("over its limit of 256");
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(3).packString("type").packString("write_done")
+                    .packString("transfer_id").packString("t-9").packString("traceparent").packInt(55);
+            assertThatThrownBy(() -> NotifyCodec.decode(packer.toByteArray()))
+                    .isInstanceOf(MalformedFrameException.class).hasMessageContaining("traceparent");
+        }
+    }
+
     /** The msgpack map's keys in order, each with its value as text. */
     private static Map<String, String> keys(byte[] bytes) throws Exception {
         Map<String, String> keys = new java.util.LinkedHashMap<>();

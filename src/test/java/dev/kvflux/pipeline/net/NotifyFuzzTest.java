@@ -158,7 +158,8 @@ class NotifyFuzzTest {
     private static NotifyMessage message(Random random) {
         String id = text(random, 1 + random.nextInt(40));
         return switch (random.nextInt(5)) {
-            case 0 -> new NotifyMessage.WriteDone(id);
+            case 0 -> new NotifyMessage.WriteDone(id).withTraceparent(random.nextBoolean() ? null
+                    : "00-" + hex(random, 32) + "-" + hex(random, 16) + "-0" + random.nextInt(2));
             case 4 -> new NotifyMessage.Abort(id, text(random, random.nextInt(100)));
             case 1 -> new NotifyMessage.Release(id);
             case 2 -> new NotifyMessage.WriteFailed(id, random.nextBoolean() ? StatusCode.IN_PROGRESS
@@ -173,6 +174,14 @@ class NotifyFuzzTest {
                         random.nextInt(8));
             }
         };
+    }
+
+    private static String hex(Random random, int digits) {
+        StringBuilder out = new StringBuilder(digits);
+        for (int i = 0; i < digits; i++) {
+            out.append(Character.forDigit(random.nextInt(16), 16));
+        }
+        return out.toString();
     }
 
     private static String text(Random random, int length) {

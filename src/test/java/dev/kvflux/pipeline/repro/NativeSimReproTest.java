@@ -10,11 +10,11 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-/** {@code kvflux repro --backend native-sim}: the seed's experiment through FFM on the native simulator. */
+/** {@code kvflux repro --backend native-sim}: the stall experiment through FFM on the native simulator. */
 @ExtendWith(NoLiveSimHandles.class)
 class NativeSimReproTest {
     private static final ReproGeometry SMALL = new ReproGeometry(20, 16, 4096);
-    private static final Duration TIMEOUT = Duration.ofMillis(400);
+    private static final Duration TIMEOUT = Duration.ofSeconds(1);
 
     /** The defaults with 150 us per block: a small request's copies take 48 ms, long against setting up a wait. */
     private static KvfluxConfig slowerCopies() {

@@ -1,5 +1,6 @@
 package dev.kvflux.pipeline.serve;
 
+import dev.kvflux.pipeline.metrics.PrometheusText;
 import io.netty.buffer.Unpooled;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -20,9 +21,9 @@ final class Completions {
                         .map(text -> res.status().code() + " " + text));
     }
 
-    /** The instance's {@code /metrics} body. */
-    static String metrics(InetSocketAddress http) {
-        return HttpClient.create().get().uri("http://127.0.0.1:" + http.getPort() + "/metrics")
-                .responseContent().aggregate().asString().block(java.time.Duration.ofSeconds(5));
+    /** The instance's {@code /metrics} body, read as Prometheus text. */
+    static PrometheusText metrics(InetSocketAddress http) {
+        return PrometheusText.parse(HttpClient.create().get().uri("http://127.0.0.1:" + http.getPort() + "/metrics")
+                .responseContent().aggregate().asString().block(java.time.Duration.ofSeconds(5)));
     }
 }

@@ -308,8 +308,9 @@ class FailureHandlingTest {
             assertThat(bad.get(5, java.util.concurrent.TimeUnit.SECONDS)).startsWith("503 ")
                     .contains("content check failed");
             assertThat(good.get(5, java.util.concurrent.TimeUnit.SECONDS)).startsWith("200 ");
-            assertThat(Completions.metrics(decode.httpAddress())).contains("\"corrupt_kv\":1")
-                    .contains("\"kv_verified\":1");
+            dev.kvflux.pipeline.metrics.PrometheusText metrics = Completions.metrics(decode.httpAddress());
+            assertThat(metrics.count("kvflux_decode_kv_checks_total", "result", "corrupt")).isEqualTo(1);
+            assertThat(metrics.count("kvflux_decode_kv_checks_total", "result", "verified")).isEqualTo(1);
         }
     }
 
@@ -330,7 +331,7 @@ class FailureHandlingTest {
             assertThat(prefill.blocks().owners()).isZero();
             assertThat(prefill.writesInFlight()).isZero();
             assertThat(decode.blocks().owners()).isZero();
-            assertThat(Completions.metrics(decode.httpAddress())).contains("\"requests_running\":0");
+            assertThat(Completions.metrics(decode.httpAddress()).count("kvflux_decode_requests_running")).isZero();
             assertThat(toPeer).as("neither told the other anything").isEmpty();
         }
     }

@@ -102,7 +102,7 @@ class IncarnationTest {
             asPrefill.send(decode.notifyAddress(), new NotifyMessage.WriteDone("t-1", 9, decode.incarnation(), 0),
                     Duration.ofSeconds(5)).block();
             assertThat(answer.get(5, TimeUnit.SECONDS)).startsWith("200 ");
-            assertThat(Completions.metrics(decode.httpAddress())).contains("\"stale_incarnation\":1");
+            assertThat(Completions.metrics(decode.httpAddress()).count("kvflux_notify_messages_stale_total")).isEqualTo(1);
         }
     }
 
@@ -132,7 +132,8 @@ class IncarnationTest {
             assertThat(waiting.get(5, TimeUnit.SECONDS)).startsWith("503 ").contains("prefill_restarted");
             assertThat(after.get(5, TimeUnit.SECONDS)).startsWith("200 ");
 
-            assertThat(Completions.metrics(decode.httpAddress())).contains("\"failed_on_prefill_restart\":1");
+            assertThat(Completions.metrics(decode.httpAddress()).count("kvflux_decode_requests_failed_peer_restart_total"))
+                    .isEqualTo(1);
         }
     }
 }

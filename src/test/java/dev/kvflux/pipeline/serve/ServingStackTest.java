@@ -55,13 +55,14 @@ class ServingStackTest {
 
     @Test
     void everyCompletedRequestsKvPassesDecodesContentCheck() {
-        String[] metrics = new String[1];
+        dev.kvflux.pipeline.metrics.PrometheusText[] metrics = new dev.kvflux.pipeline.metrics.PrometheusText[1];
 
         LoadResult result = serve(Policy.KVFLUX, SimulatedXgmiEngine.create(), 4, Duration.ofSeconds(5), null,
                 decode -> metrics[0] = Completions.metrics(decode.httpAddress()));
 
         assertThat(result.completed()).isEqualTo(4);
-        assertThat(metrics[0]).contains("\"kv_verified\":4").contains("\"corrupt_kv\":0");
+        assertThat(metrics[0].count("kvflux_decode_kv_checks_total", "result", "verified")).isEqualTo(4);
+        assertThat(metrics[0].count("kvflux_decode_kv_checks_total", "result", "corrupt")).isZero();
     }
 
     @Test

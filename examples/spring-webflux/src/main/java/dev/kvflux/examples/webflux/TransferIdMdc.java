@@ -12,7 +12,7 @@ import org.slf4j.MDC;
  */
 public final class TransferIdMdc implements ThreadLocalAccessor<String> {
     /** The MDC key. */
-    public static final String MDC_KEY = "transferId";
+    public static final String MDC_KEY = "transfer_id";
 
     @Override
     public Object key() {
