@@ -132,46 +132,12 @@ public final class DecodeServer implements AutoCloseable {
      * loopback on free ports, no receive deadline, unsigned notifications, {@link #DEFAULT_KV_BLOCKS},
      * {@link #DEFAULT_BLOCK_LEASE} and {@link NotifyLimits#DEFAULTS}.
      */
-    public static final class Builder {
-        private RoleAddresses where = RoleAddresses.loopback();
-        private ServingModel model;
+    public static final class Builder extends RoleSettings<Builder> {
         private Duration receiveDeadline;
-        private NotifyAuth auth;
-        private int kvBlocks = DEFAULT_KV_BLOCKS;
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
-        private NotifyLimits limits = NotifyLimits.DEFAULTS;
-        private MeterRegistry meterRegistry;
-        private ObservationRegistry observations = ObservationRegistry.NOOP;
 
         private Builder() {
-        }
-
-        /**
-         * The registry the role's meters go to, each tagged {@code role=decode}; by default a new Prometheus
-         * registry of its own. {@code GET /metrics} serves it when it is a Prometheus registry (or a composite
-         * holding one), otherwise a Prometheus registry added beside it ({@link RoleMetrics#of}).
-         */
-        public Builder meterRegistry(MeterRegistry meterRegistry) {
-            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
-            return this;
-        }
-
-        /** Where the requests' observations go; default {@link ObservationRegistry#NOOP}: nothing is traced. */
-        public Builder observationRegistry(ObservationRegistry observations) {
-            this.observations = Objects.requireNonNull(observations, "observations");
-            return this;
-        }
-
-        /** Where its HTTP and notify ports are bound (port 0 picks a free one). */
-        public Builder addresses(RoleAddresses where) {
-            this.where = Objects.requireNonNull(where, "where");
-            return this;
-        }
-
-        /** The model whose decode steps are simulated and whose KV cache is received. */
-        public Builder model(ServingModel model) {
-            this.model = Objects.requireNonNull(model, "model");
-            return this;
+            super(DEFAULT_KV_BLOCKS);
         }
 
         /** How long a request waits for its transfer's notice; {@code null} for no deadline. */
@@ -180,24 +146,6 @@ public final class DecodeServer implements AutoCloseable {
                 throw new IllegalArgumentException("the receive deadline must be positive, got " + receiveDeadline);
             }
             this.receiveDeadline = receiveDeadline;
-            return this;
-        }
-
-        /** Signs its notifications and accepts only signed ones with {@code auth}; {@code null} for none. */
-        public Builder auth(NotifyAuth auth) {
-            this.auth = auth;
-            return this;
-        }
-
-        /**
-         * {@code kvBlocks} KV blocks: a request whose prompt needs more than are free is refused at once with
-         * 503 ({@code kv_blocks_exhausted}).
-         *
-         * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216
-         */
-        public Builder kvBlocks(int kvBlocks) {
-            KvCache.checkBlocks(kvBlocks);
-            this.kvBlocks = kvBlocks;
             return this;
         }
 
@@ -215,12 +163,6 @@ public final class DecodeServer implements AutoCloseable {
                         + "; the default is twice the transfer timeout");
             }
             this.blockLease = blockLease;
-            return this;
-        }
-
-        /** What the notify channel grants peers. */
-        public Builder limits(NotifyLimits limits) {
-            this.limits = Objects.requireNonNull(limits, "limits");
             return this;
         }
 

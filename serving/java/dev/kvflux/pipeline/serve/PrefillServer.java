@@ -135,52 +135,15 @@ public final class PrefillServer implements AutoCloseable {
      * retried towards decode for decode's default receive deadline, unsigned notifications,
      * {@link #DEFAULT_MAX_QUEUED_PROMPTS}, {@link #DEFAULT_KV_BLOCKS} and {@link NotifyLimits#DEFAULTS}.
      */
-    public static final class Builder {
-        private RoleAddresses where = RoleAddresses.loopback();
-        private ServingModel model;
+    public static final class Builder extends RoleSettings<Builder> {
         private Policy policy = Policy.KVFLUX;
         private SimulatedXgmiEngine engine;
         private KvfluxConfig.Transfer transfer = KvfluxConfig.defaults().transfer();
         private Duration notifyWithin;
-        private NotifyAuth auth;
         private int maxQueuedPrompts = DEFAULT_MAX_QUEUED_PROMPTS;
-        private int kvBlocks = DEFAULT_KV_BLOCKS;
-        private NotifyLimits limits = NotifyLimits.DEFAULTS;
-        private MeterRegistry meterRegistry;
-        private ObservationRegistry observations = ObservationRegistry.NOOP;
 
         private Builder() {
-        }
-
-        /**
-         * The registry the role's meters go to, each tagged {@code role=prefill}; by default a new
-         * Prometheus registry of its own. {@code GET /metrics} serves it when it is a Prometheus registry (or a
-         * composite holding one), otherwise a Prometheus registry added beside it ({@link RoleMetrics#of}).
-         */
-        public Builder meterRegistry(MeterRegistry meterRegistry) {
-            this.meterRegistry = Objects.requireNonNull(meterRegistry, "meterRegistry");
-            return this;
-        }
-
-        /**
-         * Where the requests' observations go; default {@link ObservationRegistry#NOOP}: nothing is traced and
-         * no trace context is sent to decode.
-         */
-        public Builder observationRegistry(ObservationRegistry observations) {
-            this.observations = Objects.requireNonNull(observations, "observations");
-            return this;
-        }
-
-        /** Where its HTTP and notify ports are bound (port 0 picks a free one). */
-        public Builder addresses(RoleAddresses where) {
-            this.where = Objects.requireNonNull(where, "where");
-            return this;
-        }
-
-        /** The model whose prefill steps are simulated and whose KV cache is written. */
-        public Builder model(ServingModel model) {
-            this.model = Objects.requireNonNull(model, "model");
-            return this;
+            super(DEFAULT_KV_BLOCKS);
         }
 
         /** What prefill does on a write's outcome (whether decode is told of failures, and how it waits). */
@@ -224,12 +187,6 @@ public final class PrefillServer implements AutoCloseable {
             return this;
         }
 
-        /** Signs its notifications and accepts only signed ones with {@code auth}; {@code null} for none. */
-        public Builder auth(NotifyAuth auth) {
-            this.auth = auth;
-            return this;
-        }
-
         /**
          * At most {@code maxQueuedPrompts} prompts wait for a prefill step: a completion beyond that is refused
          * at once with 503 ({@code "type": "overloaded"}, {@code "code": "prefill_queue_full"}) and counted
@@ -242,24 +199,6 @@ public final class PrefillServer implements AutoCloseable {
                 throw new IllegalArgumentException("maxQueuedPrompts must be at least 1, got " + maxQueuedPrompts);
             }
             this.maxQueuedPrompts = maxQueuedPrompts;
-            return this;
-        }
-
-        /**
-         * {@code kvBlocks} KV blocks: a completion whose prompt needs more blocks than are free is refused at
-         * once with 503 ({@code "code": "kv_blocks_exhausted"}).
-         *
-         * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216
-         */
-        public Builder kvBlocks(int kvBlocks) {
-            KvCache.checkBlocks(kvBlocks);
-            this.kvBlocks = kvBlocks;
-            return this;
-        }
-
-        /** What the notify channel grants peers. */
-        public Builder limits(NotifyLimits limits) {
-            this.limits = Objects.requireNonNull(limits, "limits");
             return this;
         }
 
