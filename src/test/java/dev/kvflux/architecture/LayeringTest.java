@@ -8,7 +8,11 @@ import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import org.junit.jupiter.api.Test;
 
-/** The three layers depend one way: pipeline → operators → bindings. */
+/**
+ * The layers depend one way: tools → serving → transfer → pipeline → operators → bindings (micrometer beside the
+ * pipeline, over the operators). No server imports a tool, and the proxy and the roles speak to each other only
+ * through the wire contract in {@code serving.api}.
+ */
 class LayeringTest {
     private static final JavaClasses MAIN = new ClassFileImporter()
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
@@ -29,8 +33,42 @@ class LayeringTest {
     }
 
     @Test
-    void thePipelinesPackagesAreFreeOfCycles() {
-        slices().matching("dev.kvflux.pipeline.(*)..").should().beFreeOfCycles().check(MAIN);
+    void thePipelineUsesNeitherTheTransferLibraryNorTheApplication() {
+        noClasses().that().resideInAPackage("dev.kvflux.pipeline..")
+                .should().dependOnClassesThat().resideInAnyPackage("dev.kvflux.transfer..", "dev.kvflux.serving..",
+                        "dev.kvflux.tools..")
+                .check(MAIN);
+    }
+
+    @Test
+    void theTransferLibraryUsesNeitherServingNorTools() {
+        noClasses().that().resideInAPackage("dev.kvflux.transfer..")
+                .should().dependOnClassesThat().resideInAnyPackage("dev.kvflux.serving..", "dev.kvflux.tools..")
+                .check(MAIN);
+    }
+
+    @Test
+    void noServerImportsATool() {
+        noClasses().that().resideInAPackage("dev.kvflux.serving..")
+                .should().dependOnClassesThat().resideInAPackage("dev.kvflux.tools..")
+                .check(MAIN);
+    }
+
+    @Test
+    void theProxyAndTheRolesDoNotImportEachOther() {
+        noClasses().that().resideInAPackage("dev.kvflux.serving.proxy..")
+                .should().dependOnClassesThat().resideInAPackage("dev.kvflux.serving.role..")
+                .check(MAIN);
+        noClasses().that().resideInAPackage("dev.kvflux.serving.role..")
+                .should().dependOnClassesThat().resideInAPackage("dev.kvflux.serving.proxy..")
+                .check(MAIN);
+    }
+
+    @Test
+    void eachModulesPackagesAreFreeOfCycles() {
+        for (String module : new String[] {"pipeline", "transfer", "serving", "tools"}) {
+            slices().matching("dev.kvflux." + module + ".(*)..").should().beFreeOfCycles().check(MAIN);
+        }
     }
 
     @Test

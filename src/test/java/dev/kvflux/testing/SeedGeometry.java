@@ -2,7 +2,7 @@ package dev.kvflux.testing;
 
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
-import dev.kvflux.pipeline.repro.ReproGeometry;
+import dev.kvflux.tools.repro.ReproGeometry;
 import java.util.ArrayList;
 import java.util.List;
 

@@ -1,0 +1,194 @@
+package dev.kvflux.serving.proxy;
+
+import dev.kvflux.serving.api.Instance;
+import dev.kvflux.serving.api.Role;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The proxy's list of live instances. Each instance pings with its registration; one that has not pinged
+ * for the time-to-live is dropped. Picks are round-robin per role among the live ones. Time is read from
+ * the registry's scheduler ({@link Schedulers#parallel()} unless set), so virtual time drives expiry.
+ *
+ * <p>At most {@code maxPerRole} instances of each role are held ({@link #DEFAULT_MAX_PER_ROLE} unless set): a
+ * new instance beyond that is refused ({@link Outcome#FULL}) while the live ones keep their places and their
+ * pings, so a flood of registrations can neither evict a live instance nor grow the registry; a place frees
+ * when an instance stops pinging. A signed registration no newer than the last one accepted for the same
+ * instance is refused as a replay ({@link Outcome#REPLAYED}). Thread-safe.
+ */
+public final class InstanceRegistry {
+    private static final Logger LOG = LoggerFactory.getLogger(InstanceRegistry.class);
+
+    /** The most instances of one role held by default. */
+    public static final int DEFAULT_MAX_PER_ROLE = 64;
+    /** The most instances of one role that can be allowed. */
+    public static final int MAX_PER_ROLE_LIMIT = 65_536;
+
+    /** What became of a registration. */
+    public enum Outcome {
+        /** A new instance, now live. */
+        REGISTERED,
+        /** A live instance, kept alive. */
+        REFRESHED,
+        /** A new instance refused: its role already has the most instances allowed. */
+        FULL,
+        /** A signed registration no newer than the instance's last one: refused as a replay. */
+        REPLAYED
+    }
+
+    private final Duration ttl;
+    private final Scheduler clock;
+    private final int maxPerRole;
+    private final Map<Instance, Seen> lastSeen = new LinkedHashMap<>();
+    private final AtomicLong turns = new AtomicLong();
+    private final AtomicLong refusedFull = new AtomicLong();
+    /** When the last "refused, full" warning was logged (the registry's clock), and refusals since; guarded by this. */
+    private long lastFullWarning = Long.MIN_VALUE;
+    private long refusedSinceWarning;
+
+    /** Refusals of a full role are logged at most this often, each line with the count since the last. */
+    private static final Duration FULL_WARNING_EVERY = Duration.ofSeconds(10);
+
+    /** When an instance was last seen (the registry's clock) and its last signing time, if signed. */
+    private record Seen(long atNanos, long signedAtMillis) {
+    }
+
+    /** A registry that drops instances {@code ttl} after their last ping, on {@link Schedulers#parallel()}'s clock. */
+    public InstanceRegistry(Duration ttl) {
+        this(ttl, Schedulers.parallel());
+    }
+
+    public InstanceRegistry(Duration ttl, Scheduler clock) {
+        this(ttl, clock, DEFAULT_MAX_PER_ROLE);
+    }
+
+    /**
+     * A registry holding at most {@code maxPerRole} instances of each role.
+     *
+     * @throws IllegalArgumentException if {@code ttl} is not positive or {@code maxPerRole} is outside 1 to
+     *     {@value #MAX_PER_ROLE_LIMIT}
+     */
+    public InstanceRegistry(Duration ttl, Scheduler clock, int maxPerRole) {
+        Objects.requireNonNull(ttl, "ttl");
+        if (ttl.isNegative() || ttl.isZero()) {
+            throw new IllegalArgumentException("instance time-to-live must be positive, got " + ttl);
+        }
+        if (maxPerRole < 1 || maxPerRole > MAX_PER_ROLE_LIMIT) {
+            throw new IllegalArgumentException("the instance cap per role must be from 1 to " + MAX_PER_ROLE_LIMIT
+                    + ", got " + maxPerRole);
+        }
+        this.ttl = ttl;
+        this.clock = Objects.requireNonNull(clock, "clock");
+        this.maxPerRole = maxPerRole;
+    }
+
+    /** The most instances of one role held at once. */
+    public int maxPerRole() {
+        return maxPerRole;
+    }
+
+    /** New instances refused so far because their role was full. */
+    public long refusedFull() {
+        return refusedFull.get();
+    }
+
+    /** Records an unsigned ping from {@code instance}: registers it, keeps it alive, or refuses it when full. */
+    public Outcome ping(Instance instance) {
+        return ping(instance, Long.MIN_VALUE);
+    }
+
+    /**
+     * Records a ping from {@code instance} signed at {@code signedAtMillis} ({@link Long#MIN_VALUE} when
+     * unsigned): registers it, keeps it alive, or refuses it as full or as a replay.
+     */
+    public synchronized Outcome ping(Instance instance, long signedAtMillis) {
+        Objects.requireNonNull(instance, "instance");
+        Seen before = lastSeen.get(instance);
+        if (before != null) {
+            if (signedAtMillis != Long.MIN_VALUE && signedAtMillis <= before.signedAtMillis()) {
+                return Outcome.REPLAYED;
+            }
+            lastSeen.put(instance, new Seen(now(), signedAtMillis));
+            return Outcome.REFRESHED;
+        }
+        expire();
+        if (count(instance.role()) >= maxPerRole) {
+            refusedFull.incrementAndGet();
+            refusedSinceWarning++;
+            long now = now();
+            if (lastFullWarning == Long.MIN_VALUE || now - lastFullWarning >= FULL_WARNING_EVERY.toNanos()) {
+                LOG.warn("refused {} new instance(s), the last {} instance {}: {} are registered, the most allowed"
+                        + " ({} refused in all; raise kvflux proxy --max-instances-per-role if these are real). At most"
+                        + " one such line per {} s", refusedSinceWarning, instance.role().wireName(),
+                        Instance.hostPort(instance.httpAddress()), maxPerRole, refusedFull.get(),
+                        FULL_WARNING_EVERY.toSeconds());
+                lastFullWarning = now;
+                refusedSinceWarning = 0;
+            }
+            return Outcome.FULL;
+        }
+        lastSeen.put(instance, new Seen(now(), signedAtMillis));
+        LOG.info("registered {} instance http={} notify={}", instance.role().wireName(),
+                Instance.hostPort(instance.httpAddress()), Instance.hostPort(instance.notifyAddress()));
+        return Outcome.REGISTERED;
+    }
+
+    private int count(Role role) {
+        int n = 0;
+        for (Instance instance : lastSeen.keySet()) {
+            if (instance.role() == role) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /** The live instances of {@code role}, in registration order. */
+    public synchronized List<Instance> live(Role role) {
+        expire();
+        List<Instance> live = new ArrayList<>();
+        for (Instance instance : lastSeen.keySet()) {
+            if (instance.role() == role) {
+                live.add(instance);
+            }
+        }
+        return live;
+    }
+
+    /** The next live instance of {@code role}, round-robin; empty if none is live. */
+    public Optional<Instance> pick(Role role) {
+        List<Instance> live = live(role);
+        if (live.isEmpty()) {
+            return Optional.empty();
+        }
+        return Optional.of(live.get(Math.floorMod(turns.getAndIncrement(), live.size())));
+    }
+
+    private void expire() {
+        long now = now();
+        lastSeen.entrySet().removeIf(entry -> {
+            boolean stale = now - entry.getValue().atNanos() > ttl.toNanos();
+            if (stale) {
+                LOG.warn("dropped {} instance {}: no ping for {} ms", entry.getKey().role().wireName(),
+                        Instance.hostPort(entry.getKey().httpAddress()), ttl.toMillis());
+            }
+            return stale;
+        });
+    }
+
+    private long now() {
+        return clock.now(TimeUnit.NANOSECONDS);
+    }
+}

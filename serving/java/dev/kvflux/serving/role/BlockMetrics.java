@@ -1,0 +1,42 @@
+package dev.kvflux.serving.role;
+
+import dev.kvflux.serving.metrics.RoleMetrics;
+import java.util.Locale;
+
+/**
+ * A role's KV block meters, read from its {@link BlockAllocator} at each scrape: {@code kvflux.blocks} (gauge,
+ * tag {@code state}: free, allocated, writing, quarantined), {@code kvflux.blocks.capacity},
+ * {@code kvflux.blocks.owners} (requests holding blocks), {@code kvflux.blocks.oldest.age} (in seconds, since
+ * the oldest grant still held was made), and the counters {@code kvflux.blocks.lease.expired} (quarantines
+ * ended by the lease, not by a release) and {@code kvflux.blocks.forced.frees}; and the role's start time.
+ */
+final class BlockMetrics {
+    private BlockMetrics() {
+    }
+
+    /**
+     * {@code kvflux.role.start.time}: when the role's incarnation started, in seconds since the epoch (a new
+     * value is a restart; the incarnation itself needs more bits than a sample carries).
+     */
+    static void registerIncarnation(RoleMetrics meters, long incarnation) {
+        meters.secondsGauge("kvflux.role.start.time", "When this incarnation of the role started, since the epoch",
+                incarnation, i -> Incarnation.startMillis(i) / 1000.0);
+    }
+
+    static void register(RoleMetrics meters, BlockAllocator blocks) {
+        for (BlockAllocator.State state : BlockAllocator.State.values()) {
+            meters.gauge("kvflux.blocks", "KV blocks per state", blocks,
+                    b -> b.snapshot().blocks().get(state), "state", state.name().toLowerCase(Locale.ROOT));
+        }
+        meters.gauge("kvflux.blocks.capacity", "KV blocks the role has", blocks, BlockAllocator::capacity);
+        meters.gauge("kvflux.blocks.owners", "Requests holding KV blocks", blocks, b -> b.snapshot().owners());
+        meters.secondsGauge("kvflux.blocks.oldest.age", "Time since the oldest grant still held was made", blocks,
+                b -> b.snapshot().oldestAgeMillis() / 1000.0);
+        meters.functionCounter("kvflux.blocks.lease.expired",
+                "Quarantined blocks' owners freed by the lease because no release came", blocks,
+                b -> b.snapshot().leaseExpired());
+        meters.functionCounter("kvflux.blocks.forced.frees",
+                "Owners whose blocks were freed while their copies might still be in flight", blocks,
+                b -> b.snapshot().forcedFrees());
+    }
+}

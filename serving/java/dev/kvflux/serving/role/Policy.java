@@ -1,0 +1,99 @@
+package dev.kvflux.serving.role;
+
+import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.pipeline.write.WritePipeline;
+
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.NativeWait;
+import dev.kvflux.operators.SlicedNativeWait;
+import dev.kvflux.operators.WaitRecorder;
+import dev.kvflux.operators.WaitStrategy;
+import java.time.Duration;
+import java.util.Locale;
+
+/**
+ * How a serving pair handles the end of a WRITE: which wait prefill runs, how many requests it writes at
+ * once, whether it tells decode of a failure, and whether decode gives up at a deadline.
+ */
+public enum Policy {
+    /**
+     * vLLM's MoRI-IO connector before it sliced its wait: one native {@code waitAll} with the whole transfer timeout, on a single serial
+     * write worker; a failed wait is logged and decode is told nothing; decode waits for ever.
+     */
+    LEGACY(false, false),
+    /**
+     * vLLM's MoRI-IO connector with its sliced wait ({@code seed} on the command line): the same worker and
+     * silence on failure, with the sliced native wait (10 ms slices).
+     */
+    SEED(false, false),
+    /**
+     * kvflux: the reactive completion wait, requests written independently (transfer.max-in-flight at once),
+     * {@code write_failed} with code and reason on failure, and a receive deadline on decode.
+     */
+    KVFLUX(true, true);
+
+    private final boolean failureNotice;
+    private final boolean decodeDeadline;
+
+    Policy(boolean failureNotice, boolean decodeDeadline) {
+        this.failureNotice = failureNotice;
+        this.decodeDeadline = decodeDeadline;
+    }
+
+    /**
+     * Prefill's WRITE pipeline under this policy. LEGACY: one native wait with the whole timeout, one
+     * request at a time. SEED: the sliced native wait (fail-fast, the configured slice), one request at a
+     * time. KVFLUX: the configured completion wait (fail mode, slice) with the configured number of
+     * requests in flight. Every policy takes the configured event poll period and event timeout. The waits
+     * report to no recorder.
+     */
+    public WritePipeline writePipeline(TransferEngine engine, KvfluxConfig.Transfer transfer) {
+        return writePipeline(engine, transfer, WaitRecorder.NOOP);
+    }
+
+    /** As {@link #writePipeline(TransferEngine, KvfluxConfig.Transfer)}, every request's wait reporting to {@code recorder}. */
+    public WritePipeline writePipeline(TransferEngine engine, KvfluxConfig.Transfer transfer, WaitRecorder recorder) {
+        WaitStrategy wait = switch (this) {
+            case LEGACY -> NativeWait.of(engine, transfer.timeout());
+            case SEED -> SlicedNativeWait.failFast(engine, transfer.timeout()).slice(transfer.slice());
+            case KVFLUX -> transfer.completionWait();
+        };
+        return WritePipeline.builder()
+                .waitStrategy(wait)
+                .maxInFlight(this == KVFLUX ? transfer.maxInFlight() : 1)
+                .eventPollPeriod(transfer.eventPoll())
+                .eventTimeout(transfer.eventTimeout())
+                .recorder(recorder)
+                .build();
+    }
+
+    /** Whether prefill sends {@code write_failed} when a write fails. */
+    public boolean failureNotice() {
+        return failureNotice;
+    }
+
+    /** Whether decode errors a request whose notice has not come by its receive deadline. */
+    public boolean decodeDeadline() {
+        return decodeDeadline;
+    }
+
+    /** The lower-case name the command line uses. */
+    public String wireName() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    /**
+     * The policy with that name.
+     *
+     * @throws IllegalArgumentException naming the accepted values
+     */
+    public static Policy of(String name) {
+        for (Policy policy : values()) {
+            if (policy.wireName().equals(name.trim().toLowerCase(Locale.ROOT))) {
+                return policy;
+            }
+        }
+        throw new IllegalArgumentException("unknown policy '" + name + "'; expected legacy, seed or kvflux");
+    }
+}

@@ -1,0 +1,158 @@
+package dev.kvflux.serving.role;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.serving.metrics.RoleMetrics;
+import io.micrometer.core.instrument.Counter;
+import java.time.Duration;
+
+/**
+ * Counters of one prefill instance's writes, kept as meters of the role ({@link RoleMetrics}); the accessors
+ * read them. Safe to update and read from any thread.
+ *
+ * <p>Meters: {@code kvflux.prefill.requests}; {@code kvflux.prefill.requests.refused} (tag {@code reason}:
+ * queue_full, out_of_blocks, fenced); the timer {@code kvflux.prefill.writes} from the request's arrival to
+ * its write's outcome (tags {@code outcome}: write_done or write_failed, and {@code code}: the status code);
+ * {@code kvflux.prefill.writes.unnotified}; {@code kvflux.prefill.transfers.aborted};
+ * {@code kvflux.prefill.aborts.unknown}; {@code kvflux.prefill.transfers.past.deadline};
+ * {@code kvflux.prefill.releases.sent}; {@code kvflux.prefill.releases.stalled};
+ * {@code kvflux.notify.messages.stale}; {@code kvflux.prefill.transfers.failed.peer.restart}.
+ */
+public final class PrefillStats {
+    /** The timer of writes, from the request's arrival to the outcome. */
+    static final String WRITES = "kvflux.prefill.writes";
+
+    private final RoleMetrics meters;
+    final Counter requests;
+    final Counter failuresNotNotified;
+    final Counter refusedQueueFull;
+    final Counter refusedOutOfBlocks;
+    final Counter aborted;
+    final Counter abortsForUnknown;
+    final Counter refusedFenced;
+    final Counter releasesSent;
+    final Counter stalledAtRelease;
+    final Counter staleIncarnation;
+    final Counter failedOnDecodeRestart;
+    final Counter pastDeadline;
+
+    PrefillStats(RoleMetrics meters) {
+        this.meters = meters;
+        requests = meters.counter("kvflux.prefill.requests", "Completion requests accepted (queued for prefill)");
+        String refused = "kvflux.prefill.requests.refused";
+        String refusedHelp = "Completion requests refused at once, by reason";
+        refusedQueueFull = meters.counter(refused, refusedHelp, "reason", "queue_full");
+        refusedOutOfBlocks = meters.counter(refused, refusedHelp, "reason", "out_of_blocks");
+        refusedFenced = meters.counter(refused, refusedHelp, "reason", "fenced");
+        failuresNotNotified = meters.counter("kvflux.prefill.writes.unnotified",
+                "Failed writes that decode was not told of (policies without failure notices)");
+        aborted = meters.counter("kvflux.prefill.transfers.aborted",
+                "Transfers stopped by an abort or by their HTTP request's cancellation");
+        abortsForUnknown = meters.counter("kvflux.prefill.aborts.unknown",
+                "Abort messages for a transfer prefill had not seen (its id is fenced)");
+        pastDeadline = meters.counter("kvflux.prefill.transfers.past.deadline",
+                "Transfers aborted without a copy because their prompt finished after the transfer's deadline");
+        releasesSent = meters.counter("kvflux.prefill.releases.sent",
+                "Release messages sent to decode once a transfer's copies were terminal");
+        stalledAtRelease = meters.counter("kvflux.prefill.releases.stalled",
+                "Transfers whose copies were still in flight when the drain before release timed out");
+        staleIncarnation = meters.counter("kvflux.notify.messages.stale",
+                "Messages rejected because they came from or were meant for another incarnation of the peer");
+        failedOnDecodeRestart = meters.counter("kvflux.prefill.transfers.failed.peer.restart",
+                "Transfers failed at once because the decode they targeted restarted");
+        // both outcomes are exported from the start, so a rate over them exists before the first write ends
+        write(true, StatusCode.SUCCESS);
+        write(false, StatusCode.IN_PROGRESS);
+    }
+
+    /** Records a write's outcome, {@code took} after its request arrived. */
+    void recordWrite(boolean done, StatusCode code, Duration took) {
+        write(done, code).record(took);
+    }
+
+    private io.micrometer.core.instrument.Timer write(boolean done, StatusCode code) {
+        return meters.timer(WRITES, "Writes from the request's arrival to their outcome, by outcome and status code",
+                "outcome", done ? "write_done" : "write_failed", "code", code.name());
+    }
+
+    /** Transfers aborted without a copy because their prompt finished prefilling after the transfer's deadline. */
+    public long pastDeadline() {
+        return count(pastDeadline);
+    }
+
+    /** Completion requests accepted (queued for prefill). */
+    public long requests() {
+        return count(requests);
+    }
+
+    /** Writes whose every status succeeded. */
+    public long writesDone() {
+        return meters.timerCount(WRITES, "outcome", "write_done");
+    }
+
+    /** Writes that failed, for any reason. */
+    public long writesFailed() {
+        return meters.timerCount(WRITES, "outcome", "write_failed");
+    }
+
+    /** Completion waits that failed with IN_PROGRESS: statuses still in flight at the transfer timeout. */
+    public long failedWaitsInProgress() {
+        return meters.timerCount(WRITES, "outcome", "write_failed", "code", StatusCode.IN_PROGRESS.name());
+    }
+
+    /** Completion requests refused with 503 because the prefill queue was full. */
+    public long refusedQueueFull() {
+        return count(refusedQueueFull);
+    }
+
+    /** Failed writes that decode was not told of (policies without failure notices). */
+    public long failuresNotNotified() {
+        return count(failuresNotNotified);
+    }
+
+    /** Completion requests refused with 503 because too few KV blocks were free. */
+    public long refusedOutOfBlocks() {
+        return count(refusedOutOfBlocks);
+    }
+
+    /** Transfers stopped by an {@code abort} (from decode or the proxy) or by their HTTP request's cancellation. */
+    public long aborted() {
+        return count(aborted);
+    }
+
+    /** {@code abort} messages for a transfer prefill had not seen yet (its id is fenced from then on). */
+    public long abortsForUnknown() {
+        return count(abortsForUnknown);
+    }
+
+    /** Completion requests refused because their transfer id was already aborted or finished. */
+    public long refusedFenced() {
+        return count(refusedFenced);
+    }
+
+    /** {@code release} messages sent to decode, each once the transfer's copies were terminal. */
+    public long releasesSent() {
+        return count(releasesSent);
+    }
+
+    /**
+     * Transfers whose copies were still in flight when the drain before {@code release} timed out: their
+     * source blocks were freed anyway and decode was sent no release (its lease reclaims the blocks).
+     */
+    public long stalledAtRelease() {
+        return count(stalledAtRelease);
+    }
+
+    /** Messages rejected because they came from a previous incarnation of decode. */
+    public long staleIncarnation() {
+        return count(staleIncarnation);
+    }
+
+    /** Transfers failed at once because the decode they targeted restarted (a newer incarnation). */
+    public long failedOnDecodeRestart() {
+        return count(failedOnDecodeRestart);
+    }
+
+    static long count(Counter counter) {
+        return (long) counter.count();
+    }
+}

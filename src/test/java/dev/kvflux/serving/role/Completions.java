@@ -1,0 +1,29 @@
+package dev.kvflux.serving.role;
+
+import dev.kvflux.serving.metrics.PrometheusText;
+import io.netty.buffer.Unpooled;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import reactor.core.publisher.Mono;
+import reactor.netty.http.client.HttpClient;
+
+/** Posts completions straight to a prefill or decode instance, as the proxy would. */
+final class Completions {
+    private Completions() {
+    }
+
+    /** Emits the answer as {@code "<status> <body>"}. */
+    static Mono<String> post(InetSocketAddress http, String body) {
+        return HttpClient.create().post()
+                .uri("http://127.0.0.1:" + http.getPort() + "/v1/completions")
+                .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .map(text -> res.status().code() + " " + text));
+    }
+
+    /** The instance's {@code /metrics} body, read as Prometheus text. */
+    static PrometheusText metrics(InetSocketAddress http) {
+        return PrometheusText.parse(HttpClient.create().get().uri("http://127.0.0.1:" + http.getPort() + "/metrics")
+                .responseContent().aggregate().asString().block(java.time.Duration.ofSeconds(5)));
+    }
+}

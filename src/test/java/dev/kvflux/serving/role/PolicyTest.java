@@ -1,0 +1,46 @@
+package dev.kvflux.serving.role;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.FailMode;
+import dev.kvflux.operators.NativeWait;
+import dev.kvflux.operators.SlicedNativeWait;
+import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.pipeline.write.WritePipeline;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class PolicyTest {
+    private static final KvfluxConfig.Transfer CONFIGURED = new KvfluxConfig.Transfer(Duration.ofSeconds(7),
+            Duration.ofMillis(4), FailMode.DRAIN, 12, Duration.ofMillis(2), Duration.ofSeconds(9));
+
+    @Test
+    void theKvfluxPolicyTakesTheConfiguredWaitAndRequestsInFlight() {
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create()) {
+            WritePipeline pipeline = Policy.KVFLUX.writePipeline(engine, CONFIGURED);
+
+            assertThat(pipeline.maxInFlight()).isEqualTo(12);
+            assertThat(pipeline.waitStrategy()).isInstanceOfSatisfying(CompletionWait.class, wait -> {
+                assertThat(wait.mode()).isEqualTo(FailMode.DRAIN);
+                assertThat(wait.transferTimeout()).isEqualTo(Duration.ofSeconds(7));
+                assertThat(wait.slice()).isEqualTo(Duration.ofMillis(4));
+            });
+        }
+    }
+
+    @Test
+    void legacyAndSeedWriteOneRequestAtATimeWithTheirNativeWaits() {
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create()) {
+            WritePipeline legacy = Policy.LEGACY.writePipeline(engine, CONFIGURED);
+            WritePipeline seed = Policy.SEED.writePipeline(engine, CONFIGURED);
+
+            assertThat(legacy.maxInFlight()).isEqualTo(1);
+            assertThat(legacy.waitStrategy()).isInstanceOf(NativeWait.class);
+            assertThat(seed.maxInFlight()).isEqualTo(1);
+            assertThat(seed.waitStrategy()).isInstanceOfSatisfying(SlicedNativeWait.class,
+                    wait -> assertThat(wait.slice()).isEqualTo(Duration.ofMillis(4)));
+        }
+    }
+}

@@ -1,0 +1,66 @@
+package dev.kvflux.tools.repro;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.NativeWait;
+import dev.kvflux.operators.PushWait;
+import dev.kvflux.operators.SlicedNativeWait;
+import dev.kvflux.testing.RecordingEngine;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/** The one registry of wait strategies that both reproducers time. */
+class ReproStrategyTest {
+    private final RecordingEngine engine = new RecordingEngine(VirtualTimeScheduler.create());
+    private final Duration timeout = Duration.ofSeconds(30);
+
+    @Test
+    void strategiesAreNamedAsReportsPrintThemInAnyCase() {
+        assertThat(ReproStrategy.named("sliced-native")).isEqualTo(ReproStrategy.SLICED_NATIVE);
+        assertThat(ReproStrategy.named(" Reactive-Push ")).isEqualTo(ReproStrategy.REACTIVE_PUSH);
+        assertThat(ReproStrategy.REACTIVE_PUSH.push()).isTrue();
+        assertThat(ReproStrategy.REACTIVE.push()).isFalse();
+    }
+
+    @Test
+    void anUnknownStrategySaysWhichExist() {
+        assertThatThrownBy(() -> ReproStrategy.named("spin"))
+                .hasMessage("unknown wait strategy 'spin'; known strategies: native, sliced-native, reactive,"
+                        + " reactive-push");
+    }
+
+    @Test
+    void nativeTimesTwoRequestsByDefaultAndTheOthersAHundred() {
+        assertThat(ReproStrategy.NATIVE.defaultRequests()).isEqualTo(2);
+        assertThat(ReproStrategy.SLICED_NATIVE.defaultRequests()).isEqualTo(100);
+        assertThat(ReproStrategy.REACTIVE.defaultRequests()).isEqualTo(100);
+        assertThat(ReproStrategy.REACTIVE_PUSH.defaultRequests()).isEqualTo(100);
+    }
+
+    @Test
+    void eachStrategyTimesTheOperatorOfItsNameWithTheDefaultSlice() {
+        assertThat(ReproStrategy.NATIVE.wait(engine, timeout)).isInstanceOf(NativeWait.class);
+        assertThat(ReproStrategy.SLICED_NATIVE.wait(engine, timeout)).isInstanceOfSatisfying(SlicedNativeWait.class,
+                w -> assertThat(w.slice()).isEqualTo(CompletionWait.DEFAULT_SLICE));
+        assertThat(ReproStrategy.REACTIVE.wait(engine, timeout)).isInstanceOfSatisfying(CompletionWait.class,
+                w -> assertThat(w.slice()).isEqualTo(CompletionWait.DEFAULT_SLICE));
+        assertThat(ReproStrategy.REACTIVE_PUSH.wait(engine, timeout)).isInstanceOf(PushWait.class);
+        for (ReproStrategy s : ReproStrategy.values()) {
+            assertThat(s.wait(engine, timeout).strategyName()).isEqualTo(s.label());
+        }
+    }
+
+    @Test
+    void aSliceAppliesToTheSlicingStrategiesOnly() {
+        Duration slice = Duration.ofMillis(3);
+        assertThat(ReproStrategy.SLICED_NATIVE.wait(engine, timeout, slice)).isInstanceOfSatisfying(
+                SlicedNativeWait.class, w -> assertThat(w.slice()).isEqualTo(slice));
+        assertThat(ReproStrategy.REACTIVE.wait(engine, timeout, slice)).isInstanceOfSatisfying(CompletionWait.class,
+                w -> assertThat(w.slice()).isEqualTo(slice));
+        assertThat(ReproStrategy.NATIVE.wait(engine, timeout, slice)).isInstanceOf(NativeWait.class);
+        assertThat(ReproStrategy.REACTIVE_PUSH.wait(engine, timeout, slice)).isInstanceOf(PushWait.class);
+    }
+}

@@ -1,0 +1,74 @@
+package dev.kvflux.tools.scale;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** A small run of the scale bench: every wait ends, and the figures are the ones the table prints. */
+class ScaleBenchTest {
+    private static ScaleBench.Settings small(List<String> strategies) {
+        return new ScaleBench.Settings(List.of(20), strategies, 8, Duration.ofMillis(50), 1, 0,
+                Duration.ofMillis(10), Duration.ofSeconds(30), 7);
+    }
+
+    @Test
+    void aPushWaitQueriesEachStatusOnceAndEveryWaitEndsWithoutError() {
+        ScaleRow row = ScaleBench.run(small(List.of("reactive-push")), line -> { }).getFirst();
+        assertThat(row.errors()).isZero();
+        assertThat(row.unfinished()).isZero();
+        assertThat(row.queriesPerStatus()).isEqualTo(1.0);
+        assertThat(row.lagP50Ms()).isLessThanOrEqualTo(row.lagP99Ms()).isLessThanOrEqualTo(row.lagMaxMs());
+        assertThat(row.bytesPerStatusTick()).isNaN();
+    }
+
+    @Test
+    void aPollingWaitQueriesStatusesSeveralTimesAndMeasuresItsSteadyStateAllocation() {
+        ScaleRow row = ScaleBench.run(small(List.of("reactive")), line -> { }).getFirst();
+        assertThat(row.errors()).isZero();
+        assertThat(row.unfinished()).isZero();
+        assertThat(row.queriesPerStatus()).isGreaterThan(1.0);
+        assertThat(row.bytesPerStatusTick()).isNotNaN();
+        assertThat(ScaleReport.table(List.of(row))).contains("reactive", "20");
+        assertThat(ScaleReport.json(List.of(row), small(List.of("reactive")))).contains("\"code_calls_per_status\"");
+    }
+
+    @Test
+    void withBothRecordersEachStrategyGetsTwoRowsAndTheTablePrintsTheRecordersCostPerRoundPair() {
+        ScaleBench.Settings both = new ScaleBench.Settings(List.of(20), List.of("reactive-shared"), 8,
+                Duration.ofMillis(50), 2, 0, Duration.ofMillis(10), Duration.ofSeconds(30), 7,
+                List.of("none", "micrometer"));
+        List<String> progress = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<ScaleRow> rows = ScaleBench.run(both, progress::add);
+
+        assertThat(rows).extracting(ScaleRow::recorder).containsExactly("none", "micrometer");
+        assertThat(rows).allSatisfy(row -> {
+            assertThat(row.errors()).isZero();
+            assertThat(row.unfinished()).isZero();
+            assertThat(row.roundCpuMillis()).hasSize(2).allSatisfy(ms -> assertThat(ms).isPositive());
+        });
+        assertThat(progress).anySatisfy(line -> assertThat(line).contains("micrometer: kvflux.wait.detection.lag over 40 waits"));
+        assertThat(progress).anySatisfy(line -> assertThat(line).containsPattern(
+                "recorder cost estimate: \\d+\\.\\d calls per wait, \\d+\\.\\d\\d us of recording CPU per wait"));
+        assertThat(ScaleReport.table(rows)).contains("reactive-shared +micrometer", "recorder cost, reactive-shared at N = 20");
+        assertThat(ScaleReport.json(rows, both)).contains("\"recorder\" : \"micrometer\"", "\"round_cpu_ms\"");
+    }
+
+    @Test
+    void anUnknownRecorderIsRefusedWithTheChoices() {
+        assertThatThrownBy(() -> new ScaleBench.Settings(List.of(20), List.of("reactive"), 8, Duration.ofMillis(50), 1, 0,
+                Duration.ofMillis(10), Duration.ofSeconds(30), 7, List.of("prometheus")))
+                .hasMessageContaining("--recorder takes none, micrometer or both");
+    }
+
+    @Test
+    void anUnknownStrategyOrAnOversizedRunIsRefusedWithTheChoices() {
+        assertThatThrownBy(() -> small(List.of("fastest")))
+                .hasMessageContaining("unknown strategy 'fastest'").hasMessageContaining("reactive-push");
+        assertThatThrownBy(() -> new ScaleBench.Settings(List.of(100_000), List.of("reactive"), 118,
+                Duration.ofSeconds(1), 1, 0, Duration.ofMillis(10), Duration.ofSeconds(30), 1))
+                .hasMessageContaining("N x statuses must be at most");
+    }
+}

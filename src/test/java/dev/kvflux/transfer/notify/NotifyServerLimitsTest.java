@@ -1,0 +1,347 @@
+package dev.kvflux.transfer.notify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import dev.kvflux.bindings.StatusCode;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+import reactor.core.publisher.Mono;
+
+/** What the notify server bounds for a hostile peer, over loopback: frames, errors, connections, time, logs. */
+class NotifyServerLimitsTest {
+    private static final Duration WAIT = Duration.ofSeconds(5);
+    private static final NotifyAuth SECRET = NotifyAuth.of("limits-test-secret-0123456789abcdef");
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : open.reversed()) {
+            c.close();
+        }
+    }
+
+    private NotifyServer server(NotifyServer.Builder builder, ExpectedTransfers registry) {
+        NotifyServer server = builder.port(0).metrics(registry.metrics()).handler(registry).bind().block(WAIT);
+        open.add(server);
+        return server;
+    }
+
+    private NotifyClient client(NotifyAuth auth) {
+        NotifyClient client = NotifyClient.builder().backoff(Duration.ofMillis(10), Duration.ofMillis(50)).auth(auth)
+                .build();
+        open.add(client);
+        return client;
+    }
+
+    /**
+     * Sends {@code payload} as one frame on a fresh connection and returns once the server closed it (an end
+     * of stream, or a reset when it closed while bytes were still coming).
+     */
+    private static void sendAndExpectClose(NotifyServer server, byte[] payload) throws IOException {
+        try (Socket bad = new Socket("127.0.0.1", server.address().getPort())) {
+            bad.setSoTimeout(5000);
+            try {
+                bad.getOutputStream().write(ByteBuffer.allocate(4 + payload.length).putInt(payload.length)
+                        .put(payload).array());
+                assertThat(bad.getInputStream().read()).as("the server closes the connection").isEqualTo(-1);
+            } catch (java.net.SocketException reset) {
+                assertThat(reset.getMessage()).contains("reset");
+            }
+        }
+    }
+
+    /** A good client still gets a message through and the registry settles it. */
+    private void assertStillServes(NotifyServer server, ExpectedTransfers registry, NotifyAuth auth, String id) {
+        Mono<Void> expected = registry.expect(id).cache();
+        expected.subscribe(v -> { }, e -> { });
+        assertThat(client(auth).send(server.address(), new NotifyMessage.WriteDone(id), WAIT).block(WAIT)).isTrue();
+        expected.block(WAIT);
+    }
+
+    @Test
+    void nineByteMap32FrameClosesItsConnectionAndIsCountedMalformed() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder(), registry);
+
+        sendAndExpectClose(server, new byte[] {(byte) 0xdf, 0x40, 0, 0, 0, (byte) 0xa1, 'a', (byte) 0xa1, 'b'});
+
+        assertThat(registry.metrics().malformedFrames()).isEqualTo(1);
+        assertStillServes(server, registry, null, "after");
+    }
+
+    @Test
+    void messageOfATypeTheServerDoesNotTakeClosesItsConnectionAndIsCountedMalformed() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().accepts("write_done", "write_failed"), registry);
+
+        sendAndExpectClose(server, NotifyCodec.encode(new NotifyMessage.Release("t-1")));
+
+        assertThat(registry.metrics().malformedFrames()).isEqualTo(1);
+        assertThat(registry.metrics().received()).isZero();
+        assertStillServes(server, registry, null, "after");
+    }
+
+    @Test
+    void invalidUtf8ClosesItsConnectionAndIsCountedAsSuch() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder(), registry);
+        byte[] frame = NotifyCodec.encode(new NotifyMessage.WriteDone("t-\u00e9"));
+        frame[frame.length - 1] = (byte) 0xff;
+
+        sendAndExpectClose(server, frame);
+
+        assertThat(registry.metrics().invalidUtf8Frames()).isEqualTo(1);
+        assertThat(registry.metrics().malformedFrames()).isZero();
+    }
+
+    @Test
+    void withASecretAHostileFrameIsRejectedByItsTagBeforeAnyDecoding() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().auth(SECRET), registry);
+        byte[] hostile = new byte[64];
+        hostile[0] = (byte) 0xdf;
+        hostile[1] = 0x40;
+
+        sendAndExpectClose(server, hostile);
+        sendAndExpectClose(server, new byte[] {(byte) 0xdf, 0x40, 0, 0, 0, (byte) 0xa1, 'a', (byte) 0xa1, 'b'});
+
+        assertThat(registry.metrics().unauthenticatedFrames()).isEqualTo(2);
+        assertThat(registry.metrics().malformedFrames()).as("nothing was decoded").isZero();
+        assertStillServes(server, registry, SECRET, "after");
+    }
+
+    @Test
+    void errorWhileDecodingAFrameClosesItsConnectionIsCountedAndTheServerKeepsServing() throws IOException {
+        // the receiver's clock overflows the stack once, in the middle of checking a correctly signed frame
+        java.util.concurrent.atomic.AtomicBoolean thrown = new java.util.concurrent.atomic.AtomicBoolean();
+        reactor.core.scheduler.Scheduler clock = new reactor.core.scheduler.Scheduler() {
+            @Override
+            public long now(java.util.concurrent.TimeUnit unit) {
+                if (thrown.compareAndSet(false, true)) {
+                    throw new StackOverflowError("clock recursed");
+                }
+                return reactor.core.scheduler.Schedulers.parallel().now(unit);
+            }
+
+            @Override
+            public reactor.core.Disposable schedule(Runnable task) {
+                return reactor.core.scheduler.Schedulers.parallel().schedule(task);
+            }
+
+            @Override
+            public Worker createWorker() {
+                return reactor.core.scheduler.Schedulers.parallel().createWorker();
+            }
+        };
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().auth(SECRET.clock(clock)), registry);
+
+        sendAndExpectClose(server, SECRET.sign(new NotifyMessage.WriteDone("t-overflow")));
+
+        assertThat(registry.metrics().frameInternalErrors()).isEqualTo(1);
+        assertThat(registry.metrics().received()).isZero();
+        assertStillServes(server, registry, SECRET, "after");
+    }
+
+    @Test
+    void errorThrownByTheHandlerIsCountedAndTheMessageStillAcknowledged() {
+        NotifyMetrics metrics = new NotifyMetrics();
+        NotifyServer server = NotifyServer.builder().port(0).metrics(metrics).handler(message -> {
+            if (message.transferId().startsWith("overflow")) {
+                throw new StackOverflowError("handler recursed");
+            }
+            throw new OutOfMemoryError("handler ran out");
+        }).bind().block(WAIT);
+        open.add(server);
+        NotifyClient client = client(null);
+
+        for (String id : List.of("overflow-1", "oom-1", "overflow-2")) {
+            assertThat(client.send(server.address(), new NotifyMessage.WriteDone(id), WAIT).block(WAIT)).isTrue();
+        }
+
+        assertThat(metrics.handlerFailures()).isEqualTo(3);
+        assertThat(client.metrics().connectionsOpened()).as("the connection stayed open").isEqualTo(1);
+    }
+
+    @Test
+    void payloadOfExactlyTheMaximumIsAcceptedAndOneByteMoreIsNot() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder(), registry);
+        int max = Frames.DEFAULT_MAX_FRAME_BYTES;
+        byte[] exact = writeFailedOfSize("t-max", max);
+        assertThat(exact).hasSize(max);
+        Mono<Void> expected = registry.expect("t-max").cache();
+        expected.subscribe(v -> { }, e -> { });
+
+        try (Socket socket = new Socket("127.0.0.1", server.address().getPort())) {
+            socket.setSoTimeout(5000);
+            socket.getOutputStream().write(ByteBuffer.allocate(4 + max).putInt(max).put(exact).array());
+            InputStream in = socket.getInputStream();
+            assertThat(in.readNBytes(4)).as("an acknowledgement comes back").hasSize(4);
+        }
+        assertThat(registry.metrics().writeFailed() + registry.metrics().received()).isPositive();
+
+        sendAndExpectClose(server, writeFailedOfSize("t-over", max + 1));
+        assertThat(registry.metrics().oversizedFrames()).isEqualTo(1);
+    }
+
+    /** A write_failed payload of exactly {@code size} bytes, its reason padded to fit. */
+    private static byte[] writeFailedOfSize(String id, int size) {
+        int empty = NotifyCodec.encode(new NotifyMessage.WriteFailed(id, StatusCode.ERR_RDMA_OP, "")).length;
+        // a str32 header (5 bytes) replaces the 1-byte fixstr header of the empty reason
+        String reason = "r".repeat(size - empty - 4);
+        return NotifyCodec.encode(new NotifyMessage.WriteFailed(id, StatusCode.ERR_RDMA_OP, reason));
+    }
+
+    @Test
+    void connectionsBeyondTheCapAreClosedAtOnceAndCounted() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().limits(new NotifyLimits(2,
+                NotifyLimits.DEFAULTS.frameReadTimeout(), NotifyLimits.DEFAULTS.idleTimeout(),
+                NotifyLimits.DEFAULTS.peerBudgetBytes())), registry);
+        try (Socket first = new Socket("127.0.0.1", server.address().getPort());
+                Socket second = new Socket("127.0.0.1", server.address().getPort())) {
+            awaitTrue(() -> server.openConnections() == 2);
+            try (Socket third = new Socket("127.0.0.1", server.address().getPort())) {
+                third.setSoTimeout(5000);
+                assertThat(third.getInputStream().read()).as("the third is closed").isEqualTo(-1);
+            }
+            assertThat(registry.metrics().connectionsRejected()).isEqualTo(1);
+        }
+        awaitTrue(() -> server.openConnections() == 0);
+        assertStillServes(server, registry, null, "after-cap");
+    }
+
+    @Test
+    void frameThatDoesNotCompleteWithinTheReadTimeoutClosesItsConnection() throws IOException {
+        // a length prefix announcing 100 bytes, then two of them: a sender trickling its frame
+        NotifyMetrics metrics = closedAfterSending(NotifyServer.builder().frameReadTimeout(Duration.ofMillis(200)),
+                new byte[] {0, 0, 0, 100, (byte) 0x82, (byte) 0xa4});
+        assertThat(metrics.frameReadTimeouts()).isEqualTo(1);
+        assertThat(metrics.idleTimeouts()).isZero();
+    }
+
+    @Test
+    void silentConnectionIsClosedAfterTheIdleTimeout() throws IOException {
+        NotifyMetrics metrics = closedAfterSending(NotifyServer.builder().idleTimeout(Duration.ofMillis(200)),
+                new byte[0]);
+        assertThat(metrics.idleTimeouts()).isEqualTo(1);
+        assertThat(metrics.frameReadTimeouts()).isZero();
+    }
+
+    /** Connects to a server built from {@code builder}, sends {@code raw}, waits until the server closes. */
+    private NotifyMetrics closedAfterSending(NotifyServer.Builder builder, byte[] raw) throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(builder, registry);
+        try (Socket socket = new Socket("127.0.0.1", server.address().getPort())) {
+            socket.setSoTimeout(5000);
+            socket.getOutputStream().write(raw);
+            assertThat(socket.getInputStream().read()).as("the server closes the connection").isEqualTo(-1);
+        }
+        return registry.metrics();
+    }
+
+    @Test
+    void pooledClientConnectionIsClosedAfterItsIdleLimit() {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder(), registry);
+        NotifyClient client = NotifyClient.builder().idleLimit(Duration.ofMillis(200)).build();
+        open.add(client);
+
+        assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
+        awaitTrue(() -> client.metrics().idleConnectionsClosed() == 1 && server.openConnections() == 0);
+
+        assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-2"), WAIT).block(WAIT))
+                .as("the next send opens a fresh connection").isTrue();
+        assertThat(client.metrics().connectionsOpened()).isEqualTo(2);
+    }
+
+    @Test
+    void rejectedFramesAreLoggedOncePerPeriodEscapedAndSummedUpAfter() throws Exception {
+        var logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(NotifyServer.class);
+        ListAppender<ILoggingEvent> appender = new ListAppender<>();
+        appender.start();
+        logger.addAppender(appender);
+        try {
+            ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+            NotifyServer server = server(NotifyServer.builder().warnPeriod(Duration.ofMinutes(5)), registry);
+            byte[] forged;
+            try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+                packer.packMapHeader(2).packString("type").packString("x\n12:00:00.000 ERROR forged\r")
+                        .packString("transfer_id").packString("t");
+                forged = packer.toByteArray();
+            }
+            for (int i = 0; i < 40; i++) {
+                sendAndExpectClose(server, forged);
+            }
+            assertThat(registry.metrics().malformedFrames()).isEqualTo(40);
+
+            server.close();
+
+            List<String> warnings = appender.list.stream().filter(e -> e.getLevel() == Level.WARN)
+                    .map(ILoggingEvent::getFormattedMessage).toList();
+            assertThat(warnings).hasSize(2);
+            assertThat(warnings.getFirst()).contains("x\\n12:00:00.000 ERROR forged\\r").doesNotContain("\n");
+            assertThat(warnings.getLast()).contains("39").contains("malformed=39");
+            assertThat(appender.list).allSatisfy(e -> assertThat(e.getThrowableProxy()).isNull());
+        } finally {
+            logger.detachAppender(appender);
+        }
+    }
+
+    @Test
+    void partlyReceivedFramesOverTheServersByteBudgetCloseTheConnectionThatWouldPassIt() throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        NotifyServer server = server(NotifyServer.builder().maxBufferedBytes(100_000), registry);
+        byte[] part = new byte[60_000];
+
+        try (Socket first = new Socket("127.0.0.1", server.address().getPort());
+             Socket second = new Socket("127.0.0.1", server.address().getPort())) {
+            second.setSoTimeout(5000);
+            first.getOutputStream().write(ByteBuffer.allocate(4).putInt(1_000_000).array());
+            first.getOutputStream().write(part);
+            first.getOutputStream().flush();
+            awaitTrue(() -> server.bufferedBytes() >= part.length);
+
+            second.getOutputStream().write(ByteBuffer.allocate(4).putInt(1_000_000).array());
+            second.getOutputStream().write(part);
+            second.getOutputStream().flush();
+            try {
+                assertThat(second.getInputStream().read()).as("the second peer is cut off").isEqualTo(-1);
+            } catch (java.net.SocketException reset) {
+                assertThat(reset.getMessage()).contains("reset");
+            }
+            assertThat(registry.metrics().bufferBudgetCloses()).isEqualTo(1);
+            assertThat(server.bufferedBytes()).isBetween((long) part.length, 100_000L);
+        }
+        awaitTrue(() -> server.bufferedBytes() == 0);
+        assertStillServes(server, registry, null, "t-after-budget");
+    }
+
+    private static void awaitTrue(BooleanSupplier condition) {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            assertThat(System.nanoTime()).as("condition within %s", WAIT).isLessThan(deadline);
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+package dev.kvflux.tools.bench;
+
+import dev.kvflux.serving.role.Policy;
+
+/**
+ * One line of the serving benchmark: a policy at a concurrency, what the client saw and what prefill and
+ * decode counted.
+ *
+ * @param failedWaitsInProgress prefill's completion waits that failed with IN_PROGRESS
+ * @param injectedFaults batches given an injected failure
+ * @param writeFailedNotices {@code write_failed} notices decode received
+ * @param decodeDeadlines decode requests that hit their receive deadline
+ */
+public record BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
+                       int injectedFaults, long writeFailedNotices, long decodeDeadlines) {
+}

@@ -1,0 +1,479 @@
+package dev.kvflux.tools.chaos;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.serving.metrics.PrometheusText;
+import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.serving.api.Instance;
+import dev.kvflux.serving.proxy.InstanceRegistry;
+import dev.kvflux.serving.proxy.ProxyServer;
+import dev.kvflux.serving.api.Role;
+import io.netty.buffer.Unpooled;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.resources.ConnectionProvider;
+
+/**
+ * The fault matrix: for each fault, a prefill and a decode, each its own JVM on loopback (shared by the
+ * faults whose prefill takes the same options, and settled between them), behind a fresh in-process proxy; a closed-loop load of {@code requests} requests through the proxy while the fault is
+ * injected; then, once both roles have had time to settle (the receive deadline and the block lease plus a margin), what each role
+ * still holds.
+ *
+ * <p>Per fault it counts, from the client's side: {@code completed} (200 with exactly the expected tokens),
+ * {@code failed_cleanly} (an error status with a JSON error naming a reason), {@code failed_without_reason}
+ * (a connection cut or a body without a reason), {@code cancelled_by_client} (the load's own disconnects),
+ * {@code never_finished} (no answer within the request timeout), {@code corrupt_outputs} (200 with other
+ * tokens, plus the KV decode's content check caught, whose requests failed instead); and from the roles' {@code /metrics} after settling: {@code leaked_blocks} (KV blocks not free,
+ * prefill plus decode) and {@code leaked_handles} (transfers, write places and requests still held).
+ * {@code recovery_s}: after a restart, the time from the restarted role being healthy until the first
+ * request started after it succeeds (-1 when none did); for an interleaved fault (disconnects, rejections,
+ * a burst, status failures, stalls and late statuses, scatter/gather under load, mistreated notifications), the longest time from a disturbed request's end until the next success.
+ */
+public final class ChaosRun {
+    /**
+     * The statuses' failures, one fault per failure code the simulated engine can produce:
+     * {@code status-fail-invalid-args} fails batches with ERR_INVALID_ARGS, and so on.
+     */
+    static final Map<String, StatusCode> STATUS_FAILURES = statusFailures();
+    /** Decode's checks of write_done's checksum; {@code result="corrupt"} counts KV that failed it. */
+    private static final String CORRUPT_KV = "kvflux_decode_kv_checks_total";
+
+    /** The faults, in the order they run. */
+    public static final List<String> FAULTS = Stream.of(
+            Stream.of("decode-restart", "prefill-kill", "prefill-sigterm", "client-disconnect", "validation-rejects",
+                    "burst"),
+            STATUS_FAILURES.keySet().stream(),
+            Stream.of("status-stall", "status-slow", "sg-under-load", "notify-loss", "notify-duplicate", "notify-delay",
+                    "notify-reorder")).flatMap(f -> f).toList();
+
+    private static Map<String, StatusCode> statusFailures() {
+        Map<String, StatusCode> failures = new LinkedHashMap<>();
+        for (StatusCode code : StatusCode.values()) {
+            if (code.isFailure()) {
+                failures.put("status-fail-" + code.name().substring("ERR_".length()).toLowerCase(Locale.ROOT)
+                        .replace('_', '-'), code);
+            }
+        }
+        return Collections.unmodifiableMap(failures);
+    }
+
+    /** What to run. */
+    public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
+                           List<String> faults, Path logDir) {
+        public Settings {
+            Objects.requireNonNull(transferTimeout, "transferTimeout");
+            Objects.requireNonNull(logDir, "logDir");
+            faults = List.copyOf(faults);
+            if (requests < 3) {
+                throw new IllegalArgumentException("--requests must be at least 3 (one third before, during and"
+                        + " after each fault), got " + requests);
+            }
+            if (concurrency < 1) {
+                throw new IllegalArgumentException("--concurrency must be at least 1, got " + concurrency);
+            }
+            for (String fault : faults) {
+                if (!FAULTS.contains(fault)) {
+                    throw new IllegalArgumentException("unknown fault '" + fault + "'; expected one of " + FAULTS);
+                }
+            }
+        }
+
+        /** Decode's receive deadline: the transfer timeout plus 5 s. */
+        Duration receiveDeadline() {
+            return transferTimeout.plusSeconds(5);
+        }
+
+        /** Decode's block lease: twice the transfer timeout. */
+        Duration blockLease() {
+            return transferTimeout.multipliedBy(2);
+        }
+
+        /** How long the load waits for one answer. */
+        Duration requestTimeout() {
+            return receiveDeadline().plusSeconds(10);
+        }
+    }
+
+    /** One fault's figures. */
+    public record FaultResult(String fault, int requests, int completed, int failedCleanly, int neverFinished,
+                              long leakedBlocks, long leakedHandles, int corruptOutputs, double recoverySeconds,
+                              int failedWithoutReason, int cancelledByClient, Map<String, Integer> reasons) {
+    }
+
+    enum Outcome { COMPLETED, FAILED_CLEANLY, FAILED_WITHOUT_REASON, CANCELLED, NEVER_FINISHED, CORRUPT }
+
+    private record Result(int index, long startNanos, long endNanos, Outcome outcome, String reason) {
+    }
+
+    private final Settings settings;
+    /** Running role pairs by prefill options. */
+    private final Map<List<String>, RoleProcess[]> pairs = new java.util.HashMap<>();
+    /** A port nothing listens on, for the roles' --proxy (the harness registers them itself). */
+    private int deadProxy;
+
+    public ChaosRun(Settings settings) {
+        this.settings = Objects.requireNonNull(settings, "settings");
+    }
+
+    /**
+     * Runs every fault in turn; {@code progress} gets one line per step. Faults whose prefill needs the same
+     * options share one prefill and decode (started once, settled between faults, restarted by the restart
+     * faults); each fault gets its own proxy.
+     */
+    public List<FaultResult> run(Consumer<String> progress) throws Exception {
+        Files.createDirectories(settings.logDir());
+        List<FaultResult> results = new ArrayList<>();
+        try {
+            for (String fault : settings.faults()) {
+                progress.accept("fault " + fault + ": " + settings.requests() + " requests");
+                FaultResult result = runFault(fault);
+                progress.accept("fault " + fault + ": " + result);
+                results.add(result);
+            }
+        } finally {
+            for (RoleProcess[] pair : pairs.values()) {
+                pair[0].close();
+                pair[1].close();
+            }
+        }
+        return results;
+    }
+
+    /** The running decode and prefill for these prefill options, started (and logged under {@code fault}) if none. */
+    private RoleProcess[] pair(String fault, List<String> prefillArgs, List<String> decodeArgs) throws Exception {
+        RoleProcess[] pair = pairs.get(prefillArgs);
+        if (pair == null) {
+            pair = new RoleProcess[] {
+                new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
+                        settings.logDir().resolve(fault + "-decode.log")),
+                new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
+                        settings.logDir().resolve(fault + "-prefill.log"))};
+            pairs.put(List.copyOf(prefillArgs), pair);
+            pair[0].start();
+            pair[1].start();
+            pair[0].awaitHealthy(Duration.ofSeconds(60));
+            pair[1].awaitHealthy(Duration.ofSeconds(60));
+        }
+        return pair;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket probe = new ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
+    private FaultResult runFault(String fault) throws Exception {
+        if (deadProxy == 0) {
+            deadProxy = freePort();
+        }
+        String proxyUrl = "http://127.0.0.1:" + deadProxy;
+        List<String> common = List.of("--proxy", proxyUrl, "--layers", "4", "--decode-step", "5ms");
+        List<String> decodeArgs = new ArrayList<>(common);
+        decodeArgs.addAll(List.of("--receive-deadline", settings.receiveDeadline().toMillis() + "ms",
+                "--block-lease", settings.blockLease().toMillis() + "ms"));
+        List<String> prefillArgs = new ArrayList<>(common);
+        prefillArgs.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
+        // 4 layers: 4 batches per request; faults every so many batches, at least a few per run
+        int batches = 4 * settings.requests();
+        int burstBlocks = (settings.promptWords() * 16 + 63) / 64;
+        if (STATUS_FAILURES.containsKey(fault)) {
+            prefillArgs.addAll(List.of("--inject-fault",
+                    "fail:" + Math.max(3, Math.min(37, batches / 3)) + ":" + STATUS_FAILURES.get(fault).name()));
+        }
+        switch (fault) {
+            // about a quarter of the burst fits in prefill's blocks
+            case "burst" -> prefillArgs.addAll(List.of("--kv-blocks",
+                    Integer.toString(Math.max(burstBlocks, burstBlocks * (settings.requests() / 3) / 4))));
+            case "status-stall" -> prefillArgs.addAll(List.of("--inject-fault",
+                    "stall:" + Math.max(3, Math.min(101, batches / 2))));
+            // every third batch completes a quarter of the transfer timeout late: within it, so nothing fails
+            case "status-slow" -> prefillArgs.addAll(List.of("--inject-fault",
+                    "slow:3:" + settings.transferTimeout().dividedBy(4).toMillis()));
+            // copies are kernels on prefill's compute queue, seen only once the steps queued before them end
+            case "sg-under-load" -> prefillArgs.add("--sg-under-load");
+            default -> { }
+        }
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofHours(1));
+        List<NotifyRelay> relays = new ArrayList<>();
+        try (AutoCloseable closeRelays = () -> {
+                 for (NotifyRelay relay : relays) {
+                     relay.close();
+                 }
+             };
+             ProxyServer proxy = ProxyServer.builder().registry(registry).start()) {
+            RoleProcess[] pair = pair(fault, prefillArgs, decodeArgs);
+            RoleProcess decode = pair[0];
+            RoleProcess prefill = pair[1];
+            long corruptBefore = decode.metrics().count(CORRUPT_KV, "result", "corrupt");
+            NotifyRelay.Mode relayMode = switch (fault) {
+                case "notify-loss" -> NotifyRelay.Mode.LOSE;
+                case "notify-duplicate" -> NotifyRelay.Mode.DUPLICATE;
+                case "notify-delay" -> NotifyRelay.Mode.DELAY;
+                case "notify-reorder" -> NotifyRelay.Mode.REORDER;
+                default -> null;
+            };
+            if (relayMode == null) {
+                registry.ping(decode.instance());
+                registry.ping(prefill.instance());
+            } else {
+                // every 20th frame lost with its connection, every 5th duplicated, each held up to 50 ms, or
+                // every 4th swapped with the next, both ways
+                int every = switch (relayMode) {
+                    case LOSE -> 20;
+                    case DUPLICATE -> 5;
+                    case DELAY -> 50;
+                    case REORDER -> 4;
+                };
+                relays.add(new NotifyRelay(decode.instance().notifyAddress().getPort(), relayMode, every));
+                relays.add(new NotifyRelay(prefill.instance().notifyAddress().getPort(), relayMode, every));
+                registry.ping(new Instance(Role.DECODE, decode.instance().httpAddress(),
+                        InetSocketAddress.createUnresolved("127.0.0.1", relays.get(0).port())));
+                registry.ping(new Instance(Role.PREFILL, prefill.instance().httpAddress(),
+                        InetSocketAddress.createUnresolved("127.0.0.1", relays.get(1).port())));
+            }
+            String base = "http://127.0.0.1:" + proxy.address().getPort();
+            long[] faultEnd = {Long.MIN_VALUE};
+            List<Result> results = load(fault, base, () -> {
+                switch (fault) {
+                    case "decode-restart" -> {
+                        decode.kill();
+                        Thread.sleep(downtime().toMillis());
+                        decode.start();
+                        decode.awaitHealthy(Duration.ofSeconds(60));
+                    }
+                    case "prefill-kill" -> {
+                        prefill.kill();
+                        Thread.sleep(downtime().toMillis());
+                        prefill.start();
+                        prefill.awaitHealthy(Duration.ofSeconds(60));
+                    }
+                    case "prefill-sigterm" -> {
+                        prefill.terminate(Duration.ofSeconds(30));
+                        prefill.start();
+                        prefill.awaitHealthy(Duration.ofSeconds(60));
+                    }
+                    default -> { }
+                }
+                faultEnd[0] = System.nanoTime();
+            });
+            boolean restart = fault.equals("decode-restart") || fault.startsWith("prefill-");
+            long[] leaks = settle(prefill, decode);
+            leaks[2] -= corruptBefore;
+            return summarise(fault, results, restart ? faultEnd[0] : Long.MIN_VALUE, leaks);
+        }
+    }
+
+    /** How long a killed role stays down before its restart: 1 s, or half the transfer timeout if shorter. */
+    private Duration downtime() {
+        Duration half = settings.transferTimeout().dividedBy(2);
+        return half.compareTo(Duration.ofSeconds(1)) < 0 ? half : Duration.ofSeconds(1);
+    }
+
+    /** A blocking fault action, run once a third of the requests have started. */
+    private interface FaultAction {
+        void run() throws Exception;
+    }
+
+    private List<Result> load(String fault, String base, FaultAction action) throws InterruptedException {
+        int n = settings.requests();
+        int burstFrom = n / 3;
+        int burstTo = fault.equals("burst") ? 2 * n / 3 : burstFrom;
+        ConnectionProvider pool = ConnectionProvider.builder("kvflux-chaos").maxConnections(n + 16)
+                .pendingAcquireMaxCount(-1).build();
+        HttpClient http = HttpClient.create(pool);
+        List<Result> results = java.util.Collections.synchronizedList(new ArrayList<>());
+        long t0 = System.nanoTime();
+        Thread[] faulting = new Thread[1];
+        Sinks.Empty<Void> faultDone = Sinks.empty();
+        int afterFault = Math.max(burstTo, 2 * n / 3);
+        Flux<Integer> steady = Flux.range(0, n).filter(i -> i < burstFrom || i >= burstTo);
+        Mono<Void> steadyLoad = steady.flatMap(i -> {
+            if (i == burstFrom && faulting[0] == null) {
+                faulting[0] = Thread.ofPlatform().name("kvflux-chaos-fault").start(() -> {
+                    try {
+                        action.run();
+                    } catch (Exception e) {
+                        throw new IllegalStateException("fault " + fault + " could not be injected: " + e.getMessage(), e);
+                    } finally {
+                        faultDone.tryEmitEmpty();
+                    }
+                });
+            }
+            Mono<Result> one = Mono.defer(() -> request(http, base, fault, i)).doOnNext(results::add);
+            // the last third goes out only once the fault is over, so there is an "after" to measure
+            return i >= afterFault ? faultDone.asMono().then(one) : one;
+        }, settings.concurrency()).then();
+        Mono<Void> burstLoad = Flux.range(burstFrom, burstTo - burstFrom)
+                .flatMap(i -> request(http, base, fault, i).doOnNext(results::add), Math.max(1, burstTo - burstFrom))
+                .then()
+                .doFinally(signal -> {
+                    if (burstTo > burstFrom) {
+                        faultDone.tryEmitEmpty();
+                    }
+                });
+        // the burst goes out all at once when the steady load reaches it
+        Mono<Void> delayedBurst = Mono.defer(() -> burstLoad).delaySubscription(Flux.interval(Duration.ofMillis(5))
+                .filter(tick -> results.size() >= burstFrom || faulting[0] != null).next());
+        Mono.when(steadyLoad, delayedBurst).block();
+        if (faulting[0] != null) {
+            faulting[0].join();
+        }
+        pool.dispose();
+        return new ArrayList<>(results);
+    }
+
+    private Mono<Result> request(HttpClient http, String base, String fault, int i) {
+        boolean invalid = fault.equals("validation-rejects") && i % 3 == 1;
+        boolean disconnect = fault.equals("client-disconnect") && i % 3 == 1;
+        boolean burst = fault.equals("burst") && i >= settings.requests() / 3 && i < 2 * settings.requests() / 3;
+        String body = invalid ? invalidBody(i) : HttpJson.write(HttpJson.MAPPER.createObjectNode()
+                .put("prompt", "w ".repeat(burst ? settings.promptWords() * 16 : settings.promptWords()).trim())
+                .put("max_tokens", settings.maxTokens()).put("stream", false));
+        long start = System.nanoTime();
+        Mono<Result> answer = http.post().uri(base + "/v1/completions")
+                .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .map(text -> classify(i, start, res.status().code(), text)))
+                .timeout(settings.requestTimeout(), Schedulers.parallel())
+                .onErrorResume(e -> Mono.just(new Result(i, start, System.nanoTime(),
+                        e instanceof TimeoutException ? Outcome.NEVER_FINISHED : Outcome.FAILED_WITHOUT_REASON,
+                        e instanceof TimeoutException ? "no answer" : e.getClass().getSimpleName())));
+        if (disconnect) {
+            Duration after = Duration.ofMillis(ThreadLocalRandom.current().nextInt(1, 30));
+            return Mono.firstWithSignal(answer, Mono.delay(after, Schedulers.parallel())
+                    .map(tick -> new Result(i, start, System.nanoTime(), Outcome.CANCELLED, "client went away")));
+        }
+        return answer;
+    }
+
+    private static String invalidBody(int i) {
+        return switch ((i / 3) % 4) {
+            case 0 -> "{\"max_tokens\": 4}";
+            case 1 -> "{\"prompt\": \"a b\", \"max_tokens\": -1}";
+            case 2 -> "{\"prompt\": ";
+            default -> "{\"prompt\": 42}";
+        };
+    }
+
+    private Result classify(int i, long start, int status, String text) {
+        long end = System.nanoTime();
+        if (status == 200) {
+            try {
+                JsonNode json = HttpJson.MAPPER.readTree(text);
+                String got = json.path("choices").path(0).path("text").asText(null);
+                StringBuilder expected = new StringBuilder();
+                for (int t = 0; t < settings.maxTokens(); t++) {
+                    expected.append(" t").append(t);
+                }
+                return new Result(i, start, end, expected.toString().equals(got) ? Outcome.COMPLETED : Outcome.CORRUPT,
+                        "200");
+            } catch (IOException e) {
+                return new Result(i, start, end, Outcome.CORRUPT, "200 with a body that is not JSON");
+            }
+        }
+        try {
+            JsonNode error = HttpJson.MAPPER.readTree(text).path("error");
+            String message = error.path("message").asText("");
+            if (!message.isBlank()) {
+                return new Result(i, start, end, Outcome.FAILED_CLEANLY, status + " " + error.path("code").asText("?"));
+            }
+        } catch (IOException e) {
+            // no JSON: no reason
+        }
+        return new Result(i, start, end, Outcome.FAILED_WITHOUT_REASON, status + " without a reason");
+    }
+
+    /**
+     * Waits until both roles hold nothing (up to the receive deadline plus the block lease, decode's longest
+     * quarantine, plus the transfer timeout plus 5 s), then reads what they still hold: {blocks, handles, KV
+     * that failed decode's content check}.
+     */
+    private long[] settle(RoleProcess prefill, RoleProcess decode) throws InterruptedException {
+        long until = System.nanoTime() + settings.receiveDeadline().plus(settings.blockLease())
+                .plus(settings.transferTimeout()).plusSeconds(5).toNanos();
+        long[] held = {-1, -1, 0};
+        while (System.nanoTime() - until < 0) {
+            try {
+                PrometheusText p = prefill.metrics();
+                PrometheusText d = decode.metrics();
+                held[0] = heldBlocks(p) + heldBlocks(d);
+                held[1] = p.count("kvflux_prefill_transfers_running") + p.count("kvflux_prefill_writes_in_flight")
+                        + d.count("kvflux_decode_requests_running");
+                held[2] = d.count(CORRUPT_KV, "result", "corrupt");
+                if (held[0] == 0 && held[1] == 0) {
+                    break;
+                }
+            } catch (IOException e) {
+                // a role still starting; read again
+            }
+            Thread.sleep(50);
+        }
+        return held;
+    }
+
+    /** KV blocks not free (allocated, writing or quarantined). */
+    private static long heldBlocks(PrometheusText metrics) {
+        return metrics.count("kvflux_blocks_capacity") - metrics.count("kvflux_blocks", "state", "free");
+    }
+
+    private static FaultResult summarise(String fault, List<Result> results, long faultEnd, long[] leaks) {
+        Map<Outcome, Integer> counts = new java.util.EnumMap<>(Outcome.class);
+        Map<String, Integer> reasons = new TreeMap<>();
+        for (Result r : results) {
+            counts.merge(r.outcome, 1, Integer::sum);
+            if (r.outcome != Outcome.COMPLETED) {
+                reasons.merge(r.reason, 1, Integer::sum);
+            }
+        }
+        double recovery;
+        if (faultEnd != Long.MIN_VALUE) {
+            // a restart: until the first request started after it succeeds
+            recovery = results.stream().filter(r -> r.outcome == Outcome.COMPLETED && r.startNanos >= faultEnd)
+                    .mapToLong(r -> r.endNanos - faultEnd).min().orElse(-1_000_000_000L) / 1e9;
+        } else {
+            // an interleaved fault: the longest wait from a disturbed request's end to the next success
+            long[] successes = results.stream().filter(r -> r.outcome == Outcome.COMPLETED)
+                    .mapToLong(Result::endNanos).sorted().toArray();
+            long worst = 0;
+            for (Result r : results) {
+                if (r.outcome == Outcome.COMPLETED) {
+                    continue;
+                }
+                int at = java.util.Arrays.binarySearch(successes, r.endNanos);
+                int next = at >= 0 ? at : -at - 1;
+                if (next < successes.length) {
+                    worst = Math.max(worst, successes[next] - r.endNanos);
+                }
+            }
+            recovery = worst / 1e9;
+        }
+        return new FaultResult(fault, results.size(), counts.getOrDefault(Outcome.COMPLETED, 0),
+                counts.getOrDefault(Outcome.FAILED_CLEANLY, 0), counts.getOrDefault(Outcome.NEVER_FINISHED, 0),
+                leaks[0], leaks[1], counts.getOrDefault(Outcome.CORRUPT, 0) + (int) leaks[2], Math.round(recovery * 1000) / 1000.0,
+                counts.getOrDefault(Outcome.FAILED_WITHOUT_REASON, 0), counts.getOrDefault(Outcome.CANCELLED, 0),
+                reasons);
+    }
+}

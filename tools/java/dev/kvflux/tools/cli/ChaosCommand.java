@@ -1,0 +1,96 @@
+package dev.kvflux.tools.cli;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.tools.chaos.ChaosRun;
+import dev.kvflux.serving.http.HttpJson;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code kvflux chaos}: the fault matrix against real prefill and decode processes. */
+@Command(name = "chaos", mixinStandardHelpOptions = true,
+        description = {"Runs a fault matrix against real prefill and decode processes on loopback (started with this"
+                + " java and classpath) behind an in-process proxy: decode killed and restarted, prefill killed and"
+                + " restarted, prefill SIGTERM,"
+                + " clients disconnecting, requests rejected by validation, a burst beyond capacity, injected status"
+                + " failures (one fault per failure code), stalls and late statuses, scatter/gather copies under"
+                + " prefill's load, notifications lost, duplicated, delayed and reordered. Per fault it prints requests, completed, failed_cleanly, never_finished,"
+                + " leaked_blocks, leaked_handles, corrupt_outputs and recovery_s."})
+public final class ChaosCommand implements Callable<Integer> {
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Option(names = "--requests", paramLabel = "N", description = "Requests per fault (default ${DEFAULT-VALUE}).")
+    int requests = 1000;
+
+    @Option(names = "--concurrency", paramLabel = "N", description = "Clients at once (default ${DEFAULT-VALUE}).")
+    int concurrency = 16;
+
+    @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Prefill's transfer timeout; decode's deadline is 5s more, its block lease twice it"
+                    + " (default 2s).")
+    Duration transferTimeout = Duration.ofSeconds(2);
+
+    @Option(names = "--faults", paramLabel = "LIST", split = ",",
+            description = "Faults to run, comma-separated (default: all of ${DEFAULT-VALUE}).")
+    List<String> faults = ChaosRun.FAULTS;
+
+    @Option(names = "--logs", paramLabel = "DIR", description = "Where the roles' logs go (default: a new temporary"
+            + " directory).")
+    Path logs;
+
+    @Option(names = "--json", description = "Print {\"faults\": [...]} as JSON instead of a table.")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+        ChaosRun.Settings settings;
+        try {
+            settings = new ChaosRun.Settings(requests, concurrency, transferTimeout, 256, 4, faults,
+                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"));
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        List<ChaosRun.FaultResult> results = new ChaosRun(settings)
+                .run(line -> spec.commandLine().getErr().println(line));
+        if (json) {
+            spec.commandLine().getOut().println(HttpJson.write(toJson(results)));
+        } else {
+            spec.commandLine().getOut().printf("%-24s %8s %9s %14s %14s %13s %14s %15s %10s%n", "fault", "requests",
+                    "completed", "failed_cleanly", "never_finished", "leaked_blocks", "leaked_handles",
+                    "corrupt_outputs", "recovery_s");
+            for (ChaosRun.FaultResult r : results) {
+                spec.commandLine().getOut().printf("%-24s %8d %9d %14d %14d %13d %14d %15d %10.3f%n", r.fault(),
+                        r.requests(), r.completed(), r.failedCleanly(), r.neverFinished(), r.leakedBlocks(),
+                        r.leakedHandles(), r.corruptOutputs(), r.recoverySeconds());
+            }
+            for (ChaosRun.FaultResult r : results) {
+                spec.commandLine().getOut().println(r.fault() + ": failed_without_reason " + r.failedWithoutReason()
+                        + ", cancelled_by_client " + r.cancelledByClient() + ", reasons " + r.reasons());
+            }
+            spec.commandLine().getOut().println("role logs: " + settings.logDir());
+        }
+        return 0;
+    }
+
+    static ObjectNode toJson(List<ChaosRun.FaultResult> results) {
+        ObjectNode root = HttpJson.MAPPER.createObjectNode();
+        ArrayNode array = root.putArray("faults");
+        for (ChaosRun.FaultResult r : results) {
+            ObjectNode f = array.addObject().put("fault", r.fault()).put("requests", r.requests())
+                    .put("completed", r.completed()).put("failed_cleanly", r.failedCleanly())
+                    .put("never_finished", r.neverFinished()).put("leaked_blocks", r.leakedBlocks())
+                    .put("leaked_handles", r.leakedHandles()).put("corrupt_outputs", r.corruptOutputs())
+                    .put("recovery_s", r.recoverySeconds()).put("failed_without_reason", r.failedWithoutReason())
+                    .put("cancelled_by_client", r.cancelledByClient());
+            f.set("reasons", HttpJson.MAPPER.valueToTree(r.reasons()));
+        }
+        return root;
+    }
+}

@@ -1,0 +1,83 @@
+package dev.kvflux.tools.cli;
+
+import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.serving.observe.Tracing;
+import dev.kvflux.transfer.notify.ExpectedTransfers;
+import dev.kvflux.transfer.notify.NotifyAuth;
+import dev.kvflux.serving.role.DecodeServer;
+import dev.kvflux.serving.role.ServingModel;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code kvflux decode}: a simulated decode instance. */
+@Command(name = "decode", mixinStandardHelpOptions = true,
+        description = {"Runs a simulated decode instance: it waits for each request's write_done from prefill, then"
+                + " decodes one token per decode step; a write_failed or its receive deadline fails the request"
+                + " with a clear error. Registers with the proxy every 3s."})
+public final class DecodeCommand implements Callable<Integer> {
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    TracingOptions tracingOptions;
+
+    @Mixin
+    RoleOptions roleOptions;
+
+    @Option(names = "--receive-deadline", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long a request waits for its notice (default: transfer.timeout plus half, at least 5s more).")
+    Duration receiveDeadline;
+
+    @Option(names = "--no-receive-deadline",
+            description = "Wait for a notice for ever, as vLLM's WRITE mode does (for comparison only).")
+    boolean noDeadline;
+
+    @Option(names = "--kv-blocks", paramLabel = "N",
+            description = "KV blocks of this instance; a request needing more than are free gets 503 at once (default 65536).")
+    int kvBlocks = DecodeServer.DEFAULT_KV_BLOCKS;
+
+    @Option(names = "--block-lease", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long an ended request's blocks stay quarantined when prefill never releases them"
+                    + " (default: twice transfer.timeout).")
+    Duration blockLease;
+
+    @Override
+    public Integer call() {
+        OptionChecks.positive(spec.commandLine(), "--receive-deadline", receiveDeadline);
+        OptionChecks.positive(spec.commandLine(), "--block-lease", blockLease);
+        OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
+        roleOptions.check(spec.commandLine());
+        KvfluxConfig config = roleOptions.config(spec.commandLine());
+        Duration deadline = noDeadline ? null
+                : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());
+        ServingModel model = roleOptions.model(spec.commandLine());
+        NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
+        Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
+        DecodeServer decode;
+        try {
+            decode = DecodeServer.builder()
+                    .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
+                    .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
+                    .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
+                    .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
+                    .observationRegistry(TracingOptions.registry(tracing))
+                    .start();
+        } catch (IllegalArgumentException e) {
+            RoleRunner.close(tracing);
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        } catch (IllegalStateException e) {
+            RoleRunner.close(tracing);
+            return RoleRunner.cannotStart(spec.commandLine(), e);
+        }
+        decode.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
+        return RoleRunner.runUntilStopped(() -> {
+            decode.close();
+            RoleRunner.close(tracing);
+        });
+    }
+}

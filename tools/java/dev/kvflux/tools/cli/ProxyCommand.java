@@ -1,0 +1,87 @@
+package dev.kvflux.tools.cli;
+
+import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.serving.observe.Tracing;
+import dev.kvflux.serving.proxy.InstanceRegistry;
+import dev.kvflux.serving.proxy.ProxyServer;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+import reactor.core.scheduler.Schedulers;
+
+/** {@code kvflux proxy}: the OpenAI-style front that pairs a prefill and a decode instance per request. */
+@Command(name = "proxy", mixinStandardHelpOptions = true,
+        description = {"Runs the disaggregated-serving proxy: POST /v1/completions goes to a prefill (max_tokens=1)"
+                + " and a decode instance, decode's answer streams back. Instances register on the discovery"
+                + " port only, signed with the notify secret when one is set (notify.secret or KVFLUX_NOTIFY_SECRET), and"
+                + " are dropped when they stop pinging. Ports default to the configuration's."})
+public final class ProxyCommand implements Callable<Integer> {
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    ConfigOptions configOptions;
+
+    @Mixin
+    TracingOptions tracingOptions;
+
+    @Option(names = "--host", description = "Address to bind (default ${DEFAULT-VALUE}).")
+    String host = "127.0.0.1";
+
+    @Option(names = "--port", paramLabel = "PORT", description = "HTTP port for clients (default: ports.proxy).")
+    Integer port;
+
+    @Option(names = "--discovery-port", paramLabel = "PORT",
+            description = "Port where instances register (default: ports.proxy-discovery).")
+    Integer discoveryPort;
+
+    @Option(names = "--instance-ttl", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Drop an instance this long after its last ping (default 10s; instances ping every 3s).")
+    Duration instanceTtl = Duration.ofSeconds(10);
+
+    @Option(names = "--upstream-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Answer 504 when an instance's answer sends nothing for this long (default 10m).")
+    Duration upstreamTimeout = ProxyServer.DEFAULT_UPSTREAM_TIMEOUT;
+
+    @Option(names = "--max-instances-per-role", paramLabel = "N",
+            description = "Hold at most N prefill and N decode instances; a new one beyond that is refused until a"
+                    + " place frees (default ${DEFAULT-VALUE}).")
+    int maxInstancesPerRole = InstanceRegistry.DEFAULT_MAX_PER_ROLE;
+
+    @Override
+    public Integer call() {
+        OptionChecks.port(spec.commandLine(), "--port", port);
+        OptionChecks.port(spec.commandLine(), "--discovery-port", discoveryPort);
+        OptionChecks.positive(spec.commandLine(), "--instance-ttl", instanceTtl);
+        OptionChecks.positive(spec.commandLine(), "--upstream-timeout", upstreamTimeout);
+        OptionChecks.inRange(spec.commandLine(), "--max-instances-per-role", maxInstancesPerRole, 1,
+                InstanceRegistry.MAX_PER_ROLE_LIMIT);
+        KvfluxConfig config = configOptions.load(spec.commandLine());
+        ProxyServer.Builder settings;
+        try {
+            settings = ProxyServer.builder().host(host).port(port != null ? port : config.ports().proxy())
+                    .discoveryPort(discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery())
+                    .registry(new InstanceRegistry(instanceTtl, Schedulers.parallel(), maxInstancesPerRole))
+                    .upstreamTimeout(upstreamTimeout).meterRegistry(RoleRunner.processMeters())
+                    .registrationSecret(NotifySecret.resolve(config, spec.commandLine()));
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        Tracing tracing = tracingOptions.start(config, "kvflux-proxy", spec.commandLine());
+        ProxyServer proxy;
+        try {
+            proxy = settings.observationRegistry(TracingOptions.registry(tracing)).start();
+        } catch (IllegalStateException e) {
+            RoleRunner.close(tracing);
+            return RoleRunner.cannotStart(spec.commandLine(), e);
+        }
+        return RoleRunner.runUntilStopped(() -> {
+            proxy.close();
+            RoleRunner.close(tracing);
+        });
+    }
+}

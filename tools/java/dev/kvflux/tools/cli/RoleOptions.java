@@ -1,0 +1,61 @@
+package dev.kvflux.tools.cli;
+
+import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.serving.role.RoleAddresses;
+import dev.kvflux.serving.role.ServingModel;
+import picocli.CommandLine;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * Everything a simulated prefill or decode instance is told alike ({@code @Mixin RoleOptions}): its
+ * configuration and logging ({@link ConfigOptions}), its simulated model ({@link ModelOptions}), where it
+ * listens and which proxy it registers with.
+ */
+public final class RoleOptions {
+    @Mixin
+    ConfigOptions configOptions;
+
+    @Mixin
+    ModelOptions modelOptions;
+
+    @Option(names = "--host", description = "Address to bind and advertise (default ${DEFAULT-VALUE}).")
+    String host = "127.0.0.1";
+
+    @Option(names = "--http-port", paramLabel = "PORT", description = "HTTP port (default: the configuration's).")
+    Integer httpPort;
+
+    @Option(names = "--notify-port", paramLabel = "PORT", description = "Notify port (default: the configuration's).")
+    Integer notifyPort;
+
+    @Option(names = "--proxy", paramLabel = "URL",
+            description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>).")
+    String proxy;
+
+    /** As {@link ConfigOptions#load}: applies {@code --logback}, then loads the configuration. */
+    KvfluxConfig config(CommandLine cmd) {
+        return configOptions.load(cmd);
+    }
+
+    /** As {@link ModelOptions#model}: the simulated model, or a {@link CommandLine.ParameterException}. */
+    ServingModel model(CommandLine cmd) {
+        return modelOptions.model(cmd);
+    }
+
+    /** Checks the ports and the proxy URL given, before anything starts. */
+    void check(CommandLine cmd) {
+        OptionChecks.port(cmd, "--http-port", httpPort);
+        OptionChecks.port(cmd, "--notify-port", notifyPort);
+        OptionChecks.httpUrl(cmd, "--proxy", proxy);
+    }
+
+    /** The addresses, with the given configured ports where none was given. */
+    RoleAddresses addresses(int configuredHttp, int configuredNotify) {
+        return new RoleAddresses(host, httpPort != null ? httpPort : configuredHttp,
+                notifyPort != null ? notifyPort : configuredNotify);
+    }
+
+    String proxyUrl(KvfluxConfig config) {
+        return proxy != null ? proxy : "http://127.0.0.1:" + config.ports().proxyDiscovery();
+    }
+}

@@ -1,0 +1,163 @@
+package dev.kvflux.tools.cli;
+
+import dev.kvflux.tools.bench.BenchReport;
+import dev.kvflux.tools.bench.BenchRow;
+import dev.kvflux.tools.bench.FaultPlan;
+import dev.kvflux.tools.bench.ServeBench;
+import dev.kvflux.serving.config.Durations;
+import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.serving.api.CompletionSchema;
+import dev.kvflux.serving.role.Policy;
+import dev.kvflux.serving.role.ServingModel;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code kvflux serve-bench}: the seed's serving table, reproduced on a simulated P/D pair over loopback. */
+@Command(name = "serve-bench", mixinStandardHelpOptions = true,
+        description = {"Starts a proxy, a prefill and a decode instance on loopback for each policy and concurrency,"
+                + " and drives them with a closed-loop client shaped like vllm bench serve (16K-token prompts,"
+                + " 16 output tokens). Prints completed / failed / never finished requests, completion waits"
+                + " failed with IN_PROGRESS, request throughput and client TTFT. Progress goes to stderr.",
+                "Nothing is time-scaled: the simulated model and xGMI engine run in real time."})
+public final class ServeBenchCommand implements Callable<Integer> {
+    private static final int MAX_CONCURRENCY = 10_000;
+    private static final int MAX_PROMPTS = 10_000_000;
+
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Mixin
+    ConfigOptions configOptions;
+
+    @Mixin
+    ModelOptions modelOptions;
+
+    @Option(names = "--policy", split = ",", paramLabel = "NAME", converter = PolicyConverter.class,
+            description = "Comma list of legacy, seed, kvflux (default: all three).")
+    List<Policy> policies = List.of(Policy.LEGACY, Policy.SEED, Policy.KVFLUX);
+
+    @Option(names = "--concurrency", split = ",", paramLabel = "N",
+            description = "Comma list of client concurrencies (default 8,16).")
+    List<Integer> concurrencies = List.of(8, 16);
+
+    @Option(names = "--num-prompts", split = ",", paramLabel = "N",
+            description = "Prompts per concurrency, one value or one per concurrency (default 96,192).")
+    List<Integer> numPrompts = List.of(96, 192);
+
+    @Option(names = {"--input-len", "--random-input-len"}, paramLabel = "TOKENS",
+            description = "Prompt length (default ${DEFAULT-VALUE}).")
+    int inputLen = 16_384;
+
+    @Option(names = {"--output-len", "--random-output-len"}, paramLabel = "TOKENS",
+            description = "Output tokens per request (default ${DEFAULT-VALUE}).")
+    int outputLen = 16;
+
+    @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Prefill's completion-wait timeout (default: transfer.timeout, 30s).")
+    Duration transferTimeout;
+
+    @Option(names = "--receive-deadline", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Decode's receive deadline under kvflux (default: the timeout plus half, at least 5s more).")
+    Duration receiveDeadline;
+
+    @Option(names = "--sg-under-load",
+            description = "Scatter/gather copy path: copies are seen only after the prefill steps queued behind them.")
+    boolean sgUnderLoad;
+
+    @Option(names = "--inject-failures", paramLabel = "SPEC",
+            description = "Fail one batch of this many requests per run: a count (3), a percentage (5%%) or a fraction (0.05).")
+    String injectFailures;
+
+    @Option(names = "--request-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "A request still open this long after it was sent counts as never finished"
+                    + " (default: 5 x the transfer timeout + 5s).")
+    Duration requestTimeout;
+
+    @Option(names = "--warmup", paramLabel = "N",
+            description = "Requests sent to a kvflux stack first and not reported (default ${DEFAULT-VALUE}).")
+    int warmup = 8;
+
+    @Option(names = "--seed", paramLabel = "N", description = "Seed that picks the failing requests (default ${DEFAULT-VALUE}).")
+    long seed;
+
+    @Mixin
+    JsonOption output;
+
+    @Option(names = "--report", paramLabel = "FILE.html",
+            description = "Also write a self-contained HTML page with a TTFT distribution plot per policy.")
+    Path report;
+
+    @Override
+    public Integer call() throws IOException {
+        CommandLine cmd = spec.commandLine();
+        checkOptions(cmd);
+        KvfluxConfig config = configOptions.load(cmd);
+        Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
+        FaultPlan faults;
+        try {
+            faults = injectFailures == null ? FaultPlan.NONE : FaultPlan.parse(injectFailures);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, e.getMessage());
+        }
+        ServingModel model = modelOptions.model(cmd);
+        ServeBench.Settings settings;
+        try {
+            settings = new ServeBench.Settings(policies, concurrencies, numPrompts, inputLen, outputLen, timeout,
+                    receiveDeadline, sgUnderLoad, faults, model,
+                    requestTimeout != null ? requestTimeout : timeout.multipliedBy(5).plusSeconds(5), seed, warmup,
+                    NotifySecret.resolve(config, cmd));
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, e.getMessage());
+        }
+        Map<String, Object> described = describe(settings);
+        System.err.println("serve-bench: " + described);
+        List<BenchRow> rows = new ServeBench(settings, System.err).run();
+        System.out.print(output.json() ? BenchReport.json(rows, described) + System.lineSeparator()
+                : BenchReport.table(rows));
+        if (report != null) {
+            Files.writeString(report, BenchReport.html(rows, described, timeout.toNanos() / 1e9));
+            System.err.println("report written to " + report.toAbsolutePath());
+        }
+        return 0;
+    }
+
+    /** Every option's value, checked before anything starts, so a typo never costs a run. */
+    private void checkOptions(CommandLine cmd) {
+        OptionChecks.allInRange(cmd, "--concurrency", concurrencies, 1, MAX_CONCURRENCY);
+        OptionChecks.allInRange(cmd, "--num-prompts", numPrompts, 1, MAX_PROMPTS);
+        OptionChecks.inRange(cmd, "--input-len", inputLen, 1, CompletionSchema.MAX_PROMPT_TOKENS);
+        OptionChecks.inRange(cmd, "--output-len", outputLen, 1, CompletionSchema.MAX_TOKENS);
+        OptionChecks.inRange(cmd, "--warmup", warmup, 0, MAX_PROMPTS);
+        OptionChecks.transferTimeout(cmd, "--transfer-timeout", transferTimeout);
+        OptionChecks.positive(cmd, "--receive-deadline", receiveDeadline);
+        OptionChecks.positive(cmd, "--request-timeout", requestTimeout);
+        OptionChecks.writableFile(cmd, "--report", report);
+    }
+
+    private static Map<String, Object> describe(ServeBench.Settings s) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("model", s.model().toString());
+        m.put("input_len", s.inputTokens());
+        m.put("output_len", s.outputTokens());
+        m.put("transfer_timeout", Durations.format(s.transferTimeout()));
+        m.put("kvflux_receive_deadline", Durations.format(s.kvfluxDeadline()));
+        m.put("request_timeout", Durations.format(s.requestTimeout()));
+        m.put("copy_path", s.sgUnderLoad() ? "scatter-gather under load" : "default");
+        m.put("inject_failures", s.faults().spec());
+        m.put("seed", s.seed());
+        m.put("notify_auth", s.notifyAuth() == null ? "none" : "hmac-sha256");
+        m.put("time_scale", "none: simulated model and engine run in real time");
+        return m;
+    }
+}

@@ -1,0 +1,151 @@
+package dev.kvflux.tools.repro;
+
+import dev.kvflux.serving.config.Durations;
+import dev.kvflux.serving.http.HttpJson;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Prints a {@link ReproRun.Result}: a table like the seed's, or one JSON document
+ * {@code {"backend", "transfer_timeout_s", "slice_s", "strategies": [{"strategy", "waits", "median_s",
+ * "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", ...extras}]}}, where
+ * {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits, and each
+ * extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
+ * distinct values otherwise.
+ */
+public final class ReproReport {
+    private ReproReport() {
+    }
+
+    public static String json(ReproRun.Result result) {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("backend", result.backend());
+        doc.put("transfer_timeout_s", seconds(result.settings().transferTimeout().toNanos() / 1e9));
+        doc.put("slice_s", seconds(result.settings().slice().toNanos() / 1e9));
+        List<Object> strategies = new ArrayList<>();
+        for (ReproRun.StrategyResult s : result.strategies()) {
+            Map<String, Object> entry = new LinkedHashMap<>();
+            entry.put("strategy", s.strategy());
+            entry.put("waits", s.waits().size());
+            entry.put("median_s", seconds(s.median()));
+            entry.put("min_s", seconds(s.min()));
+            entry.put("max_s", seconds(s.max()));
+            entry.put("statuses_succeeded", s.statusesSucceeded());
+            entry.put("statuses_total", s.statusesTotal());
+            entry.put("failed_waits", s.failedWaits());
+            extras(s).forEach(entry::putIfAbsent);
+            strategies.add(entry);
+        }
+        doc.put("strategies", strategies);
+        return HttpJson.write(HttpJson.MAPPER.valueToTree(doc));
+    }
+
+    public static String table(ReproRun.Result result) {
+        ReproGeometry g = result.geometry();
+        StringBuilder out = new StringBuilder();
+        out.append(String.format(Locale.ROOT,
+                "kvflux repro on %s: %d layers x %d blocks x %s per request, one batch per layer, transfer timeout %s%n%n",
+                result.backend(), g.layers(), g.blocks(), bytes(g.blockBytes()),
+                Durations.format(result.settings().transferTimeout())));
+        List<String[]> rows = new ArrayList<>();
+        List<ReproRun.StrategyResult> all = result.strategies();
+        rows.add(row("", all, ReproRun.StrategyResult::strategy));
+        rows.add(row("number of waits timed", all, s -> String.valueOf(s.waits().size())));
+        rows.add(row("wait, median (s)", all, s -> fixed(s.median())));
+        rows.add(row("wait, min / max (s)", all, s -> fixed(s.min()) + " / " + fixed(s.max())));
+        rows.add(row("statuses succeeded at the end", all, ReproReport::succeeded));
+        rows.add(row("failed waits", all, s -> String.valueOf(s.failedWaits())));
+        Set<String> extraKeys = new LinkedHashSet<>();
+        all.forEach(s -> extraKeys.addAll(extras(s).keySet()));
+        for (String key : extraKeys) {
+            rows.add(row(key.replace('_', ' ') + ", median (min / max)", all, s -> extraCell(extras(s).get(key))));
+        }
+        int[] widths = new int[rows.getFirst().length];
+        for (String[] r : rows) {
+            for (int i = 0; i < r.length; i++) {
+                widths[i] = Math.max(widths[i], r[i].length());
+            }
+        }
+        for (String[] r : rows) {
+            StringBuilder line = new StringBuilder();
+            for (int i = 0; i < r.length; i++) {
+                line.append(String.format("%-" + (widths[i] + 3) + "s", r[i]));
+            }
+            out.append(line.toString().stripTrailing()).append(System.lineSeparator());
+        }
+        for (ReproRun.StrategyResult s : all) {
+            s.waits().stream().filter(ReproRun.Wait::failed).map(ReproRun.Wait::error).distinct().limit(3)
+                    .forEach(e -> out.append(System.lineSeparator()).append(s.strategy()).append(": ").append(e));
+        }
+        return out.toString();
+    }
+
+    private static String[] row(String label, List<ReproRun.StrategyResult> all,
+                                java.util.function.Function<ReproRun.StrategyResult, String> cell) {
+        String[] r = new String[all.size() + 1];
+        r[0] = label;
+        for (int i = 0; i < all.size(); i++) {
+            r[i + 1] = cell.apply(all.get(i));
+        }
+        return r;
+    }
+
+    private static String succeeded(ReproRun.StrategyResult s) {
+        int total = s.waits().getFirst().total();
+        int least = s.waits().stream().mapToInt(ReproRun.Wait::succeeded).min().orElse(0);
+        int most = s.waits().stream().mapToInt(ReproRun.Wait::succeeded).max().orElse(0);
+        if (least == total && most == total) {
+            return total + " of " + total + " in every wait";
+        }
+        return (least == most ? String.valueOf(least) : least + " to " + most) + " of " + total;
+    }
+
+    /** Extra figures aggregated: numbers → median / min / max; anything else → its distinct values. */
+    static Map<String, Object> extras(ReproRun.StrategyResult s) {
+        Map<String, List<Object>> byKey = new LinkedHashMap<>();
+        for (ReproRun.Wait w : s.waits()) {
+            w.extras().forEach((k, v) -> byKey.computeIfAbsent(k, x -> new ArrayList<>()).add(v));
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        byKey.forEach((key, values) -> {
+            if (values.stream().allMatch(v -> v instanceof Number)) {
+                ReproRun.StrategyResult numbers = new ReproRun.StrategyResult(key, values.stream()
+                        .map(v -> new ReproRun.Wait(((Number) v).doubleValue(), 0, 0, null, Map.of())).toList());
+                Map<String, Object> agg = new LinkedHashMap<>();
+                agg.put("median", seconds(numbers.median()));
+                agg.put("min", seconds(numbers.min()));
+                agg.put("max", seconds(numbers.max()));
+                out.put(key, agg);
+            } else {
+                out.put(key, new ArrayList<>(new LinkedHashSet<>(values)));
+            }
+        });
+        return out;
+    }
+
+    private static String extraCell(Object aggregate) {
+        if (aggregate instanceof Map<?, ?> m) {
+            return m.get("median") + " (" + m.get("min") + " / " + m.get("max") + ")";
+        }
+        return aggregate == null ? "-" : String.valueOf(aggregate);
+    }
+
+    private static BigDecimal seconds(double s) {
+        return BigDecimal.valueOf(s).setScale(6, RoundingMode.HALF_UP).stripTrailingZeros();
+    }
+
+    private static String fixed(double s) {
+        return String.format(Locale.ROOT, "%.3f", s);
+    }
+
+    private static String bytes(long n) {
+        return n % 1024 == 0 ? n / 1024 + " KiB" : n + " B";
+    }
+}

@@ -1,0 +1,55 @@
+package dev.kvflux.tools.scale;
+
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.StatusCode;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * A status for the scale bench: {@link #code()} is one volatile read (the cheap in-memory check a fast
+ * backend would be), and it counts its queries. The bench's notifier thread {@link #finish finishes} it at
+ * its time; with push, that also emits on {@link #pushed()}. Its queries are counted in a plain field: a
+ * status is queried by one thread at a time in every wait the bench runs.
+ */
+final class BenchStatus implements PushedStatus {
+    private final Sinks.One<StatusCode> sink;
+    private volatile boolean done;
+    /** When {@link #finish} ran ({@link System#nanoTime()}), so a recording wait can measure its detection lag. */
+    private long finishedAt = UNKNOWN_TIME;
+    int queries;
+
+    BenchStatus(boolean push) {
+        this.sink = push ? Sinks.unsafe().one() : null;
+    }
+
+    @Override
+    public StatusCode code() {
+        queries++;
+        return done ? StatusCode.SUCCESS : StatusCode.IN_PROGRESS;
+    }
+
+    @Override
+    public String message() {
+        return "";
+    }
+
+    /** When the notifier finished it, once a query or push has seen it done (published by {@code done}). */
+    @Override
+    public long completedAtNanos() {
+        return done ? finishedAt : UNKNOWN_TIME;
+    }
+
+    @Override
+    public Mono<StatusCode> pushed() {
+        return sink != null ? sink.asMono() : Mono.never();
+    }
+
+    /** Marks the status done and, with push, pushes SUCCESS on the calling (notifier) thread. */
+    void finish() {
+        finishedAt = System.nanoTime();
+        done = true;
+        if (sink != null) {
+            sink.tryEmitValue(StatusCode.SUCCESS);
+        }
+    }
+}

@@ -1,0 +1,241 @@
+package dev.kvflux.transfer.notify;
+
+import dev.kvflux.bindings.StatusCode;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+
+/**
+ * msgpack encoding of {@link NotifyMessage}s: one map per message with string keys, as MoRIIO sends them
+ * ({@code type}, {@code transfer_id}, {@code req_id}, {@code block_notify_list}, {@code decode_rank}),
+ * for {@code write_failed} the status {@code code} as MoRI's number and the {@code reason} text, and for
+ * kvflux's {@code abort} the {@code reason}.
+ * kvflux peers add {@code incarnation}, {@code to_incarnation} and {@code checksum} when not 0
+ * ({@link NotifyMessage}); absent, they read as 0. Outcomes may add {@code traceparent}, a string of at most
+ * {@value Traceparent#MAX_BYTES} bytes (a longer one, or one that is not a string, makes the frame malformed);
+ * one that is not a valid version-00 {@link Traceparent} reads as absent. Unknown keys with scalar values are
+ * ignored, so newer senders stay readable.
+ *
+ * <p>Decoding is bounded before anything is allocated: {@link FlatMapReader} checks the frame's structure
+ * and every length against the bytes present, then each field is checked against its own limit
+ * ({@value #MAX_ID_BYTES} bytes for ids, {@value #MAX_BLOCKS} blocks) before it becomes a string or a list.
+ * A {@code reason} longer than {@value #MAX_REASON_BYTES} bytes is cut to that, with a note of what was cut.
+ */
+public final class NotifyCodec {
+    /** Longest {@code transfer_id} or {@code req_id}, in UTF-8 bytes. */
+    public static final int MAX_ID_BYTES = 256;
+    /** Most blocks in one {@code block_notify_list}. */
+    public static final int MAX_BLOCKS = 65_536;
+    /** Longest {@code reason} kept, in UTF-8 bytes; a longer one is cut. */
+    public static final int MAX_REASON_BYTES = 1024;
+    /** Longest {@code type} accepted, in UTF-8 bytes. */
+    private static final int MAX_TYPE_BYTES = 32;
+
+    private NotifyCodec() {
+    }
+
+    /** The message's msgpack bytes. */
+    public static byte[] encode(NotifyMessage message) {
+        List<Map.Entry<String, Long>> optional = optionalKeys(message);
+        int extra = optional.size() + (message.traceparent() != null ? 1 : 0);
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            switch (message) {
+                case NotifyMessage.RemoteBlocks blocks -> {
+                    packer.packMapHeader(5 + extra);
+                    packString(packer, "type", blocks.type());
+                    packString(packer, "req_id", blocks.reqId());
+                    packString(packer, "transfer_id", blocks.transferId());
+                    packer.packString("block_notify_list").packArrayHeader(blocks.blockNotifyList().size());
+                    for (long block : blocks.blockNotifyList()) {
+                        packer.packLong(block);
+                    }
+                    packer.packString("decode_rank").packInt(blocks.decodeRank());
+                }
+                case NotifyMessage.WriteFailed failed -> {
+                    packer.packMapHeader(4 + extra);
+                    packString(packer, "type", failed.type());
+                    packString(packer, "transfer_id", failed.transferId());
+                    packer.packString("code").packInt(failed.code().value());
+                    packString(packer, "reason", failed.reason());
+                }
+                case NotifyMessage.Abort abort -> {
+                    packer.packMapHeader(3 + extra);
+                    packString(packer, "type", abort.type());
+                    packString(packer, "transfer_id", abort.transferId());
+                    packString(packer, "reason", abort.reason());
+                }
+                case NotifyMessage.WriteDone done -> packTypeAndId(packer, done, extra);
+                case NotifyMessage.Release release -> packTypeAndId(packer, release, extra);
+            }
+            for (Map.Entry<String, Long> key : optional) {
+                packer.packString(key.getKey()).packLong(key.getValue());
+            }
+            if (message.traceparent() != null) {
+                packString(packer, "traceparent", message.traceparent());
+            }
+            return packer.toByteArray();
+        } catch (IOException e) {
+            throw new IllegalStateException("msgpack encoding into memory failed", e);
+        }
+    }
+
+    /**
+     * The message in {@code bytes}.
+     *
+     * @throws MalformedFrameException saying what was wrong, if the bytes are not one message map
+     */
+    public static NotifyMessage decode(byte[] bytes) {
+        return decode(ByteBuffer.wrap(bytes));
+    }
+
+    /**
+     * The message in {@code payload} from its position to its limit, read in place (the buffer is not moved
+     * and its bytes are not copied, only each string field's); see {@link #decode(byte[])}.
+     */
+    static NotifyMessage decode(ByteBuffer payload) {
+        return decode(payload, payload.position(), payload.remaining());
+    }
+
+    /** The message at absolute positions {@code [offset, offset + length)} of {@code bytes}. */
+    static NotifyMessage decode(ByteBuffer bytes, int offset, int length) {
+        return decode(bytes, offset, length, null);
+    }
+
+    /**
+     * The message at absolute positions {@code [offset, offset + length)} of {@code bytes}, which must be of one
+     * of the {@code accepted} types (all when null); any other type is rejected before the rest of the message is
+     * read, so a role never materialises what it would ignore.
+     */
+    static NotifyMessage decode(ByteBuffer bytes, int offset, int length, Set<String> accepted) {
+        FlatMapReader.Fields fields = FlatMapReader.read(bytes, offset, length);
+        String type = fields.string("type", MAX_TYPE_BYTES);
+        if (accepted != null && !accepted.contains(type)) {
+            throw new MalformedFrameException("a notify message of type '" + LogText.escape(type)
+                    + "' is not one this server takes (" + String.join(", ", accepted) + ")");
+        }
+        return message(type, fields);
+    }
+
+    /** The kvflux-only keys of a message that are not 0, in a fixed order. */
+    private static List<Map.Entry<String, Long>> optionalKeys(NotifyMessage message) {
+        List<Map.Entry<String, Long>> keys = new ArrayList<>(3);
+        long to = switch (message) {
+            case NotifyMessage.WriteDone done -> done.toIncarnation();
+            case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
+            case NotifyMessage.Release release -> release.toIncarnation();
+            default -> 0;
+        };
+        long checksum = message instanceof NotifyMessage.WriteDone done ? done.checksum() : 0;
+        for (Map.Entry<String, Long> key : List.of(Map.entry("incarnation", message.incarnation()),
+                Map.entry("to_incarnation", to), Map.entry("checksum", checksum))) {
+            if (key.getValue() != 0) {
+                keys.add(key);
+            }
+        }
+        return keys;
+    }
+
+    /** An optional integer key; 0 when absent. */
+    private static long optionalLong(FlatMapReader.Fields fields, String key) {
+        return fields.get(key) == null ? 0 : fields.integer(key);
+    }
+
+    /**
+     * The optional {@code traceparent}: null when absent or not a valid version-00 traceparent; checked against
+     * {@value Traceparent#MAX_BYTES} bytes before it becomes a string.
+     */
+    private static String traceparent(FlatMapReader.Fields fields) {
+        return fields.get("traceparent") == null ? null
+                : Traceparent.orNull(fields.string("traceparent", Traceparent.MAX_BYTES));
+    }
+
+    /** The record a message map's fields make; each field is checked against its limit before it is read. */
+    private static NotifyMessage message(String type, FlatMapReader.Fields fields) {
+        String transferId = fields.string("transfer_id", MAX_ID_BYTES);
+        long incarnation = optionalLong(fields, "incarnation");
+        long to = optionalLong(fields, "to_incarnation");
+        return switch (type) {
+            case "write_done" -> new NotifyMessage.WriteDone(transferId, incarnation, to,
+                    optionalLong(fields, "checksum"), traceparent(fields));
+            case "release" -> new NotifyMessage.Release(transferId, incarnation, to);
+            case "abort" -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES),
+                    incarnation);
+            case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(fields),
+                    fields.truncatedString("reason", MAX_REASON_BYTES), incarnation, to, traceparent(fields));
+            case "remote_blocks" -> new NotifyMessage.RemoteBlocks(fields.string("req_id", MAX_ID_BYTES), transferId,
+                    fields.integers("block_notify_list", MAX_BLOCKS), intIn(fields, "decode_rank", 0, Integer.MAX_VALUE),
+                    incarnation);
+            default -> throw new MalformedFrameException("unknown notify message type '" + LogText.escape(type)
+                    + "'; expected remote_blocks, write_done, write_failed, release or abort");
+        };
+    }
+
+    /**
+     * The transport acknowledgement a server sends back for each message it accepted:
+     * {@code {"type": "ack", "transfer_id": ...}}. It is not a MoRIIO message; only kvflux peers see it.
+     */
+    static byte[] encodeAck(String transferId) {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(2);
+            packString(packer, "type", "ack");
+            packString(packer, "transfer_id", transferId);
+            return packer.toByteArray();
+        } catch (IOException e) {
+            throw new IllegalStateException("msgpack encoding into memory failed", e);
+        }
+    }
+
+    /** The transfer id an acknowledgement names. */
+    static String decodeAck(byte[] bytes) {
+        FlatMapReader.Fields fields = FlatMapReader.read(bytes, 0, bytes.length);
+        String type = fields.string("type", MAX_TYPE_BYTES);
+        if (!type.equals("ack")) {
+            throw new MalformedFrameException("expected an ack from the notify server, got '" + LogText.escape(type)
+                    + "'");
+        }
+        return fields.string("transfer_id", MAX_ID_BYTES);
+    }
+
+    private static void packString(MessageBufferPacker packer, String key, String value) throws IOException {
+        packer.packString(key).packString(value);
+    }
+
+    private static void packTypeAndId(MessageBufferPacker packer, NotifyMessage message, int extra)
+            throws IOException {
+        packer.packMapHeader(2 + extra);
+        packString(packer, "type", message.type());
+        packString(packer, "transfer_id", message.transferId());
+    }
+
+    /**
+     * An integer key that must lie in {@code [min, max]}; a plain cast would wrap a larger value into a
+     * wrong but plausible one (2^32 + 1 would read as rank 1).
+     */
+    private static int intIn(FlatMapReader.Fields fields, String key, int min, int max) {
+        long value = fields.integer(key);
+        if (value < min || value > max) {
+            throw new MalformedFrameException("notify message key '" + key + "' is " + value + ", outside "
+                    + min + ".." + max + "; the sender is not speaking this protocol or is corrupt");
+        }
+        return (int) value;
+    }
+
+    private static StatusCode code(FlatMapReader.Fields fields) {
+        int raw = intIn(fields, "code", Integer.MIN_VALUE, Integer.MAX_VALUE);
+        try {
+            StatusCode code = StatusCode.of(raw);
+            if (!code.isFailure() && code != StatusCode.IN_PROGRESS) {
+                throw new MalformedFrameException("write_failed carries code " + code.qualifiedName()
+                        + ", which is not a failure; expected IN_PROGRESS (a timeout) or a code above 10");
+            }
+            return code;
+        } catch (IllegalArgumentException e) {
+            throw new MalformedFrameException("write_failed carries " + e.getMessage(), e);
+        }
+    }
+}

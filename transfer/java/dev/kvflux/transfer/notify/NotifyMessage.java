@@ -1,0 +1,177 @@
+package dev.kvflux.transfer.notify;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.pipeline.WriteOutcome;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * One message of the notify channel between prefill (P) and decode (D), with vLLM MoRIIO's shapes:
+ * D tells P where to write ({@link RemoteBlocks}), P tells D that the KV has arrived ({@link WriteDone})
+ * or, new in kvflux, that it never will ({@link WriteFailed}); {@link Release} lets either side drop a
+ * transfer early; {@link Abort} tells prefill that nobody wants the transfer any more. On the wire each is
+ * a msgpack map whose {@code type} key names it.
+ *
+ * <p>kvflux peers also carry incarnations, each instance's id that is new at every start (larger for a
+ * later start): {@link #incarnation()} is the sender's, and a message from prefill about decode's blocks
+ * names the decode incarnation those blocks belong to ({@code toIncarnation}). 0 means unknown (a peer that
+ * does not send them); on the wire the keys {@code incarnation}, {@code to_incarnation} and, on
+ * {@code write_done}, {@code checksum} appear only when not 0, so MoRIIO's messages are unchanged.
+ *
+ * <p>The outcome messages ({@code write_done}, {@code write_failed}) may carry the sender's trace context as a
+ * W3C {@link Traceparent} ({@code traceparent} key, only when the sender traces), so decode's handling of the
+ * notice joins the transfer's trace.
+ */
+public sealed interface NotifyMessage {
+
+    /** The transfer the message is about. */
+    String transferId();
+
+    /** The sender's incarnation; 0 when unknown. */
+    long incarnation();
+
+    /** The wire name in the {@code type} key. */
+    String type();
+
+    /** The sender's trace context as a W3C traceparent; null when it sent none (only outcomes carry one). */
+    default String traceparent() {
+        return null;
+    }
+
+    /**
+     * This message carrying {@code traceparent} (null for none) if it is an outcome; any other message as it
+     * is.
+     */
+    default NotifyMessage withTraceparent(String traceparent) {
+        return this;
+    }
+
+    /** The message that carries a WRITE's outcome to decode. */
+    static NotifyMessage of(WriteOutcome outcome) {
+        return switch (outcome) {
+            case WriteOutcome.WriteDone done -> new WriteDone(done.transferId());
+            case WriteOutcome.WriteFailed failed -> new WriteFailed(failed.transferId(), failed.code(), failed.reason());
+        };
+    }
+
+    /** As {@link #of(WriteOutcome)}, from prefill's {@code incarnation} about blocks of decode's {@code toIncarnation}. */
+    static NotifyMessage of(WriteOutcome outcome, long incarnation, long toIncarnation, long checksum) {
+        return switch (outcome) {
+            case WriteOutcome.WriteDone done -> new WriteDone(done.transferId(), incarnation, toIncarnation, checksum);
+            case WriteOutcome.WriteFailed failed -> new WriteFailed(failed.transferId(), failed.code(), failed.reason(),
+                    incarnation, toIncarnation);
+        };
+    }
+
+    /** D → P: the blocks D allocated for the request ({@code type: remote_blocks}). */
+    record RemoteBlocks(String reqId, String transferId, List<Long> blockNotifyList, int decodeRank, long incarnation)
+            implements NotifyMessage {
+        public RemoteBlocks {
+            Objects.requireNonNull(reqId, "reqId");
+            Objects.requireNonNull(transferId, "transferId");
+            blockNotifyList = List.copyOf(blockNotifyList);
+        }
+
+        public RemoteBlocks(String reqId, String transferId, List<Long> blockNotifyList, int decodeRank) {
+            this(reqId, transferId, blockNotifyList, decodeRank, 0);
+        }
+
+        @Override
+        public String type() {
+            return "remote_blocks";
+        }
+    }
+
+    /**
+     * P → D: every copy of the transfer succeeded ({@code type: write_done}); {@code checksum} is the
+     * content check of the KV written (0 when not computed).
+     */
+    record WriteDone(String transferId, long incarnation, long toIncarnation, long checksum, String traceparent)
+            implements NotifyMessage {
+        public WriteDone {
+            Objects.requireNonNull(transferId, "transferId");
+        }
+
+        public WriteDone(String transferId, long incarnation, long toIncarnation, long checksum) {
+            this(transferId, incarnation, toIncarnation, checksum, null);
+        }
+
+        public WriteDone(String transferId) {
+            this(transferId, 0, 0, 0);
+        }
+
+        @Override
+        public WriteDone withTraceparent(String traceparent) {
+            return new WriteDone(transferId, incarnation, toIncarnation, checksum, traceparent);
+        }
+
+        @Override
+        public String type() {
+            return "write_done";
+        }
+    }
+
+    /** P → D: the transfer's KV will not arrive, with the status code and reason P saw ({@code type: write_failed}). */
+    record WriteFailed(String transferId, StatusCode code, String reason, long incarnation, long toIncarnation,
+            String traceparent) implements NotifyMessage {
+        public WriteFailed {
+            Objects.requireNonNull(transferId, "transferId");
+            Objects.requireNonNull(code, "code");
+            Objects.requireNonNull(reason, "reason");
+        }
+
+        public WriteFailed(String transferId, StatusCode code, String reason, long incarnation, long toIncarnation) {
+            this(transferId, code, reason, incarnation, toIncarnation, null);
+        }
+
+        public WriteFailed(String transferId, StatusCode code, String reason) {
+            this(transferId, code, reason, 0, 0);
+        }
+
+        @Override
+        public WriteFailed withTraceparent(String traceparent) {
+            return new WriteFailed(transferId, code, reason, incarnation, toIncarnation, traceparent);
+        }
+
+        @Override
+        public String type() {
+            return "write_failed";
+        }
+    }
+
+    /** Either way: the sender is done with the transfer and its blocks may be freed ({@code type: release}). */
+    record Release(String transferId, long incarnation, long toIncarnation) implements NotifyMessage {
+        public Release {
+            Objects.requireNonNull(transferId, "transferId");
+        }
+
+        public Release(String transferId) {
+            this(transferId, 0, 0);
+        }
+
+        @Override
+        public String type() {
+            return "release";
+        }
+    }
+
+    /**
+     * D (or anyone routing the request) → P: nobody wants the transfer any more (the client went away,
+     * decode's deadline passed, decode is shutting down); P stops working on it ({@code type: abort}).
+     */
+    record Abort(String transferId, String reason, long incarnation) implements NotifyMessage {
+        public Abort {
+            Objects.requireNonNull(transferId, "transferId");
+            Objects.requireNonNull(reason, "reason");
+        }
+
+        public Abort(String transferId, String reason) {
+            this(transferId, reason, 0);
+        }
+
+        @Override
+        public String type() {
+            return "abort";
+        }
+    }
+}

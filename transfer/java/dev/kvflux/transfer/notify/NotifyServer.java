@@ -1,0 +1,375 @@
+package dev.kvflux.transfer.notify;
+
+import dev.kvflux.transfer.LogContext;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.NettyInbound;
+import reactor.netty.NettyOutbound;
+import reactor.netty.tcp.TcpServer;
+
+/**
+ * The receiving end of the notify channel: a TCP server that reads length-prefixed msgpack frames,
+ * hands each decoded {@link NotifyMessage} to its handler in arrival order per connection, and answers
+ * each with a small acknowledgement frame so the sender knows it arrived.
+ *
+ * <p>Every byte is treated as hostile. A frame whose length prefix is negative or above the maximum, whose
+ * payload is not a message ({@link NotifyCodec}'s bounded decoding), or, when the server has a
+ * {@link NotifyAuth notify secret}, whose tag (checked on the raw bytes before any decoding) is wrong or which
+ * was signed too long ago, closes the connection it came on and is counted by kind in {@link NotifyMetrics};
+ * so is any error while handling a frame, {@link Error}s included: none reaches the event loop, and every
+ * other connection keeps being served. Connections are bounded: at most {@link Builder#maxConnections} are
+ * open (more are closed at once and counted), a started frame must complete within the frame read timeout,
+ * and a connection on which nothing arrives for the idle timeout is closed. Warnings about rejected frames
+ * quote peer text only escaped and are rate-limited ({@link RateLimitedLog}).
+ *
+ * <p>The handler runs on the connection's Netty event loop: it must not block. A handler that throws does
+ * not close the connection: the message is still acknowledged, the failure is counted
+ * ({@link NotifyMetrics#handlerFailures()}), the server's first is logged at error and later ones at debug.
+ */
+public final class NotifyServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(NotifyServer.class);
+
+    /** Default most open connections. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 1024;
+    /** Default most bytes of partly received frames held over all connections: 64 frames of the 1 MiB maximum. */
+    public static final long DEFAULT_MAX_BUFFERED_BYTES = 64L << 20;
+    /** Default time a started frame has to arrive whole. */
+    public static final Duration DEFAULT_FRAME_READ_TIMEOUT = Duration.ofSeconds(10);
+    /** Default time a connection may stay silent; longer than {@link NotifyClient}'s idle limit. */
+    public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(120);
+
+    private final DisposableServer server;
+    private final NotifyMetrics metrics;
+    private final ChannelGroup connections;
+    private final RateLimitedLog warnings;
+    private final AtomicLong guardBuffered;
+
+    private NotifyServer(DisposableServer server, NotifyMetrics metrics, ChannelGroup connections,
+            RateLimitedLog warnings, AtomicLong guardBuffered) {
+        this.server = server;
+        this.metrics = metrics;
+        this.connections = connections;
+        this.warnings = warnings;
+        this.guardBuffered = guardBuffered;
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The address the server listens on (with the real port when 0 was asked). */
+    public InetSocketAddress address() {
+        return (InetSocketAddress) server.address();
+    }
+
+    public NotifyMetrics metrics() {
+        return metrics;
+    }
+
+    /** Bytes of partly received frames the server holds now, over all its connections. */
+    long bufferedBytes() {
+        return guardBuffered.get();
+    }
+
+    /** How many connections are open now. */
+    public int openConnections() {
+        return connections.size();
+    }
+
+    /** Stops listening and closes every connection, as a process exit would; returns once they are closed. */
+    @Override
+    public void close() {
+        server.disposeNow();
+        connections.close().awaitUninterruptibly();
+        warnings.close();
+    }
+
+    /** Settings of a server; {@link #bind()} starts one. */
+    public static final class Builder {
+        private String host = "127.0.0.1";
+        private int port;
+        private int maxFrameBytes = Frames.DEFAULT_MAX_FRAME_BYTES;
+        private int maxConnections = DEFAULT_MAX_CONNECTIONS;
+        private long maxBufferedBytes = DEFAULT_MAX_BUFFERED_BYTES;
+        private Duration frameReadTimeout = DEFAULT_FRAME_READ_TIMEOUT;
+        private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
+        private Duration warnPeriod = RateLimitedLog.DEFAULT_PERIOD;
+        private NotifyMetrics metrics = new NotifyMetrics();
+        private Consumer<NotifyMessage> handler;
+        private NotifyAuth auth;
+        private Set<String> accepted;
+
+        private Builder() {
+        }
+
+        /**
+         * Take only messages of these wire types (e.g. {@code "write_done"}); a frame of another type closes its
+         * connection and counts as malformed, before the rest of it is decoded. Default: every type.
+         */
+        public Builder accepts(String... types) {
+            if (types.length == 0) {
+                throw new IllegalArgumentException("a notify server must accept at least one message type");
+            }
+            this.accepted = Set.of(types);
+            return this;
+        }
+
+        /** Accept only frames signed with this secret; {@code null} (the default) accepts unsigned frames. */
+        public Builder auth(NotifyAuth auth) {
+            this.auth = auth;
+            return this;
+        }
+
+        public Builder host(String host) {
+            this.host = Objects.requireNonNull(host, "host");
+            return this;
+        }
+
+        /** The port to listen on; 0 picks a free one. */
+        public Builder port(int port) {
+            if (port < 0 || port > 65535) {
+                throw new IllegalArgumentException("notify port " + port + " is not a TCP port (0..65535)");
+            }
+            this.port = port;
+            return this;
+        }
+
+        /** The largest payload accepted; a longer frame closes its connection. Default 1 MiB. */
+        public Builder maxFrameBytes(int maxFrameBytes) {
+            Frames.checkMax(maxFrameBytes);
+            this.maxFrameBytes = maxFrameBytes;
+            return this;
+        }
+
+        /** The most connections open at once; one more is closed as soon as it is accepted. Default 1024. */
+        public Builder maxConnections(int maxConnections) {
+            if (maxConnections < 1 || maxConnections > 1 << 20) {
+                throw new IllegalArgumentException("notify max connections " + maxConnections
+                        + " is out of range; use 1 to 1048576 (the default is " + DEFAULT_MAX_CONNECTIONS + ")");
+            }
+            this.maxConnections = maxConnections;
+            return this;
+        }
+
+        /**
+         * The most bytes of partly received frames the server holds over all its connections; a connection whose
+         * bytes would take it past this is closed and counted ({@code buffer_budget_closes}), so many peers each
+         * sending most of a large frame cannot make it buffer gigabytes. Default 64 MiB; at least one frame.
+         */
+        public Builder maxBufferedBytes(long maxBufferedBytes) {
+            if (maxBufferedBytes < Frames.PREFIX + 16 || maxBufferedBytes > (16L << 30)) {
+                throw new IllegalArgumentException("notify buffered-bytes budget " + maxBufferedBytes
+                        + " is out of range; use 20 bytes to 16 GiB (the default is 64 MiB)");
+            }
+            this.maxBufferedBytes = maxBufferedBytes;
+            return this;
+        }
+
+        /** The connection cap and the two timeouts of {@code limits} (its peer budget is the handler's). */
+        public Builder limits(NotifyLimits limits) {
+            Objects.requireNonNull(limits, "limits");
+            return maxConnections(limits.maxConnections()).frameReadTimeout(limits.frameReadTimeout())
+                    .idleTimeout(limits.idleTimeout());
+        }
+
+        /** How long a frame may take to arrive once its first byte has. Default 10 s. */
+        public Builder frameReadTimeout(Duration frameReadTimeout) {
+            this.frameReadTimeout = positive(frameReadTimeout, "frame read timeout");
+            return this;
+        }
+
+        /** How long a connection may stay silent before it is closed. Default 120 s. */
+        public Builder idleTimeout(Duration idleTimeout) {
+            this.idleTimeout = positive(idleTimeout, "idle timeout");
+            return this;
+        }
+
+        /** The period of the rate limit on warnings about rejected frames. Default 10 s. */
+        public Builder warnPeriod(Duration warnPeriod) {
+            this.warnPeriod = positive(warnPeriod, "warning period");
+            return this;
+        }
+
+        public Builder metrics(NotifyMetrics metrics) {
+            this.metrics = Objects.requireNonNull(metrics, "metrics");
+            return this;
+        }
+
+        /** Receives every decoded message, on the connection's event loop; must not block. */
+        public Builder handler(Consumer<NotifyMessage> handler) {
+            this.handler = Objects.requireNonNull(handler, "handler");
+            return this;
+        }
+
+        /** Emits the server once it listens; errors if the address cannot be bound. */
+        public Mono<NotifyServer> bind() {
+            Objects.requireNonNull(handler, "set a handler before binding the notify server");
+            Connections guard = new Connections(handler, metrics, maxFrameBytes, maxConnections, maxBufferedBytes,
+                    frameReadTimeout, idleTimeout, decoder(auth, accepted),
+                    new RateLimitedLog(LOG, warnPeriod, null));
+            return TcpServer.create()
+                    .host(host)
+                    .port(port)
+                    .doOnConnection(guard::accepted)
+                    .handle(guard::serve)
+                    .bind()
+                    .map(server -> new NotifyServer(server, guard.metrics, guard.group, guard.warnings,
+                            guard.buffered))
+                    .doOnError(e -> guard.warnings.close())
+                    .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
+                            + ":" + port + ": " + BindFailures.describe(host, port, e), e));
+        }
+
+        private static Function<ByteBuffer, NotifyMessage> decoder(NotifyAuth auth, Set<String> accepted) {
+            if (auth != null) {
+                return payload -> auth.verify(payload, accepted);
+            }
+            return payload -> NotifyCodec.decode(payload, payload.position(), payload.remaining(), accepted);
+        }
+
+        private static Duration positive(Duration value, String what) {
+            Objects.requireNonNull(value, what);
+            if (value.isZero() || value.isNegative()) {
+                throw new IllegalArgumentException("notify " + what + " must be positive, got " + value);
+            }
+            return value;
+        }
+    }
+
+    /** One bound server's connection handling: the cap, the frame pipeline, and what a bad frame does. */
+    private record Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes,
+            int maxConnections, long maxBufferedBytes, Duration frameReadTimeout, Duration idleTimeout,
+            Function<ByteBuffer, NotifyMessage> decoder, RateLimitedLog warnings, ChannelGroup group, AtomicInteger open,
+            AtomicLong buffered, AtomicBoolean warnedHandlerFailure) {
+
+        Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes, int maxConnections,
+                long maxBufferedBytes, Duration frameReadTimeout, Duration idleTimeout,
+                Function<ByteBuffer, NotifyMessage> decoder, RateLimitedLog warnings) {
+            this(handler, metrics, maxFrameBytes, maxConnections, maxBufferedBytes, frameReadTimeout, idleTimeout,
+                    decoder, warnings, new DefaultChannelGroup(GlobalEventExecutor.INSTANCE), new AtomicInteger(),
+                    new AtomicLong(), new AtomicBoolean());
+        }
+
+        void accepted(reactor.netty.Connection connection) {
+            if (open.incrementAndGet() > maxConnections) {
+                open.decrementAndGet();
+                metrics.connectionsRejected.increment();
+                warnings.warn(RateLimitedLog.Kind.REJECTED_CONNECTION, "closing a new notify connection: "
+                        + maxConnections + " are open, the maximum");
+                connection.channel().close();
+                return;
+            }
+            connection.channel().closeFuture().addListener(f -> open.decrementAndGet());
+            metrics.connectionsAccepted.increment();
+            group.add(connection.channel());
+            connection.addHandlerLast("kvflux-frames",
+                    Frames.guardedDecoder(maxFrameBytes, frameReadTimeout, idleTimeout, metrics, buffered,
+                            maxBufferedBytes));
+        }
+
+        Mono<Void> serve(NettyInbound in, NettyOutbound out) {
+            var acks = in.receive().map(frame -> Frames.frame(out.alloc(), NotifyCodec.encodeAck(handle(frame))))
+                    .onErrorResume(error -> {
+                        rejected(error);
+                        return Mono.empty();
+                    });
+            return out.send(acks, buf -> true).then();
+        }
+
+        /**
+         * Decodes and hands on one frame; returns the transfer id to acknowledge. Whatever goes wrong while
+         * decoding leaves as a {@link RuntimeException}, so that no {@link Error} unwinds into the event loop.
+         */
+        private String handle(ByteBuf frame) {
+            NotifyMessage message;
+            try {
+                // read in place: the frame's bytes are never copied whole, only each string field's
+                message = decoder.apply(frame.nioBuffer());
+            } catch (MalformedFrameException | UnauthenticatedFrameException e) {
+                throw e;
+            } catch (Throwable e) {
+                throw new FrameFailedException(e);
+            }
+            metrics.received.increment();
+            try (LogContext.Scope scope = LogContext.open(message.transferId(), null)) {
+                try {
+                    handler.accept(message);
+                } catch (Throwable e) {
+                    handlerFailed(message, e);
+                }
+            }
+            return message.transferId();
+        }
+
+        private void rejected(Throwable error) {
+            if (Frames.isBadLength(error)) {
+                metrics.oversizedFrames.increment();
+                warnings.warn(RateLimitedLog.Kind.OVERSIZED, "closing a notify connection: frame length rejected ("
+                        + LogText.escape(error.getMessage()) + "); the maximum is " + maxFrameBytes + " bytes");
+            } else if (error instanceof UnauthenticatedFrameException) {
+                metrics.unauthenticatedFrames.increment();
+                warnings.warn(RateLimitedLog.Kind.UNAUTHENTICATED, "closing a notify connection: "
+                        + error.getMessage());
+            } else if (error instanceof MalformedFrameException malformed && malformed.isInvalidUtf8()) {
+                metrics.invalidUtf8Frames.increment();
+                warnings.warn(RateLimitedLog.Kind.INVALID_UTF8, "closing a notify connection: "
+                        + error.getMessage());
+            } else if (error instanceof MalformedFrameException) {
+                metrics.malformedFrames.increment();
+                warnings.warn(RateLimitedLog.Kind.MALFORMED, "closing a notify connection: " + error.getMessage());
+            } else {
+                Throwable cause = error instanceof FrameFailedException ? error.getCause() : error;
+                metrics.frameInternalErrors.increment();
+                warnings.warn(RateLimitedLog.Kind.INTERNAL_ERROR, "closing a notify connection after an internal"
+                        + " error: " + LogText.escape(cause.toString()));
+            }
+        }
+
+        /**
+         * Counts a handler failure; logs the server's first at error with what to do and later ones at debug,
+         * so a handler that fails on every message cannot flood the log at the message rate.
+         */
+        private void handlerFailed(NotifyMessage message, Throwable error) {
+            metrics.handlerFailures.increment();
+            String what = LogText.escape(message.toString());
+            if (warnedHandlerFailure.compareAndSet(false, true)) {
+                String text = "notify handler failed on {}: the message was acknowledged but not acted on, and the"
+                        + " connection stays open. This is a bug in the handler; report it with this log."
+                        + " Later handler failures are counted (kvflux_notify_handler_failures_total in /metrics) and logged at debug"
+                        + " level";
+                if (error instanceof Error) {
+                    // an Error's trace (a stack overflow's above all) is too long for a log; its name is enough
+                    LOG.error(text + ": {}", what, error.toString());
+                } else {
+                    LOG.error(text, what, error);
+                }
+            } else {
+                LOG.debug("notify handler failed on {} (failure {}): {}", what, metrics.handlerFailures(),
+                        error.toString());
+            }
+        }
+    }
+
+    /** An error other than a rejected frame while decoding one, carried as a {@link RuntimeException}. */
+    private static final class FrameFailedException extends RuntimeException {
+        FrameFailedException(Throwable cause) {
+            super(cause.toString(), cause, false, false);
+        }
+    }
+}
