@@ -9,7 +9,7 @@ mkdir -p $W
 tar -xJf $B/jre.tar.xz -C $W
 cp -r $B/lib $B/mori $W/
 J=("$W/jre/bin/java" --enable-native-access=ALL-UNNAMED -Xmx8g "-Dkvflux.mori.lib=$W/mori/libkvflux_mori.so" "-Dkvflux.gpu.forward-bytes=${FORWARD:-0}" -cp "$W/lib/*")
-CLI="dev.kvflux.tools.cli.KvfluxCli repro --backend mori"
+CLI="dev.kvflux.pipeline.cli.KvfluxCli repro --backend mori"
 {
   date -u; pwd; git log -1 --oneline 2>/dev/null; nproc
   nvidia-smi; nvidia-smi topo -m
