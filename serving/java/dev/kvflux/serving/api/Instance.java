@@ -48,6 +48,6 @@ public record Instance(Role role, InetSocketAddress httpAddress, InetSocketAddre
 
     /** {@code host:port} of an address. */
     public static String hostPort(InetSocketAddress address) {
-        return address.getHostString() + ":" + address.getPort();
+        return LogText.hostPort(address);
     }
 }

@@ -1,7 +1,10 @@
 package dev.kvflux.serving.role;
 
 import dev.kvflux.serving.metrics.RoleMetrics;
+import dev.kvflux.transfer.BlockAllocator;
+import dev.kvflux.transfer.Incarnation;
 import java.util.Locale;
+import java.util.function.Supplier;
 
 /**
  * A role's KV block meters, read from its {@link BlockAllocator} at each scrape: {@code kvflux.blocks} (gauge,
@@ -23,20 +26,21 @@ final class BlockMetrics {
                 incarnation, i -> Incarnation.startMillis(i) / 1000.0);
     }
 
-    static void register(RoleMetrics meters, BlockAllocator blocks) {
+    /** The meters of a side's blocks: {@code snapshot} is read at each scrape, {@code capacity} is fixed. */
+    static void register(RoleMetrics meters, Supplier<BlockAllocator.Snapshot> snapshot, int capacity) {
         for (BlockAllocator.State state : BlockAllocator.State.values()) {
-            meters.gauge("kvflux.blocks", "KV blocks per state", blocks,
-                    b -> b.snapshot().blocks().get(state), "state", state.name().toLowerCase(Locale.ROOT));
+            meters.gauge("kvflux.blocks", "KV blocks per state", snapshot,
+                    b -> b.get().blocks().get(state), "state", state.name().toLowerCase(Locale.ROOT));
         }
-        meters.gauge("kvflux.blocks.capacity", "KV blocks the role has", blocks, BlockAllocator::capacity);
-        meters.gauge("kvflux.blocks.owners", "Requests holding KV blocks", blocks, b -> b.snapshot().owners());
-        meters.secondsGauge("kvflux.blocks.oldest.age", "Time since the oldest grant still held was made", blocks,
-                b -> b.snapshot().oldestAgeMillis() / 1000.0);
+        meters.gauge("kvflux.blocks.capacity", "KV blocks the role has", snapshot, b -> capacity);
+        meters.gauge("kvflux.blocks.owners", "Requests holding KV blocks", snapshot, b -> b.get().owners());
+        meters.secondsGauge("kvflux.blocks.oldest.age", "Time since the oldest grant still held was made", snapshot,
+                b -> b.get().oldestAgeMillis() / 1000.0);
         meters.functionCounter("kvflux.blocks.lease.expired",
-                "Quarantined blocks' owners freed by the lease because no release came", blocks,
-                b -> b.snapshot().leaseExpired());
+                "Quarantined blocks' owners freed by the lease because no release came", snapshot,
+                b -> b.get().leaseExpired());
         meters.functionCounter("kvflux.blocks.forced.frees",
-                "Owners whose blocks were freed while their copies might still be in flight", blocks,
-                b -> b.snapshot().forcedFrees());
+                "Owners whose blocks were freed while their copies might still be in flight", snapshot,
+                b -> b.get().forcedFrees());
     }
 }

@@ -1,5 +1,6 @@
 package dev.kvflux.serving.role;
 
+import dev.kvflux.transfer.ContentCheck;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
@@ -16,6 +17,11 @@ final class KvChecksum {
     private static final long FNV_PRIME = 0x100000001b3L;
 
     private KvChecksum() {
+    }
+
+    /** The check as a {@link ContentCheck} for KV of {@code layers} layers, for both sides of a transfer. */
+    static ContentCheck forLayers(int layers) {
+        return (transferId, decodeBlocks) -> of(transferId, layers, decodeBlocks);
     }
 
     /** The check of {@code transferId}'s KV in {@code layers} layers written into {@code decodeBlocks}, in order. */

@@ -1,6 +1,5 @@
 package dev.kvflux.serving.role;
 
-import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -19,7 +18,7 @@ import reactor.core.scheduler.Scheduler;
  * <p>As vLLM's scheduler prepares and launches the next batch while the GPU still runs the current one,
  * the next step is formed and queued {@link #DEFAULT_LAUNCH_AHEAD} before the current one ends (at once
  * when the engine is idle). Each step is announced to the transfer engine when it is queued
- * ({@link SimulatedXgmiEngine#prefillStepQueued}), so on the scatter/gather path a copy that finishes
+ * ({@link StepListener}; the simulated engine's {@code prefillStepQueued}), so on the scatter/gather path a copy that finishes
  * while steps keep coming is seen only once prefill pauses. A prompt's last step calls its
  * {@link LastStep} when the step is queued, with the time until the step starts and its length (the
  * prompt's layers produce their KV during the step); its {@code Mono} completes when the step ends.
@@ -49,8 +48,20 @@ final class PrefillLoop implements AutoCloseable {
         void queued(Duration startsIn, Duration length);
     }
 
+    /**
+     * Hears of every step when it is queued, with its length: the simulated engine does
+     * ({@code SimulatedXgmiEngine::prefillStepQueued}), so that its copies contend with the forward pass; an
+     * engine over real GPUs needs nothing ({@link #NONE}).
+     */
+    @FunctionalInterface
+    interface StepListener {
+        StepListener NONE = length -> { };
+
+        void queued(Duration length);
+    }
+
     private final ServingModel model;
-    private final SimulatedXgmiEngine engine;
+    private final StepListener listener;
     private final Scheduler scheduler;
     private final Scheduler.Worker worker;
     private final long launchAheadNanos;
@@ -62,21 +73,21 @@ final class PrefillLoop implements AutoCloseable {
     private boolean planned;
     private long steps;
 
-    PrefillLoop(ServingModel model, SimulatedXgmiEngine engine, Scheduler scheduler) {
-        this(model, engine, scheduler, DEFAULT_LAUNCH_AHEAD, DEFAULT_MAX_QUEUED);
+    PrefillLoop(ServingModel model, StepListener steps, Scheduler scheduler) {
+        this(model, steps, scheduler, DEFAULT_LAUNCH_AHEAD, DEFAULT_MAX_QUEUED);
     }
 
     /**
      * @throws IllegalArgumentException if {@code maxQueued} is not positive
      */
-    PrefillLoop(ServingModel model, SimulatedXgmiEngine engine, Scheduler scheduler, Duration launchAhead,
+    PrefillLoop(ServingModel model, StepListener steps, Scheduler scheduler, Duration launchAhead,
             int maxQueued) {
         if (maxQueued < 1) {
             throw new IllegalArgumentException("the prefill queue must hold at least 1 prompt, got " + maxQueued);
         }
         this.maxQueued = maxQueued;
         this.model = model;
-        this.engine = engine;
+        this.listener = steps;
         this.scheduler = scheduler;
         this.worker = scheduler.createWorker();
         this.launchAheadNanos = launchAhead.toNanos();
@@ -168,7 +179,7 @@ final class PrefillLoop implements AutoCloseable {
         long now = now();
         long start = Math.max(now, busyUntil);
         Duration length = model.stepTime(batch);
-        engine.prefillStepQueued(length);
+        listener.queued(length);
         busyUntil = start + length.toNanos();
         steps++;
         for (Job job : finishing) {

@@ -1,7 +1,9 @@
 package dev.kvflux.serving.role;
 
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.serving.metrics.RoleMetrics;
+import dev.kvflux.transfer.PrefillRecorder;
 import io.micrometer.core.instrument.Counter;
 import java.time.Duration;
 
@@ -17,7 +19,7 @@ import java.time.Duration;
  * {@code kvflux.prefill.releases.sent}; {@code kvflux.prefill.releases.stalled};
  * {@code kvflux.notify.messages.stale}; {@code kvflux.prefill.transfers.failed.peer.restart}.
  */
-public final class PrefillStats {
+public final class PrefillStats implements PrefillRecorder {
     /** The timer of writes, from the request's arrival to the outcome. */
     static final String WRITES = "kvflux.prefill.writes";
 
@@ -64,9 +66,29 @@ public final class PrefillStats {
         write(false, StatusCode.IN_PROGRESS);
     }
 
-    /** Records a write's outcome, {@code took} after its request arrived. */
-    void recordWrite(boolean done, StatusCode code, Duration took) {
-        write(done, code).record(took);
+    @Override
+    public void record(PrefillRecorder.Event event, String transferId) {
+        switch (event) {
+            case REFUSED_DUPLICATE -> refusedFenced.increment();
+            case REFUSED_OUT_OF_BLOCKS -> refusedOutOfBlocks.increment();
+            case ABORTED -> aborted.increment();
+            case ABORT_FOR_UNKNOWN -> abortsForUnknown.increment();
+            case STALE_INCARNATION -> staleIncarnation.increment();
+            case FAILED_ON_DECODE_RESTART -> failedOnDecodeRestart.increment();
+            case PAST_DEADLINE -> pastDeadline.increment();
+            case STALLED_AT_RELEASE -> stalledAtRelease.increment();
+            case RELEASE_SENT -> releasesSent.increment();
+            case FAILURE_NOT_NOTIFIED -> failuresNotNotified.increment();
+        }
+    }
+
+    /** Records a write's outcome, {@code took} after its transfer was opened (its request arrived). */
+    @Override
+    public void written(WriteOutcome outcome, Duration took) {
+        switch (outcome) {
+            case WriteOutcome.WriteDone done -> write(true, StatusCode.SUCCESS).record(took);
+            case WriteOutcome.WriteFailed failed -> write(false, failed.code()).record(took);
+        }
     }
 
     private io.micrometer.core.instrument.Timer write(boolean done, StatusCode code) {

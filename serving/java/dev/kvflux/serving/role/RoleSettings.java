@@ -58,7 +58,10 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
      * @throws IllegalArgumentException if {@code kvBlocks} is not in 1..16777216
      */
     public B kvBlocks(int kvBlocks) {
-        KvCache.checkBlocks(kvBlocks);
+        if (kvBlocks < 1 || kvBlocks > ServingModel.ROW_BLOCKS) {
+            throw new IllegalArgumentException("--kv-blocks must be in 1.." + ServingModel.ROW_BLOCKS + ", got "
+                    + kvBlocks);
+        }
         this.kvBlocks = kvBlocks;
         return self();
     }

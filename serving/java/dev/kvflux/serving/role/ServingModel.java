@@ -17,6 +17,14 @@ import java.util.Objects;
 public record ServingModel(String name, double prefillTokensPerSecond, int maxBatchedTokens, int layers,
                            Duration decodeStep, int blockTokens, int kvBytesPerTokenPerLayer) {
 
+    /**
+     * Blocks per layer row of the roles' KV layout ({@code KvLayout.rows}): the most KV blocks a role may have
+     * (2^24, as the command line allows), the same on both roles so that prefill can address decode's blocks
+     * whatever either role's {@code --kv-blocks}. The simulated engine allocates nothing for a region, so the
+     * layout's size costs nothing.
+     */
+    public static final int ROW_BLOCKS = 1 << 24;
+
     public static final ServingModel DEEPSEEK_V2_LITE_MI355X =
             new ServingModel("deepseek-v2-lite-mi355x-sim", 116_000, 32_768, 27, Duration.ofMillis(20), 64, 1152);
 

@@ -5,11 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.pipeline.write.WritePipeline;
+import java.io.IOException;
 import java.lang.module.Configuration;
 import java.lang.module.ModuleDescriptor;
 import java.lang.module.ModuleFinder;
 import java.lang.module.ResolvedModule;
-import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -148,5 +148,38 @@ class LibraryModulesTest {
         try (JarFile jar = new JarFile(location.toFile())) {
             return jar.stream().map(JarEntry::getName).toList();
         }
+    }
+
+    /**
+     * The transfer library resolves as a named module from its jar, the library modules under it and the jars its
+     * dependencies bring (Reactor Netty, Netty, slf4j-api, context-propagation), none of them a logging backend,
+     * JSON, YAML or msgpack library, tracing SDK or metrics registry; it exports its API and the notify protocol,
+     * not its {@code internal} package.
+     */
+    @Test
+    void theTransferLibraryResolvesAsANamedModuleWithoutTheApplicationsDependencies() {
+        List<Path> path = new java.util.ArrayList<>(Stream.of(TransferEngine.class, CompletionWait.class,
+                WritePipeline.class, dev.kvflux.transfer.PrefillSide.class).map(LibraryModulesTest::location).toList());
+        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            String name = Path.of(entry).getFileName().toString();
+            if (name.matches("(netty-|reactor-core-|reactor-netty-core-|reactive-streams-|jspecify-|slf4j-api-"
+                    + "|context-propagation-|vavr-).*\\.jar") && !name.contains("macos")) {
+                path.add(Path.of(entry));
+            }
+        }
+        ModuleFinder finder = ModuleFinder.of(path.toArray(Path[]::new));
+        Configuration resolved = ModuleLayer.boot().configuration().resolve(finder, ModuleFinder.of(),
+                Set.of("dev.kvflux.transfer"));
+        ModuleDescriptor transfer = finder.find("dev.kvflux.transfer").orElseThrow().descriptor();
+
+        assertThat(transfer.isAutomatic()).as("kvflux-transfer has a module-info").isFalse();
+        assertThat(transfer.exports().stream().map(ModuleDescriptor.Exports::source))
+                .containsExactlyInAnyOrder("dev.kvflux.transfer", "dev.kvflux.transfer.notify");
+        assertThat(transfer.packages()).contains("dev.kvflux.transfer.internal");
+        assertThat(resolved.modules().stream().map(ResolvedModule::name))
+                .contains("dev.kvflux.pipeline", "reactor.netty.core", "io.netty.transport", "org.slf4j")
+                .noneMatch(name -> name.contains("msgpack") || name.contains("logback") || name.contains("jackson")
+                        || name.contains("picocli") || name.contains("yaml") || name.contains("opentelemetry")
+                        || name.startsWith("micrometer.core") || name.contains("prometheus"));
     }
 }

@@ -2,15 +2,15 @@ package dev.kvflux.tools.bench;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
-import dev.kvflux.transfer.notify.NotifyAuth;
+import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
-import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.role.DecodeServer;
 import dev.kvflux.serving.role.PrefillServer;
 import dev.kvflux.serving.role.ServingModel;
+import dev.kvflux.transfer.notify.NotifyAuth;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -94,11 +94,11 @@ public final class ProxyProbe {
         HttpClient client = HttpClient.create(pool);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(5))
-                     .auth(secret).start();
+                     .auth(secret).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine)
-                     .transferTimeout(Duration.ofSeconds(2)).notifyWithin(Duration.ofSeconds(5)).auth(secret).start();
+                     .transferTimeout(Duration.ofSeconds(2)).notifyWithin(Duration.ofSeconds(5)).auth(secret).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry).registrationSecret(secret)
-                     .httpLimits(limits).start()) {
+                     .httpLimits(limits).bindNow()) {
             String discovery = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();
             String completions = "http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions";
             decode.pingProxy(discovery, Duration.ofSeconds(1));
@@ -115,7 +115,7 @@ public final class ProxyProbe {
                     "client_answers_after", statuses(client, completions, 50, i -> VALID)));
 
             InstanceRegistry open = new InstanceRegistry(Duration.ofSeconds(30));
-            try (ProxyServer unsigned = ProxyServer.builder().discoveryPort(0).registry(open).start()) {
+            try (ProxyServer unsigned = ProxyServer.builder().discoveryPort(0).registry(open).bindNow()) {
                 String url = "http://127.0.0.1:" + unsigned.discoveryAddress().getPort() + "/register";
                 step("registrations_on_unsigned_proxy", Map.of("answers", statuses(client, url, settings.registrations(),
                         ProxyProbe::bogus), "live_decode_instances", open.live(Role.DECODE).size(),

@@ -3,15 +3,16 @@ package dev.kvflux.tools.bench;
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
-import dev.kvflux.transfer.notify.ExpectedTransfers;
-import dev.kvflux.transfer.notify.NotifyAuth;
+import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
-import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.role.DecodeServer;
 import dev.kvflux.serving.role.Policy;
 import dev.kvflux.serving.role.PrefillServer;
 import dev.kvflux.serving.role.ServingModel;
+import dev.kvflux.transfer.DecodeSide;
+import dev.kvflux.transfer.notify.NotifyAuth;
+import dev.kvflux.transfer.notify.NotifyEvent;
 import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -80,7 +81,7 @@ public final class ServeBench {
 
         /** Decode's receive deadline under the kvflux policy. */
         public Duration kvfluxDeadline() {
-            return receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(transferTimeout);
+            return receiveDeadline != null ? receiveDeadline : DecodeSide.defaultReceiveDeadline(transferTimeout);
         }
     }
 
@@ -118,12 +119,12 @@ public final class ServeBench {
         try (engine;
              DecodeServer decode = DecodeServer.builder().model(settings.model())
                      .receiveDeadline(policy.decodeDeadline() ? settings.kvfluxDeadline() : null)
-                     .auth(settings.notifyAuth()).start();
+                     .auth(settings.notifyAuth()).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(settings.model()).policy(policy).engine(engine)
                      .transferTimeout(settings.transferTimeout()).notifyWithin(settings.kvfluxDeadline())
-                     .auth(settings.notifyAuth()).start();
+                     .auth(settings.notifyAuth()).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
-                     .registrationSecret(settings.notifyAuth()).start()) {
+                     .registrationSecret(settings.notifyAuth()).bindNow()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
             String discovery = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();
             decode.pingProxy(discovery, Duration.ofSeconds(1));
@@ -149,7 +150,8 @@ public final class ServeBench {
             progress.printf(Locale.ROOT, "%s done in %.1f s: %d completed, %d failed, %d never finished%n", label,
                     result.durationSeconds(), result.completed(), result.failed(), result.neverFinished());
             return new BenchRow(policy, concurrency, prompts, result, prefill.stats().failedWaitsInProgress(),
-                    faults.size(), decode.metrics().writeFailed(), decode.metrics().deadlinesExpired());
+                    faults.size(), decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_FAILED),
+                    decode.notifyMeters().count(NotifyEvent.DEADLINE_EXPIRED));
         }
     }
 

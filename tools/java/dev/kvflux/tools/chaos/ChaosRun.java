@@ -2,12 +2,12 @@ package dev.kvflux.tools.chaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.bindings.StatusCode;
-import dev.kvflux.serving.metrics.PrometheusText;
-import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.api.Instance;
+import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
-import dev.kvflux.serving.api.Role;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -223,7 +223,7 @@ public final class ChaosRun {
                      relay.close();
                  }
              };
-             ProxyServer proxy = ProxyServer.builder().registry(registry).start()) {
+             ProxyServer proxy = ProxyServer.builder().registry(registry).bindNow()) {
             RoleProcess[] pair = pair(fault, prefillArgs, decodeArgs);
             RoleProcess decode = pair[0];
             RoleProcess prefill = pair[1];

@@ -2,17 +2,17 @@ package dev.kvflux.tools.cli;
 
 import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.observe.Tracing;
-import dev.kvflux.transfer.notify.ExpectedTransfers;
-import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.serving.role.DecodeServer;
 import dev.kvflux.serving.role.ServingModel;
+import dev.kvflux.transfer.DecodeSide;
+import dev.kvflux.transfer.notify.NotifyAuth;
 import java.time.Duration;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine;
 
 /** {@code kvflux decode}: a simulated decode instance. */
 @Command(name = "decode", mixinStandardHelpOptions = true,
@@ -54,7 +54,7 @@ public final class DecodeCommand implements Callable<Integer> {
         roleOptions.check(spec.commandLine());
         KvfluxConfig config = roleOptions.config(spec.commandLine());
         Duration deadline = noDeadline ? null
-                : receiveDeadline != null ? receiveDeadline : ExpectedTransfers.defaultDeadline(config.transfer().timeout());
+                : receiveDeadline != null ? receiveDeadline : DecodeSide.defaultReceiveDeadline(config.transfer().timeout());
         ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
@@ -66,7 +66,7 @@ public final class DecodeCommand implements Callable<Integer> {
                     .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))
-                    .start();
+                    .bindNow();
         } catch (IllegalArgumentException e) {
             RoleRunner.close(tracing);
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

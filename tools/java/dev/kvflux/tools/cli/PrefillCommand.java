@@ -1,23 +1,23 @@
 package dev.kvflux.tools.cli;
 
-import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.observe.Tracing;
-import dev.kvflux.transfer.notify.ExpectedTransfers;
-import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.serving.role.Policy;
 import dev.kvflux.serving.role.PrefillServer;
 import dev.kvflux.serving.role.ServingModel;
+import dev.kvflux.transfer.DecodeSide;
+import dev.kvflux.transfer.notify.NotifyAuth;
 import java.time.Duration;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine;
 
 /** {@code kvflux prefill}: a simulated prefill instance writing KV through the simulated xGMI engine. */
 @Command(name = "prefill", mixinStandardHelpOptions = true,
@@ -101,10 +101,10 @@ public final class PrefillCommand implements Callable<Integer> {
             prefill = PrefillServer.builder()
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
                     .model(model).policy(policy).engine(engine).transfer(config.transfer().withTimeout(timeout))
-                    .notifyWithin(ExpectedTransfers.defaultDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
+                    .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))
-                    .start();
+                    .bindNow();
         } catch (IllegalArgumentException e) {
             engine.close();
             RoleRunner.close(tracing);

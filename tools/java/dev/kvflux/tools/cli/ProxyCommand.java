@@ -6,11 +6,11 @@ import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import java.time.Duration;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine;
 import reactor.core.scheduler.Schedulers;
 
 /** {@code kvflux proxy}: the OpenAI-style front that pairs a prefill and a decode instance per request. */
@@ -74,7 +74,7 @@ public final class ProxyCommand implements Callable<Integer> {
         Tracing tracing = tracingOptions.start(config, "kvflux-proxy", spec.commandLine());
         ProxyServer proxy;
         try {
-            proxy = settings.observationRegistry(TracingOptions.registry(tracing)).start();
+            proxy = settings.observationRegistry(TracingOptions.registry(tracing)).bindNow();
         } catch (IllegalStateException e) {
             RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);

@@ -35,11 +35,11 @@ final class Frames {
      * {@code frameReadTimeout} (a peer trickling bytes), or when nothing arrives for {@code idleTimeout},
      * or when the bytes of partly received frames held by all of a server's connections, {@code buffered},
      * would pass {@code maxBufferedBytes} (many peers each sending most of a large frame), counting each in
-     * {@code metrics}. Timers run on the connection's event loop.
+     * {@code recorder}. Timers run on the connection's event loop.
      */
     static LengthFieldBasedFrameDecoder guardedDecoder(int maxFrameBytes, Duration frameReadTimeout,
-            Duration idleTimeout, NotifyMetrics metrics, AtomicLong buffered, long maxBufferedBytes) {
-        return new Guarded(maxFrameBytes + PREFIX, frameReadTimeout.toNanos(), idleTimeout.toNanos(), metrics,
+            Duration idleTimeout, NotifyRecorder recorder, AtomicLong buffered, long maxBufferedBytes) {
+        return new Guarded(maxFrameBytes + PREFIX, frameReadTimeout.toNanos(), idleTimeout.toNanos(), recorder,
                 buffered, maxBufferedBytes);
     }
 
@@ -71,7 +71,7 @@ final class Frames {
     private static final class Guarded extends LengthFieldBasedFrameDecoder {
         private final long frameReadTimeoutNanos;
         private final long idleTimeoutNanos;
-        private final NotifyMetrics metrics;
+        private final NotifyRecorder recorder;
         private final AtomicLong buffered;
         private final long maxBufferedBytes;
         /** This connection's share of {@link #buffered}: the bytes of its partly received frame. */
@@ -81,12 +81,12 @@ final class Frames {
         private ScheduledFuture<?> timer;
         private long timerDueNanos;
 
-        Guarded(int maxFrameLength, long frameReadTimeoutNanos, long idleTimeoutNanos, NotifyMetrics metrics,
+        Guarded(int maxFrameLength, long frameReadTimeoutNanos, long idleTimeoutNanos, NotifyRecorder recorder,
                 AtomicLong buffered, long maxBufferedBytes) {
             super(maxFrameLength, 0, PREFIX, 0, PREFIX, true);
             this.frameReadTimeoutNanos = frameReadTimeoutNanos;
             this.idleTimeoutNanos = idleTimeoutNanos;
-            this.metrics = metrics;
+            this.recorder = recorder;
             this.buffered = buffered;
             this.maxBufferedBytes = maxBufferedBytes;
         }
@@ -133,7 +133,7 @@ final class Frames {
             long growth = now - held;
             held = now;
             if (growth != 0 && buffered.addAndGet(growth) > maxBufferedBytes && growth > 0) {
-                metrics.bufferBudgetCloses.increment();
+                recorder.record(NotifyEvent.CLOSED_BUFFER_BUDGET);
                 buffered.addAndGet(-held);
                 held = 0;
                 ctx.close();
@@ -167,7 +167,7 @@ final class Frames {
                 arm(ctx, due);
                 return;
             }
-            (inFrame ? metrics.frameReadTimeouts : metrics.idleTimeouts).increment();
+            recorder.record(inFrame ? NotifyEvent.CLOSED_FRAME_READ_TIMEOUT : NotifyEvent.CLOSED_IDLE_TIMEOUT);
             ctx.close();
         }
     }

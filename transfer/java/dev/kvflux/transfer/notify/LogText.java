@@ -1,5 +1,7 @@
 package dev.kvflux.transfer.notify;
 
+import java.net.InetSocketAddress;
+
 /**
  * Peer-controlled text made safe for one log line: control characters (newlines included) and
  * backslashes escaped, and cut to a bounded length, so a peer can neither forge log lines nor flood them.
@@ -10,6 +12,11 @@ public final class LogText {
     private static final char[] HEX = "0123456789abcdef".toCharArray();
 
     private LogText() {
+    }
+
+    /** {@code host:port} of an address as it was given (no lookup): {@code 10.0.0.7:11357}. */
+    public static String hostPort(InetSocketAddress address) {
+        return address.getHostString() + ":" + address.getPort();
     }
 
     /** {@code text} escaped and cut to {@value #MAX_CHARS} characters; "null" for null. */

@@ -102,7 +102,7 @@ public final class NotifyAuth {
      * As {@link #verify(byte[])}, for the payload from {@code payload}'s position to its limit, read in place,
      * accepting only messages of the {@code accepted} types (all when null).
      */
-    NotifyMessage verify(ByteBuffer payload, java.util.Set<String> accepted) {
+    NotifyMessage verify(ByteBuffer payload, java.util.Set<NotifyMessage.Type> accepted) {
         int start = payload.position();
         int body = payload.remaining() - ENVELOPE_BYTES;
         if (body <= 0) {

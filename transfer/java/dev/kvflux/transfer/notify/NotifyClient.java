@@ -1,5 +1,6 @@
 package dev.kvflux.transfer.notify;
 
+import dev.kvflux.transfer.internal.Durations;
 import io.netty.channel.ChannelOption;
 import java.net.InetSocketAddress;
 import java.nio.channels.ClosedChannelException;
@@ -36,7 +37,7 @@ public final class NotifyClient implements AutoCloseable {
     /** Default idle limit of a pooled connection, in seconds. */
     public static final int DEFAULT_IDLE_LIMIT_SECONDS = 60;
 
-    private final NotifyMetrics metrics;
+    private final NotifyRecorder recorder;
     private final Duration minBackoff;
     private final Duration maxBackoff;
     private final Duration ackTimeout;
@@ -48,7 +49,7 @@ public final class NotifyClient implements AutoCloseable {
     private volatile boolean closed;
 
     private NotifyClient(Builder b) {
-        this.metrics = b.metrics;
+        this.recorder = b.recorder;
         this.minBackoff = b.minBackoff;
         this.maxBackoff = b.maxBackoff;
         this.ackTimeout = b.ackTimeout;
@@ -62,13 +63,9 @@ public final class NotifyClient implements AutoCloseable {
         return new Builder();
     }
 
-    /** A client with the defaults: 20 ms to 500 ms backoff, 2 s to acknowledge, fresh metrics. */
+    /** A client with the defaults: 20 ms to 500 ms backoff, 2 s to acknowledge, nothing recorded. */
     public static NotifyClient create() {
         return builder().build();
-    }
-
-    public NotifyMetrics metrics() {
-        return metrics;
     }
 
     /**
@@ -96,17 +93,17 @@ public final class NotifyClient implements AutoCloseable {
                     .retryWhen(Retry.backoff(Long.MAX_VALUE, minBackoff).maxBackoff(maxBackoff).scheduler(on)
                             .filter(error -> !closed)
                             .doBeforeRetry(signal -> {
-                                metrics.sendRetries.increment();
+                                recorder.record(NotifyEvent.SEND_RETRIED);
                                 LOG.debug("retrying {} for {} to {}: {}", message.type(), message.transferId(), to,
                                         signal.failure().toString());
                             }))
                     .timeout(within, on)
-                    .doOnSuccess(ok -> metrics.sent.increment())
+                    .doOnSuccess(ok -> recorder.record(NotifyEvent.SENT))
                     .thenReturn(true)
                     .onErrorResume(error -> {
-                        metrics.undeliverable.increment();
+                        recorder.record(NotifyEvent.UNDELIVERABLE);
                         LOG.warn("{} for transfer {} is undeliverable to {}: {}", message.type(), message.transferId(),
-                                to, closed ? "the notify client was closed" : "no acknowledgement within " + within);
+                                to, closed ? "the notify client was closed" : "no acknowledgement within " + Durations.format(within));
                         return Mono.just(false);
                     });
         });
@@ -157,14 +154,14 @@ public final class NotifyClient implements AutoCloseable {
                         connection.dispose();
                         throw new IllegalStateException("the notify client was closed while connecting to " + address);
                     }
-                    metrics.connectionsOpened.increment();
+                    recorder.record(NotifyEvent.CLIENT_CONNECTION_OPENED);
                     Peer peer = new Peer(connection);
                     connection.inbound().receive().asByteArray()
                             .subscribe(peer::acknowledged, peer::failAll, peer::failAllClosed);
                     connection.onDispose(peer::failAllClosed);
                     connection.onReadIdle(idleLimit.toMillis(), () -> {
                         if (peer.closeIfIdle()) {
-                            metrics.idleConnectionsClosed.increment();
+                            recorder.record(NotifyEvent.CLIENT_CONNECTION_CLOSED_IDLE);
                         }
                     });
                     return peer;
@@ -228,7 +225,7 @@ public final class NotifyClient implements AutoCloseable {
          */
         Mono<Void> ackTimedOut(InetSocketAddress to, Duration ackTimeout) {
             TimeoutException timeout = new TimeoutException("no acknowledgement from " + to + " within "
-                    + ackTimeout.toMillis() + " ms; reconnecting");
+                    + Durations.format(ackTimeout) + "; reconnecting");
             failAll(timeout);
             return Mono.error(timeout);
         }
@@ -268,9 +265,12 @@ public final class NotifyClient implements AutoCloseable {
     private record Pending(String transferId, Sinks.Empty<Void> acked) {
     }
 
-    /** Settings of a client. */
+    /**
+     * Settings of a client; immutable: every setter returns a changed copy, so one builder can be shared and
+     * specialised. {@link #build()} makes a client, which opens no connection until its first send.
+     */
     public static final class Builder {
-        private NotifyMetrics metrics = new NotifyMetrics();
+        private NotifyRecorder recorder = NotifyRecorder.NOOP;
         private Duration minBackoff = Duration.ofMillis(20);
         private Duration maxBackoff = Duration.ofMillis(500);
         private Duration ackTimeout = Duration.ofSeconds(2);
@@ -282,56 +282,76 @@ public final class NotifyClient implements AutoCloseable {
         private Builder() {
         }
 
+        private Builder(Builder from) {
+            recorder = from.recorder;
+            minBackoff = from.minBackoff;
+            maxBackoff = from.maxBackoff;
+            ackTimeout = from.ackTimeout;
+            scheduler = from.scheduler;
+            maxFrameBytes = from.maxFrameBytes;
+            auth = from.auth;
+            idleLimit = from.idleLimit;
+        }
+
+        private Builder with(java.util.function.Consumer<Builder> change) {
+            Builder copy = new Builder(this);
+            change.accept(copy);
+            return copy;
+        }
+
         /** How long a pooled connection may go without reading anything before it is closed. Default 60 s. */
         public Builder idleLimit(Duration idleLimit) {
             if (idleLimit.isNegative() || idleLimit.isZero()) {
-                throw new IllegalArgumentException("notify client idle limit must be positive, got " + idleLimit);
+                throw new IllegalArgumentException("notify client idle limit must be positive, got "
+                        + Durations.format(idleLimit));
             }
-            this.idleLimit = idleLimit;
-            return this;
+            return with(b -> b.idleLimit = idleLimit);
         }
 
         /** Sign every message with this secret; {@code null} (the default) sends unsigned messages. */
         public Builder auth(NotifyAuth auth) {
-            this.auth = auth;
-            return this;
+            return with(b -> b.auth = auth);
         }
 
-        public Builder metrics(NotifyMetrics metrics) {
-            this.metrics = Objects.requireNonNull(metrics, "metrics");
-            return this;
+        /** Where sends, retries, give-ups and connections are reported; default {@link NotifyRecorder#NOOP}. */
+        public Builder recorder(NotifyRecorder recorder) {
+            Objects.requireNonNull(recorder, "recorder");
+            return with(b -> b.recorder = recorder);
         }
 
-        /** The first and the longest pause between attempts. */
+        /** The first and the longest pause between attempts. Default 20 ms and 500 ms. */
         public Builder backoff(Duration min, Duration max) {
             if (min.isNegative() || min.isZero() || max.compareTo(min) < 0) {
-                throw new IllegalArgumentException("backoff must be positive with max >= min, got " + min + " .. " + max);
+                throw new IllegalArgumentException("backoff must be positive with max >= min, got "
+                        + Durations.format(min) + " .. " + Durations.format(max));
             }
-            this.minBackoff = min;
-            this.maxBackoff = max;
-            return this;
+            return with(b -> {
+                b.minBackoff = min;
+                b.maxBackoff = max;
+            });
         }
 
-        /** How long one attempt waits for the peer's acknowledgement before it counts as failed. */
+        /** How long one attempt waits for the peer's acknowledgement before it counts as failed. Default 2 s. */
         public Builder ackTimeout(Duration ackTimeout) {
             if (ackTimeout.isNegative() || ackTimeout.isZero()) {
-                throw new IllegalArgumentException("ack timeout must be positive, got " + ackTimeout);
+                throw new IllegalArgumentException("ack timeout must be positive, got " + Durations.format(ackTimeout));
             }
-            this.ackTimeout = ackTimeout;
-            return this;
+            return with(b -> b.ackTimeout = ackTimeout);
         }
 
+        /** The timers' scheduler; default {@code Schedulers.parallel()}, looked up at each send's subscription. */
         public Builder scheduler(Scheduler scheduler) {
-            this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
-            return this;
+            Objects.requireNonNull(scheduler, "scheduler");
+            return with(b -> b.scheduler = scheduler);
         }
 
+        /** The largest payload sent; a larger message fails its send at once. Default 1 MiB. */
         public Builder maxFrameBytes(int maxFrameBytes) {
             Frames.checkMax(maxFrameBytes);
-            this.maxFrameBytes = maxFrameBytes;
-            return this;
+            return with(b -> b.maxFrameBytes = maxFrameBytes);
         }
 
+        /** A client with these settings. */
         public NotifyClient build() {
             return new NotifyClient(this);
         }

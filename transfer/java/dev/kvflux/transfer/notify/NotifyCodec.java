@@ -1,14 +1,12 @@
 package dev.kvflux.transfer.notify;
 
 import dev.kvflux.bindings.StatusCode;
-import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.msgpack.core.MessageBufferPacker;
-import org.msgpack.core.MessagePack;
+import java.util.stream.Collectors;
 
 /**
  * msgpack encoding of {@link NotifyMessage}s: one map per message with string keys, as MoRIIO sends them
@@ -43,45 +41,32 @@ public final class NotifyCodec {
     public static byte[] encode(NotifyMessage message) {
         List<Map.Entry<String, Long>> optional = optionalKeys(message);
         int extra = optional.size() + (message.traceparent() != null ? 1 : 0);
-        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
-            switch (message) {
-                case NotifyMessage.RemoteBlocks blocks -> {
-                    packer.packMapHeader(5 + extra);
-                    packString(packer, "type", blocks.type());
-                    packString(packer, "req_id", blocks.reqId());
-                    packString(packer, "transfer_id", blocks.transferId());
-                    packer.packString("block_notify_list").packArrayHeader(blocks.blockNotifyList().size());
-                    for (long block : blocks.blockNotifyList()) {
-                        packer.packLong(block);
-                    }
-                    packer.packString("decode_rank").packInt(blocks.decodeRank());
+        FlatMapWriter packer = new FlatMapWriter();
+        switch (message) {
+            case NotifyMessage.RemoteBlocks blocks -> {
+                packer.map(5 + extra).entry("type", blocks.type().wireName()).entry("req_id", blocks.reqId())
+                        .entry("transfer_id", blocks.transferId())
+                        .string("block_notify_list").array(blocks.blockNotifyList().size());
+                for (long block : blocks.blockNotifyList()) {
+                    packer.integer(block);
                 }
-                case NotifyMessage.WriteFailed failed -> {
-                    packer.packMapHeader(4 + extra);
-                    packString(packer, "type", failed.type());
-                    packString(packer, "transfer_id", failed.transferId());
-                    packer.packString("code").packInt(failed.code().value());
-                    packString(packer, "reason", failed.reason());
-                }
-                case NotifyMessage.Abort abort -> {
-                    packer.packMapHeader(3 + extra);
-                    packString(packer, "type", abort.type());
-                    packString(packer, "transfer_id", abort.transferId());
-                    packString(packer, "reason", abort.reason());
-                }
-                case NotifyMessage.WriteDone done -> packTypeAndId(packer, done, extra);
-                case NotifyMessage.Release release -> packTypeAndId(packer, release, extra);
+                packer.entry("decode_rank", blocks.decodeRank());
             }
-            for (Map.Entry<String, Long> key : optional) {
-                packer.packString(key.getKey()).packLong(key.getValue());
-            }
-            if (message.traceparent() != null) {
-                packString(packer, "traceparent", message.traceparent());
-            }
-            return packer.toByteArray();
-        } catch (IOException e) {
-            throw new IllegalStateException("msgpack encoding into memory failed", e);
+            case NotifyMessage.WriteFailed failed -> packer.map(4 + extra).entry("type", failed.type().wireName())
+                    .entry("transfer_id", failed.transferId()).entry("code", failed.code().value())
+                    .entry("reason", failed.reason());
+            case NotifyMessage.Abort abort -> packer.map(3 + extra).entry("type", abort.type().wireName())
+                    .entry("transfer_id", abort.transferId()).entry("reason", abort.reason());
+            case NotifyMessage.WriteDone done -> typeAndId(packer, done, extra);
+            case NotifyMessage.Release release -> typeAndId(packer, release, extra);
         }
+        for (Map.Entry<String, Long> key : optional) {
+            packer.entry(key.getKey(), key.getValue());
+        }
+        if (message.traceparent() != null) {
+            packer.entry("traceparent", message.traceparent());
+        }
+        return packer.toByteArray();
     }
 
     /**
@@ -111,12 +96,18 @@ public final class NotifyCodec {
      * of the {@code accepted} types (all when null); any other type is rejected before the rest of the message is
      * read, so a role never materialises what it would ignore.
      */
-    static NotifyMessage decode(ByteBuffer bytes, int offset, int length, Set<String> accepted) {
+    static NotifyMessage decode(ByteBuffer bytes, int offset, int length, Set<NotifyMessage.Type> accepted) {
         FlatMapReader.Fields fields = FlatMapReader.read(bytes, offset, length);
-        String type = fields.string("type", MAX_TYPE_BYTES);
+        String wire = fields.string("type", MAX_TYPE_BYTES);
+        NotifyMessage.Type type = NotifyMessage.Type.ofWire(wire);
+        if (type == null) {
+            throw new MalformedFrameException("unknown notify message type '" + LogText.escape(wire)
+                    + "'; expected remote_blocks, write_done, write_failed, release or abort");
+        }
         if (accepted != null && !accepted.contains(type)) {
-            throw new MalformedFrameException("a notify message of type '" + LogText.escape(type)
-                    + "' is not one this server takes (" + String.join(", ", accepted) + ")");
+            throw new MalformedFrameException("a notify message of type '" + type + "' is not one this server takes ("
+                    + accepted.stream().sorted().map(NotifyMessage.Type::wireName)
+                            .collect(Collectors.joining(", ")) + ")");
         }
         return message(type, fields);
     }
@@ -155,23 +146,21 @@ public final class NotifyCodec {
     }
 
     /** The record a message map's fields make; each field is checked against its limit before it is read. */
-    private static NotifyMessage message(String type, FlatMapReader.Fields fields) {
+    private static NotifyMessage message(NotifyMessage.Type type, FlatMapReader.Fields fields) {
         String transferId = fields.string("transfer_id", MAX_ID_BYTES);
         long incarnation = optionalLong(fields, "incarnation");
         long to = optionalLong(fields, "to_incarnation");
         return switch (type) {
-            case "write_done" -> new NotifyMessage.WriteDone(transferId, incarnation, to,
+            case WRITE_DONE -> new NotifyMessage.WriteDone(transferId, incarnation, to,
                     optionalLong(fields, "checksum"), traceparent(fields));
-            case "release" -> new NotifyMessage.Release(transferId, incarnation, to);
-            case "abort" -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES),
+            case RELEASE -> new NotifyMessage.Release(transferId, incarnation, to);
+            case ABORT -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES),
                     incarnation);
-            case "write_failed" -> new NotifyMessage.WriteFailed(transferId, code(fields),
+            case WRITE_FAILED -> new NotifyMessage.WriteFailed(transferId, code(fields),
                     fields.truncatedString("reason", MAX_REASON_BYTES), incarnation, to, traceparent(fields));
-            case "remote_blocks" -> new NotifyMessage.RemoteBlocks(fields.string("req_id", MAX_ID_BYTES), transferId,
+            case REMOTE_BLOCKS -> new NotifyMessage.RemoteBlocks(fields.string("req_id", MAX_ID_BYTES), transferId,
                     fields.integers("block_notify_list", MAX_BLOCKS), intIn(fields, "decode_rank", 0, Integer.MAX_VALUE),
                     incarnation);
-            default -> throw new MalformedFrameException("unknown notify message type '" + LogText.escape(type)
-                    + "'; expected remote_blocks, write_done, write_failed, release or abort");
         };
     }
 
@@ -180,14 +169,7 @@ public final class NotifyCodec {
      * {@code {"type": "ack", "transfer_id": ...}}. It is not a MoRIIO message; only kvflux peers see it.
      */
     static byte[] encodeAck(String transferId) {
-        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
-            packer.packMapHeader(2);
-            packString(packer, "type", "ack");
-            packString(packer, "transfer_id", transferId);
-            return packer.toByteArray();
-        } catch (IOException e) {
-            throw new IllegalStateException("msgpack encoding into memory failed", e);
-        }
+        return new FlatMapWriter().map(2).entry("type", "ack").entry("transfer_id", transferId).toByteArray();
     }
 
     /** The transfer id an acknowledgement names. */
@@ -201,15 +183,8 @@ public final class NotifyCodec {
         return fields.string("transfer_id", MAX_ID_BYTES);
     }
 
-    private static void packString(MessageBufferPacker packer, String key, String value) throws IOException {
-        packer.packString(key).packString(value);
-    }
-
-    private static void packTypeAndId(MessageBufferPacker packer, NotifyMessage message, int extra)
-            throws IOException {
-        packer.packMapHeader(2 + extra);
-        packString(packer, "type", message.type());
-        packString(packer, "transfer_id", message.transferId());
+    private static void typeAndId(FlatMapWriter packer, NotifyMessage message, int extra) {
+        packer.map(2 + extra).entry("type", message.type().wireName()).entry("transfer_id", message.transferId());
     }
 
     /**

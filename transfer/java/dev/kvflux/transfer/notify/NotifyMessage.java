@@ -30,8 +30,49 @@ public sealed interface NotifyMessage {
     /** The sender's incarnation; 0 when unknown. */
     long incarnation();
 
-    /** The wire name in the {@code type} key. */
-    String type();
+    /** The message's kind; {@link Type#wireName()} is what the {@code type} key holds on the wire. */
+    Type type();
+
+    /** The kinds of message, each with the name its {@code type} key carries. */
+    enum Type {
+        /** D → P: where to write ({@link RemoteBlocks}). */
+        REMOTE_BLOCKS("remote_blocks"),
+        /** P → D: the KV has arrived ({@link WriteDone}). */
+        WRITE_DONE("write_done"),
+        /** P → D: the KV will not arrive ({@link WriteFailed}). */
+        WRITE_FAILED("write_failed"),
+        /** Either way: the sender is done with the transfer's blocks ({@link Release}). */
+        RELEASE("release"),
+        /** D → P: nobody wants the transfer any more ({@link Abort}). */
+        ABORT("abort");
+
+        private final String wireName;
+
+        Type(String wireName) {
+            this.wireName = wireName;
+        }
+
+        /** The name in the {@code type} key on the wire, as MoRIIO spells it. */
+        public String wireName() {
+            return wireName;
+        }
+
+        /** The type whose wire name is {@code wireName}, or null if there is none. */
+        public static Type ofWire(String wireName) {
+            for (Type type : values()) {
+                if (type.wireName.equals(wireName)) {
+                    return type;
+                }
+            }
+            return null;
+        }
+
+        /** The wire name, so that log lines read as the protocol does. */
+        @Override
+        public String toString() {
+            return wireName;
+        }
+    }
 
     /** The sender's trace context as a W3C traceparent; null when it sent none (only outcomes carry one). */
     default String traceparent() {
@@ -77,8 +118,8 @@ public sealed interface NotifyMessage {
         }
 
         @Override
-        public String type() {
-            return "remote_blocks";
+        public Type type() {
+            return Type.REMOTE_BLOCKS;
         }
     }
 
@@ -106,8 +147,8 @@ public sealed interface NotifyMessage {
         }
 
         @Override
-        public String type() {
-            return "write_done";
+        public Type type() {
+            return Type.WRITE_DONE;
         }
     }
 
@@ -134,8 +175,8 @@ public sealed interface NotifyMessage {
         }
 
         @Override
-        public String type() {
-            return "write_failed";
+        public Type type() {
+            return Type.WRITE_FAILED;
         }
     }
 
@@ -150,8 +191,8 @@ public sealed interface NotifyMessage {
         }
 
         @Override
-        public String type() {
-            return "release";
+        public Type type() {
+            return Type.RELEASE;
         }
     }
 
@@ -170,8 +211,8 @@ public sealed interface NotifyMessage {
         }
 
         @Override
-        public String type() {
-            return "abort";
+        public Type type() {
+            return Type.ABORT;
         }
     }
 }

@@ -1,6 +1,7 @@
 package dev.kvflux.transfer.notify;
 
 import dev.kvflux.transfer.LogContext;
+import dev.kvflux.transfer.internal.Durations;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
@@ -31,7 +32,7 @@ import reactor.netty.tcp.TcpServer;
  * <p>Every byte is treated as hostile. A frame whose length prefix is negative or above the maximum, whose
  * payload is not a message ({@link NotifyCodec}'s bounded decoding), or, when the server has a
  * {@link NotifyAuth notify secret}, whose tag (checked on the raw bytes before any decoding) is wrong or which
- * was signed too long ago, closes the connection it came on and is counted by kind in {@link NotifyMetrics};
+ * was signed too long ago, closes the connection it came on and is reported by kind to its {@link NotifyRecorder};
  * so is any error while handling a frame, {@link Error}s included: none reaches the event loop, and every
  * other connection keeps being served. Connections are bounded: at most {@link Builder#maxConnections} are
  * open (more are closed at once and counted), a started frame must complete within the frame read timeout,
@@ -40,7 +41,7 @@ import reactor.netty.tcp.TcpServer;
  *
  * <p>The handler runs on the connection's Netty event loop: it must not block. A handler that throws does
  * not close the connection: the message is still acknowledged, the failure is counted
- * ({@link NotifyMetrics#handlerFailures()}), the server's first is logged at error and later ones at debug.
+ * ({@link NotifyEvent#HANDLER_FAILED}), the server's first is logged at error and later ones at debug.
  */
 public final class NotifyServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NotifyServer.class);
@@ -54,16 +55,17 @@ public final class NotifyServer implements AutoCloseable {
     /** Default time a connection may stay silent; longer than {@link NotifyClient}'s idle limit. */
     public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(120);
 
+    /** How long {@link Builder#bindNow()} waits for the port. */
+    private static final Duration BIND_WITHIN = Duration.ofSeconds(10);
+
     private final DisposableServer server;
-    private final NotifyMetrics metrics;
     private final ChannelGroup connections;
     private final RateLimitedLog warnings;
     private final AtomicLong guardBuffered;
 
-    private NotifyServer(DisposableServer server, NotifyMetrics metrics, ChannelGroup connections,
-            RateLimitedLog warnings, AtomicLong guardBuffered) {
+    private NotifyServer(DisposableServer server, ChannelGroup connections, RateLimitedLog warnings,
+            AtomicLong guardBuffered) {
         this.server = server;
-        this.metrics = metrics;
         this.connections = connections;
         this.warnings = warnings;
         this.guardBuffered = guardBuffered;
@@ -76,10 +78,6 @@ public final class NotifyServer implements AutoCloseable {
     /** The address the server listens on (with the real port when 0 was asked). */
     public InetSocketAddress address() {
         return (InetSocketAddress) server.address();
-    }
-
-    public NotifyMetrics metrics() {
-        return metrics;
     }
 
     /** Bytes of partly received frames the server holds now, over all its connections. */
@@ -100,7 +98,10 @@ public final class NotifyServer implements AutoCloseable {
         warnings.close();
     }
 
-    /** Settings of a server; {@link #bind()} starts one. */
+    /**
+     * Settings of a server; immutable: every setter returns a changed copy. {@link #bind()} or {@link #bindNow()}
+     * starts one. A handler must be set; everything else has a default.
+     */
     public static final class Builder {
         private String host = "127.0.0.1";
         private int port;
@@ -110,51 +111,70 @@ public final class NotifyServer implements AutoCloseable {
         private Duration frameReadTimeout = DEFAULT_FRAME_READ_TIMEOUT;
         private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
         private Duration warnPeriod = RateLimitedLog.DEFAULT_PERIOD;
-        private NotifyMetrics metrics = new NotifyMetrics();
+        private NotifyRecorder recorder = NotifyRecorder.NOOP;
         private Consumer<NotifyMessage> handler;
         private NotifyAuth auth;
-        private Set<String> accepted;
+        private Set<NotifyMessage.Type> accepted;
 
         private Builder() {
         }
 
+        private Builder(Builder from) {
+            host = from.host;
+            port = from.port;
+            maxFrameBytes = from.maxFrameBytes;
+            maxConnections = from.maxConnections;
+            maxBufferedBytes = from.maxBufferedBytes;
+            frameReadTimeout = from.frameReadTimeout;
+            idleTimeout = from.idleTimeout;
+            warnPeriod = from.warnPeriod;
+            recorder = from.recorder;
+            handler = from.handler;
+            auth = from.auth;
+            accepted = from.accepted;
+        }
+
+        private Builder with(Consumer<Builder> change) {
+            Builder copy = new Builder(this);
+            change.accept(copy);
+            return copy;
+        }
+
         /**
-         * Take only messages of these wire types (e.g. {@code "write_done"}); a frame of another type closes its
-         * connection and counts as malformed, before the rest of it is decoded. Default: every type.
+         * Take only messages of these types; a frame of another type closes its connection and counts as
+         * malformed, before the rest of it is decoded. Default: every type.
          */
-        public Builder accepts(String... types) {
+        public Builder accepts(NotifyMessage.Type... types) {
             if (types.length == 0) {
                 throw new IllegalArgumentException("a notify server must accept at least one message type");
             }
-            this.accepted = Set.of(types);
-            return this;
+            Set<NotifyMessage.Type> set = Set.of(types);
+            return with(b -> b.accepted = set);
         }
 
         /** Accept only frames signed with this secret; {@code null} (the default) accepts unsigned frames. */
         public Builder auth(NotifyAuth auth) {
-            this.auth = auth;
-            return this;
+            return with(b -> b.auth = auth);
         }
 
+        /** The host name or address to listen on. Default {@code 127.0.0.1}. */
         public Builder host(String host) {
-            this.host = Objects.requireNonNull(host, "host");
-            return this;
+            Objects.requireNonNull(host, "host");
+            return with(b -> b.host = host);
         }
 
-        /** The port to listen on; 0 picks a free one. */
+        /** The port to listen on; 0 (the default) picks a free one. */
         public Builder port(int port) {
             if (port < 0 || port > 65535) {
                 throw new IllegalArgumentException("notify port " + port + " is not a TCP port (0..65535)");
             }
-            this.port = port;
-            return this;
+            return with(b -> b.port = port);
         }
 
         /** The largest payload accepted; a longer frame closes its connection. Default 1 MiB. */
         public Builder maxFrameBytes(int maxFrameBytes) {
             Frames.checkMax(maxFrameBytes);
-            this.maxFrameBytes = maxFrameBytes;
-            return this;
+            return with(b -> b.maxFrameBytes = maxFrameBytes);
         }
 
         /** The most connections open at once; one more is closed as soon as it is accepted. Default 1024. */
@@ -163,22 +183,21 @@ public final class NotifyServer implements AutoCloseable {
                 throw new IllegalArgumentException("notify max connections " + maxConnections
                         + " is out of range; use 1 to 1048576 (the default is " + DEFAULT_MAX_CONNECTIONS + ")");
             }
-            this.maxConnections = maxConnections;
-            return this;
+            return with(b -> b.maxConnections = maxConnections);
         }
 
         /**
          * The most bytes of partly received frames the server holds over all its connections; a connection whose
-         * bytes would take it past this is closed and counted ({@code buffer_budget_closes}), so many peers each
-         * sending most of a large frame cannot make it buffer gigabytes. Default 64 MiB; at least one frame.
+         * bytes would take it past this is closed and counted ({@link NotifyEvent#CLOSED_BUFFER_BUDGET}), so many
+         * peers each sending most of a large frame cannot make it buffer gigabytes. Default 64 MiB; at least one
+         * frame.
          */
         public Builder maxBufferedBytes(long maxBufferedBytes) {
             if (maxBufferedBytes < Frames.PREFIX + 16 || maxBufferedBytes > (16L << 30)) {
                 throw new IllegalArgumentException("notify buffered-bytes budget " + maxBufferedBytes
                         + " is out of range; use 20 bytes to 16 GiB (the default is 64 MiB)");
             }
-            this.maxBufferedBytes = maxBufferedBytes;
-            return this;
+            return with(b -> b.maxBufferedBytes = maxBufferedBytes);
         }
 
         /** The connection cap and the two timeouts of {@code limits} (its peer budget is the handler's). */
@@ -190,53 +209,74 @@ public final class NotifyServer implements AutoCloseable {
 
         /** How long a frame may take to arrive once its first byte has. Default 10 s. */
         public Builder frameReadTimeout(Duration frameReadTimeout) {
-            this.frameReadTimeout = positive(frameReadTimeout, "frame read timeout");
-            return this;
+            Duration checked = positive(frameReadTimeout, "frame read timeout");
+            return with(b -> b.frameReadTimeout = checked);
         }
 
         /** How long a connection may stay silent before it is closed. Default 120 s. */
         public Builder idleTimeout(Duration idleTimeout) {
-            this.idleTimeout = positive(idleTimeout, "idle timeout");
-            return this;
+            Duration checked = positive(idleTimeout, "idle timeout");
+            return with(b -> b.idleTimeout = checked);
         }
 
         /** The period of the rate limit on warnings about rejected frames. Default 10 s. */
         public Builder warnPeriod(Duration warnPeriod) {
-            this.warnPeriod = positive(warnPeriod, "warning period");
-            return this;
+            Duration checked = positive(warnPeriod, "warning period");
+            return with(b -> b.warnPeriod = checked);
         }
 
-        public Builder metrics(NotifyMetrics metrics) {
-            this.metrics = Objects.requireNonNull(metrics, "metrics");
-            return this;
+        /** Where received messages, refused frames and connections are reported; default {@link NotifyRecorder#NOOP}. */
+        public Builder recorder(NotifyRecorder recorder) {
+            Objects.requireNonNull(recorder, "recorder");
+            return with(b -> b.recorder = recorder);
         }
 
         /** Receives every decoded message, on the connection's event loop; must not block. */
         public Builder handler(Consumer<NotifyMessage> handler) {
-            this.handler = Objects.requireNonNull(handler, "handler");
-            return this;
+            Objects.requireNonNull(handler, "handler");
+            return with(b -> b.handler = handler);
         }
 
-        /** Emits the server once it listens; errors if the address cannot be bound. */
+        /**
+         * Emits the server once it listens; errors with an {@link IllegalStateException} saying why if the
+         * address cannot be bound (in use, not an address of this host, needs privileges).
+         *
+         * @throws NullPointerException at once if no handler is set
+         */
         public Mono<NotifyServer> bind() {
             Objects.requireNonNull(handler, "set a handler before binding the notify server");
-            Connections guard = new Connections(handler, metrics, maxFrameBytes, maxConnections, maxBufferedBytes,
-                    frameReadTimeout, idleTimeout, decoder(auth, accepted),
-                    new RateLimitedLog(LOG, warnPeriod, null));
-            return TcpServer.create()
-                    .host(host)
-                    .port(port)
-                    .doOnConnection(guard::accepted)
-                    .handle(guard::serve)
-                    .bind()
-                    .map(server -> new NotifyServer(server, guard.metrics, guard.group, guard.warnings,
-                            guard.buffered))
-                    .doOnError(e -> guard.warnings.close())
-                    .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
-                            + ":" + port + ": " + BindFailures.describe(host, port, e), e));
+            return Mono.defer(() -> {
+                Connections guard = new Connections(handler, recorder, maxFrameBytes, maxConnections,
+                        maxBufferedBytes, frameReadTimeout, idleTimeout, decoder(auth, accepted),
+                        new RateLimitedLog(LOG, warnPeriod, null));
+                return TcpServer.create()
+                        .host(host)
+                        .port(port)
+                        .doOnConnection(guard::accepted)
+                        .handle(guard::serve)
+                        .bind()
+                        .map(server -> new NotifyServer(server, guard.group, guard.warnings, guard.buffered))
+                        .doOnError(e -> guard.warnings.close())
+                        .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
+                                + ":" + port + ": " + BindFailures.describe(host, port, e), e));
+            });
         }
 
-        private static Function<ByteBuffer, NotifyMessage> decoder(NotifyAuth auth, Set<String> accepted) {
+        /**
+         * Binds and waits up to 10 s for the server to listen. Blocks the calling thread: not for a Reactor
+         * non-blocking thread (an event loop, {@code Schedulers.parallel()}).
+         *
+         * @throws IllegalStateException if the address cannot be bound, or binding takes longer than 10 s
+         */
+        public NotifyServer bindNow() {
+            NotifyServer server = bind().block(BIND_WITHIN);
+            if (server == null) {
+                throw new IllegalStateException("the notify server on " + host + ":" + port + " did not bind");
+            }
+            return server;
+        }
+
+        private static Function<ByteBuffer, NotifyMessage> decoder(NotifyAuth auth, Set<NotifyMessage.Type> accepted) {
             if (auth != null) {
                 return payload -> auth.verify(payload, accepted);
             }
@@ -246,40 +286,41 @@ public final class NotifyServer implements AutoCloseable {
         private static Duration positive(Duration value, String what) {
             Objects.requireNonNull(value, what);
             if (value.isZero() || value.isNegative()) {
-                throw new IllegalArgumentException("notify " + what + " must be positive, got " + value);
+                throw new IllegalArgumentException("notify " + what + " must be positive, got "
+                        + Durations.format(value));
             }
             return value;
         }
     }
 
     /** One bound server's connection handling: the cap, the frame pipeline, and what a bad frame does. */
-    private record Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes,
+    private record Connections(Consumer<NotifyMessage> handler, NotifyRecorder recorder, int maxFrameBytes,
             int maxConnections, long maxBufferedBytes, Duration frameReadTimeout, Duration idleTimeout,
             Function<ByteBuffer, NotifyMessage> decoder, RateLimitedLog warnings, ChannelGroup group, AtomicInteger open,
-            AtomicLong buffered, AtomicBoolean warnedHandlerFailure) {
+            AtomicLong buffered, AtomicBoolean warnedHandlerFailure, AtomicLong handlerFailures) {
 
-        Connections(Consumer<NotifyMessage> handler, NotifyMetrics metrics, int maxFrameBytes, int maxConnections,
+        Connections(Consumer<NotifyMessage> handler, NotifyRecorder recorder, int maxFrameBytes, int maxConnections,
                 long maxBufferedBytes, Duration frameReadTimeout, Duration idleTimeout,
                 Function<ByteBuffer, NotifyMessage> decoder, RateLimitedLog warnings) {
-            this(handler, metrics, maxFrameBytes, maxConnections, maxBufferedBytes, frameReadTimeout, idleTimeout,
+            this(handler, recorder, maxFrameBytes, maxConnections, maxBufferedBytes, frameReadTimeout, idleTimeout,
                     decoder, warnings, new DefaultChannelGroup(GlobalEventExecutor.INSTANCE), new AtomicInteger(),
-                    new AtomicLong(), new AtomicBoolean());
+                    new AtomicLong(), new AtomicBoolean(), new AtomicLong());
         }
 
         void accepted(reactor.netty.Connection connection) {
             if (open.incrementAndGet() > maxConnections) {
                 open.decrementAndGet();
-                metrics.connectionsRejected.increment();
+                recorder.record(NotifyEvent.CLOSED_MAX_CONNECTIONS);
                 warnings.warn(RateLimitedLog.Kind.REJECTED_CONNECTION, "closing a new notify connection: "
                         + maxConnections + " are open, the maximum");
                 connection.channel().close();
                 return;
             }
             connection.channel().closeFuture().addListener(f -> open.decrementAndGet());
-            metrics.connectionsAccepted.increment();
+            recorder.record(NotifyEvent.CONNECTION_ACCEPTED);
             group.add(connection.channel());
             connection.addHandlerLast("kvflux-frames",
-                    Frames.guardedDecoder(maxFrameBytes, frameReadTimeout, idleTimeout, metrics, buffered,
+                    Frames.guardedDecoder(maxFrameBytes, frameReadTimeout, idleTimeout, recorder, buffered,
                             maxBufferedBytes));
         }
 
@@ -306,8 +347,8 @@ public final class NotifyServer implements AutoCloseable {
             } catch (Throwable e) {
                 throw new FrameFailedException(e);
             }
-            metrics.received.increment();
-            try (LogContext.Scope scope = LogContext.open(message.transferId(), null)) {
+            recorder.record(NotifyEvent.RECEIVED);
+            try (LogContext.Scope _ = LogContext.open(message.transferId(), null)) {
                 try {
                     handler.accept(message);
                 } catch (Throwable e) {
@@ -319,23 +360,23 @@ public final class NotifyServer implements AutoCloseable {
 
         private void rejected(Throwable error) {
             if (Frames.isBadLength(error)) {
-                metrics.oversizedFrames.increment();
+                recorder.record(NotifyEvent.REJECTED_OVERSIZED);
                 warnings.warn(RateLimitedLog.Kind.OVERSIZED, "closing a notify connection: frame length rejected ("
                         + LogText.escape(error.getMessage()) + "); the maximum is " + maxFrameBytes + " bytes");
             } else if (error instanceof UnauthenticatedFrameException) {
-                metrics.unauthenticatedFrames.increment();
+                recorder.record(NotifyEvent.REJECTED_UNAUTHENTICATED);
                 warnings.warn(RateLimitedLog.Kind.UNAUTHENTICATED, "closing a notify connection: "
                         + error.getMessage());
             } else if (error instanceof MalformedFrameException malformed && malformed.isInvalidUtf8()) {
-                metrics.invalidUtf8Frames.increment();
+                recorder.record(NotifyEvent.REJECTED_INVALID_UTF8);
                 warnings.warn(RateLimitedLog.Kind.INVALID_UTF8, "closing a notify connection: "
                         + error.getMessage());
             } else if (error instanceof MalformedFrameException) {
-                metrics.malformedFrames.increment();
+                recorder.record(NotifyEvent.REJECTED_MALFORMED);
                 warnings.warn(RateLimitedLog.Kind.MALFORMED, "closing a notify connection: " + error.getMessage());
             } else {
                 Throwable cause = error instanceof FrameFailedException ? error.getCause() : error;
-                metrics.frameInternalErrors.increment();
+                recorder.record(NotifyEvent.REJECTED_INTERNAL_ERROR);
                 warnings.warn(RateLimitedLog.Kind.INTERNAL_ERROR, "closing a notify connection after an internal"
                         + " error: " + LogText.escape(cause.toString()));
             }
@@ -346,7 +387,8 @@ public final class NotifyServer implements AutoCloseable {
          * so a handler that fails on every message cannot flood the log at the message rate.
          */
         private void handlerFailed(NotifyMessage message, Throwable error) {
-            metrics.handlerFailures.increment();
+            recorder.record(NotifyEvent.HANDLER_FAILED);
+            long failures = handlerFailures.incrementAndGet();
             String what = LogText.escape(message.toString());
             if (warnedHandlerFailure.compareAndSet(false, true)) {
                 String text = "notify handler failed on {}: the message was acknowledged but not acted on, and the"
@@ -360,7 +402,7 @@ public final class NotifyServer implements AutoCloseable {
                     LOG.error(text, what, error);
                 }
             } else {
-                LOG.debug("notify handler failed on {} (failure {}): {}", what, metrics.handlerFailures(),
+                LOG.debug("notify handler failed on {} (failure {}): {}", what, failures,
                         error.toString());
             }
         }

@@ -16,7 +16,7 @@ import reactor.core.scheduler.Schedulers;
  * thus writes at most one line per kind and one summary per period, whatever its rate. Thread-safe.
  */
 final class RateLimitedLog implements AutoCloseable {
-    /** What went wrong with a frame or a connection; the counters in {@link NotifyMetrics} match. */
+    /** What went wrong with a frame or a connection; the {@link NotifyEvent}s reported match. */
     enum Kind { MALFORMED, OVERSIZED, UNAUTHENTICATED, INVALID_UTF8, INTERNAL_ERROR, REJECTED_CONNECTION }
 
     static final Duration DEFAULT_PERIOD = Duration.ofSeconds(10);

@@ -1,11 +1,10 @@
 package dev.kvflux.serving.http;
 
-import dev.kvflux.serving.proxy.InstanceRegistry;
-import dev.kvflux.serving.proxy.ProxyServer;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvflux.serving.proxy.InstanceRegistry;
+import dev.kvflux.serving.proxy.ProxyServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -38,7 +37,7 @@ class HttpLimitsTest {
 
     private Socket connectToQuickProxy() throws IOException {
         proxy = ProxyServer.builder().discoveryPort(0).registry(new InstanceRegistry(Duration.ofSeconds(30)))
-                .httpLimits(QUICK).start();
+                .httpLimits(QUICK).bindNow();
         Socket socket = new Socket(InetAddress.getLoopbackAddress(), proxy.address().getPort());
         socket.setSoTimeout(5_000);
         return socket;
@@ -147,7 +146,7 @@ class HttpLimitsTest {
     void aBusyPortIsNamedAsInUse() throws IOException {
         try (ServerSocket busy = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             assertThatThrownBy(() -> ProxyServer.builder().port(busy.getLocalPort())
-                    .registry(new InstanceRegistry(Duration.ofSeconds(1))).start())
+                    .registry(new InstanceRegistry(Duration.ofSeconds(1))).bindNow())
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("port " + busy.getLocalPort() + " on 127.0.0.1 is in use by another process");
         }
@@ -157,7 +156,7 @@ class HttpLimitsTest {
     void anAddressOfNoInterfaceIsNamedAsSuch() {
         // 192.0.2.1 is TEST-NET-1: never an address of this host
         assertThatThrownBy(() -> ProxyServer.builder().host("192.0.2.1")
-                .registry(new InstanceRegistry(Duration.ofSeconds(1))).start())
+                .registry(new InstanceRegistry(Duration.ofSeconds(1))).bindNow())
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("address 192.0.2.1 is not one of this host's addresses")
                 .message().doesNotContain("another process");
@@ -176,7 +175,7 @@ class HttpLimitsTest {
     @Test
     void aConnectionBeyondTheCapIsClosedAtOnceAndThePortServesAgainWhenOneCloses() throws IOException {
         proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(30)))
-                .httpLimits(new HttpLimits(Duration.ofSeconds(30), SHORT, SHORT, SHORT, SHORT, 3)).start();
+                .httpLimits(new HttpLimits(Duration.ofSeconds(30), SHORT, SHORT, SHORT, SHORT, 3)).bindNow();
         java.util.List<Socket> sockets = new java.util.ArrayList<>();
         try {
             for (int i = 0; i < 4; i++) {

@@ -1,12 +1,11 @@
 package dev.kvflux.serving.proxy;
 
-import dev.kvflux.serving.api.Instance;
-import dev.kvflux.serving.api.Role;
-import dev.kvflux.serving.http.HttpJson;
-
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.kvflux.serving.api.Instance;
+import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.http.HttpJson;
 import io.netty.buffer.Unpooled;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -77,7 +76,7 @@ class ProxyServerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefill, 7001));
         registry.ping(instance(Role.DECODE, decode, 7002));
-        proxy = ProxyServer.builder().registry(registry).start();
+        proxy = ProxyServer.builder().registry(registry).bindNow();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 16, \"stream\": true}");
 
@@ -109,7 +108,7 @@ class ProxyServerTest {
         registry.ping(new Instance(Role.PREFILL, new InetSocketAddress("127.0.0.1", closedPort),
                 new InetSocketAddress("127.0.0.1", 7001)));
         registry.ping(instance(Role.DECODE, decode, 7002));
-        proxy = ProxyServer.builder().registry(registry).start();
+        proxy = ProxyServer.builder().registry(registry).bindNow();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
@@ -131,7 +130,7 @@ class ProxyServerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefill, 7001));
         registry.ping(instance(Role.DECODE, decode, 7002));
-        proxy = ProxyServer.builder().registry(registry).start();
+        proxy = ProxyServer.builder().registry(registry).bindNow();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
@@ -150,7 +149,7 @@ class ProxyServerTest {
         registry.ping(instance(Role.DECODE, decode, 7002));
         // one connection to each instance and 2 requests waiting for it: the fourth request is refused
         proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMinutes(1)).maxConnections(1)
-                .start();
+                .bindNow();
         String uri = "http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions";
         HttpClient client = HttpClient.create();
 
@@ -174,7 +173,7 @@ class ProxyServerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefill, 7001));
         registry.ping(instance(Role.DECODE, decode, 7002));
-        proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMillis(300)).start();
+        proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMillis(300)).bindNow();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
@@ -186,7 +185,7 @@ class ProxyServerTest {
         prefill = recording(toPrefill, Flux.just("{}"));
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefill, 7001));
-        proxy = ProxyServer.builder().registry(registry).start();
+        proxy = ProxyServer.builder().registry(registry).bindNow();
 
         String answer = post("/v1/completions", "{\"prompt\": \"a\"}");
 
@@ -195,7 +194,7 @@ class ProxyServerTest {
 
     @Test
     void bodyOverTheLimitIsRefusedAloneAndTheProxyKeepsServing() {
-        proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(30))).start();
+        proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(30))).bindNow();
         String huge = "{\"prompt\": \"" + "w ".repeat(HttpJson.MAX_BODY_BYTES / 2) + "\"}";
 
         String refused = post("/v1/completions", huge);
@@ -207,7 +206,7 @@ class ProxyServerTest {
 
     @Test
     void registrationOnTheDiscoveryPortShowsInHealth() {
-        proxy = ProxyServer.builder().discoveryPort(0).registry(new InstanceRegistry(Duration.ofSeconds(30))).start();
+        proxy = ProxyServer.builder().discoveryPort(0).registry(new InstanceRegistry(Duration.ofSeconds(30))).bindNow();
 
         String registered = post(proxy.discoveryAddress(), "/register",
                 "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
@@ -221,7 +220,7 @@ class ProxyServerTest {
     @Test
     void theClientPortAnswers404ToRegistrationsAndRegistersNothing() {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
-        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).bindNow();
 
         String answer = post("/register", "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
 
@@ -282,7 +281,7 @@ class ProxyServerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         registry.ping(instance(Role.PREFILL, prefillServer, 7001));
         registry.ping(instance(Role.DECODE, decodeServer, 7002));
-        proxy = ProxyServer.builder().registry(registry).start();
+        proxy = ProxyServer.builder().registry(registry).bindNow();
     }
 
     @Test

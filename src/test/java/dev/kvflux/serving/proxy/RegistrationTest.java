@@ -1,12 +1,11 @@
 package dev.kvflux.serving.proxy;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.RegistrationAuth;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
-
-import static org.assertj.core.api.Assertions.assertThat;
-
 import dev.kvflux.transfer.notify.NotifyAuth;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.DefaultHttpHeaders;
@@ -40,7 +39,7 @@ class RegistrationTest {
     private InstanceRegistry securedProxy() {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
-                .registrationSecret(NotifyAuth.of(SECRET)).start();
+                .registrationSecret(NotifyAuth.of(SECRET)).bindNow();
         return registry;
     }
 
@@ -125,7 +124,7 @@ class RegistrationTest {
     @Test
     void aFloodOfNewInstancesNeitherEvictsNorStarvesTheLiveOnes() {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30), VirtualTimeScheduler.create(), 4);
-        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).bindNow();
         assertThat(register(DECODE, new DefaultHttpHeaders())).startsWith("200 ");
 
         List<String> flood = Flux.range(0, 200)
@@ -163,8 +162,8 @@ class RegistrationTest {
     @Test
     void aRegistrationBodyOverFourKibibytesIsRefusedUnread() {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
-        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
-        String padded = DECODE.replace("}", ", \"pad\": \"" + "x".repeat(ProxyServer.MAX_REGISTRATION_BYTES) + "\"}");
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).bindNow();
+        String padded = DECODE.replace("}", ", \"pad\": \"" + "x".repeat(ProxyRoutes.MAX_REGISTRATION_BYTES) + "\"}");
 
         assertThat(register(padded, new DefaultHttpHeaders())).startsWith("413 ").contains("4 KiB limit");
         assertThat(registry.live(Role.DECODE)).isEmpty();
@@ -173,7 +172,7 @@ class RegistrationTest {
     @Test
     void aRegistrationWhoseHostIsNotAHostNameIsRefusedWithoutEchoingIt() {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
-        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).start();
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).bindNow();
         String forged = "{\"role\": \"decode\", \"http\": \"evil\\n12:00:00 INFO registered decode:8200\","
                 + " \"notify\": \"127.0.0.1:8201\"}";
 

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvflux.transfer.notify.NotifyEvent;
 import dev.kvflux.transfer.notify.NotifyServer;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
@@ -24,7 +25,7 @@ class DecodeServerTest {
         try (NotifyServer prefill = NotifyServer.builder().handler(message -> firstIsWaiting.countDown()).bind()
                      .block(Duration.ofSeconds(5));
              DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(30))
-                     .start()) {
+                     .bindNow()) {
             String request = "{\"prompt\": \"a b\", \"kv_transfer_params\": {\"transfer_id\": \"t-1\","
                     + " \"remote_notify\": \"127.0.0.1:" + prefill.address().getPort() + "\"}}";
             Disposable first = Completions.post(decode.httpAddress(), request).subscribe();
@@ -44,10 +45,10 @@ class DecodeServerTest {
 
         assertThatThrownBy(() -> Mono.fromCallable(() -> DecodeServer.builder()
                 .addresses(new RoleAddresses("127.0.0.1", 0, notifyPort)).model(SMALL)
-                .receiveDeadline(Duration.ofSeconds(30)).start())
+                .receiveDeadline(Duration.ofSeconds(30)).bindNow())
                 .subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
                 .isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("DecodeServer.start").hasMessageContaining("boundedElastic");
+                .hasMessageContaining("DecodeServer.bindNow").hasMessageContaining("boundedElastic");
         assertThatCode(() -> new java.net.ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
                 .as("nothing was bound").doesNotThrowAnyException();
     }
@@ -56,13 +57,13 @@ class DecodeServerTest {
     void withADeadlineUndeliverableRemoteBlocksFailTheRequestAtOnceWith503() throws Exception {
         int closedNotifyPort = PrefillServerTest.freePort();
         // remote_blocks is retried for half the deadline (1 s); the deadline itself would answer 504 at 2 s
-        try (DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(2)).start()) {
+        try (DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(2)).bindNow()) {
             String answer = Completions.post(decode.httpAddress(), "{\"prompt\": \"a b\", \"kv_transfer_params\": {\"transfer_id\": \"t-1\","
                     + " \"remote_notify\": \"127.0.0.1:" + closedNotifyPort + "\"}}").block(Duration.ofSeconds(5));
 
             assertThat(answer).startsWith("503 ").contains("REMOTE_BLOCKS_UNDELIVERABLE")
                     .contains("127.0.0.1:" + closedNotifyPort);
-            assertThat(decode.metrics().undeliverable()).isEqualTo(1);
+            assertThat(decode.notifyMeters().count(NotifyEvent.UNDELIVERABLE)).isEqualTo(1);
         }
     }
 }

@@ -5,10 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.transfer.BlockAllocator.State;
 import dev.kvflux.transfer.notify.NotifyClient;
 import dev.kvflux.transfer.notify.NotifyMessage;
 import dev.kvflux.transfer.notify.NotifyServer;
-import dev.kvflux.serving.role.BlockAllocator.State;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
@@ -50,7 +50,7 @@ class FailureHandlingTest {
 
     private static PrefillServer prefill(ServingModel model, SimulatedXgmiEngine engine, int kvBlocks) {
         return PrefillServer.builder().model(model).engine(engine).notifyWithin(Duration.ofSeconds(2))
-                .maxQueuedPrompts(16).kvBlocks(kvBlocks).start();
+                .maxQueuedPrompts(16).kvBlocks(kvBlocks).bindNow();
     }
 
     @Test
@@ -163,7 +163,7 @@ class FailureHandlingTest {
         try (NotifyServer prefill = recorder(toPrefill);
              NotifyClient client = NotifyClient.create();
              DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofMillis(300))
-                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).start()) {
+                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).bindNow()) {
             String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
                     .block(Duration.ofSeconds(5));
 
@@ -185,7 +185,7 @@ class FailureHandlingTest {
         try (NotifyServer prefill = recorder(toPrefill);
              NotifyClient client = NotifyClient.create();
              DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofMillis(300))
-                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).start()) {
+                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).bindNow()) {
             client.send(decode.notifyAddress(), new NotifyMessage.Release("t-1"), Duration.ofSeconds(5)).block();
 
             String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
@@ -204,7 +204,7 @@ class FailureHandlingTest {
         try (NotifyServer prefill = recorder(toPrefill);
              NotifyClient client = NotifyClient.create();
              DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30))
-                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).start()) {
+                     .kvBlocks(100).blockLease(Duration.ofMinutes(10)).bindNow()) {
             var answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
             await("decode sent its block list", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1"));
 
@@ -225,7 +225,7 @@ class FailureHandlingTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
              DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofMillis(100))
-                     .kvBlocks(100).blockLease(Duration.ofMillis(200)).start()) {
+                     .kvBlocks(100).blockLease(Duration.ofMillis(200)).bindNow()) {
             String answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address()))
                     .block(Duration.ofSeconds(5));
             assertThat(answer).startsWith("504 ");
@@ -239,7 +239,7 @@ class FailureHandlingTest {
     void decodesShutdownFailsWaitingRequestsWithAReasonAndTellsPrefillAbort() throws Exception {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill)) {
-            DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start();
+            DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).bindNow();
             var answer = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
             await("decode sent its block list", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1"));
 
@@ -257,7 +257,7 @@ class FailureHandlingTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
              DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30))
-                     .kvBlocks(2).blockLease(Duration.ofMinutes(1)).start()) {
+                     .kvBlocks(2).blockLease(Duration.ofMinutes(1)).bindNow()) {
             String answer = Completions.post(decode.httpAddress(), body("t-1", LONG_PROMPT, prefill.address()))
                     .block(Duration.ofSeconds(5));
 
@@ -290,7 +290,7 @@ class FailureHandlingTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = recorder(toPrefill);
              NotifyClient client = NotifyClient.create();
-             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start()) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).bindNow()) {
             var bad = Completions.post(decode.httpAddress(), body("t-1", "a b", prefill.address())).toFuture();
             var good = Completions.post(decode.httpAddress(), body("t-2", "a b", prefill.address())).toFuture();
             await("decode sent both block lists", () -> got(toPrefill, NotifyMessage.RemoteBlocks.class, "t-1")
@@ -320,7 +320,7 @@ class FailureHandlingTest {
         try (NotifyServer peer = recorder(toPeer);
              SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              PrefillServer prefill = prefill(FAST, engine, 1000);
-             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start()) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).bindNow()) {
             String invalid = "{\"prompt\": \"a b\", \"max_tokens\": -1, \"kv_transfer_params\": {\"transfer_id\":"
                     + " \"t-1\", \"remote_notify\": \"127.0.0.1:" + peer.address().getPort() + "\"}}";
 
@@ -348,7 +348,7 @@ class FailureHandlingTest {
                      .fault(dev.kvflux.bindings.sim.Fault.stall(1)).build();
              PrefillServer prefill = PrefillServer.builder().model(FAST).engine(engine)
                      .transfer(KvfluxConfig.defaults().transfer().withTimeout(Duration.ofMillis(500)))
-                     .notifyWithin(Duration.ofSeconds(2)).maxQueuedPrompts(16).kvBlocks(1000).start()) {
+                     .notifyWithin(Duration.ofSeconds(2)).maxQueuedPrompts(16).kvBlocks(1000).bindNow()) {
             client.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks("t-1", "t-1", List.of(7L), 0),
                     Duration.ofSeconds(5)).block();
             assertThat(Completions.post(prefill.httpAddress(), body("t-1", "a b c", decode.address()))

@@ -3,6 +3,7 @@ package dev.kvflux.serving.role;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.transfer.Incarnation;
 import dev.kvflux.transfer.notify.NotifyClient;
 import dev.kvflux.transfer.notify.NotifyMessage;
 import dev.kvflux.transfer.notify.NotifyServer;
@@ -46,7 +47,7 @@ class IncarnationTest {
              NotifyClient asDecode = NotifyClient.create();
              SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              PrefillServer prefill = PrefillServer.builder().model(FAST).engine(engine)
-                     .notifyWithin(Duration.ofSeconds(2)).maxQueuedPrompts(16).kvBlocks(1000).start()) {
+                     .notifyWithin(Duration.ofSeconds(2)).maxQueuedPrompts(16).kvBlocks(1000).bindNow()) {
             int port = decode.address().getPort();
             long old = Incarnation.next();
             // t-0 completes against the old incarnation: prefill now knows it
@@ -89,7 +90,7 @@ class IncarnationTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = NotifyServer.builder().handler(toPrefill::add).bind().block(Duration.ofSeconds(5));
              NotifyClient asPrefill = NotifyClient.create();
-             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start()) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).bindNow()) {
             var answer = Completions.post(decode.httpAddress(), body("t-1", prefill.address().getPort())).toFuture();
             await("decode sent its block list with its incarnation", () -> toPrefill.stream().anyMatch(
                     m -> m instanceof NotifyMessage.RemoteBlocks b && b.incarnation() == decode.incarnation()));
@@ -111,7 +112,7 @@ class IncarnationTest {
         List<NotifyMessage> toPrefill = new CopyOnWriteArrayList<>();
         try (NotifyServer prefill = NotifyServer.builder().handler(toPrefill::add).bind().block(Duration.ofSeconds(5));
              NotifyClient asPrefill = NotifyClient.create();
-             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).start()) {
+             DecodeServer decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(30)).bindNow()) {
             int port = prefill.address().getPort();
             long old = Incarnation.next();
             var first = Completions.post(decode.httpAddress(), body("t-0", port)).toFuture();

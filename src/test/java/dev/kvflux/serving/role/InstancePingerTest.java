@@ -2,11 +2,11 @@ package dev.kvflux.serving.role;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.serving.api.Instance;
+import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
-import dev.kvflux.serving.api.Role;
+import dev.kvflux.transfer.notify.NotifyAuth;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -45,7 +45,7 @@ class InstancePingerTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         Instance self = new Instance(Role.PREFILL, Instance.address("127.0.0.1:8100"), Instance.address("127.0.0.1:8101"));
         try (ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry).registrationSecret(secret)
-                .start()) {
+                .bindNow()) {
             String url = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();
             InstancePinger unsigned = InstancePinger.start(url, self, Duration.ofMillis(100), null);
             InstancePinger signed;

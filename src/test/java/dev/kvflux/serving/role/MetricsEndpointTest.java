@@ -6,11 +6,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.serving.metrics.RoleMetrics;
-import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
+import dev.kvflux.transfer.notify.NotifyEvent;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
@@ -53,7 +54,7 @@ class MetricsEndpointTest {
                 decode.meterRegistry(decodeMeters);
                 proxy.meterRegistry(proxyMeters);
             }
-            Stack stack = new Stack(engine, prefill.start(), decode.start(), proxy.start());
+            Stack stack = new Stack(engine, prefill.bindNow(), decode.bindNow(), proxy.bindNow());
             registry.ping(stack.prefill.instance());
             registry.ping(stack.decode.instance());
             return stack;
@@ -160,7 +161,7 @@ class MetricsEndpointTest {
 
             assertThat(stack.prefill.stats().writesDone()).as("the accessors read the same meters").isEqualTo(1);
             assertThat(stack.prefill.stats().writesFailed()).isEqualTo(1);
-            assertThat(stack.decode.metrics().writeFailed()).isEqualTo(1);
+            assertThat(stack.decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_FAILED)).isEqualTo(1);
         }
     }
 
@@ -184,7 +185,7 @@ class MetricsEndpointTest {
             assertThat(proxyMeters.get("kvflux.proxy.requests").tags("status", "200").timer().count()).isEqualTo(1);
             assertThat(stack.prefill.stats().writesDone()).as("the accessors read through the given registry")
                     .isEqualTo(1);
-            assertThat(stack.decode.metrics().writeDone()).isEqualTo(1);
+            assertThat(stack.decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_DONE)).isEqualTo(1);
             assertThat(metrics(stack.prefill.httpAddress()).count("kvflux_prefill_writes_seconds_count", "outcome",
                     "write_done")).as("served beside the given registry").isEqualTo(1);
         }

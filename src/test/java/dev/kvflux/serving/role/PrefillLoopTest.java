@@ -22,7 +22,7 @@ class PrefillLoopTest {
         Map<String, Long> doneAtMs = new ConcurrentHashMap<>();
         Map<String, List<Duration>> lastStep = new ConcurrentHashMap<>();
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
-             PrefillLoop loop = new PrefillLoop(model, engine, clock)) {
+             PrefillLoop loop = new PrefillLoop(model, engine::prefillStepQueued, clock)) {
             for (var job : List.of(Map.entry("a", 60), Map.entry("b", 60), Map.entry("c", 150))) {
                 loop.submit(job.getValue(), (startsIn, length) -> lastStep.put(job.getKey(), List.of(startsIn, length)))
                         .subscribe(null, null, () -> doneAtMs.put(job.getKey(), clock.now(TimeUnit.MILLISECONDS)));
@@ -47,7 +47,7 @@ class PrefillLoopTest {
         VirtualTimeScheduler clock = VirtualTimeScheduler.create();
         ServingModel model = new ServingModel("test", 1000, 100, 2, Duration.ofMillis(1), 16, 8);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
-             PrefillLoop loop = new PrefillLoop(model, engine, clock, PrefillLoop.DEFAULT_LAUNCH_AHEAD, 2)) {
+             PrefillLoop loop = new PrefillLoop(model, engine::prefillStepQueued, clock, PrefillLoop.DEFAULT_LAUNCH_AHEAD, 2)) {
             List<String> done = new java.util.concurrent.CopyOnWriteArrayList<>();
             // a fills the first step at once and leaves the queue; b and c wait for the next steps
             for (String name : List.of("a", "b", "c")) {
@@ -71,7 +71,7 @@ class PrefillLoopTest {
         VirtualTimeScheduler clock = VirtualTimeScheduler.create();
         ServingModel model = new ServingModel("test", 1000, 100, 2, Duration.ofMillis(1), 16, 8);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
-             PrefillLoop loop = new PrefillLoop(model, engine, clock, PrefillLoop.DEFAULT_LAUNCH_AHEAD, 2)) {
+             PrefillLoop loop = new PrefillLoop(model, engine::prefillStepQueued, clock, PrefillLoop.DEFAULT_LAUNCH_AHEAD, 2)) {
             List<String> lastSteps = new java.util.concurrent.CopyOnWriteArrayList<>();
             Map<String, Long> doneAtMs = new ConcurrentHashMap<>();
             // a runs alone at once (100 ms); b (300 tokens) would take the next three steps, c the one after
@@ -97,7 +97,7 @@ class PrefillLoopTest {
         VirtualTimeScheduler clock = VirtualTimeScheduler.create();
         ServingModel model = new ServingModel("test", 1000, 100, 2, Duration.ofMillis(1), 16, 8);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().scheduler(clock).build();
-             PrefillLoop loop = new PrefillLoop(model, engine, clock)) {
+             PrefillLoop loop = new PrefillLoop(model, engine::prefillStepQueued, clock)) {
             List<String> lastSteps = new java.util.concurrent.CopyOnWriteArrayList<>();
             List<String> ended = new java.util.concurrent.CopyOnWriteArrayList<>();
             // a and b (40 tokens each) are formed in one step; a's callback fails

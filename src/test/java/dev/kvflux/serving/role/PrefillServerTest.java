@@ -1,15 +1,15 @@
 package dev.kvflux.serving.role;
 
-import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
-import reactor.core.Disposable;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -27,7 +27,7 @@ class PrefillServerTest {
 
         assertThatThrownBy(() -> PrefillServer.builder().addresses(new RoleAddresses("127.0.0.1", 0, notifyPort))
                 .model(ServingModel.DEEPSEEK_V2_LITE_MI355X).engine(closed).transferTimeout(Duration.ofSeconds(1))
-                .notifyWithin(Duration.ofSeconds(1)).start())
+                .notifyWithin(Duration.ofSeconds(1)).bindNow())
                 .isInstanceOf(IllegalStateException.class);
 
         assertThatCode(() -> new ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
@@ -41,10 +41,10 @@ class PrefillServerTest {
             assertThatThrownBy(() -> Mono.fromCallable(() -> PrefillServer.builder()
                     .addresses(new RoleAddresses("127.0.0.1", 0, notifyPort))
                     .model(ServingModel.DEEPSEEK_V2_LITE_MI355X).engine(engine).transferTimeout(Duration.ofSeconds(1))
-                    .notifyWithin(Duration.ofSeconds(1)).start())
+                    .notifyWithin(Duration.ofSeconds(1)).bindNow())
                     .subscribeOn(Schedulers.parallel()).block(Duration.ofSeconds(10)))
                     .isInstanceOf(IllegalStateException.class)
-                    .hasMessageContaining("PrefillServer.start").hasMessageContaining("boundedElastic");
+                    .hasMessageContaining("PrefillServer.bindNow").hasMessageContaining("boundedElastic");
         }
 
         assertThatCode(() -> new ServerSocket(notifyPort, 50, java.net.InetAddress.getLoopbackAddress()).close())
@@ -53,9 +53,9 @@ class PrefillServerTest {
 
     @Test
     void builderWithoutAModelOrAnEngineSaysWhatIsMissingAndBindsNothing() {
-        assertThatThrownBy(() -> PrefillServer.builder().model(ServingModel.DEEPSEEK_V2_LITE_MI355X).start())
+        assertThatThrownBy(() -> PrefillServer.builder().model(ServingModel.DEEPSEEK_V2_LITE_MI355X).bindNow())
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("a model and an engine");
-        assertThatThrownBy(() -> DecodeServer.builder().receiveDeadline(Duration.ofSeconds(1)).start())
+        assertThatThrownBy(() -> DecodeServer.builder().receiveDeadline(Duration.ofSeconds(1)).bindNow())
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("needs a model");
     }
 
@@ -85,7 +85,7 @@ class PrefillServerTest {
         ServingModel slow = new ServingModel("slow", 10, 4, 2, Duration.ofMillis(5), 16, 64);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              PrefillServer prefill = PrefillServer.builder().model(slow).engine(engine)
-                     .notifyWithin(Duration.ofSeconds(1)).maxQueuedPrompts(1).start()) {
+                     .notifyWithin(Duration.ofSeconds(1)).maxQueuedPrompts(1).bindNow()) {
             String body = "{\"prompt\": \"" + "w ".repeat(100).trim() + "\", \"kv_transfer_params\": {"
                     + "\"transfer_id\": \"t-%s\", \"remote_notify\": \"127.0.0.1:9\"}}";
             Disposable first = Completions.post(prefill.httpAddress(), body.formatted(1)).subscribe();

@@ -5,11 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.serving.proxy.InstanceRegistry;
+import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.tools.bench.LoadGenerator;
 import dev.kvflux.tools.bench.LoadResult;
 import dev.kvflux.transfer.notify.NotifyAuth;
-import dev.kvflux.serving.proxy.InstanceRegistry;
-import dev.kvflux.serving.proxy.ProxyServer;
+import dev.kvflux.transfer.notify.NotifyEvent;
 import java.time.Duration;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
@@ -32,10 +33,10 @@ class ServingStackTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         try (engine;
              DecodeServer decode = DecodeServer.builder().model(SMALL)
-                     .receiveDeadline(policy.decodeDeadline() ? Duration.ofSeconds(3) : null).auth(auth).start();
+                     .receiveDeadline(policy.decodeDeadline() ? Duration.ofSeconds(3) : null).auth(auth).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(SMALL).policy(policy).engine(engine)
-                     .transferTimeout(Duration.ofMillis(300)).notifyWithin(Duration.ofSeconds(3)).auth(auth).start();
-             ProxyServer proxy = ProxyServer.builder().registry(registry).start()) {
+                     .transferTimeout(Duration.ofMillis(300)).notifyWithin(Duration.ofSeconds(3)).auth(auth).bindNow();
+             ProxyServer proxy = ProxyServer.builder().registry(registry).bindNow()) {
             registry.ping(decode.instance());
             registry.ping(prefill.instance());
             LoadResult result = new LoadGenerator("http://127.0.0.1:" + proxy.address().getPort(), prompts, 2, 64, 3,
@@ -73,8 +74,8 @@ class ServingStackTest {
 
         LoadResult result = serve(Policy.KVFLUX, SimulatedXgmiEngine.create(), 4, Duration.ofSeconds(5), auth,
                 decode -> {
-                    signedWriteDone[0] = decode.metrics().writeDone();
-                    rejected[0] = decode.metrics().unauthenticatedFrames();
+                    signedWriteDone[0] = decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_DONE);
+                    rejected[0] = decode.notifyMeters().count(NotifyEvent.REJECTED_UNAUTHENTICATED);
                 });
 
         assertThat(result.completed()).isEqualTo(4);
@@ -115,10 +116,10 @@ class ServingStackTest {
         ServingModel slow = new ServingModel("slow", 10, 4, 2, Duration.ofMillis(5), 16, 64);
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
-             DecodeServer decode = DecodeServer.builder().model(slow).receiveDeadline(Duration.ofSeconds(30)).start();
+             DecodeServer decode = DecodeServer.builder().model(slow).receiveDeadline(Duration.ofSeconds(30)).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(slow).engine(engine)
-                     .transferTimeout(Duration.ofSeconds(10)).notifyWithin(Duration.ofSeconds(3)).start();
-             ProxyServer proxy = ProxyServer.builder().registry(registry).start()) {
+                     .transferTimeout(Duration.ofSeconds(10)).notifyWithin(Duration.ofSeconds(3)).bindNow();
+             ProxyServer proxy = ProxyServer.builder().registry(registry).bindNow()) {
             registry.ping(decode.instance());
             registry.ping(prefill.instance());
             java.net.InetSocketAddress at = java.net.InetSocketAddress.createUnresolved("127.0.0.1",

@@ -6,9 +6,9 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
-import dev.kvflux.transfer.LogContext;
 import dev.kvflux.serving.observe.LogRecorder;
 import dev.kvflux.serving.observe.Tracing;
+import dev.kvflux.transfer.LogContext;
 import io.netty.buffer.Unpooled;
 import io.opentelemetry.sdk.OpenTelemetrySdk;
 import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
@@ -60,9 +60,9 @@ class TransferLogContextTest {
         SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
                 .fault(Fault.fail(3, Duration.ofMillis(1), StatusCode.ERR_GPU_OP, "injected copy failure")).build();
         try (engine;
-             DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(1)).start();
+             DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(1)).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine)
-                     .transferTimeout(Duration.ofMillis(300)).notifyWithin(Duration.ofSeconds(3)).start()) {
+                     .transferTimeout(Duration.ofMillis(300)).notifyWithin(Duration.ofSeconds(3)).bindNow()) {
             CompletableFuture<String> failedAtDecode = Completions.post(decode.httpAddress(),
                     body(FAILED, prefill.notifyAddress())).toFuture();
             CompletableFuture<String> failedAtPrefill = Completions.post(prefill.httpAddress(),
@@ -73,7 +73,7 @@ class TransferLogContextTest {
             assertThat(failedAtDecode.get(10, TimeUnit.SECONDS)).startsWith("503 ").contains("injected copy failure");
             assertThat(failedAtPrefill.get(10, TimeUnit.SECONDS)).startsWith("200 ");
             assertThat(late.get(10, TimeUnit.SECONDS)).startsWith("504 ");
-            awaitLogged("prefill hears of the late request's abort", LATE, "PrefillServer");
+            awaitLogged("prefill hears of the late request's abort", LATE, "PrefillSide");
         }
 
         for (String id : List.of(FAILED, LATE)) {
@@ -87,12 +87,12 @@ class TransferLogContextTest {
                     .as("lines carrying %s", id).noneMatch(e -> e.getFormattedMessage().contains(other));
         }
         assertThat(loggers(FAILED)).as("the failed copy is logged on both sides")
-                .anyMatch(name -> name.endsWith("PrefillServer"))
-                .anyMatch(name -> name.endsWith("DecodeServer") || name.endsWith("ExpectedTransfers")
+                .anyMatch(name -> name.endsWith("PrefillSide"))
+                .anyMatch(name -> name.endsWith("DecodeSide") || name.endsWith("ExpectedTransfers")
                         || name.endsWith("NotifyServer"));
         assertThat(loggers(LATE)).as("the missed deadline is logged on both sides")
                 .anyMatch(name -> name.endsWith("ExpectedTransfers"))
-                .anyMatch(name -> name.endsWith("PrefillServer"));
+                .anyMatch(name -> name.endsWith("PrefillSide"));
     }
 
     @Test
@@ -105,10 +105,10 @@ class TransferLogContextTest {
                      .addSpanProcessor(SimpleSpanProcessor.create(InMemorySpanExporter.create())).build()).build();
              engine;
              DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(1))
-                     .observationRegistry(Tracing.registry(otel, "kvflux-decode")).start();
+                     .observationRegistry(Tracing.registry(otel, "kvflux-decode")).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine)
                      .transferTimeout(Duration.ofMillis(300)).notifyWithin(Duration.ofSeconds(3))
-                     .observationRegistry(Tracing.registry(otel, "kvflux-prefill")).start()) {
+                     .observationRegistry(Tracing.registry(otel, "kvflux-prefill")).bindNow()) {
             CompletableFuture<String> atDecode = post(decode.httpAddress(), body(FAILED, prefill.notifyAddress()),
                     traceparent).toFuture();
             CompletableFuture<String> atPrefill = post(prefill.httpAddress(), body(FAILED, decode.notifyAddress()),
@@ -122,8 +122,8 @@ class TransferLogContextTest {
                 .allSatisfy(e -> assertThat(e.getMDCPropertyMap()).as(e.getLoggerName() + ": "
                         + e.getFormattedMessage()).containsEntry(LogContext.TRANSFER_ID, FAILED)
                         .containsEntry(LogContext.TRACE_ID, traceId));
-        assertThat(loggers(FAILED)).anyMatch(name -> name.endsWith("PrefillServer"))
-                .anyMatch(name -> name.endsWith("DecodeServer"));
+        assertThat(loggers(FAILED)).anyMatch(name -> name.endsWith("PrefillSide"))
+                .anyMatch(name -> name.endsWith("DecodeSide"));
     }
 
     /** Posts a completion with a traceparent header, as the proxy does; emits {@code "<status> <body>"}. */

@@ -3,15 +3,16 @@ package dev.kvflux.serving.role;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.serving.api.Instance;
+import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.observe.Tracing;
+import dev.kvflux.serving.proxy.InstanceRegistry;
+import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.transfer.notify.NotifyClient;
+import dev.kvflux.transfer.notify.NotifyEvent;
 import dev.kvflux.transfer.notify.NotifyMessage;
 import dev.kvflux.transfer.notify.NotifyServer;
 import dev.kvflux.transfer.notify.Traceparent;
-import dev.kvflux.serving.observe.Tracing;
-import dev.kvflux.serving.api.Instance;
-import dev.kvflux.serving.proxy.InstanceRegistry;
-import dev.kvflux.serving.proxy.ProxyServer;
-import dev.kvflux.serving.api.Role;
 import io.micrometer.observation.ObservationRegistry;
 import io.netty.buffer.Unpooled;
 import io.opentelemetry.api.trace.SpanKind;
@@ -76,11 +77,11 @@ class TransferTraceTest {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(5))
-                     .observationRegistry(decodeObservations).start();
+                     .observationRegistry(decodeObservations).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine)
-                     .transferTimeout(Duration.ofSeconds(2)).observationRegistry(prefillObservations).start();
+                     .transferTimeout(Duration.ofSeconds(2)).observationRegistry(prefillObservations).bindNow();
              ProxyServer proxy = ProxyServer.builder().registry(registry).observationRegistry(proxyObservations)
-                     .start()) {
+                     .bindNow()) {
             registry.ping(decode.instance());
             registry.ping(prefill.instance());
             String body = "{\"prompt\": \"a b c d\", \"max_tokens\": 2}";
@@ -97,7 +98,7 @@ class TransferTraceTest {
                     .block(Duration.ofSeconds(10));
             // spans end as their steps do, some (the notice's, the requests') just after the answer
             boolean traced = !proxyObservations.isNoop();
-            await(() -> decode.metrics().writeDone() == 1 && (!traced || spansByName().keySet().containsAll(ALL_SPANS)));
+            await(() -> decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_DONE) == 1 && (!traced || spansByName().keySet().containsAll(ALL_SPANS)));
             return status;
         }
     }
@@ -209,7 +210,7 @@ class TransferTraceTest {
                 new InetSocketAddress("127.0.0.1", 9)));
         registry.ping(new Instance(Role.DECODE, new InetSocketAddress("127.0.0.1", decode.port()),
                 new InetSocketAddress("127.0.0.1", 9)));
-        try (ProxyServer proxy = ProxyServer.builder().registry(registry).observationRegistry(observations).start()) {
+        try (ProxyServer proxy = ProxyServer.builder().registry(registry).observationRegistry(observations).bindNow()) {
             HttpClient.create().headers(h -> h.set("traceparent", clientTraceparent))
                     .post().uri("http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions")
                     .send(Mono.just(Unpooled.wrappedBuffer("{\"prompt\": \"a b\", \"max_tokens\": 2}"
@@ -246,7 +247,7 @@ class TransferTraceTest {
              NotifyClient asDecode = NotifyClient.create();
              SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine)
-                     .observationRegistry(prefillObservations).start()) {
+                     .observationRegistry(prefillObservations).bindNow()) {
             String body = "{\"prompt\": \"a b c\", \"max_tokens\": 2, \"kv_transfer_params\": {\"transfer_id\": \""
                     + id + "\", \"remote_notify\": \"127.0.0.1:" + decode.address().getPort() + "\"}}";
             Mono<String> answer = HttpClient.create()

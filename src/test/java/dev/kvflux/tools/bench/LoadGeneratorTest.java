@@ -2,11 +2,11 @@ package dev.kvflux.tools.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.api.Instance;
+import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
-import dev.kvflux.serving.api.Role;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -63,7 +63,7 @@ class LoadGeneratorTest {
                 new InetSocketAddress("127.0.0.1", 7002)));
         // one connection to each instance and two requests waiting for it: of six at once, three or more are refused
         try (ProxyServer proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMinutes(1))
-                .maxConnections(1).start()) {
+                .maxConnections(1).bindNow()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
             LoadResult result = new LoadGenerator(url, 6, 6, 8, 2, Duration.ofMillis(400)).run(progress -> { });
 

@@ -144,13 +144,14 @@ class HostileFrameTest {
     void messageOfATypeTheServerDoesNotTakeIsRejectedBeforeItsBlocksAreRead() {
         List<Long> blocks = LongStream.range(Long.MAX_VALUE - NotifyCodec.MAX_BLOCKS, Long.MAX_VALUE).boxed().toList();
         byte[] frame = NotifyCodec.encode(new NotifyMessage.RemoteBlocks("r", "t", blocks, 0));
-        java.util.Set<String> decodeTakes = java.util.Set.of("write_done", "write_failed", "release");
+        java.util.Set<NotifyMessage.Type> decodeTakes = java.util.Set.of(NotifyMessage.Type.WRITE_DONE,
+                NotifyMessage.Type.WRITE_FAILED, NotifyMessage.Type.RELEASE);
 
         assertThatThrownBy(() -> NotifyCodec.decode(ByteBuffer.wrap(frame), 0, frame.length, decodeTakes))
                 .isInstanceOf(MalformedFrameException.class).hasMessageContaining("not one this server takes");
         assertThat(Allocation.during(() -> NotifyCodec.decode(ByteBuffer.wrap(frame), 0, frame.length, decodeTakes)))
                 .isLessThan(SMALL);
-        assertThat(NotifyCodec.decode(ByteBuffer.wrap(frame), 0, frame.length, java.util.Set.of("remote_blocks")))
+        assertThat(NotifyCodec.decode(ByteBuffer.wrap(frame), 0, frame.length, java.util.Set.of(NotifyMessage.Type.REMOTE_BLOCKS)))
                 .isInstanceOf(NotifyMessage.RemoteBlocks.class);
     }
 

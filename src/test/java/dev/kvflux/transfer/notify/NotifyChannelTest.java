@@ -4,6 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.micrometer.MicrometerNotifyRecorder;
+import dev.kvflux.transfer.ExpectedTransfers;
+import dev.kvflux.transfer.ReceiveFailedException;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
@@ -26,6 +30,8 @@ class NotifyChannelTest {
     private static final Duration WAIT = Duration.ofSeconds(5);
 
     private final List<AutoCloseable> open = new ArrayList<>();
+    private final MicrometerNotifyRecorder counts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
+    private final MicrometerNotifyRecorder clientCounts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
 
     @AfterEach
     void closeAll() throws Exception {
@@ -42,7 +48,7 @@ class NotifyChannelTest {
 
     private NotifyServer decode(ExpectedTransfers registry, int port, NotifyAuth auth) {
         NotifyServer server = NotifyServer.builder().port(port).maxFrameBytes(1024).auth(auth)
-                .metrics(registry.metrics()).handler(registry).bind().block(WAIT);
+                .recorder(counts).handler(registry).bindNow();
         open.add(server);
         return server;
     }
@@ -53,25 +59,25 @@ class NotifyChannelTest {
 
     private NotifyClient client(NotifyAuth auth) {
         NotifyClient client = NotifyClient.builder().backoff(Duration.ofMillis(10), Duration.ofMillis(50))
-                .auth(auth).build();
+                .auth(auth).recorder(clientCounts).build();
         open.add(client);
         return client;
     }
 
     @Test
     void writeDoneReachesDecode() {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = decode(registry, 0);
         Mono<Void> expected = awaiting(registry, "t-1");
 
         assertThat(client().send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
         expected.block(WAIT);
-        assertThat(registry.metrics().writeDone()).isEqualTo(1);
+        assertThat(counts.count(NotifyEvent.NOTICE_WRITE_DONE)).isEqualTo(1);
     }
 
     @Test
     void writeFailedReachesDecodeWithCodeAndReason() {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = decode(registry, 0);
         Mono<Void> expected = awaiting(registry, "t-2");
 
@@ -79,9 +85,10 @@ class NotifyChannelTest {
                 "RDMA transfer timed out after 3s"), WAIT).block(WAIT);
 
         assertThatThrownBy(() -> expected.block(WAIT))
-                .isInstanceOfSatisfying(RemoteWriteFailedException.class, e -> {
+                .isInstanceOfSatisfying(ReceiveFailedException.class, e -> {
+                    assertThat(e.kind()).isEqualTo(ReceiveFailedException.Kind.WRITE_FAILED);
                     assertThat(e.code()).isEqualTo(StatusCode.IN_PROGRESS);
-                    assertThat(e.reason()).isEqualTo("RDMA transfer timed out after 3s");
+                    assertThat(e.getMessage()).endsWith("): RDMA transfer timed out after 3s");
                     assertThat(e.transferId()).isEqualTo("t-2");
                 });
     }
@@ -89,15 +96,15 @@ class NotifyChannelTest {
     @Test
     void malformedFrameClosesOnlyItsConnection() throws IOException {
         // 0xc1 is a byte msgpack never uses
-        NotifyMetrics metrics = sendBadFrameBesideAGoodConnection(new byte[] {0, 0, 0, 3, (byte) 0xc1, 1, 2});
-        assertThat(metrics.malformedFrames()).isEqualTo(1);
+        MicrometerNotifyRecorder metrics = sendBadFrameBesideAGoodConnection(new byte[] {0, 0, 0, 3, (byte) 0xc1, 1, 2});
+        assertThat(metrics.count(NotifyEvent.REJECTED_MALFORMED)).isEqualTo(1);
     }
 
     @Test
     void oversizedFrameClosesOnlyItsConnection() throws IOException {
         // a 10 MiB length against a 1 KiB maximum: rejected before any payload is read
-        NotifyMetrics metrics = sendBadFrameBesideAGoodConnection(new byte[] {0, (byte) 0xa0, 0, 0});
-        assertThat(metrics.oversizedFrames()).isEqualTo(1);
+        MicrometerNotifyRecorder metrics = sendBadFrameBesideAGoodConnection(new byte[] {0, (byte) 0xa0, 0, 0});
+        assertThat(metrics.count(NotifyEvent.REJECTED_OVERSIZED)).isEqualTo(1);
     }
 
     @Test
@@ -107,9 +114,9 @@ class NotifyChannelTest {
         appender.start();
         logger.addAppender(appender);
         try {
-            NotifyServer server = NotifyServer.builder().port(0).handler(message -> {
+            NotifyServer server = NotifyServer.builder().port(0).recorder(counts).handler(message -> {
                 throw new IllegalStateException("handler broke on " + message.transferId());
-            }).bind().block(WAIT);
+            }).bindNow();
             open.add(server);
             NotifyClient client = client();
             for (int i = 0; i < 3; i++) {
@@ -117,11 +124,11 @@ class NotifyChannelTest {
                         .as("a message whose handler throws is still acknowledged").isTrue();
             }
 
-            assertThat(server.metrics().handlerFailures()).isEqualTo(3);
+            assertThat(counts.count(NotifyEvent.HANDLER_FAILED)).isEqualTo(3);
             assertThat(appender.list).filteredOn(e -> e.getLevel() == ch.qos.logback.classic.Level.ERROR)
                     .singleElement().satisfies(e -> assertThat(e.getFormattedMessage()).contains("t-0")
                             .contains("handler_failures"));
-            assertThat(client.metrics().connectionsOpened()).as("the connection stays open").isEqualTo(1);
+            assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).as("the connection stays open").isEqualTo(1);
         } finally {
             logger.detachAppender(appender);
         }
@@ -129,22 +136,22 @@ class NotifyChannelTest {
 
     @Test
     void decodeRankOutsideIntRangeClosesOnlyItsConnection() throws Exception {
-        NotifyMetrics metrics = sendBadFrameBesideAGoodConnection(frame(NotifyCodecTest.remoteBlocksWithRank(1L << 32)));
-        assertThat(metrics.malformedFrames()).isEqualTo(1);
-        assertThat(metrics.received()).as("only the good connection's two messages were handed on").isEqualTo(2);
+        MicrometerNotifyRecorder metrics = sendBadFrameBesideAGoodConnection(frame(NotifyCodecTest.remoteBlocksWithRank(1L << 32)));
+        assertThat(metrics.count(NotifyEvent.REJECTED_MALFORMED)).isEqualTo(1);
+        assertThat(metrics.count(NotifyEvent.RECEIVED)).as("only the good connection's two messages were handed on").isEqualTo(2);
     }
 
     /**
      * Opens a good connection, sends {@code raw} on a second one and checks that the server closed the
      * second, while the first still delivers without being reopened; returns the server's metrics.
      */
-    private NotifyMetrics sendBadFrameBesideAGoodConnection(byte[] raw) throws IOException {
+    private MicrometerNotifyRecorder sendBadFrameBesideAGoodConnection(byte[] raw) throws IOException {
         return sendBadFrameBesideAGoodConnection(raw, null);
     }
 
     /** As above, with server and good client sharing {@code auth}. */
-    private NotifyMetrics sendBadFrameBesideAGoodConnection(byte[] raw, NotifyAuth auth) throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+    private MicrometerNotifyRecorder sendBadFrameBesideAGoodConnection(byte[] raw, NotifyAuth auth) throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = decode(registry, 0, auth);
         NotifyClient client = client(auth);
         client.send(server.address(), new NotifyMessage.WriteDone("before"), WAIT).block(WAIT);
@@ -159,20 +166,20 @@ class NotifyChannelTest {
         Mono<Void> after = awaiting(registry, "after");
         assertThat(client.send(server.address(), new NotifyMessage.WriteDone("after"), WAIT).block(WAIT)).isTrue();
         after.block(WAIT);
-        assertThat(client.metrics().connectionsOpened()).as("the good connection was never dropped").isEqualTo(1);
-        return registry.metrics();
+        assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).as("the good connection was never dropped").isEqualTo(1);
+        return counts;
     }
 
     @Test
     void correctlySignedWriteDoneIsAccepted() {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = decode(registry, 0, SECRET);
         Mono<Void> expected = awaiting(registry, "t-1");
 
         assertThat(client(SECRET).send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
         expected.block(WAIT);
-        assertThat(registry.metrics().writeDone()).isEqualTo(1);
-        assertThat(registry.metrics().unauthenticatedFrames()).isZero();
+        assertThat(counts.count(NotifyEvent.NOTICE_WRITE_DONE)).isEqualTo(1);
+        assertThat(counts.count(NotifyEvent.REJECTED_UNAUTHENTICATED)).isZero();
     }
 
     @Test
@@ -198,9 +205,9 @@ class NotifyChannelTest {
 
     /** Sends {@code payload} beside a signed good connection: rejected, counted, and nothing handed on. */
     private void assertRejectedBesideAGoodConnection(byte[] payload) throws IOException {
-        NotifyMetrics metrics = sendBadFrameBesideAGoodConnection(frame(payload), SECRET);
-        assertThat(metrics.unauthenticatedFrames()).isEqualTo(1);
-        assertThat(metrics.received()).as("only the good connection's two messages were handed on").isEqualTo(2);
+        MicrometerNotifyRecorder metrics = sendBadFrameBesideAGoodConnection(frame(payload), SECRET);
+        assertThat(metrics.count(NotifyEvent.REJECTED_UNAUTHENTICATED)).isEqualTo(1);
+        assertThat(metrics.count(NotifyEvent.RECEIVED)).as("only the good connection's two messages were handed on").isEqualTo(2);
     }
 
     /** One notify frame holding {@code payload}, as raw bytes. */
@@ -224,25 +231,25 @@ class NotifyChannelTest {
 
     @Test
     void decodeRestartIsSurvived() {
-        ExpectedTransfers first = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers first = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = decode(first, 0);
         int port = server.address().getPort();
         NotifyClient client = client();
         assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
 
         server.close();
-        ExpectedTransfers restarted = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers restarted = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer again = decode(restarted, port);
         Mono<Void> expected = awaiting(restarted, "t-2");
 
         assertThat(client.send(again.address(), new NotifyMessage.WriteDone("t-2"), WAIT).block(WAIT)).isTrue();
         expected.block(WAIT);
-        assertThat(client.metrics().connectionsOpened()).as("a new connection to the restarted decode").isEqualTo(2);
+        assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).as("a new connection to the restarted decode").isEqualTo(2);
     }
 
     @Test
     void droppedConnectionIsSurvived() {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = decode(registry, 0);
         Relay relay = new Relay(server.address());
         open.add(relay);
@@ -254,7 +261,7 @@ class NotifyChannelTest {
 
         assertThat(client.send(relay.address(), new NotifyMessage.WriteDone("t-2"), WAIT).block(WAIT)).isTrue();
         expected.block(WAIT);
-        assertThat(client.metrics().connectionsOpened()).isEqualTo(2);
+        assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).isEqualTo(2);
     }
 
     @Test
@@ -266,30 +273,30 @@ class NotifyChannelTest {
                 new NotifyMessage.WriteDone("lost"), Duration.ofMillis(300)).block(WAIT);
 
         assertThat(delivered).isFalse();
-        assertThat(client.metrics().undeliverable()).isEqualTo(1);
-        assertThat(client.metrics().sendRetries()).isPositive();
+        assertThat(clientCounts.count(NotifyEvent.UNDELIVERABLE)).isEqualTo(1);
+        assertThat(clientCounts.count(NotifyEvent.SEND_RETRIED)).isPositive();
     }
 
     @Test
     void connectionWhosePeerNeverAcknowledgesIsReplaced() {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = decode(registry, 0);
         Relay relay = new Relay(server.address(), 1);
         open.add(relay);
         NotifyClient client = NotifyClient.builder().backoff(Duration.ofMillis(10), Duration.ofMillis(50))
-                .ackTimeout(Duration.ofMillis(200)).build();
+                .ackTimeout(Duration.ofMillis(200)).recorder(clientCounts).build();
         open.add(client);
         Mono<Void> expected = awaiting(registry, "t-1");
 
         // the first connection swallows every byte and stays open, as a wedged or half-open peer would
         assertThat(client.send(relay.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
         expected.block(WAIT);
-        assertThat(client.metrics().connectionsOpened()).as("a fresh connection after the ack timeout").isEqualTo(2);
+        assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).as("a fresh connection after the ack timeout").isEqualTo(2);
     }
 
     @Test
     void closedClientSendsNothingMore() {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = decode(registry, 0);
         NotifyClient client = client();
         assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
@@ -297,8 +304,8 @@ class NotifyChannelTest {
         client.close();
 
         assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-2"), WAIT).block(WAIT)).isFalse();
-        assertThat(client.metrics().connectionsOpened()).as("no connection reopened after close").isEqualTo(1);
-        assertThat(registry.metrics().received()).isEqualTo(1);
+        assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).as("no connection reopened after close").isEqualTo(1);
+        assertThat(counts.count(NotifyEvent.RECEIVED)).isEqualTo(1);
     }
 
     @Test
@@ -313,7 +320,7 @@ class NotifyChannelTest {
         client.close();
 
         assertThat(send.block(WAIT)).as("ended long before its 5 min deadline").isFalse();
-        assertThat(client.metrics().undeliverable()).isEqualTo(1);
+        assertThat(clientCounts.count(NotifyEvent.UNDELIVERABLE)).isEqualTo(1);
     }
 
     /**

@@ -3,6 +3,9 @@ package dev.kvflux.transfer.notify;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.micrometer.MicrometerNotifyRecorder;
+import dev.kvflux.transfer.ExpectedTransfers;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
@@ -71,9 +74,10 @@ class NotifyFuzzTest {
 
     @Test
     void liveServerAnswersOrClosesEveryFrameAndCountsEveryRejection() throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(Duration.ofSeconds(5));
+        MicrometerNotifyRecorder m = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(Duration.ofSeconds(5)).recorder(m);
         try (NotifyServer server = NotifyServer.builder().port(0).maxFrameBytes(64 * 1024)
-                .metrics(registry.metrics()).handler(registry).bind().block(Duration.ofSeconds(5))) {
+                .recorder(m).handler(registry).bindNow()) {
             Random random = new Random(SEED + 1);
             long acknowledged = 0;
             long closed = 0;
@@ -103,10 +107,10 @@ class NotifyFuzzTest {
                     socket.close();
                 }
             }
-            NotifyMetrics m = registry.metrics();
-            assertThat(m.received()).isEqualTo(acknowledged);
-            assertThat(m.malformedFrames() + m.invalidUtf8Frames() + m.oversizedFrames()).isEqualTo(closed);
-            assertThat(m.frameInternalErrors()).isZero();
+            assertThat(m.count(NotifyEvent.RECEIVED)).isEqualTo(acknowledged);
+            assertThat(m.count(NotifyEvent.REJECTED_MALFORMED) + m.count(NotifyEvent.REJECTED_INVALID_UTF8)
+                    + m.count(NotifyEvent.REJECTED_OVERSIZED)).isEqualTo(closed);
+            assertThat(m.count(NotifyEvent.REJECTED_INTERNAL_ERROR)).isZero();
             assertThat(closed).isPositive();
 
             NotifyClient client = NotifyClient.create();

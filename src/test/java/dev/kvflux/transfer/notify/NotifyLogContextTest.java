@@ -3,8 +3,9 @@ package dev.kvflux.transfer.notify;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.StatusCode;
-import dev.kvflux.transfer.LogContext;
 import dev.kvflux.serving.observe.LogRecorder;
+import dev.kvflux.transfer.ExpectedTransfers;
+import dev.kvflux.transfer.LogContext;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -35,7 +36,7 @@ class NotifyLogContextTest {
         try (LogRecorder log = LogRecorder.record();
              NotifyServer server = NotifyServer.builder().handler(message -> {
                  throw new IllegalStateException("broken handler");
-             }).bind().block(Duration.ofSeconds(5));
+             }).bindNow();
              NotifyClient client = NotifyClient.create()) {
             client.send(server.address(), new NotifyMessage.WriteDone("handled-badly"), Duration.ofSeconds(5)).block();
 

@@ -6,6 +6,9 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.micrometer.MicrometerNotifyRecorder;
+import dev.kvflux.transfer.ExpectedTransfers;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
@@ -26,6 +29,8 @@ class NotifyServerLimitsTest {
     private static final NotifyAuth SECRET = NotifyAuth.of("limits-test-secret-0123456789abcdef");
 
     private final List<AutoCloseable> open = new ArrayList<>();
+    private final MicrometerNotifyRecorder counts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
+    private final MicrometerNotifyRecorder clientCounts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
 
     @AfterEach
     void closeAll() throws Exception {
@@ -35,13 +40,14 @@ class NotifyServerLimitsTest {
     }
 
     private NotifyServer server(NotifyServer.Builder builder, ExpectedTransfers registry) {
-        NotifyServer server = builder.port(0).metrics(registry.metrics()).handler(registry).bind().block(WAIT);
+        NotifyServer server = builder.port(0).recorder(counts).handler(registry).bindNow();
         open.add(server);
         return server;
     }
 
     private NotifyClient client(NotifyAuth auth) {
         NotifyClient client = NotifyClient.builder().backoff(Duration.ofMillis(10), Duration.ofMillis(50)).auth(auth)
+                .recorder(clientCounts)
                 .build();
         open.add(client);
         return client;
@@ -74,43 +80,43 @@ class NotifyServerLimitsTest {
 
     @Test
     void nineByteMap32FrameClosesItsConnectionAndIsCountedMalformed() throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(NotifyServer.builder(), registry);
 
         sendAndExpectClose(server, new byte[] {(byte) 0xdf, 0x40, 0, 0, 0, (byte) 0xa1, 'a', (byte) 0xa1, 'b'});
 
-        assertThat(registry.metrics().malformedFrames()).isEqualTo(1);
+        assertThat(counts.count(NotifyEvent.REJECTED_MALFORMED)).isEqualTo(1);
         assertStillServes(server, registry, null, "after");
     }
 
     @Test
     void messageOfATypeTheServerDoesNotTakeClosesItsConnectionAndIsCountedMalformed() throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
-        NotifyServer server = server(NotifyServer.builder().accepts("write_done", "write_failed"), registry);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
+        NotifyServer server = server(NotifyServer.builder().accepts(NotifyMessage.Type.WRITE_DONE, NotifyMessage.Type.WRITE_FAILED), registry);
 
         sendAndExpectClose(server, NotifyCodec.encode(new NotifyMessage.Release("t-1")));
 
-        assertThat(registry.metrics().malformedFrames()).isEqualTo(1);
-        assertThat(registry.metrics().received()).isZero();
+        assertThat(counts.count(NotifyEvent.REJECTED_MALFORMED)).isEqualTo(1);
+        assertThat(counts.count(NotifyEvent.RECEIVED)).isZero();
         assertStillServes(server, registry, null, "after");
     }
 
     @Test
     void invalidUtf8ClosesItsConnectionAndIsCountedAsSuch() throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(NotifyServer.builder(), registry);
         byte[] frame = NotifyCodec.encode(new NotifyMessage.WriteDone("t-\u00e9"));
         frame[frame.length - 1] = (byte) 0xff;
 
         sendAndExpectClose(server, frame);
 
-        assertThat(registry.metrics().invalidUtf8Frames()).isEqualTo(1);
-        assertThat(registry.metrics().malformedFrames()).isZero();
+        assertThat(counts.count(NotifyEvent.REJECTED_INVALID_UTF8)).isEqualTo(1);
+        assertThat(counts.count(NotifyEvent.REJECTED_MALFORMED)).isZero();
     }
 
     @Test
     void withASecretAHostileFrameIsRejectedByItsTagBeforeAnyDecoding() throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(NotifyServer.builder().auth(SECRET), registry);
         byte[] hostile = new byte[64];
         hostile[0] = (byte) 0xdf;
@@ -119,8 +125,8 @@ class NotifyServerLimitsTest {
         sendAndExpectClose(server, hostile);
         sendAndExpectClose(server, new byte[] {(byte) 0xdf, 0x40, 0, 0, 0, (byte) 0xa1, 'a', (byte) 0xa1, 'b'});
 
-        assertThat(registry.metrics().unauthenticatedFrames()).isEqualTo(2);
-        assertThat(registry.metrics().malformedFrames()).as("nothing was decoded").isZero();
+        assertThat(counts.count(NotifyEvent.REJECTED_UNAUTHENTICATED)).isEqualTo(2);
+        assertThat(counts.count(NotifyEvent.REJECTED_MALFORMED)).as("nothing was decoded").isZero();
         assertStillServes(server, registry, SECRET, "after");
     }
 
@@ -147,25 +153,25 @@ class NotifyServerLimitsTest {
                 return reactor.core.scheduler.Schedulers.parallel().createWorker();
             }
         };
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(NotifyServer.builder().auth(SECRET.clock(clock)), registry);
 
         sendAndExpectClose(server, SECRET.sign(new NotifyMessage.WriteDone("t-overflow")));
 
-        assertThat(registry.metrics().frameInternalErrors()).isEqualTo(1);
-        assertThat(registry.metrics().received()).isZero();
+        assertThat(counts.count(NotifyEvent.REJECTED_INTERNAL_ERROR)).isEqualTo(1);
+        assertThat(counts.count(NotifyEvent.RECEIVED)).isZero();
         assertStillServes(server, registry, SECRET, "after");
     }
 
     @Test
     void errorThrownByTheHandlerIsCountedAndTheMessageStillAcknowledged() {
-        NotifyMetrics metrics = new NotifyMetrics();
-        NotifyServer server = NotifyServer.builder().port(0).metrics(metrics).handler(message -> {
+        MicrometerNotifyRecorder metrics = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
+        NotifyServer server = NotifyServer.builder().port(0).recorder(metrics).handler(message -> {
             if (message.transferId().startsWith("overflow")) {
                 throw new StackOverflowError("handler recursed");
             }
             throw new OutOfMemoryError("handler ran out");
-        }).bind().block(WAIT);
+        }).bindNow();
         open.add(server);
         NotifyClient client = client(null);
 
@@ -173,13 +179,13 @@ class NotifyServerLimitsTest {
             assertThat(client.send(server.address(), new NotifyMessage.WriteDone(id), WAIT).block(WAIT)).isTrue();
         }
 
-        assertThat(metrics.handlerFailures()).isEqualTo(3);
-        assertThat(client.metrics().connectionsOpened()).as("the connection stayed open").isEqualTo(1);
+        assertThat(metrics.count(NotifyEvent.HANDLER_FAILED)).isEqualTo(3);
+        assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).as("the connection stayed open").isEqualTo(1);
     }
 
     @Test
     void payloadOfExactlyTheMaximumIsAcceptedAndOneByteMoreIsNot() throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(NotifyServer.builder(), registry);
         int max = Frames.DEFAULT_MAX_FRAME_BYTES;
         byte[] exact = writeFailedOfSize("t-max", max);
@@ -193,10 +199,10 @@ class NotifyServerLimitsTest {
             InputStream in = socket.getInputStream();
             assertThat(in.readNBytes(4)).as("an acknowledgement comes back").hasSize(4);
         }
-        assertThat(registry.metrics().writeFailed() + registry.metrics().received()).isPositive();
+        assertThat(counts.count(NotifyEvent.NOTICE_WRITE_FAILED) + counts.count(NotifyEvent.RECEIVED)).isPositive();
 
         sendAndExpectClose(server, writeFailedOfSize("t-over", max + 1));
-        assertThat(registry.metrics().oversizedFrames()).isEqualTo(1);
+        assertThat(counts.count(NotifyEvent.REJECTED_OVERSIZED)).isEqualTo(1);
     }
 
     /** A write_failed payload of exactly {@code size} bytes, its reason padded to fit. */
@@ -209,7 +215,7 @@ class NotifyServerLimitsTest {
 
     @Test
     void connectionsBeyondTheCapAreClosedAtOnceAndCounted() throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(NotifyServer.builder().limits(new NotifyLimits(2,
                 NotifyLimits.DEFAULTS.frameReadTimeout(), NotifyLimits.DEFAULTS.idleTimeout(),
                 NotifyLimits.DEFAULTS.peerBudgetBytes())), registry);
@@ -220,7 +226,7 @@ class NotifyServerLimitsTest {
                 third.setSoTimeout(5000);
                 assertThat(third.getInputStream().read()).as("the third is closed").isEqualTo(-1);
             }
-            assertThat(registry.metrics().connectionsRejected()).isEqualTo(1);
+            assertThat(counts.count(NotifyEvent.CLOSED_MAX_CONNECTIONS)).isEqualTo(1);
         }
         awaitTrue(() -> server.openConnections() == 0);
         assertStillServes(server, registry, null, "after-cap");
@@ -229,45 +235,45 @@ class NotifyServerLimitsTest {
     @Test
     void frameThatDoesNotCompleteWithinTheReadTimeoutClosesItsConnection() throws IOException {
         // a length prefix announcing 100 bytes, then two of them: a sender trickling its frame
-        NotifyMetrics metrics = closedAfterSending(NotifyServer.builder().frameReadTimeout(Duration.ofMillis(200)),
+        MicrometerNotifyRecorder metrics = closedAfterSending(NotifyServer.builder().frameReadTimeout(Duration.ofMillis(200)),
                 new byte[] {0, 0, 0, 100, (byte) 0x82, (byte) 0xa4});
-        assertThat(metrics.frameReadTimeouts()).isEqualTo(1);
-        assertThat(metrics.idleTimeouts()).isZero();
+        assertThat(metrics.count(NotifyEvent.CLOSED_FRAME_READ_TIMEOUT)).isEqualTo(1);
+        assertThat(metrics.count(NotifyEvent.CLOSED_IDLE_TIMEOUT)).isZero();
     }
 
     @Test
     void silentConnectionIsClosedAfterTheIdleTimeout() throws IOException {
-        NotifyMetrics metrics = closedAfterSending(NotifyServer.builder().idleTimeout(Duration.ofMillis(200)),
+        MicrometerNotifyRecorder metrics = closedAfterSending(NotifyServer.builder().idleTimeout(Duration.ofMillis(200)),
                 new byte[0]);
-        assertThat(metrics.idleTimeouts()).isEqualTo(1);
-        assertThat(metrics.frameReadTimeouts()).isZero();
+        assertThat(metrics.count(NotifyEvent.CLOSED_IDLE_TIMEOUT)).isEqualTo(1);
+        assertThat(metrics.count(NotifyEvent.CLOSED_FRAME_READ_TIMEOUT)).isZero();
     }
 
     /** Connects to a server built from {@code builder}, sends {@code raw}, waits until the server closes. */
-    private NotifyMetrics closedAfterSending(NotifyServer.Builder builder, byte[] raw) throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+    private MicrometerNotifyRecorder closedAfterSending(NotifyServer.Builder builder, byte[] raw) throws IOException {
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(builder, registry);
         try (Socket socket = new Socket("127.0.0.1", server.address().getPort())) {
             socket.setSoTimeout(5000);
             socket.getOutputStream().write(raw);
             assertThat(socket.getInputStream().read()).as("the server closes the connection").isEqualTo(-1);
         }
-        return registry.metrics();
+        return counts;
     }
 
     @Test
     void pooledClientConnectionIsClosedAfterItsIdleLimit() {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(NotifyServer.builder(), registry);
-        NotifyClient client = NotifyClient.builder().idleLimit(Duration.ofMillis(200)).build();
+        NotifyClient client = NotifyClient.builder().idleLimit(Duration.ofMillis(200)).recorder(clientCounts).build();
         open.add(client);
 
         assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-1"), WAIT).block(WAIT)).isTrue();
-        awaitTrue(() -> client.metrics().idleConnectionsClosed() == 1 && server.openConnections() == 0);
+        awaitTrue(() -> clientCounts.count(NotifyEvent.CLIENT_CONNECTION_CLOSED_IDLE) == 1 && server.openConnections() == 0);
 
         assertThat(client.send(server.address(), new NotifyMessage.WriteDone("t-2"), WAIT).block(WAIT))
                 .as("the next send opens a fresh connection").isTrue();
-        assertThat(client.metrics().connectionsOpened()).isEqualTo(2);
+        assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).isEqualTo(2);
     }
 
     @Test
@@ -277,7 +283,7 @@ class NotifyServerLimitsTest {
         appender.start();
         logger.addAppender(appender);
         try {
-            ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+            ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
             NotifyServer server = server(NotifyServer.builder().warnPeriod(Duration.ofMinutes(5)), registry);
             byte[] forged;
             try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
@@ -288,7 +294,7 @@ class NotifyServerLimitsTest {
             for (int i = 0; i < 40; i++) {
                 sendAndExpectClose(server, forged);
             }
-            assertThat(registry.metrics().malformedFrames()).isEqualTo(40);
+            assertThat(counts.count(NotifyEvent.REJECTED_MALFORMED)).isEqualTo(40);
 
             server.close();
 
@@ -305,7 +311,7 @@ class NotifyServerLimitsTest {
 
     @Test
     void partlyReceivedFramesOverTheServersByteBudgetCloseTheConnectionThatWouldPassIt() throws IOException {
-        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT);
+        ExpectedTransfers registry = ExpectedTransfers.withDeadline(WAIT).recorder(counts);
         NotifyServer server = server(NotifyServer.builder().maxBufferedBytes(100_000), registry);
         byte[] part = new byte[60_000];
 
@@ -325,7 +331,7 @@ class NotifyServerLimitsTest {
             } catch (java.net.SocketException reset) {
                 assertThat(reset.getMessage()).contains("reset");
             }
-            assertThat(registry.metrics().bufferBudgetCloses()).isEqualTo(1);
+            assertThat(counts.count(NotifyEvent.CLOSED_BUFFER_BUDGET)).isEqualTo(1);
             assertThat(server.bufferedBytes()).isBetween((long) part.length, 100_000L);
         }
         awaitTrue(() -> server.bufferedBytes() == 0);

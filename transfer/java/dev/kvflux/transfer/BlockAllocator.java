@@ -1,5 +1,6 @@
-package dev.kvflux.serving.role;
+package dev.kvflux.transfer;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -39,13 +40,13 @@ import java.util.function.LongSupplier;
  *       duplicate release changes nothing.</li>
  * </ol>
  */
-final class BlockAllocator {
+public final class BlockAllocator {
 
     /** The state of one block. */
-    enum State { FREE, ALLOCATED, WRITING, QUARANTINED }
+    public enum State { FREE, ALLOCATED, WRITING, QUARANTINED }
 
     /** Fewer blocks are free than a request needs; nothing was allocated. */
-    static final class OutOfBlocksException extends RuntimeException {
+    public static final class OutOfBlocksException extends RuntimeException {
         OutOfBlocksException(String role, int asked, int free, int capacity) {
             super(asked > capacity
                     ? role + " has too few KV blocks for this request: it needs " + asked + " blocks, more than the "
@@ -57,7 +58,7 @@ final class BlockAllocator {
     }
 
     /** Counts per state, the oldest non-free grant's age, and lifetime counters. */
-    record Snapshot(Map<State, Integer> blocks, long oldestAgeMillis, long owners, long leaseExpired,
+    public record Snapshot(Map<State, Integer> blocks, long oldestAgeMillis, long owners, long leaseExpired,
                     long refusedOutOfBlocks, long forcedFrees) {
     }
 
@@ -92,7 +93,7 @@ final class BlockAllocator {
      * @param nanoClock the clock grants and leases are timed on, in nanoseconds
      * @throws IllegalArgumentException if {@code capacity} is not positive
      */
-    BlockAllocator(String role, int capacity, LongSupplier nanoClock) {
+    public BlockAllocator(String role, int capacity, LongSupplier nanoClock) {
         if (capacity < 1) {
             throw new IllegalArgumentException("a KV cache needs at least 1 block, got " + capacity);
         }
@@ -109,7 +110,7 @@ final class BlockAllocator {
         this.freeCount = capacity;
     }
 
-    int capacity() {
+    public int capacity() {
         return capacity;
     }
 
@@ -120,7 +121,7 @@ final class BlockAllocator {
      * @throws IllegalStateException if {@code owner} already holds blocks
      * @throws IllegalArgumentException if {@code count} is under 1
      */
-    synchronized List<Long> allocate(String owner, int count) {
+    public synchronized List<Long> allocate(String owner, int count) {
         Objects.requireNonNull(owner, "owner");
         if (count < 1) {
             throw new IllegalArgumentException("a request needs at least 1 block, got " + count);
@@ -146,7 +147,7 @@ final class BlockAllocator {
     }
 
     /** ALLOCATED → WRITING for the owner's blocks; false if it holds none or they are in another state. */
-    synchronized boolean writing(String owner) {
+    public synchronized boolean writing(String owner) {
         Grant grant = grants.get(owner);
         if (grant == null || grant.state != State.ALLOCATED) {
             return false;
@@ -161,17 +162,17 @@ final class BlockAllocator {
      *
      * @return the state the blocks are in now; FREE also when the owner held nothing
      */
-    synchronized State end(String owner, java.time.Duration lease) {
+    public synchronized State end(String owner, Duration lease) {
         return end(owner, lease, nanoClock.getAsLong());
     }
 
     /**
-     * As {@link #end(String, java.time.Duration)}, with the lease counted from {@code notBeforeNanos} when that
+     * As {@link #end(String, Duration)}, with the lease counted from {@code notBeforeNanos} when that
      * is later than now: decode counts it from the request's receive deadline, the latest moment prefill may
      * still start the request's copies, so a request that ended early (its client left, the abort to prefill
      * was lost) cannot have its blocks reused under a copy prefill posts before its own deadline.
      */
-    synchronized State end(String owner, java.time.Duration lease, long notBeforeNanos) {
+    public synchronized State end(String owner, Duration lease, long notBeforeNanos) {
         Grant grant = grants.get(owner);
         if (grant == null) {
             return State.FREE;
@@ -195,7 +196,7 @@ final class BlockAllocator {
      *
      * @return false if the owner held nothing (a late or duplicate release)
      */
-    synchronized boolean release(String owner) {
+    public synchronized boolean release(String owner) {
         Grant grant = grants.get(owner);
         if (grant == null) {
             return false;
@@ -213,7 +214,7 @@ final class BlockAllocator {
      *
      * @return how many blocks were freed; 0 if the owner held nothing
      */
-    synchronized int free(String owner) {
+    public synchronized int free(String owner) {
         Grant grant = grants.get(owner);
         if (grant == null) {
             return 0;
@@ -223,7 +224,7 @@ final class BlockAllocator {
     }
 
     /** As {@link #free}, counted as a forced free: copies may still be in flight (they stalled). */
-    synchronized int forceFree(String owner) {
+    public synchronized int forceFree(String owner) {
         int freed = free(owner);
         if (freed > 0) {
             forcedFrees++;
@@ -236,7 +237,7 @@ final class BlockAllocator {
      *
      * @return the owners whose blocks were reclaimed
      */
-    synchronized List<String> reclaimExpired() {
+    public synchronized List<String> reclaimExpired() {
         long now = nanoClock.getAsLong();
         List<String> expired = new ArrayList<>();
         for (Map.Entry<String, Grant> e : grants.entrySet()) {
@@ -252,27 +253,27 @@ final class BlockAllocator {
     }
 
     /** The state of the owner's blocks; FREE if it holds none. */
-    synchronized State stateOf(String owner) {
+    public synchronized State stateOf(String owner) {
         Grant grant = grants.get(owner);
         return grant == null ? State.FREE : grant.state;
     }
 
     /** The state of one block. */
-    synchronized State stateOfBlock(int block) {
+    public synchronized State stateOfBlock(int block) {
         return state[block];
     }
 
     /** The owner of one block; null when it is FREE. */
-    synchronized String ownerOfBlock(int block) {
+    public synchronized String ownerOfBlock(int block) {
         return owner[block];
     }
 
     /** How many blocks are not FREE. */
-    synchronized int held() {
+    public synchronized int held() {
         return capacity - freeCount;
     }
 
-    synchronized Snapshot snapshot() {
+    public synchronized Snapshot snapshot() {
         Map<State, Integer> counts = new EnumMap<>(State.class);
         for (State s : State.values()) {
             counts.put(s, 0);

@@ -1,5 +1,6 @@
-package dev.kvflux.transfer.notify;
+package dev.kvflux.transfer;
 
+import dev.kvflux.transfer.notify.NotifyMessage;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.BiConsumer;
@@ -11,7 +12,7 @@ import java.util.function.BiConsumer;
  *
  * @param <V> what is kept
  */
-public final class RetainedBytes<V> {
+final class RetainedBytes<V> {
     /** Estimated heap bytes of one entry beyond its strings and lists: map node, key and value objects. */
     static final long ENTRY_OVERHEAD = 160;
 
@@ -25,7 +26,7 @@ public final class RetainedBytes<V> {
      * A map holding at most {@code maxEntries} entries and {@code budgetBytes} estimated bytes; each entry
      * dropped to stay within them is passed to {@code dropped}.
      */
-    public RetainedBytes(long budgetBytes, int maxEntries, BiConsumer<String, V> dropped) {
+    RetainedBytes(long budgetBytes, int maxEntries, BiConsumer<String, V> dropped) {
         if (budgetBytes < 1 || maxEntries < 1) {
             throw new IllegalArgumentException("a retention budget must be positive, got " + budgetBytes
                     + " bytes and " + maxEntries + " entries");

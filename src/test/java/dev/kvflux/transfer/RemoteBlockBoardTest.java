@@ -1,9 +1,12 @@
-package dev.kvflux.serving.role;
+package dev.kvflux.transfer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvflux.micrometer.MicrometerNotifyRecorder;
+import dev.kvflux.transfer.notify.NotifyEvent;
 import dev.kvflux.transfer.notify.NotifyMessage;
-import dev.kvflux.transfer.notify.NotifyMetrics;
+import dev.kvflux.transfer.notify.NotifyRecorder;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -42,7 +45,7 @@ class RemoteBlockBoardTest {
 
     @Test
     void largeUnsolicitedBlockListsStayWithinTheByteBudgetAndDropsAreCounted() {
-        NotifyMetrics metrics = new NotifyMetrics();
+        MicrometerNotifyRecorder metrics = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
         RemoteBlockBoard board = new RemoteBlockBoard(8L << 20, RemoteBlockBoard.DEFAULT_CAPACITY, metrics);
         long[] ids = java.util.stream.LongStream.range(1_000_000, 1_060_000).toArray();
         for (int i = 0; i < 50; i++) {
@@ -50,7 +53,7 @@ class RemoteBlockBoardTest {
         }
 
         assertThat(board.unclaimedBytes()).isLessThanOrEqualTo(8L << 20);
-        assertThat(metrics.earlyDropped()).isEqualTo(50 - board.size());
+        assertThat(metrics.count(NotifyEvent.EARLY_DROPPED)).isEqualTo(50 - board.size());
         assertThat(board.size()).isBetween(1, 6);
         StepVerifier.create(board.blocks("big-49")).expectNextMatches(list -> list.size() == 60_000).expectComplete()
                 .verify(Duration.ofSeconds(5));
@@ -58,7 +61,7 @@ class RemoteBlockBoardTest {
 
     @Test
     void listForAWaitingRequestIsHandedOverWhateverTheBudget() {
-        RemoteBlockBoard board = new RemoteBlockBoard(1024, 4, new NotifyMetrics());
+        RemoteBlockBoard board = new RemoteBlockBoard(1024, 4, NotifyRecorder.NOOP);
         var waiting = board.blocks("t-1").cache();
         waiting.subscribe();
 

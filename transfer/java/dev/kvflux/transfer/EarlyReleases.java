@@ -1,4 +1,4 @@
-package dev.kvflux.serving.role;
+package dev.kvflux.transfer;
 
 import java.util.Iterator;
 import java.util.LinkedHashMap;

@@ -1,6 +1,12 @@
-package dev.kvflux.transfer.notify;
+package dev.kvflux.transfer;
 
-import dev.kvflux.transfer.LogContext;
+import dev.kvflux.transfer.internal.Durations;
+import dev.kvflux.transfer.notify.LogText;
+import dev.kvflux.transfer.notify.NotifyEvent;
+import dev.kvflux.transfer.notify.NotifyLimits;
+import dev.kvflux.transfer.notify.NotifyMessage;
+import dev.kvflux.transfer.notify.NotifyRecorder;
+import dev.kvflux.transfer.notify.NotifyServer;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -22,7 +28,7 @@ import reactor.core.scheduler.Schedulers;
  * or a duplicate: it is ignored and counted. One for a transfer nobody expects yet is kept and settles the
  * transfer as soon as it is expected; such early notifications are bounded in bytes (default
  * 16 MiB, see {@link #earlyBudget}) and in count ({@value #EARLY_CAPACITY}), the
- * oldest dropped first and counted ({@link NotifyMetrics#earlyDropped()}), so unsolicited notifications cannot
+ * oldest dropped first and counted ({@link NotifyEvent#EARLY_DROPPED}), so unsolicited notifications cannot
  * grow decode's heap.
  */
 public final class ExpectedTransfers implements Consumer<NotifyMessage> {
@@ -37,22 +43,22 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
 
     private final Duration receiveDeadline;
     private final Scheduler scheduler;
-    private final NotifyMetrics metrics;
+    private final NotifyRecorder recorder;
     private final long earlyBudgetBytes;
     private final Map<String, Sinks.One<NotifyMessage>> waiting = new HashMap<>();
     private final RetainedBytes<NotifyMessage> early;
     private final Map<String, Boolean> finished = bounded(FINISHED_CAPACITY);
 
-    private ExpectedTransfers(Duration receiveDeadline, Scheduler scheduler, NotifyMetrics metrics,
+    private ExpectedTransfers(Duration receiveDeadline, Scheduler scheduler, NotifyRecorder recorder,
             long earlyBudgetBytes) {
         this.receiveDeadline = receiveDeadline;
         this.scheduler = scheduler;
-        this.metrics = metrics;
+        this.recorder = recorder;
         this.earlyBudgetBytes = earlyBudgetBytes;
         this.early = new RetainedBytes<>(earlyBudgetBytes, EARLY_CAPACITY, (id, message) -> {
-            metrics.earlyDropped.increment();
+            recorder.record(NotifyEvent.EARLY_DROPPED);
             // dropped while another transfer's notice is handled: the line is about the dropped one
-            try (LogContext.Scope scope = LogContext.open(id, null)) {
+            try (LogContext.Scope _ = LogContext.open(id, null)) {
                 LOG.debug("dropping an early {} for transfer {}: early notifications are over their budget",
                         message.type(), LogText.escape(id));
             }
@@ -69,7 +75,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
             throw new IllegalArgumentException("receive deadline must be positive, got " + receiveDeadline
                     + "; the default is the transfer timeout plus a margin");
         }
-        return new ExpectedTransfers(receiveDeadline, null, new NotifyMetrics(), DEFAULT_EARLY_BUDGET_BYTES);
+        return new ExpectedTransfers(receiveDeadline, null, NotifyRecorder.NOOP, DEFAULT_EARLY_BUDGET_BYTES);
     }
 
     /**
@@ -77,28 +83,19 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
      * how vLLM's WRITE mode behaves; kvflux keeps it only to measure against.
      */
     public static ExpectedTransfers withoutDeadline() {
-        return new ExpectedTransfers(null, null, new NotifyMetrics(), DEFAULT_EARLY_BUDGET_BYTES);
+        return new ExpectedTransfers(null, null, NotifyRecorder.NOOP, DEFAULT_EARLY_BUDGET_BYTES);
     }
 
-    /**
-     * The default receive deadline for a transfer timeout: the timeout plus half of it, and at least 5 s
-     * more. Decode's clock starts when it gets the request, before prefill has run the prompt, so the
-     * margin must cover prefill's queue as well; prefill's own {@code write_failed} then arrives first.
-     */
-    public static Duration defaultDeadline(Duration transferTimeout) {
-        Duration margin = transferTimeout.dividedBy(2);
-        return transferTimeout.plus(margin.compareTo(Duration.ofSeconds(5)) < 0 ? Duration.ofSeconds(5) : margin);
-    }
 
     /** This registry's deadlines on {@code scheduler}. Call before the first {@link #expect}. */
     public ExpectedTransfers scheduler(Scheduler scheduler) {
-        return new ExpectedTransfers(receiveDeadline, Objects.requireNonNull(scheduler, "scheduler"), metrics,
+        return new ExpectedTransfers(receiveDeadline, Objects.requireNonNull(scheduler, "scheduler"), recorder,
                 earlyBudgetBytes);
     }
 
-    /** This registry counting into {@code metrics}. Call before the first {@link #expect}. */
-    public ExpectedTransfers metrics(NotifyMetrics metrics) {
-        return new ExpectedTransfers(receiveDeadline, scheduler, Objects.requireNonNull(metrics, "metrics"),
+    /** This registry reporting to {@code recorder}. Call before the first {@link #expect}. */
+    public ExpectedTransfers recorder(NotifyRecorder recorder) {
+        return new ExpectedTransfers(receiveDeadline, scheduler, Objects.requireNonNull(recorder, "recorder"),
                 earlyBudgetBytes);
     }
 
@@ -111,11 +108,7 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
             throw new IllegalArgumentException("the early notification budget is " + bytes
                     + " bytes; use at least 1024 (the default is " + DEFAULT_EARLY_BUDGET_BYTES + ")");
         }
-        return new ExpectedTransfers(receiveDeadline, scheduler, metrics, bytes);
-    }
-
-    public NotifyMetrics metrics() {
-        return metrics;
+        return new ExpectedTransfers(receiveDeadline, scheduler, recorder, bytes);
     }
 
     /**
@@ -136,8 +129,9 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
             NotifyMessage already;
             synchronized (this) {
                 if (waiting.containsKey(transferId) || finished.containsKey(transferId)) {
-                    return Mono.error(new IllegalStateException("transfer " + transferId
-                            + " is already expected or finished; every request needs its own transfer id"));
+                    return Mono.error(new TransferRefusedException(TransferRefusedException.Reason.DUPLICATE,
+                            "transfer " + transferId + " is already expected or finished; every request needs its own"
+                                    + " transfer id"));
                 }
                 already = early.remove(transferId);
                 if (already != null) {
@@ -153,10 +147,13 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
             if (receiveDeadline != null) {
                 Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
                 outcome = outcome.timeout(receiveDeadline, Mono.<Void>defer(() -> {
-                    metrics.deadlinesExpired.increment();
-                    LOG.warn("transfer {}: no notification within the receive deadline of {} ms", LogText.escape(transferId),
-                            receiveDeadline.toMillis());
-                    return Mono.error(new ReceiveDeadlineException(transferId, receiveDeadline));
+                    recorder.record(NotifyEvent.DEADLINE_EXPIRED);
+                    LOG.warn("transfer {}: no notification within the receive deadline of {}", LogText.escape(transferId),
+                            Durations.format(receiveDeadline));
+                    return Mono.error(new ReceiveFailedException(transferId, ReceiveFailedException.Kind.DEADLINE, null,
+                            "no write_done or write_failed for transfer " + transferId + " within "
+                                    + Durations.format(receiveDeadline) + "; prefill may have stopped or its notice was"
+                                    + " lost. Raise the receive deadline if prefill's transfer timeout is longer"));
                 }), on);
             }
             return outcome.doFinally(signal -> forget(transferId, sink));
@@ -177,11 +174,11 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
             if (sink != null) {
                 finished.put(id, Boolean.TRUE);
             } else if (finished.containsKey(id)) {
-                metrics.lateOrDuplicate.increment();
+                recorder.record(NotifyEvent.NOTICE_LATE_OR_DUPLICATE);
                 LOG.debug("ignoring a late or duplicate {} for finished transfer {}", message.type(), LogText.escape(id));
                 return;
             } else {
-                metrics.unmatched.increment();
+                recorder.record(NotifyEvent.NOTICE_UNMATCHED);
                 early.put(id, message, RetainedBytes.of(message));
                 return;
             }
@@ -206,10 +203,12 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
 
     private Mono<Void> settle(NotifyMessage message) {
         if (message instanceof NotifyMessage.WriteFailed failed) {
-            metrics.writeFailed.increment();
-            return Mono.error(new RemoteWriteFailedException(failed.transferId(), failed.code(), failed.reason()));
+            recorder.record(NotifyEvent.NOTICE_WRITE_FAILED);
+            return Mono.error(new ReceiveFailedException(failed.transferId(), ReceiveFailedException.Kind.WRITE_FAILED,
+                    failed.code(), "prefill reported write_failed for transfer " + failed.transferId() + " ("
+                            + failed.code().qualifiedName() + "): " + failed.reason()));
         }
-        metrics.writeDone.increment();
+        recorder.record(NotifyEvent.NOTICE_WRITE_DONE);
         return Mono.empty();
     }
 

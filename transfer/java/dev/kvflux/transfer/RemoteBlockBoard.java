@@ -1,11 +1,10 @@
-package dev.kvflux.serving.role;
+package dev.kvflux.transfer;
 
 import dev.kvflux.transfer.notify.LogText;
+import dev.kvflux.transfer.notify.NotifyEvent;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import dev.kvflux.transfer.notify.NotifyMessage;
-import dev.kvflux.transfer.notify.NotifyMetrics;
-import dev.kvflux.transfer.notify.RetainedBytes;
-import dev.kvflux.transfer.LogContext;
+import dev.kvflux.transfer.notify.NotifyRecorder;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +22,7 @@ import reactor.core.publisher.Sinks;
  * its request never comes, or it came after the write stopped waiting, or a peer sent it unasked) is kept
  * within a byte budget (default 16 MiB of estimated heap bytes, {@link NotifyLimits#peerBudgetBytes()}) and a count
  * ({@value #DEFAULT_CAPACITY}); beyond either, the oldest is dropped and counted
- * ({@link NotifyMetrics#earlyDropped()}), so the board grows neither with traffic nor with a peer's frames.
+ * ({@link NotifyEvent#EARLY_DROPPED}), so the board grows neither with traffic nor with a peer's frames.
  */
 final class RemoteBlockBoard implements Consumer<NotifyMessage> {
     private static final Logger LOG = LoggerFactory.getLogger(RemoteBlockBoard.class);
@@ -41,15 +40,15 @@ final class RemoteBlockBoard implements Consumer<NotifyMessage> {
     }
 
     RemoteBlockBoard(int capacity) {
-        this(DEFAULT_BUDGET_BYTES, capacity, new NotifyMetrics());
+        this(DEFAULT_BUDGET_BYTES, capacity, NotifyRecorder.NOOP);
     }
 
-    /** A board keeping unclaimed lists within {@code budgetBytes} and {@code capacity}, counting drops in {@code metrics}. */
-    RemoteBlockBoard(long budgetBytes, int capacity, NotifyMetrics metrics) {
+    /** A board keeping unclaimed lists within {@code budgetBytes} and {@code capacity}, reporting drops to {@code recorder}. */
+    RemoteBlockBoard(long budgetBytes, int capacity, NotifyRecorder recorder) {
         unclaimed = new RetainedBytes<>(budgetBytes, capacity, (id, blocks) -> {
-            metrics.recordEarlyDropped();
+            recorder.record(NotifyEvent.EARLY_DROPPED);
             // dropped while another transfer's message is handled: the line is about the dropped one
-            try (LogContext.Scope scope = LogContext.open(id, null)) {
+            try (LogContext.Scope _ = LogContext.open(id, null)) {
                 LOG.debug("forgetting decode's {} blocks for transfer {}: unclaimed block lists are over their budget",
                         blocks.size(), LogText.escape(id));
             }

@@ -1,9 +1,9 @@
-package dev.kvflux.serving.role;
+package dev.kvflux.transfer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.kvflux.serving.role.BlockAllocator.State;
+import dev.kvflux.transfer.BlockAllocator.State;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

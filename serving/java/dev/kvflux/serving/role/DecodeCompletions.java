@@ -1,0 +1,180 @@
+package dev.kvflux.serving.role;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.serving.observe.Spans;
+import dev.kvflux.transfer.DecodeSide;
+import dev.kvflux.transfer.DecodeTransfer;
+import dev.kvflux.transfer.LogContext;
+import dev.kvflux.transfer.ReceiveFailedException;
+import dev.kvflux.transfer.TransferRefusedException;
+import dev.kvflux.transfer.notify.NotifyMessage;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.nio.charset.StandardCharsets;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+
+/**
+ * Decode's {@code POST /v1/completions}: opens the request's transfer on the {@link DecodeSide} (refusals answered
+ * at once), waits for its KV, then decodes {@code max_tokens} tokens, one per decode step, streamed as server-sent
+ * events when {@code stream} is true; the transfer is closed when the request ends, whatever way. A failed wait is
+ * answered with the failure's kind: 503 {@code kv_transfer_failed} with prefill's code for {@code write_failed},
+ * 504 {@code RECEIVE_DEADLINE}, 503 {@code REMOTE_BLOCKS_UNDELIVERABLE}, 503 {@code prefill_restarted}, 503
+ * {@code decode_shutting_down}, 409 {@code duplicate_transfer_id}. Each request is span
+ * {@code kvflux.decode.request} with children {@code kvflux.decode.receive} and {@code kvflux.decode.generate}; a
+ * notice that carries a traceparent is span {@code kvflux.notify.receive}.
+ */
+final class DecodeCompletions {
+    private final ServingModel model;
+    private final DecodeSide side;
+    private final ObservationRegistry observations;
+
+    DecodeCompletions(ServingModel model, DecodeSide side, ObservationRegistry observations) {
+        this.model = model;
+        this.side = side;
+        this.observations = observations;
+    }
+
+    Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
+        return HttpJson.withBody(request, response, body -> serve(body, request.requestHeaders(), response));
+    }
+
+    private Publisher<Void> serve(String body, HttpHeaders headers, HttpServerResponse response) {
+        CompletionRequest request;
+        try {
+            request = CompletionRequest.parse(HttpJson.object(body), Role.DECODE);
+        } catch (IllegalArgumentException e) {
+            return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "bad_request",
+                    e.getMessage());
+        }
+        String id = request.params().transferId();
+        Observation span = Spans.server(observations, "kvflux.decode.request", id, headers);
+        String traceId = Spans.traceId(span);
+        try (LogContext.Scope _ = LogContext.open(id, traceId)) {
+            return Mono.from(serve(request, span, traceId, response))
+                    .doOnError(span::error)
+                    .doFinally(signal -> span.stop())
+                    .contextWrite(LogContext.context(id, traceId));
+        }
+    }
+
+    /** Takes the request in, or refuses it at once; the request's answer. */
+    private Publisher<Void> serve(CompletionRequest request, Observation span, String traceId,
+            HttpServerResponse response) {
+        String id = request.params().transferId();
+        DecodeTransfer t;
+        try {
+            t = side.open(id, request.params().remoteNotify(), model.blocksFor(request.promptTokens()),
+                    new Traced(id, traceId));
+        } catch (TransferRefusedException e) {
+            return refused(response, e);
+        }
+        return Spans.during(observations, "kvflux.decode.receive", id, span, t.kv())
+                .then(Spans.during(observations, "kvflux.decode.generate", id, span,
+                        Mono.defer(() -> Mono.from(decode(request, response)))))
+                .onErrorResume(ReceiveFailedException.class, e -> Mono.from(failed(response, e)))
+                // the side refuses a transfer id that is already waiting or finished
+                .onErrorResume(e -> e instanceof TransferRefusedException && !response.hasSentHeaders(),
+                        e -> Mono.from(refused(response, (TransferRefusedException) e)))
+                .doFinally(signal -> t.close());
+    }
+
+    private static Publisher<Void> refused(HttpServerResponse response, TransferRefusedException e) {
+        return switch (e.reason()) {
+            case OUT_OF_BLOCKS -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                    "kv_blocks_exhausted", e.getMessage());
+            case SHUTTING_DOWN -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                    "decode_shutting_down", e.getMessage());
+            case DUPLICATE, STALE_PEER -> HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",
+                    "duplicate_transfer_id", e.getMessage());
+        };
+    }
+
+    private static Publisher<Void> failed(HttpServerResponse response, ReceiveFailedException e) {
+        return switch (e.kind()) {
+            case WRITE_FAILED, CORRUPT -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "kv_transfer_failed", e.code().name(), e.getMessage());
+            case UNDELIVERABLE -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "kv_transfer_failed", "REMOTE_BLOCKS_UNDELIVERABLE", e.getMessage());
+            case DEADLINE -> HttpJson.error(response, HttpResponseStatus.GATEWAY_TIMEOUT, "kv_transfer_timeout",
+                    "RECEIVE_DEADLINE", e.getMessage());
+            case PREFILL_RESTARTED -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
+                    "kv_transfer_failed", "prefill_restarted", e.getMessage());
+            case SHUTTING_DOWN -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                    "decode_shutting_down", e.getMessage());
+        };
+    }
+
+    private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response) {
+        String id = "cmpl-" + request.params().transferId();
+        if (!request.stream()) {
+            return Mono.delay(model.decodeStep().multipliedBy(request.maxTokens()), Schedulers.parallel())
+                    .flatMap(tick -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, completion(id, request))));
+        }
+        Flux<String> events = Flux.interval(model.decodeStep(), Schedulers.parallel())
+                .take(request.maxTokens())
+                .map(i -> "data: " + HttpJson.write(chunk(id, i, i == request.maxTokens() - 1)) + "\n\n")
+                .concatWith(Mono.just("data: [DONE]\n\n"));
+        return response.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
+                .sendString(events, StandardCharsets.UTF_8)
+                .then();
+    }
+
+    private static ObjectNode chunk(String id, long index, boolean last) {
+        ObjectNode chunk = HttpJson.MAPPER.createObjectNode().put("id", id).put("object", "text_completion");
+        ObjectNode choice = chunk.putArray("choices").addObject();
+        choice.put("index", 0).put("text", " t" + index);
+        if (last) {
+            choice.put("finish_reason", "length");
+        } else {
+            choice.putNull("finish_reason");
+        }
+        return chunk;
+    }
+
+    private static ObjectNode completion(String id, CompletionRequest request) {
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < request.maxTokens(); i++) {
+            text.append(" t").append(i);
+        }
+        ObjectNode body = HttpJson.MAPPER.createObjectNode().put("id", id).put("object", "text_completion");
+        body.putArray("choices").addObject().put("index", 0).put("text", text.toString())
+                .put("finish_reason", "length");
+        body.putObject("usage").put("prompt_tokens", request.promptTokens())
+                .put("completion_tokens", request.maxTokens())
+                .put("total_tokens", request.promptTokens() + request.maxTokens());
+        return body;
+    }
+
+    /** One request as the transfer's observer: its trace id for log lines, and a span for each traced notice. */
+    private final class Traced implements DecodeTransfer.Observer {
+        private final String id;
+        private final String traceId;
+
+        Traced(String id, String traceId) {
+            this.id = id;
+            this.traceId = traceId;
+        }
+
+        @Override
+        public String traceId() {
+            return traceId;
+        }
+
+        @Override
+        public void notice(NotifyMessage message) {
+            if (message.traceparent() != null) {
+                Spans.received(observations, "kvflux.notify.receive", id, message.traceparent()).stop();
+            }
+        }
+    }
+}

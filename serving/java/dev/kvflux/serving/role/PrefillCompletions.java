@@ -1,0 +1,216 @@
+package dev.kvflux.serving.role;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.sim.SimulatedLayerEvent;
+import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.serving.observe.Spans;
+import dev.kvflux.serving.observe.Step;
+import dev.kvflux.transfer.LogContext;
+import dev.kvflux.transfer.PrefillSide;
+import dev.kvflux.transfer.PrefillTransfer;
+import dev.kvflux.transfer.TransferRefusedException;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationRegistry;
+import io.micrometer.observation.transport.Kind;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+
+/**
+ * Prefill's {@code POST /v1/completions}: opens the request's transfer on the {@link PrefillSide} (refusals are
+ * answered at once), queues its prompt on the {@linkplain PrefillLoop simulated model}, and when the prompt's last
+ * step is queued writes its layers, each layer's event turning ready in turn across the step. The HTTP answer
+ * (one token) comes when prefill ends; the write's outcome goes to decode through the side. A request that is
+ * cancelled (its client or the proxy gave up) aborts its transfer. Each request is span
+ * {@code kvflux.prefill.request} with children {@code kvflux.prefill.queue}, {@code .post}, {@code .wait} and
+ * {@code kvflux.notify.send}.
+ */
+final class PrefillCompletions {
+    private final ServingModel model;
+    private final PrefillSide side;
+    private final PrefillLoop loop;
+    private final PrefillStats stats;
+    private final ObservationRegistry observations;
+    private volatile boolean closing;
+
+    PrefillCompletions(ServingModel model, PrefillSide side, PrefillLoop loop, PrefillStats stats,
+            ObservationRegistry observations) {
+        this.model = model;
+        this.side = side;
+        this.loop = loop;
+        this.stats = stats;
+        this.observations = observations;
+    }
+
+    /** Refuses new prompts from now on. */
+    void closing() {
+        closing = true;
+    }
+
+    Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
+        return HttpJson.withBody(request, response, body -> {
+            CompletionRequest parsed;
+            try {
+                parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL);
+            } catch (IllegalArgumentException e) {
+                return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
+                        "invalid_request_error", "bad_request", e.getMessage()));
+            }
+            String id = parsed.params().transferId();
+            Observation span = Spans.server(observations, "kvflux.prefill.request", id, request.requestHeaders());
+            String traceId = Spans.traceId(span);
+            try (LogContext.Scope _ = LogContext.open(id, traceId)) {
+                return admit(parsed, new Traced(id, span, traceId), response)
+                        .doOnError(span::error)
+                        .doFinally(signal -> span.stop())
+                        .contextWrite(LogContext.context(id, traceId));
+            }
+        });
+    }
+
+    /** Takes the request in, or refuses it at once; the request's answer. */
+    private Mono<Void> admit(CompletionRequest parsed, Traced traced, HttpServerResponse response) {
+        String id = parsed.params().transferId();
+        if (closing) {
+            return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                    "prefill_shutting_down", "prefill is shutting down and takes no new prompts; retry on"
+                            + " another prefill instance"));
+        }
+        PrefillTransfer t;
+        try {
+            t = side.open(id, parsed.params().remoteNotify(), model.blocksFor(parsed.promptTokens()), traced);
+        } catch (TransferRefusedException e) {
+            return Mono.from(refused(response, id, e));
+        }
+        Mono<Void> prefilled;
+        try {
+            traced.queue = Step.of(Spans.child(observations, "kvflux.prefill.queue", id, traced.span));
+            prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(t, traced, startsIn,
+                    length));
+        } catch (PrefillLoop.QueueFullException e) {
+            stats.refusedQueueFull.increment();
+            t.close();
+            return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                    "prefill_queue_full", e.getMessage()));
+        }
+        stats.requests.increment();
+        // Whichever comes first: the prompt's last step ends, or the transfer is aborted (which cancels the
+        // prompt). The request's own cancellation (client or proxy gone) aborts it.
+        return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted())
+                .doOnCancel(() -> t.abort("prefill's HTTP request was cancelled: the client or the proxy gave up"))
+                .doOnError(e -> t.abort("prefill could not start its write: " + e.getMessage()))
+                .flatMap(aborted -> aborted.isEmpty()
+                        ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
+                        : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
+                                "transfer_aborted", "transfer " + id + " was aborted: " + aborted)));
+    }
+
+    private static Publisher<Void> refused(HttpServerResponse response, String id, TransferRefusedException e) {
+        return switch (e.reason()) {
+            case DUPLICATE -> HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",
+                    "transfer_fenced", e.getMessage());
+            case STALE_PEER -> HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
+                    "transfer_aborted", e.getMessage());
+            case OUT_OF_BLOCKS -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
+                    "kv_blocks_exhausted", e.getMessage());
+            case SHUTTING_DOWN -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
+                    "prefill_shutting_down", e.getMessage());
+        };
+    }
+
+    /** Called when the prompt's last prefill step is queued: its layers finish across the step. */
+    private void startWrite(PrefillTransfer t, Traced traced, Duration startsIn, Duration stepLength) {
+        traced.queue.stop();
+        int layers = model.layers();
+        List<LayerEvent> events = new ArrayList<>(layers);
+        for (int l = 0; l < layers; l++) {
+            events.add(SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
+                    startsIn.plus(stepLength.multipliedBy(l + 1).dividedBy(layers))));
+        }
+        try (LogContext.Scope _ = LogContext.open(t.id(), traced.traceId)) {
+            t.write(events);
+        }
+    }
+
+    private static ObjectNode firstToken(CompletionRequest request) {
+        ObjectNode body = HttpJson.MAPPER.createObjectNode()
+                .put("id", "cmpl-" + request.params().transferId()).put("object", "text_completion");
+        body.putArray("choices").addObject().put("index", 0).put("text", " t0").put("finish_reason", "length");
+        body.putObject("usage").put("prompt_tokens", request.promptTokens()).put("completion_tokens", 1)
+                .put("total_tokens", request.promptTokens() + 1);
+        return body;
+    }
+
+    /**
+     * One request's spans as the transfer's observer: waiting in the prefill queue, posting the layers, the
+     * completion wait, and sending the outcome (whose frame carries the traceparent).
+     */
+    private final class Traced implements PrefillTransfer.Observer {
+        private final String id;
+        private final Observation span;
+        private final String traceId;
+        private volatile Step queue = Step.NONE;
+        private volatile Step post = Step.NONE;
+        private volatile Step wait = Step.NONE;
+        private volatile Observation notice = Observation.NOOP;
+
+        Traced(String id, Observation span, String traceId) {
+            this.id = id;
+            this.span = span;
+            this.traceId = traceId;
+        }
+
+        @Override
+        public String traceId() {
+            return traceId;
+        }
+
+        @Override
+        public void writing() {
+            post = Step.of(Spans.child(observations, "kvflux.prefill.post", id, span));
+        }
+
+        @Override
+        public void posted() {
+            post.stop();
+            wait = Step.of(Spans.child(observations, "kvflux.prefill.wait", id, span));
+        }
+
+        @Override
+        public void written(WriteOutcome outcome) {
+            post.stop();
+            if (outcome instanceof WriteOutcome.WriteFailed failed) {
+                wait.fail(new IllegalStateException(failed.code().qualifiedName() + ": " + failed.reason()));
+            } else {
+                wait.stop();
+            }
+        }
+
+        @Override
+        public String outcomeSending() {
+            notice = Spans.sent(observations, "kvflux.notify.send", id, span, Kind.PRODUCER);
+            return Spans.traceparent(notice);
+        }
+
+        @Override
+        public void outcomeSent(boolean delivered) {
+            notice.stop();
+        }
+
+        @Override
+        public void ended() {
+            queue.stop();
+            post.stop();
+            wait.stop();
+        }
+    }
+}

@@ -1,0 +1,84 @@
+package dev.kvflux.transfer;
+
+import dev.kvflux.bindings.BatchPlan;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Where a request's KV lives in a side's registered region, and so which copies move one layer of it: given the
+ * blocks prefill allocated and the blocks decode granted, {@link #layerPlan} is the layer's batch of copies.
+ *
+ * <p>{@link #rows} is MoRIIO's layout: one region per instance holding, for every layer, a row of
+ * {@code rowBlocks} blocks of {@code blockBytes} each; block {@code b} of layer {@code l} starts at
+ * {@code (l * rowBlocks + b) * blockBytes}. Both sides must use the same layout (the same row length), so that
+ * prefill can address decode's blocks whatever number of blocks either side allocates from. An embedder with
+ * another layout (several regions, per-head strides) implements the interface.
+ */
+public interface KvLayout {
+
+    /** How many layers a request's KV has. */
+    int layers();
+
+    /** The size of the region this layout addresses, in bytes (what a side registers with its engine). */
+    long regionBytes();
+
+    /**
+     * The copies of one layer: the request's blocks on prefill ({@code localBlocks}) into decode's
+     * ({@code remoteBlocks}), pairwise, as many as the shorter list has.
+     */
+    BatchPlan layerPlan(int layer, List<Long> localBlocks, List<Long> remoteBlocks);
+
+    /**
+     * MoRIIO's layout: {@code layers} rows of {@code rowBlocks} blocks of {@code blockBytes} bytes, one copy per
+     * block.
+     *
+     * @throws IllegalArgumentException if a value is not positive or the region would pass {@code Long.MAX_VALUE} bytes
+     */
+    static KvLayout rows(int layers, int rowBlocks, long blockBytes) {
+        return new Rows(layers, rowBlocks, blockBytes);
+    }
+
+    /** {@link #rows}: layer-major rows of equal blocks. */
+    record Rows(int layers, int rowBlocks, long blockBytes) implements KvLayout {
+        public Rows {
+            if (layers < 1 || rowBlocks < 1 || blockBytes < 1) {
+                throw new IllegalArgumentException("a KV layout needs at least one layer, one block per row and one byte"
+                        + " per block, got " + layers + " layers, " + rowBlocks + " blocks per row, " + blockBytes
+                        + " bytes per block");
+            }
+            if ((double) layers * rowBlocks * blockBytes > Long.MAX_VALUE) {
+                throw new IllegalArgumentException("a KV layout of " + layers + " layers x " + rowBlocks + " blocks x "
+                        + blockBytes + " bytes is too large to address");
+            }
+        }
+
+        @Override
+        public long regionBytes() {
+            return (long) layers * rowBlocks * blockBytes;
+        }
+
+        @Override
+        public BatchPlan layerPlan(int layer, List<Long> localBlocks, List<Long> remoteBlocks) {
+            Objects.checkIndex(layer, layers);
+            int n = Math.min(localBlocks.size(), remoteBlocks.size());
+            long[] local = new long[n];
+            long[] remote = new long[n];
+            long[] sizes = new long[n];
+            long row = (long) layer * rowBlocks;
+            for (int i = 0; i < n; i++) {
+                local[i] = (row + block(localBlocks.get(i))) * blockBytes;
+                remote[i] = (row + block(remoteBlocks.get(i))) * blockBytes;
+                sizes[i] = blockBytes;
+            }
+            return BatchPlan.of(local, remote, sizes);
+        }
+
+        private long block(long id) {
+            if (id < 0 || id >= rowBlocks) {
+                throw new IllegalArgumentException("block " + id + " is outside the layout's rows of " + rowBlocks
+                        + " blocks");
+            }
+            return id;
+        }
+    }
+}

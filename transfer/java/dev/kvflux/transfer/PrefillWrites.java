@@ -1,0 +1,259 @@
+package dev.kvflux.transfer;
+
+import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.TransferException;
+import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.write.LayerWrite;
+import dev.kvflux.pipeline.write.WriteRequest;
+import dev.kvflux.transfer.internal.Durations;
+import dev.kvflux.transfer.notify.LogText;
+import dev.kvflux.transfer.notify.NotifyClient;
+import dev.kvflux.transfer.notify.NotifyMessage;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The prefill side's writes, from a transfer's first layer to its release: wait for decode's block list, post the
+ * layers through the WRITE pipeline, send the outcome, drain what was posted, free the source blocks, say
+ * {@code release}. Shared state lives in {@link PrefillTransfers} and {@link BlockAllocator}, both thread-safe.
+ */
+final class PrefillWrites {
+    private static final Logger LOG = LoggerFactory.getLogger(PrefillSide.class);
+
+    private final PrefillSide.Settings settings;
+    private final NotifyClient client;
+    private final BlockAllocator blocks;
+    private final PrefillTransfers transfers;
+    private final RemoteBlockBoard board;
+    private final Disposable.Composite running = Disposables.composite();
+    /** Transfers ended whose drain, free and release are still to come. */
+    private final AtomicInteger settling = new AtomicInteger();
+    /** Messages to decode still being sent (write_done, write_failed, release). */
+    private final AtomicInteger sending = new AtomicInteger();
+
+    PrefillWrites(PrefillSide.Settings settings, NotifyClient client, BlockAllocator blocks,
+            PrefillTransfers transfers, RemoteBlockBoard board) {
+        this.settings = settings;
+        this.client = client;
+        this.blocks = blocks;
+        this.transfers = transfers;
+        this.board = board;
+    }
+
+    /** Starts {@code t}'s write unless it was aborted or ended first. */
+    void write(PrefillTransfer t, List<? extends LayerEvent> events) {
+        try (LogContext.Scope _ = LogContext.open(t.id(), t.observer().traceId())) {
+            if (!t.startWriting()) {
+                return;
+            }
+            t.observer().writing();
+            String id = t.id();
+            blocks.writing(id);
+            int layers = settings.layout().layers();
+            Duration left = Duration.ofNanos(Math.max(1_000_000, t.deadlineNanos() - System.nanoTime()));
+            Flux<LayerWrite> layerWrites = board.blocks(id)
+                    .timeout(left, Mono.error(() -> new IllegalStateException("decode's block list for " + id
+                            + " did not arrive by the transfer's deadline (" + Durations.format(settings.decodeDeadline())
+                            + " after it was opened, when decode gives up); decode is gone, slow, or cannot reach"
+                            + " prefill's notify port")))
+                    .flatMapMany(remoteBlocks -> {
+                        List<Long> local = t.localBlocks();
+                        t.decodeBlocks(remoteBlocks.subList(0, Math.min(local.size(), remoteBlocks.size())));
+                        return Flux.range(0, layers).map(l -> new LayerWrite(l, events.get(l),
+                                settings.layout().layerPlan(l, local, remoteBlocks)));
+                    });
+            AtomicInteger posted = new AtomicInteger();
+            Runnable afterPost = () -> {
+                if (posted.incrementAndGet() == layers) {
+                    t.observer().posted();
+                }
+            };
+            Disposable[] self = new Disposable[1];
+            self[0] = settings.pipeline().write(new WriteRequest(id, t.recording(session(t), afterPost), layerWrites))
+                    .doFinally(signal -> {
+                        if (self[0] != null) {
+                            running.remove(self[0]);
+                        }
+                    })
+                    .contextWrite(LogContext.context(id, t.observer().traceId()))
+                    .subscribe(outcome -> {
+                        try (LogContext.Scope _ = LogContext.open(id, t.observer().traceId())) {
+                            finish(outcome, t);
+                            settle(t);
+                        }
+                    });
+            if (!self[0].isDisposed()) {
+                running.add(self[0]);
+                t.running(self[0]);
+            }
+        }
+    }
+
+    /**
+     * The session the transfer's layers go through: asked of the side's {@link DecodeSessions} when the first
+     * layer is posted, once decode's block list (and with it decode's incarnation) has come.
+     */
+    private TransferSession session(PrefillTransfer t) {
+        return new LazySession(() -> settings.sessions().session(t.decode(), t.decodeIncarnation()));
+    }
+
+    private void finish(WriteOutcome outcome, PrefillTransfer t) {
+        t.observer().written(outcome);
+        settings.recorder().written(outcome, Duration.ofNanos(System.nanoTime() - t.openedNanos()));
+        if (outcome instanceof WriteOutcome.WriteFailed failed) {
+            LOG.warn("transfer {}: MoRIIO batch wait failed ({}): {}{}", LogText.escape(failed.transferId()),
+                    failed.code().qualifiedName(), failed.reason(),
+                    settings.failureNotices() ? "" : "; decode is not told (failure notices are off)");
+            if (!settings.failureNotices()) {
+                settings.recorder().record(PrefillRecorder.Event.FAILURE_NOT_NOTIFIED, t.id());
+                t.outcome(outcome);
+                return;
+            }
+        }
+        long check = outcome instanceof WriteOutcome.WriteDone
+                ? settings.contentCheck().of(t.id(), t.decodeBlocks()) : 0;
+        t.outcome(outcome);
+        sendOutcome(t, NotifyMessage.of(outcome, settings.incarnation(), t.decodeIncarnation(), check));
+    }
+
+    /**
+     * Ends the transfer once: waits until nothing it posted is in flight (the drain, bounded by the transfer
+     * timeout), frees its source blocks and sends decode {@code release}. When copies are still in flight at the
+     * timeout (they stalled), the source blocks are freed anyway, counted, and decode is sent no release: its
+     * lease reclaims its blocks.
+     */
+    void settle(PrefillTransfer t) {
+        List<TransferStatus> posted = t.end();
+        if (posted == null) {
+            return;
+        }
+        String reason = t.abortReason();
+        transfers.closed(t, reason != null ? "was aborted (" + reason + ")" : "has already finished");
+        t.observer().ended();
+        settling.incrementAndGet();
+        Duration timeout = settings.transferTimeout();
+        CompletionWait.drain(timeout).await(posted)
+                .then(Mono.fromRunnable(() -> released(t)))
+                .onErrorResume(e -> {
+                    // a failure wins over the timeout in the drain's error, so ask the statuses themselves
+                    if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS
+                            || stillInFlight(posted)) {
+                        settings.recorder().record(PrefillRecorder.Event.STALLED_AT_RELEASE, t.id());
+                        blocks.forceFree(t.id());
+                        try (LogContext.Scope _ = LogContext.open(t.id(), t.observer().traceId())) {
+                            LOG.warn("transfer {}: copies still in flight {} after it ended; its source blocks are"
+                                    + " freed anyway and decode is sent no release (its lease reclaims its blocks)",
+                                    LogText.escape(t.id()), Durations.format(timeout));
+                        }
+                    } else {
+                        released(t);
+                    }
+                    return Mono.empty();
+                })
+                .doFinally(signal -> settling.decrementAndGet())
+                .contextWrite(LogContext.context(t.id(), t.observer().traceId()))
+                .subscribe();
+    }
+
+    /** Whether any status may still be in flight; one that cannot be queried counts as in flight. */
+    private static boolean stillInFlight(List<TransferStatus> posted) {
+        for (TransferStatus status : posted) {
+            try {
+                if (!status.code().isTerminal()) {
+                    return true;
+                }
+            } catch (RuntimeException broken) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void released(PrefillTransfer t) {
+        blocks.free(t.id());
+        if (t.releaseDecode()) {
+            settings.recorder().record(PrefillRecorder.Event.RELEASE_SENT, t.id());
+            send(t, new NotifyMessage.Release(t.id(), settings.incarnation(), t.decodeIncarnation()), delivered -> { });
+        }
+    }
+
+    /** Sends the transfer's outcome, carrying the traceparent its observer gives. */
+    private void sendOutcome(PrefillTransfer t, NotifyMessage outcome) {
+        String traceparent = t.observer().outcomeSending();
+        send(t, outcome.withTraceparent(traceparent), t.observer()::outcomeSent);
+    }
+
+    /** Sends a message about {@code t} to its decode, counted in {@link #sending} until acknowledged or given up. */
+    private void send(PrefillTransfer t, NotifyMessage message, java.util.function.Consumer<Boolean> sent) {
+        sending.incrementAndGet();
+        client.send(t.decode(), message, settings.notifyWithin())
+                .doOnNext(sent)
+                .doOnError(e -> sent.accept(false))
+                .doFinally(signal -> sending.decrementAndGet())
+                .contextWrite(LogContext.context(t.id(), t.observer().traceId()))
+                .subscribe();
+    }
+
+    /**
+     * Stops every running transfer with {@code reason}: each is told {@code write_failed} ({@code ERR_BAD_STATE})
+     * and settled.
+     *
+     * @return how many were stopped
+     */
+    int stopAll(String reason) {
+        int stopped = 0;
+        for (PrefillTransfer t : transfers.running()) {
+            String why = "transfer " + t.id() + ": " + reason;
+            WriteOutcome.WriteFailed failed = new WriteOutcome.WriteFailed(t.id(), StatusCode.ERR_BAD_STATE, why);
+            t.outcome(failed);
+            if (t.markAborted(why)) {
+                stopped++;
+                settings.recorder().written(failed, Duration.ofNanos(System.nanoTime() - t.openedNanos()));
+                sendOutcome(t, new NotifyMessage.WriteFailed(t.id(), StatusCode.ERR_BAD_STATE, why,
+                        settings.incarnation(), t.decodeIncarnation()));
+                settle(t);
+            }
+        }
+        return stopped;
+    }
+
+    /** Whether no drain, free, release or outcome is still to come. */
+    boolean idle() {
+        return settling.get() == 0 && sending.get() == 0;
+    }
+
+    /** Messages to decode not yet acknowledged or given up. */
+    int sending() {
+        return sending.get();
+    }
+
+    /** Cancels the writes still running. */
+    void dispose() {
+        running.dispose();
+    }
+
+    /** Waits on the calling thread, in 5 ms steps, until {@code done} or {@code within} has passed. */
+    void waitUntil(BooleanSupplier done, Duration within) {
+        long until = System.nanoTime() + within.toNanos();
+        while (!done.getAsBoolean() && System.nanoTime() - until < 0) {
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+}
