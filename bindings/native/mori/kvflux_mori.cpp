@@ -8,12 +8,9 @@
 // construction.
 #include "kvflux_mori.h"
 
-#include <dirent.h>
-#include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -31,6 +28,7 @@
 #include "mori/io/common.hpp"
 #include "mori/io/engine.hpp"
 #include "mori/io/enum.hpp"
+#include "rdma_preflight.h"
 
 namespace {
 
@@ -220,68 +218,11 @@ Registry& Handles() {
   return *registry;
 }
 
-// The RDMA devices the kernel lists (entries of /sys/class/infiniband, or of dir), names joined by ", ".
-std::string RdmaDevices(const char* dir) {
-  std::string names;
-  DIR* d = opendir(dir);
-  if (d == nullptr) return names;
-  while (dirent* entry = readdir(d)) {
-    if (entry->d_name[0] == '.') continue;
-    if (!names.empty()) names += ", ";
-    names += entry->d_name;
-  }
-  closedir(d);
-  return names;
-}
-
-// MoRI's RDMA backend maps GPUs to NICs through a topology that loads ROCm SMI, and that code ends the
-// process (exit(-1), no exception) when ROCm SMI cannot be loaded or sees no GPU. It is reached only when
-// an RDMA device is present (without one MoRI throws "no active RDMA device" first). This refuses the
-// cases that would end the process, before MoRI is called. smiLibrary null: MoRI's own candidates.
-int RdmaPreflight(const char* call, const char* ibClassDir, const char* smiLibrary) {
-  std::string devices = RdmaDevices(ibClassDir != nullptr ? ibClassDir : "/sys/class/infiniband");
-  if (devices.empty()) return KVFLUX_MORI_OK;
-#if defined(__HIP_PLATFORM_NVIDIA__)
-  (void)smiLibrary;
-  return Fail(KVFLUX_MORI_E_UNSUPPORTED,
-              std::string(call) + ": this host has RDMA devices (" + devices +
-                  "); MoRI's RDMA backend would map GPUs to them through ROCm SMI, which sees no GPU on an "
-                  "NVIDIA host, and MoRI would end the process (exit(-1)). Refused: use the xGMI backend "
-                  "between GPUs of one host");
-#else
-  std::vector<std::string> candidates;
-  if (smiLibrary != nullptr) {
-    candidates.emplace_back(smiLibrary);
-  } else {
-    const char* env = std::getenv("MORI_ROCM_SMI_PATH");
-    if (env != nullptr && env[0] != '\0') candidates.emplace_back(env);
-    candidates.insert(candidates.end(),
-                      {"librocm_smi64.so.1", "librocm_smi64.so", "/opt/rocm/lib/librocm_smi64.so.1"});
-  }
-  void* smi = nullptr;
-  for (const std::string& candidate : candidates) {
-    smi = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (smi != nullptr) break;
-  }
-  if (smi == nullptr) {
-    const char* why = dlerror();
-    return Fail(KVFLUX_MORI_E_UNSUPPORTED,
-                std::string(call) + ": this host has RDMA devices (" + devices + ") and librocm_smi64 cannot be "
-                    "loaded (" + (why != nullptr ? why : "not found") + "); MoRI would end the process "
-                    "(exit(-1)). Refused: install ROCm SMI (librocm-smi64) or set MORI_ROCM_SMI_PATH");
-  }
-  dlclose(smi);
-  int gpus = 0;
-  hipError_t err = hipGetDeviceCount(&gpus);
-  if (err != hipSuccess || gpus == 0) {
-    (void)hipGetLastError();
-    return Fail(KVFLUX_MORI_E_UNSUPPORTED,
-                std::string(call) + ": this host has RDMA devices (" + devices + ") but no GPU is visible (" +
-                    hipGetErrorName(err) + "); ROCm SMI would report none and MoRI would end the process "
-                    "(exit(-1)). Refused");
-  }
-  return KVFLUX_MORI_OK;
-#endif
+// RdmaPreflight (rdma_preflight.cpp) as this ABI's result: KVFLUX_MORI_E_UNSUPPORTED with its reason
+// where MoRI would end the process, else KVFLUX_MORI_OK.
+int CheckRdmaBackend(const char* call, const char* ibClassDir, const char* smiLibrary) {
+  std::optional<std::string> refused = kvflux::RdmaPreflight(call, ibClassDir, smiLibrary);
+  return refused ? Fail(KVFLUX_MORI_E_UNSUPPORTED, std::move(*refused)) : KVFLUX_MORI_OK;
 }
 
 // Holds an engine's life lock (shared) for one call; fails if the engine was destroyed meanwhile.
@@ -513,7 +454,7 @@ int kvflux_mori_engine_create_rdma_backend(uint64_t engine, int32_t qp_per_trans
     if (!e) return KVFLUX_MORI_E_BAD_HANDLE;
     Alive alive(*e);
     if (!alive.ok) return EngineGone(call);
-    int refused = RdmaPreflight(call, nullptr, nullptr);
+    int refused = CheckRdmaBackend(call, nullptr, nullptr);
     if (refused != KVFLUX_MORI_OK) return refused;
     RdmaBackendConfig config(qp_per_transfer, post_batch_size, num_worker_threads,
                              static_cast<PollCqMode>(poll_cq_mode), enable_notification != 0);
@@ -788,7 +729,7 @@ KVFLUX_MORI_API int kvflux_mori_live_handles(uint64_t* out_count) {
 // process.
 KVFLUX_MORI_API int kvflux_mori_rdma_preflight(const char* ib_class_dir, const char* smi_library) {
   static const char* call = "kvflux_mori_rdma_preflight";
-  return Guard(call, [&]() -> int { return RdmaPreflight(call, ib_class_dir, smi_library); });
+  return Guard(call, [&]() -> int { return CheckRdmaBackend(call, ib_class_dir, smi_library); });
 }
 
 }  // extern "C"
