@@ -7,6 +7,7 @@
 // msgpack definitions (MSGPACK_DEFINE on EngineDesc and MemoryDesc), so the layout is MoRI's by
 // construction.
 #include "kvflux_mori.h"
+#include "kvflux_mori_checks.h"
 
 #include <hip/hip_runtime_api.h>
 
@@ -240,72 +241,25 @@ int NullArg(const char* call, const char* what) {
   return Fail(KVFLUX_MORI_E_NULL_ARG, std::string(call) + ": " + what + " is NULL");
 }
 
+// A refusal of one of kvflux_mori_checks.h's checks (rc, why) as this thread's last error.
+int Refused(int rc, const char* why) { return rc == KVFLUX_MORI_OK ? rc : Fail(rc, why); }
+
+// The simulator accepts a NULL out_len when the text fits; the shim has always asked for it first.
 int CopyOut(const std::string& text, char* buf, size_t cap, size_t* outLen, const char* call) {
   if (outLen == nullptr) return NullArg(call, "out_len");
-  *outLen = text.size();
-  if (buf == nullptr || cap < text.size() + 1) {
-    if (buf != nullptr && cap > 0) buf[0] = '\0';
-    return Fail(KVFLUX_MORI_E_BUFFER_TOO_SMALL, std::string(call) + " needs " + std::to_string(text.size() + 1) +
-                                                    " bytes with its NUL, the buffer has " + std::to_string(cap));
-  }
-  text.copy(buf, text.size());
-  buf[text.size()] = '\0';
-  return KVFLUX_MORI_OK;
+  char why[KVFLUX_MORI_CHECK_WHY_CAP];
+  return Refused(kvflux_mori_copy_out_string(text.data(), text.size(), buf, cap, outLen, call, why, sizeof why), why);
 }
 
 int CopyOutBytes(const msgpack::sbuffer& bytes, uint8_t* buf, size_t cap, size_t* outLen, const char* call) {
-  if (outLen == nullptr) return NullArg(call, "out_len");
-  *outLen = bytes.size();
-  if (buf == nullptr || cap < bytes.size()) {
-    return Fail(KVFLUX_MORI_E_BUFFER_TOO_SMALL, std::string(call) + " needs " + std::to_string(bytes.size()) +
-                                                    " bytes, the buffer has " + std::to_string(cap));
-  }
-  std::copy(bytes.data(), bytes.data() + bytes.size(), buf);
-  return KVFLUX_MORI_OK;
+  char why[KVFLUX_MORI_CHECK_WHY_CAP];
+  return Refused(kvflux_mori_copy_out_bytes(bytes.data(), bytes.size(), buf, cap, outLen, call, why, sizeof why), why);
 }
 
 template <typename T>
 T Unpack(const uint8_t* packed, size_t len) {
   msgpack::object_handle handle = msgpack::unpack(reinterpret_cast<const char*>(packed), len);
   return handle.get().as<T>();
-}
-
-int CheckBlocks(const uint64_t* localOffsets, size_t nLocal, const uint64_t* remoteOffsets, size_t nRemote,
-                const uint64_t* sizes, size_t nSizes, uint64_t localSize, uint64_t remoteSize,
-                const char* call) {
-  if (nLocal != nSizes || nRemote != nSizes) {
-    return Fail(KVFLUX_MORI_E_INVALID_ARG,
-                std::string(call) + ": the arrays differ in length: " + std::to_string(nLocal) +
-                    " local offsets, " + std::to_string(nRemote) + " remote offsets, " +
-                    std::to_string(nSizes) + " sizes; give one local offset, one remote offset and one size per block");
-  }
-  if (nSizes > 0 && (localOffsets == nullptr || remoteOffsets == nullptr || sizes == nullptr)) {
-    return NullArg(call, "an offset or size array");
-  }
-  for (size_t i = 0; i < nSizes; i++) {
-    if (sizes[i] == 0) {
-      return Fail(KVFLUX_MORI_E_INVALID_ARG, std::string(call) + ": block " + std::to_string(i) +
-                                                 " has size 0; every block copies at least one byte");
-    }
-    const char* side = nullptr;
-    uint64_t offset = 0, limit = 0;
-    if (sizes[i] > localSize || localOffsets[i] > localSize - sizes[i]) {
-      side = "local";
-      offset = localOffsets[i];
-      limit = localSize;
-    } else if (sizes[i] > remoteSize || remoteOffsets[i] > remoteSize - sizes[i]) {
-      side = "remote";
-      offset = remoteOffsets[i];
-      limit = remoteSize;
-    }
-    if (side != nullptr) {
-      return Fail(KVFLUX_MORI_E_INVALID_ARG, std::string(call) + ": block " + std::to_string(i) + ", [" +
-                                                 std::to_string(offset) + ", +" + std::to_string(sizes[i]) +
-                                                 "), runs past the " + side + " region's " +
-                                                 std::to_string(limit) + " bytes");
-    }
-  }
-  return KVFLUX_MORI_OK;
 }
 
 int Batch(uint64_t sessionHandle, const uint64_t* localOffsets, size_t nLocal, const uint64_t* remoteOffsets,
@@ -315,8 +269,10 @@ int Batch(uint64_t sessionHandle, const uint64_t* localOffsets, size_t nLocal, c
     if (outStatus == nullptr) return NullArg(call, "out_status");
     auto s = Handles().Get<Session>(sessionHandle, kSession, call);
     if (!s) return KVFLUX_MORI_E_BAD_HANDLE;
-    int rc = CheckBlocks(localOffsets, nLocal, remoteOffsets, nRemote, sizes, nSizes, s->localSize, s->remoteSize,
-                         call);
+    char why[KVFLUX_MORI_CHECK_WHY_CAP];
+    int rc = Refused(kvflux_mori_check_blocks(localOffsets, nLocal, remoteOffsets, nRemote, sizes, nSizes,
+                                              s->localSize, s->remoteSize, call, why, sizeof why),
+                     why);
     if (rc != KVFLUX_MORI_OK) return rc;
     Alive alive(*s->engine);
     if (!alive.ok) return EngineGone(call);

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../kvflux_mori_checks.h"
+
 /* ================================================================================================ */
 /*                                       errors and the clock                                       */
 /* ================================================================================================ */
@@ -41,39 +43,16 @@ void cond_init_monotonic(pthread_cond_t *cv) {
     pthread_condattr_destroy(&attr);
 }
 
-/* Writes a string into a caller's buffer with the two-call pattern. */
+/* The two-call copy-outs of kvflux_mori_checks.h, a refusal becoming this thread's last error. */
 int copy_out_string(const char *s, char *buf, size_t cap, size_t *out_len, const char *what) {
-    size_t n = strlen(s);
-    if (out_len != NULL) {
-        *out_len = n;
-    }
-    if (buf == NULL || cap < n + 1) {
-        if (buf != NULL && cap > 0) {
-            buf[0] = '\0';
-        }
-        if (out_len == NULL) {
-            return fail(KVFLUX_MORI_E_NULL_ARG, "%s: out_len is NULL, so the needed size cannot be reported", what);
-        }
-        return fail(KVFLUX_MORI_E_BUFFER_TOO_SMALL, "%s needs %zu bytes with its NUL, the buffer has %zu", what,
-                    n + 1, cap);
-    }
-    memcpy(buf, s, n + 1);
-    return KVFLUX_MORI_OK;
+    return kvflux_mori_copy_out_string(s, strlen(s), buf, cap, out_len, what, last_error, sizeof last_error);
 }
 
 int copy_out_bytes(const mp_writer *w, uint8_t *buf, size_t cap, size_t *out_len, const char *what) {
     if (w->oom) {
         return fail(KVFLUX_MORI_E_NO_MEMORY, "%s: out of memory while packing", what);
     }
-    if (out_len == NULL) {
-        return fail(KVFLUX_MORI_E_NULL_ARG, "%s: out_len is NULL", what);
-    }
-    *out_len = w->len;
-    if (buf == NULL || cap < w->len) {
-        return fail(KVFLUX_MORI_E_BUFFER_TOO_SMALL, "%s needs %zu bytes, the buffer has %zu", what, w->len, cap);
-    }
-    memcpy(buf, w->data, w->len);
-    return KVFLUX_MORI_OK;
+    return kvflux_mori_copy_out_bytes(w->data, w->len, buf, cap, out_len, what, last_error, sizeof last_error);
 }
 
 /* ================================================================================================ */

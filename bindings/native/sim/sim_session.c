@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kvflux_mori_checks.h"
+
 /* ================================================================================================ */
 /*                                             sessions                                             */
 /* ================================================================================================ */
@@ -111,37 +113,6 @@ int kvflux_mori_session_allocate_uid(uint64_t session, uint64_t *out_uid) {
     return KVFLUX_MORI_OK;
 }
 
-static int check_blocks(const uint64_t *local_offsets, size_t n_local, const uint64_t *remote_offsets,
-                        size_t n_remote, const uint64_t *sizes, size_t n_sizes, const struct session *s,
-                        const char *call) {
-    if (n_local != n_sizes || n_remote != n_sizes) {
-        return fail(KVFLUX_MORI_E_INVALID_ARG, "%s: the arrays differ in length: %zu local offsets, %zu remote offsets, "
-                    "%zu sizes; give one local offset, one remote offset and one size per block", call, n_local,
-                    n_remote, n_sizes);
-    }
-    if (n_sizes > 0 && (local_offsets == NULL || remote_offsets == NULL || sizes == NULL)) {
-        return fail(KVFLUX_MORI_E_NULL_ARG, "%s: %zu blocks but an offset or size array is NULL", call, n_sizes);
-    }
-    uint64_t local_size = s->local->size;
-    uint64_t remote_size = s->target->size;
-    for (size_t i = 0; i < n_sizes; i++) {
-        if (sizes[i] == 0) {
-            return fail(KVFLUX_MORI_E_INVALID_ARG, "%s: block %zu has size 0; every block copies at least one byte", call, i);
-        }
-        if (sizes[i] > local_size || local_offsets[i] > local_size - sizes[i]) {
-            return fail(KVFLUX_MORI_E_INVALID_ARG, "%s: block %zu, [%llu, +%llu), runs past the local region's %llu bytes",
-                        call, i, (unsigned long long)local_offsets[i], (unsigned long long)sizes[i],
-                        (unsigned long long)local_size);
-        }
-        if (sizes[i] > remote_size || remote_offsets[i] > remote_size - sizes[i]) {
-            return fail(KVFLUX_MORI_E_INVALID_ARG, "%s: block %zu, [%llu, +%llu), runs past the remote region's %llu bytes",
-                        call, i, (unsigned long long)remote_offsets[i], (unsigned long long)sizes[i],
-                        (unsigned long long)remote_size);
-        }
-    }
-    return KVFLUX_MORI_OK;
-}
-
 static uint64_t *dup_array(const uint64_t *a, size_t n) {
     uint64_t *copy = malloc((n ? n : 1) * sizeof *copy);
     if (copy != NULL && n > 0) {
@@ -162,7 +133,8 @@ static int batch(uint64_t session, const uint64_t *local_offsets, size_t n_local
     }
     struct session *s = SESSION(so);
     struct engine *e = so->owner;
-    int rc = check_blocks(local_offsets, n_local, remote_offsets, n_remote, sizes, n_sizes, s, call);
+    int rc = kvflux_mori_check_blocks(local_offsets, n_local, remote_offsets, n_remote, sizes, n_sizes,
+                                      s->local->size, s->target->size, call, last_error, sizeof last_error);
     if (rc == KVFLUX_MORI_OK && (!s->local->registered || !s->target->registered)) {
         rc = fail(KVFLUX_MORI_E_BAD_STATE, "%s: the session's %s memory was deregistered; create a new session", call,
                   s->local->registered ? "remote" : "local");
