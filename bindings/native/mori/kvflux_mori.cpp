@@ -7,13 +7,11 @@
 // msgpack definitions (MSGPACK_DEFINE on EngineDesc and MemoryDesc), so the layout is MoRI's by
 // construction.
 #include "kvflux_mori.h"
+#include "kvflux_mori_checks.h"
 
-#include <dirent.h>
-#include <dlfcn.h>
 #include <hip/hip_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -31,6 +29,7 @@
 #include "mori/io/common.hpp"
 #include "mori/io/engine.hpp"
 #include "mori/io/enum.hpp"
+#include "rdma_preflight.h"
 
 namespace {
 
@@ -220,68 +219,11 @@ Registry& Handles() {
   return *registry;
 }
 
-// The RDMA devices the kernel lists (entries of /sys/class/infiniband, or of dir), names joined by ", ".
-std::string RdmaDevices(const char* dir) {
-  std::string names;
-  DIR* d = opendir(dir);
-  if (d == nullptr) return names;
-  while (dirent* entry = readdir(d)) {
-    if (entry->d_name[0] == '.') continue;
-    if (!names.empty()) names += ", ";
-    names += entry->d_name;
-  }
-  closedir(d);
-  return names;
-}
-
-// MoRI's RDMA backend maps GPUs to NICs through a topology that loads ROCm SMI, and that code ends the
-// process (exit(-1), no exception) when ROCm SMI cannot be loaded or sees no GPU. It is reached only when
-// an RDMA device is present (without one MoRI throws "no active RDMA device" first). This refuses the
-// cases that would end the process, before MoRI is called. smiLibrary null: MoRI's own candidates.
-int RdmaPreflight(const char* call, const char* ibClassDir, const char* smiLibrary) {
-  std::string devices = RdmaDevices(ibClassDir != nullptr ? ibClassDir : "/sys/class/infiniband");
-  if (devices.empty()) return KVFLUX_MORI_OK;
-#if defined(__HIP_PLATFORM_NVIDIA__)
-  (void)smiLibrary;
-  return Fail(KVFLUX_MORI_E_UNSUPPORTED,
-              std::string(call) + ": this host has RDMA devices (" + devices +
-                  "); MoRI's RDMA backend would map GPUs to them through ROCm SMI, which sees no GPU on an "
-                  "NVIDIA host, and MoRI would end the process (exit(-1)). Refused: use the xGMI backend "
-                  "between GPUs of one host");
-#else
-  std::vector<std::string> candidates;
-  if (smiLibrary != nullptr) {
-    candidates.emplace_back(smiLibrary);
-  } else {
-    const char* env = std::getenv("MORI_ROCM_SMI_PATH");
-    if (env != nullptr && env[0] != '\0') candidates.emplace_back(env);
-    candidates.insert(candidates.end(),
-                      {"librocm_smi64.so.1", "librocm_smi64.so", "/opt/rocm/lib/librocm_smi64.so.1"});
-  }
-  void* smi = nullptr;
-  for (const std::string& candidate : candidates) {
-    smi = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (smi != nullptr) break;
-  }
-  if (smi == nullptr) {
-    const char* why = dlerror();
-    return Fail(KVFLUX_MORI_E_UNSUPPORTED,
-                std::string(call) + ": this host has RDMA devices (" + devices + ") and librocm_smi64 cannot be "
-                    "loaded (" + (why != nullptr ? why : "not found") + "); MoRI would end the process "
-                    "(exit(-1)). Refused: install ROCm SMI (librocm-smi64) or set MORI_ROCM_SMI_PATH");
-  }
-  dlclose(smi);
-  int gpus = 0;
-  hipError_t err = hipGetDeviceCount(&gpus);
-  if (err != hipSuccess || gpus == 0) {
-    (void)hipGetLastError();
-    return Fail(KVFLUX_MORI_E_UNSUPPORTED,
-                std::string(call) + ": this host has RDMA devices (" + devices + ") but no GPU is visible (" +
-                    hipGetErrorName(err) + "); ROCm SMI would report none and MoRI would end the process "
-                    "(exit(-1)). Refused");
-  }
-  return KVFLUX_MORI_OK;
-#endif
+// RdmaPreflight (rdma_preflight.cpp) as this ABI's result: KVFLUX_MORI_E_UNSUPPORTED with its reason
+// where MoRI would end the process, else KVFLUX_MORI_OK.
+int CheckRdmaBackend(const char* call, const char* ibClassDir, const char* smiLibrary) {
+  std::optional<std::string> refused = kvflux::RdmaPreflight(call, ibClassDir, smiLibrary);
+  return refused ? Fail(KVFLUX_MORI_E_UNSUPPORTED, std::move(*refused)) : KVFLUX_MORI_OK;
 }
 
 // Holds an engine's life lock (shared) for one call; fails if the engine was destroyed meanwhile.
@@ -299,72 +241,25 @@ int NullArg(const char* call, const char* what) {
   return Fail(KVFLUX_MORI_E_NULL_ARG, std::string(call) + ": " + what + " is NULL");
 }
 
+// A refusal of one of kvflux_mori_checks.h's checks (rc, why) as this thread's last error.
+int Refused(int rc, const char* why) { return rc == KVFLUX_MORI_OK ? rc : Fail(rc, why); }
+
+// The simulator accepts a NULL out_len when the text fits; the shim has always asked for it first.
 int CopyOut(const std::string& text, char* buf, size_t cap, size_t* outLen, const char* call) {
   if (outLen == nullptr) return NullArg(call, "out_len");
-  *outLen = text.size();
-  if (buf == nullptr || cap < text.size() + 1) {
-    if (buf != nullptr && cap > 0) buf[0] = '\0';
-    return Fail(KVFLUX_MORI_E_BUFFER_TOO_SMALL, std::string(call) + " needs " + std::to_string(text.size() + 1) +
-                                                    " bytes with its NUL, the buffer has " + std::to_string(cap));
-  }
-  text.copy(buf, text.size());
-  buf[text.size()] = '\0';
-  return KVFLUX_MORI_OK;
+  char why[KVFLUX_MORI_CHECK_WHY_CAP];
+  return Refused(kvflux_mori_copy_out_string(text.data(), text.size(), buf, cap, outLen, call, why, sizeof why), why);
 }
 
 int CopyOutBytes(const msgpack::sbuffer& bytes, uint8_t* buf, size_t cap, size_t* outLen, const char* call) {
-  if (outLen == nullptr) return NullArg(call, "out_len");
-  *outLen = bytes.size();
-  if (buf == nullptr || cap < bytes.size()) {
-    return Fail(KVFLUX_MORI_E_BUFFER_TOO_SMALL, std::string(call) + " needs " + std::to_string(bytes.size()) +
-                                                    " bytes, the buffer has " + std::to_string(cap));
-  }
-  std::copy(bytes.data(), bytes.data() + bytes.size(), buf);
-  return KVFLUX_MORI_OK;
+  char why[KVFLUX_MORI_CHECK_WHY_CAP];
+  return Refused(kvflux_mori_copy_out_bytes(bytes.data(), bytes.size(), buf, cap, outLen, call, why, sizeof why), why);
 }
 
 template <typename T>
 T Unpack(const uint8_t* packed, size_t len) {
   msgpack::object_handle handle = msgpack::unpack(reinterpret_cast<const char*>(packed), len);
   return handle.get().as<T>();
-}
-
-int CheckBlocks(const uint64_t* localOffsets, size_t nLocal, const uint64_t* remoteOffsets, size_t nRemote,
-                const uint64_t* sizes, size_t nSizes, uint64_t localSize, uint64_t remoteSize,
-                const char* call) {
-  if (nLocal != nSizes || nRemote != nSizes) {
-    return Fail(KVFLUX_MORI_E_INVALID_ARG,
-                std::string(call) + ": the arrays differ in length: " + std::to_string(nLocal) +
-                    " local offsets, " + std::to_string(nRemote) + " remote offsets, " +
-                    std::to_string(nSizes) + " sizes; give one local offset, one remote offset and one size per block");
-  }
-  if (nSizes > 0 && (localOffsets == nullptr || remoteOffsets == nullptr || sizes == nullptr)) {
-    return NullArg(call, "an offset or size array");
-  }
-  for (size_t i = 0; i < nSizes; i++) {
-    if (sizes[i] == 0) {
-      return Fail(KVFLUX_MORI_E_INVALID_ARG, std::string(call) + ": block " + std::to_string(i) +
-                                                 " has size 0; every block copies at least one byte");
-    }
-    const char* side = nullptr;
-    uint64_t offset = 0, limit = 0;
-    if (sizes[i] > localSize || localOffsets[i] > localSize - sizes[i]) {
-      side = "local";
-      offset = localOffsets[i];
-      limit = localSize;
-    } else if (sizes[i] > remoteSize || remoteOffsets[i] > remoteSize - sizes[i]) {
-      side = "remote";
-      offset = remoteOffsets[i];
-      limit = remoteSize;
-    }
-    if (side != nullptr) {
-      return Fail(KVFLUX_MORI_E_INVALID_ARG, std::string(call) + ": block " + std::to_string(i) + ", [" +
-                                                 std::to_string(offset) + ", +" + std::to_string(sizes[i]) +
-                                                 "), runs past the " + side + " region's " +
-                                                 std::to_string(limit) + " bytes");
-    }
-  }
-  return KVFLUX_MORI_OK;
 }
 
 int Batch(uint64_t sessionHandle, const uint64_t* localOffsets, size_t nLocal, const uint64_t* remoteOffsets,
@@ -374,8 +269,10 @@ int Batch(uint64_t sessionHandle, const uint64_t* localOffsets, size_t nLocal, c
     if (outStatus == nullptr) return NullArg(call, "out_status");
     auto s = Handles().Get<Session>(sessionHandle, kSession, call);
     if (!s) return KVFLUX_MORI_E_BAD_HANDLE;
-    int rc = CheckBlocks(localOffsets, nLocal, remoteOffsets, nRemote, sizes, nSizes, s->localSize, s->remoteSize,
-                         call);
+    char why[KVFLUX_MORI_CHECK_WHY_CAP];
+    int rc = Refused(kvflux_mori_check_blocks(localOffsets, nLocal, remoteOffsets, nRemote, sizes, nSizes,
+                                              s->localSize, s->remoteSize, call, why, sizeof why),
+                     why);
     if (rc != KVFLUX_MORI_OK) return rc;
     Alive alive(*s->engine);
     if (!alive.ok) return EngineGone(call);
@@ -513,7 +410,7 @@ int kvflux_mori_engine_create_rdma_backend(uint64_t engine, int32_t qp_per_trans
     if (!e) return KVFLUX_MORI_E_BAD_HANDLE;
     Alive alive(*e);
     if (!alive.ok) return EngineGone(call);
-    int refused = RdmaPreflight(call, nullptr, nullptr);
+    int refused = CheckRdmaBackend(call, nullptr, nullptr);
     if (refused != KVFLUX_MORI_OK) return refused;
     RdmaBackendConfig config(qp_per_transfer, post_batch_size, num_worker_threads,
                              static_cast<PollCqMode>(poll_cq_mode), enable_notification != 0);
@@ -788,7 +685,7 @@ KVFLUX_MORI_API int kvflux_mori_live_handles(uint64_t* out_count) {
 // process.
 KVFLUX_MORI_API int kvflux_mori_rdma_preflight(const char* ib_class_dir, const char* smi_library) {
   static const char* call = "kvflux_mori_rdma_preflight";
-  return Guard(call, [&]() -> int { return RdmaPreflight(call, ib_class_dir, smi_library); });
+  return Guard(call, [&]() -> int { return CheckRdmaBackend(call, ib_class_dir, smi_library); });
 }
 
 }  // extern "C"

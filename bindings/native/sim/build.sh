@@ -9,6 +9,12 @@ command -v "${CC:-gcc}" >/dev/null 2>&1 || {
     echo "build.sh: ${CC:-gcc} not found; install gcc and libc6-dev (apt-get install gcc libc6-dev)" >&2
     exit 1
 }
+# The simulator's sources, one concern each (sim_internal.h says which), and its msgpack subset.
+sources="sim_library.c sim_handles.c sim_status.c sim_engine.c sim_mem.c sim_session.c msgpack_lite.c"
 mkdir -p "$out"
+set --
+for s in $sources; do
+    set -- "$@" "$here/$s"
+done
 "${CC:-gcc}" -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -pthread -fvisibility=hidden \
-    -o "$out/libkvflux_mori_sim.so" "$here"/kvflux_mori_sim.c "$here"/msgpack_lite.c
+    -o "$out/libkvflux_mori_sim.so" "$@"
