@@ -2,6 +2,7 @@ package dev.kvflux.tools.repro;
 
 import dev.kvflux.serving.config.Durations;
 import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.tools.Stats;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.ArrayList;
@@ -116,12 +117,11 @@ public final class ReproReport {
         Map<String, Object> out = new LinkedHashMap<>();
         byKey.forEach((key, values) -> {
             if (values.stream().allMatch(v -> v instanceof Number)) {
-                ReproRun.StrategyResult numbers = new ReproRun.StrategyResult(key, values.stream()
-                        .map(v -> new ReproRun.Wait(((Number) v).doubleValue(), 0, 0, null, Map.of())).toList());
+                double[] numbers = values.stream().mapToDouble(v -> ((Number) v).doubleValue()).toArray();
                 Map<String, Object> agg = new LinkedHashMap<>();
-                agg.put("median", seconds(numbers.median()));
-                agg.put("min", seconds(numbers.min()));
-                agg.put("max", seconds(numbers.max()));
+                agg.put("median", seconds(Stats.median(numbers)));
+                agg.put("min", seconds(Stats.min(numbers)));
+                agg.put("max", seconds(Stats.max(numbers)));
                 out.put(key, agg);
             } else {
                 out.put(key, new ArrayList<>(new LinkedHashSet<>(values)));

@@ -6,9 +6,9 @@ import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.Polls;
 import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.serving.config.Durations;
+import dev.kvflux.tools.Stats;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -43,18 +43,15 @@ public final class ReproRun {
     /** Every wait of one strategy. */
     public record StrategyResult(String strategy, List<Wait> waits) {
         public double median() {
-            double[] s = sorted();
-            int n = s.length;
-            return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+            return Stats.median(seconds());
         }
 
         public double min() {
-            return sorted()[0];
+            return Stats.min(seconds());
         }
 
         public double max() {
-            double[] s = sorted();
-            return s[s.length - 1];
+            return Stats.max(seconds());
         }
 
         public int statusesSucceeded() {
@@ -69,10 +66,8 @@ public final class ReproRun {
             return waits.stream().filter(Wait::failed).count();
         }
 
-        private double[] sorted() {
-            double[] s = waits.stream().mapToDouble(Wait::seconds).toArray();
-            Arrays.sort(s);
-            return s;
+        private double[] seconds() {
+            return waits.stream().mapToDouble(Wait::seconds).toArray();
         }
     }
 

@@ -5,6 +5,7 @@ import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
+import dev.kvflux.tools.Stats;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.management.GarbageCollectorMXBean;
@@ -217,19 +218,11 @@ public final class ScaleBench {
         boolean push = pushes(name);
         long statuses = (long) n * settings.statuses() * measured.size();
         return new ScaleRow(name, recorder, n, settings.statuses(), measured.size(), (double) cpu / wall,
-                percentile(lags, 0.50), percentile(lags, 0.99), lags.length == 0 ? Double.NaN : lags[lags.length - 1],
+                Stats.nearestRank(lags, 0.50), Stats.nearestRank(lags, 0.99), Stats.max(lags),
                 (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
                 (double) notifierCpu / wall, measured.stream().map(r -> r.waitCpuNanos / 1e6).toList(),
                 measured.stream().map(r -> r.wakeups).toList());
-    }
-
-    static double percentile(double[] sorted, double p) {
-        if (sorted.length == 0) {
-            return Double.NaN;
-        }
-        int index = (int) Math.ceil(p * sorted.length) - 1;
-        return sorted[Math.max(0, Math.min(sorted.length - 1, index))];
     }
 
     record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,

@@ -13,6 +13,7 @@ import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
 import dev.kvflux.serving.config.Durations;
+import dev.kvflux.tools.Stats;
 import dev.kvflux.tools.repro.ReproGeometry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -199,8 +200,7 @@ final class PrefillPair implements AutoCloseable {
             firstStart = Math.min(firstStart, start);
             lastEnd = Math.max(lastEnd, end);
         }
-        java.util.Arrays.sort(perLayer);
-        double layerCopyMs = perLayer[perLayer.length / 2];
+        double layerCopyMs = Stats.median(perLayer);
         double waitStartMs = (waitStart - t0) / 1e6;
         double waitEndMs = (waitEnd - t0) / 1e6;
         ControlChannel.Verdict verdict = channel.verify(request);
