@@ -35,9 +35,9 @@ public final class ReproCommand implements Callable<Integer> {
     @Mixin
     ConfigOptions configOptions;
 
-    @Option(names = "--wait", split = ",", paramLabel = "STRATEGY",
-            description = "Strategies to time, in order, comma separated: native, sliced-native, reactive,"
-                    + " reactive-push (default: native,reactive).")
+    @Option(names = "--wait", split = ",", paramLabel = "STRATEGY", completionCandidates = Strategies.class,
+            description = "Strategies to time, in order, comma separated: ${COMPLETION-CANDIDATES}"
+                    + " (default: native,reactive).")
     List<String> waits;
 
     @Option(names = "--requests", paramLabel = "N",
@@ -139,6 +139,14 @@ public final class ReproCommand implements Callable<Integer> {
     private static String describe(List<ReproRun.Plan> plans) {
         return String.join(", then ", plans.stream().map(p -> p.strategy() + " for " + p.requests()
                 + (p.requests() == 1 ? " request" : " requests")).toList());
+    }
+
+    /** The names {@code --wait} takes, from {@link ReproStrategy}. */
+    static final class Strategies implements Iterable<String> {
+        @Override
+        public java.util.Iterator<String> iterator() {
+            return ReproStrategy.labels().iterator();
+        }
     }
 
     /** A live line while a wait runs (so a 30 s wait never looks like a hang), and one line per wait. */

@@ -2,7 +2,6 @@ package dev.kvflux.tools.scale;
 
 import dev.kvflux.micrometer.MicrometerWaitRecorder;
 import dev.kvflux.operators.CompletionWait;
-import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.tools.Stats;
@@ -30,9 +29,12 @@ import reactor.core.Disposable;
  * single notification thread would. Figures are pooled over the measured rounds, after warm-up rounds.
  */
 public final class ScaleBench {
-    /** The strategies the bench knows: the polling wait (per-request interval or shared poll) and the push wait, each in both modes. */
-    public static final List<String> STRATEGIES = List.of("reactive", "reactive-shared", "reactive-push",
-            "reactive-drain", "reactive-shared-drain", "reactive-push-drain");
+    /**
+     * The strategies the bench knows: those of {@link dev.kvflux.tools.repro.ReproStrategy} that need no
+     * engine (the polling wait with an interval per request or on the shared poll driver, and the push
+     * wait), failing fast, then each with {@code -drain}.
+     */
+    public static final List<String> STRATEGIES = BenchWait.NAMES;
 
     /**
      * What the waits report to: {@code none} ({@link WaitRecorder#NOOP}) or {@code micrometer} (a
@@ -60,12 +62,7 @@ public final class ScaleBench {
                     throw new IllegalArgumentException("--n values must lie between 1 and 100000, got " + n);
                 }
             }
-            for (String s : strategies) {
-                if (!STRATEGIES.contains(s)) {
-                    throw new IllegalArgumentException("unknown strategy '" + s + "'; choose from "
-                            + String.join(", ", STRATEGIES));
-                }
-            }
+            strategies.forEach(BenchWait::named);
             if (statuses < 1 || statuses > 4096) {
                 throw new IllegalArgumentException("--statuses must lie between 1 and 4096, got " + statuses);
             }
@@ -103,21 +100,11 @@ public final class ScaleBench {
 
     /** The wait named {@code name}, on its default scheduler. */
     static WaitStrategy strategy(String name, Settings settings) {
-        return switch (name) {
-            case "reactive" -> CompletionWait.failFast(settings.transferTimeout()).slice(settings.slice());
-            case "reactive-drain" -> CompletionWait.drain(settings.transferTimeout()).slice(settings.slice());
-            case "reactive-shared" -> CompletionWait.failFast(settings.transferTimeout()).slice(settings.slice())
-                    .sharedPoll();
-            case "reactive-shared-drain" -> CompletionWait.drain(settings.transferTimeout()).slice(settings.slice())
-                    .sharedPoll();
-            case "reactive-push" -> PushWait.failFast(settings.transferTimeout());
-            case "reactive-push-drain" -> PushWait.drain(settings.transferTimeout());
-            default -> throw new IllegalArgumentException("unknown strategy " + name);
-        };
+        return BenchWait.named(name).wait(settings);
     }
 
     static boolean pushes(String name) {
-        return name.startsWith("reactive-push");
+        return BenchWait.named(name).pushes();
     }
 
     /**
