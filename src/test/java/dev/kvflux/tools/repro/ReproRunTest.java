@@ -3,21 +3,29 @@ package dev.kvflux.tools.repro;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.bindings.sim.CopyTiming;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.tools.cli.KvfluxCli;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.testing.RecordingEngine;
+import dev.kvflux.testing.ScriptedStatus;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
+import reactor.test.scheduler.VirtualTimeScheduler;
 
 class ReproRunTest {
     private static final ReproGeometry SMALL = new ReproGeometry(3, 4, 4096);
@@ -30,7 +38,7 @@ class ReproRunTest {
         }
 
         @Override
-        public ReproTarget open(ReproGeometry g) {
+        public ReproTarget open(ReproGeometry g, ReproSettings settings) {
             SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
                     .timing(new CopyTiming(Duration.ZERO, Duration.ZERO, Duration.ZERO, 1e15)).build();
             TransferSession session = engine.createSession(engine.registerMemory(g.regionBytes(), 0),
@@ -109,7 +117,7 @@ class ReproRunTest {
             }
 
             @Override
-            public ReproTarget open(ReproGeometry g) {
+            public ReproTarget open(ReproGeometry g, ReproSettings settings) {
                 ReproTarget instant = new InstantBackend().open(g);
                 return new ReproTarget() {
                     @Override
@@ -140,5 +148,206 @@ class ReproRunTest {
                 new ReproRun.Progress() { }))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("layer 1's event of reactive request 0 was not ready after 200ms");
+    }
+
+    /** A target on the recording engine, whose every batch's status {@code status} makes on the virtual clock. */
+    private static ReproBackend scripted(RecordingEngine engine, Supplier<TransferStatus> status) {
+        return new ReproBackend() {
+            @Override
+            public String name() {
+                return "scripted";
+            }
+
+            @Override
+            public ReproTarget open(ReproGeometry g, ReproSettings settings) {
+                TransferSession session = new TransferSession() {
+                    @Override
+                    public long allocateTransferUid() {
+                        return 1;
+                    }
+
+                    @Override
+                    public TransferStatus batchWrite(BatchPlan plan, long transferUid) {
+                        return status.get();
+                    }
+
+                    @Override
+                    public TransferStatus batchRead(BatchPlan plan, long transferUid) {
+                        throw new UnsupportedOperationException();
+                    }
+
+                    @Override
+                    public MemoryRegion local() {
+                        return new MemoryRegion("p", 0, g.regionBytes(), 0);
+                    }
+
+                    @Override
+                    public MemoryRegion remote() {
+                        return new MemoryRegion("d", 0, g.regionBytes(), 1);
+                    }
+                };
+                return new ReproTarget() {
+                    @Override
+                    public TransferEngine engine() {
+                        return engine;
+                    }
+
+                    @Override
+                    public TransferSession session() {
+                        return session;
+                    }
+
+                    @Override
+                    public void close() {
+                    }
+                };
+            }
+        };
+    }
+
+    private static ReproRun.Wait onlyWait(ReproBackend backend, String strategy) {
+        ReproSettings settings = new ReproSettings(Duration.ofSeconds(30), Duration.ofMillis(10), KvfluxConfig.defaults());
+        return ReproRun.run(backend, SMALL, settings, List.of(new ReproRun.Plan(strategy, 1)), new ReproRun.Progress() { })
+                .strategies().getFirst().waits().getFirst();
+    }
+
+    @Test
+    void theWholeTimeoutWaitMakesOneWaitAllWithTheWholeTimeoutAndRecordsItsTimeoutMessage() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        RecordingEngine engine = new RecordingEngine(clock);
+
+        ReproRun.Wait wait = onlyWait(scripted(engine, () -> ScriptedStatus.never(clock)), "native");
+
+        assertThat(wait.error()).isEqualTo("MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out"
+                + " after 30s");
+        assertThat(wait.succeeded()).isZero();
+        assertThat(engine.timeouts).containsExactly(30_000L);
+    }
+
+    @Test
+    void theSlicedNativeWaitWaitsInTenMillisecondSlicesUntilTheStatusesSucceed() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        RecordingEngine engine = new RecordingEngine(clock);
+
+        ReproRun.Wait wait = onlyWait(scripted(engine, () -> ScriptedStatus.succeedsAt(clock, Duration.ofMillis(25))),
+                "sliced-native");
+
+        assertThat(wait.failed()).isFalse();
+        assertThat(wait.succeeded()).isEqualTo(SMALL.layers());
+        assertThat(engine.timeouts).containsExactly(10L, 10L, 10L);
+    }
+
+    @Test
+    void aFailedBatchIsRecordedWithItsCodeAndMessage() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        RecordingEngine engine = new RecordingEngine(clock);
+
+        ReproRun.Wait wait = onlyWait(scripted(engine, () -> ScriptedStatus.failsAt(clock, Duration.ZERO,
+                StatusCode.ERR_GPU_OP, "copy failed")), "sliced-native");
+
+        assertThat(wait.error()).isEqualTo("MoRIIO batch wait failed (StatusCode.ERR_GPU_OP): copy failed");
+    }
+
+    /** The instant backend with warm-ups, a setup, and a record of what it was told and what it posted. */
+    private static final class WarmingBackend implements ReproBackend {
+        final List<String> told = new java.util.ArrayList<>();
+        final long mismatchedAtFirstRequest;
+        int requests;
+
+        WarmingBackend(long mismatchedAtFirstRequest) {
+            this.mismatchedAtFirstRequest = mismatchedAtFirstRequest;
+        }
+
+        @Override
+        public String name() {
+            return "warming";
+        }
+
+        @Override
+        public ReproTarget open(ReproGeometry g, ReproSettings settings) {
+            ReproTarget instant = new InstantBackend().open(g);
+            return new ReproTarget() {
+                @Override
+                public TransferEngine engine() {
+                    return instant.engine();
+                }
+
+                @Override
+                public TransferSession session() {
+                    return instant.session();
+                }
+
+                @Override
+                public List<ReproStrategy> warmUp() {
+                    return List.of(ReproStrategy.REACTIVE, ReproStrategy.REACTIVE_PUSH);
+                }
+
+                @Override
+                public void startStrategy(ReproStrategy strategy) {
+                    told.add(strategy.label());
+                }
+
+                @Override
+                public Map<String, Object> setup() {
+                    Map<String, Object> setup = new java.util.LinkedHashMap<>();
+                    setup.put("copy_path", "default");
+                    setup.put("streams", 64);
+                    return setup;
+                }
+
+                @Override
+                public Map<String, Object> afterWait(int request) {
+                    return Map.of(ReproTarget.MISMATCHED_BYTES, requests++ == 0 ? mismatchedAtFirstRequest : 0L);
+                }
+
+                @Override
+                public void close() {
+                    instant.close();
+                }
+            };
+        }
+    }
+
+    @Test
+    void theTargetsWarmUpRequestsGoFirstAndAreNotCountedAndEachStrategyIsAnnouncedBeforeItsRequests() {
+        WarmingBackend backend = new WarmingBackend(0);
+        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+        List<String> waited = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        ReproRun.Result result = ReproRun.run(backend, SMALL, settings, List.of(new ReproRun.Plan("sliced-native", 2)),
+                new ReproRun.Progress() {
+                    @Override
+                    public void waited(String strategy, int request, int requests, ReproRun.Wait wait) {
+                        waited.add(strategy);
+                    }
+                });
+
+        assertThat(backend.told).containsExactly("reactive", "reactive-push", "sliced-native");
+        assertThat(waited).containsExactly("warm-up reactive", "warm-up reactive-push", "sliced-native", "sliced-native");
+        assertThat(result.strategies()).singleElement().satisfies(s -> assertThat(s.waits()).hasSize(2));
+        assertThat(ReproReport.table(result)).contains("setup: copy_path default, streams 64");
+        assertThat(ReproReport.json(result)).contains("\"setup\":{\"copy_path\":\"default\",\"streams\":64}");
+    }
+
+    @Test
+    void aWarmUpRequestWithMismatchedBytesStopsTheRunBeforeAnythingIsTimed() {
+        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+
+        assertThatThrownBy(() -> ReproRun.run(new WarmingBackend(7), SMALL, settings,
+                List.of(new ReproRun.Plan("reactive", 3)), new ReproRun.Progress() { }))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("the reactive warm-up request failed (3 of 3 statuses succeeded, 7 mismatched bytes);"
+                        + " not timing anything");
+    }
+
+    @Test
+    void aTargetWithoutASetupPrintsNoSetupLine() {
+        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+
+        ReproRun.Result result = ReproRun.run(new InstantBackend(), SMALL, settings,
+                List.of(new ReproRun.Plan("reactive", 1)), new ReproRun.Progress() { });
+
+        assertThat(ReproReport.table(result)).doesNotContain("setup");
+        assertThat(ReproReport.json(result)).doesNotContain("setup");
     }
 }
