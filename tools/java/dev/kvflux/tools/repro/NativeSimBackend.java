@@ -6,7 +6,7 @@ import dev.kvflux.serving.config.KvfluxConfig;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * {@code native-sim}: the seed's experiment through FFM on the native simulator of MoRI's xGMI backend
+ * {@code native-sim}: vLLM's MoRI-IO measurement through FFM on the native simulator of MoRI's xGMI backend
  * ({@code libkvflux_mori_sim.so}, shipped in the jar), timed in real time. The simulator's copy timing is
  * taken from {@code engine.sim} (per-block overhead and bandwidth), as the {@code sim-xgmi} backend's is.
  */
