@@ -112,41 +112,16 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure {
 
     /** The faults that are not one per failure code. */
     enum Fixed implements ChaosFault {
-        DECODE_RESTART("decode-restart", Expectation.NONE) {
-            @Override
-            public void act(RoleProcess prefill, RoleProcess decode, Duration downtime) throws Exception {
-                restart(decode, downtime);
-            }
-
-            @Override
-            public boolean restarts() {
-                return true;
-            }
-        },
-        PREFILL_KILL("prefill-kill", Expectation.NONE) {
-            @Override
-            public void act(RoleProcess prefill, RoleProcess decode, Duration downtime) throws Exception {
-                restart(prefill, downtime);
-            }
-
-            @Override
-            public boolean restarts() {
-                return true;
-            }
-        },
-        PREFILL_SIGTERM("prefill-sigterm", Expectation.NONE) {
-            @Override
-            public void act(RoleProcess prefill, RoleProcess decode, Duration downtime) throws Exception {
-                prefill.terminate(Duration.ofSeconds(30));
-                prefill.start();
-                prefill.awaitHealthy(HEALTHY_WITHIN);
-            }
-
-            @Override
-            public boolean restarts() {
-                return true;
-            }
-        },
+        /** Decode killed (SIGKILL), down for the downtime, started again. */
+        DECODE_RESTART("decode-restart", (prefill, decode, downtime) -> restart(decode, downtime)),
+        /** Prefill killed (SIGKILL), down for the downtime, started again. */
+        PREFILL_KILL("prefill-kill", (prefill, decode, downtime) -> restart(prefill, downtime)),
+        /** Prefill stopped gracefully (SIGTERM, 30 s at most), started again. */
+        PREFILL_SIGTERM("prefill-sigterm", (prefill, decode, downtime) -> {
+            prefill.terminate(Duration.ofSeconds(30));
+            prefill.start();
+            prefill.awaitHealthy(HEALTHY_WITHIN);
+        }),
         CLIENT_DISCONNECT("client-disconnect", Expectation.OTHERS_COMPLETE) {
             @Override
             public Request request(int i) {
@@ -204,15 +179,44 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure {
         private final String label;
         private final Expectation expectation;
         private final Relay relay;
+        private final Restart restart;
 
         Fixed(String label, Expectation expectation) {
-            this(label, expectation, null);
+            this(label, expectation, null, null);
         }
 
         Fixed(String label, Expectation expectation, Relay relay) {
+            this(label, expectation, relay, null);
+        }
+
+        /** A fault that restarts a role, with nothing more to expect than every fault's guarantees. */
+        Fixed(String label, Restart restart) {
+            this(label, Expectation.NONE, null, restart);
+        }
+
+        Fixed(String label, Expectation expectation, Relay relay, Restart restart) {
             this.label = label;
             this.expectation = expectation;
             this.relay = relay;
+            this.restart = restart;
+        }
+
+        /** How a fault restarts a role. */
+        @FunctionalInterface
+        interface Restart {
+            void run(RoleProcess prefill, RoleProcess decode, Duration downtime) throws Exception;
+        }
+
+        @Override
+        public void act(RoleProcess prefill, RoleProcess decode, Duration downtime) throws Exception {
+            if (restart != null) {
+                restart.run(prefill, decode, downtime);
+            }
+        }
+
+        @Override
+        public boolean restarts() {
+            return restart != null;
         }
 
         @Override

@@ -67,6 +67,30 @@ class ReproRunTest {
         }
     }
 
+    /** A target over an instant one, for the tests that change one of its hooks. */
+    private abstract static class OverInstant implements ReproTarget {
+        private final ReproTarget instant;
+
+        OverInstant(ReproGeometry g) {
+            instant = new InstantBackend().open(g);
+        }
+
+        @Override
+        public TransferEngine engine() {
+            return instant.engine();
+        }
+
+        @Override
+        public TransferSession session() {
+            return instant.session();
+        }
+
+        @Override
+        public void close() {
+            instant.close();
+        }
+    }
+
     @Test
     void theJsonReportHasOneEntryPerStrategyWithTheTargetsExtraFiguresAggregated() {
         ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
@@ -118,26 +142,10 @@ class ReproRunTest {
 
             @Override
             public ReproTarget open(ReproGeometry g, ReproSettings settings) {
-                ReproTarget instant = new InstantBackend().open(g);
-                return new ReproTarget() {
-                    @Override
-                    public TransferEngine engine() {
-                        return instant.engine();
-                    }
-
-                    @Override
-                    public TransferSession session() {
-                        return instant.session();
-                    }
-
+                return new OverInstant(g) {
                     @Override
                     public LayerEvent layerEvent(int request, int layer) {
                         return layer == 1 ? () -> EventState.NOT_READY : () -> EventState.READY;
-                    }
-
-                    @Override
-                    public void close() {
-                        instant.close();
                     }
                 };
             }
@@ -265,18 +273,7 @@ class ReproRunTest {
 
         @Override
         public ReproTarget open(ReproGeometry g, ReproSettings settings) {
-            ReproTarget instant = new InstantBackend().open(g);
-            return new ReproTarget() {
-                @Override
-                public TransferEngine engine() {
-                    return instant.engine();
-                }
-
-                @Override
-                public TransferSession session() {
-                    return instant.session();
-                }
-
+            return new OverInstant(g) {
                 @Override
                 public List<ReproStrategy> warmUp() {
                     return List.of(ReproStrategy.REACTIVE, ReproStrategy.REACTIVE_PUSH);
@@ -298,11 +295,6 @@ class ReproRunTest {
                 @Override
                 public Map<String, Object> afterWait(int request) {
                     return Map.of(ReproTarget.MISMATCHED_BYTES, requests++ == 0 ? mismatchedAtFirstRequest : 0L);
-                }
-
-                @Override
-                public void close() {
-                    instant.close();
                 }
             };
         }
