@@ -163,8 +163,14 @@ public final class ReproReport {
         return aggregate == null ? "-" : String.valueOf(aggregate);
     }
 
-    private static BigDecimal seconds(double s) {
-        return BigDecimal.valueOf(s).setScale(6, RoundingMode.HALF_UP).stripTrailingZeros();
+    /**
+     * {@code s} to six decimals without trailing zeros, a whole number as a {@code long}: so that neither the
+     * table nor the JSON writes it with an exponent ({@code 30}, not {@code 3E+1}).
+     */
+    private static Number seconds(double s) {
+        BigDecimal rounded = BigDecimal.valueOf(s).setScale(6, RoundingMode.HALF_UP).stripTrailingZeros();
+        return rounded.scale() <= 0 && rounded.abs().compareTo(BigDecimal.valueOf(Long.MAX_VALUE)) < 0
+                ? rounded.longValue() : rounded;
     }
 
     private static String fixed(double s) {

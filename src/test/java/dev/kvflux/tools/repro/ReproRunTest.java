@@ -333,6 +333,34 @@ class ReproRunTest {
     }
 
     @Test
+    void wholeNumbersArePrintedWithoutAnExponent() {
+        ReproSettings settings = new ReproSettings(Duration.ofSeconds(30), Duration.ofMillis(10), KvfluxConfig.defaults());
+        ReproBackend large = new ReproBackend() {
+            @Override
+            public String name() {
+                return "large";
+            }
+
+            @Override
+            public ReproTarget open(ReproGeometry g, ReproSettings s) {
+                return new OverInstant(g) {
+                    @Override
+                    public Map<String, Object> afterWait(int request) {
+                        return Map.of("verified_bytes", 989_855_700L);
+                    }
+                };
+            }
+        };
+
+        ReproRun.Result result = ReproRun.run(large, SMALL, settings, List.of(new ReproRun.Plan("reactive", 1)),
+                new ReproRun.Progress() { });
+
+        assertThat(ReproReport.json(result)).contains("\"transfer_timeout_s\":30,")
+                .contains("\"verified_bytes\":{\"median\":989855700,\"min\":989855700,\"max\":989855700}");
+        assertThat(ReproReport.table(result)).contains("989855700 (989855700 / 989855700)");
+    }
+
+    @Test
     void aTargetWithoutASetupPrintsNoSetupLine() {
         ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
 
