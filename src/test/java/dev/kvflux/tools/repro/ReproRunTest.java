@@ -301,7 +301,7 @@ class ReproRunTest {
     }
 
     @Test
-    void theTargetsWarmUpRequestsGoFirstAndAreNotCountedAndEachStrategyIsAnnouncedBeforeItsRequests() {
+    void theTargetsWarmUpRequestsGoFirstUncountedAndEachStrategyIsAnnouncedBeforeItsRequests() {
         WarmingBackend backend = new WarmingBackend(0);
         ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
         List<String> waited = new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -317,8 +317,18 @@ class ReproRunTest {
         assertThat(backend.told).containsExactly("reactive", "reactive-push", "sliced-native");
         assertThat(waited).containsExactly("warm-up reactive", "warm-up reactive-push", "sliced-native", "sliced-native");
         assertThat(result.strategies()).singleElement().satisfies(s -> assertThat(s.waits()).hasSize(2));
-        assertThat(ReproReport.table(result)).contains("setup: copy_path default, streams 64");
-        assertThat(ReproReport.json(result)).contains("\"setup\":{\"copy_path\":\"default\",\"streams\":64}");
+    }
+
+    @Test
+    void aTargetsSetupIsPrintedUnderTheTablesHeaderAndInTheJson() {
+        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+
+        ReproRun.Result result = ReproRun.run(new WarmingBackend(0), SMALL, settings,
+                List.of(new ReproRun.Plan("reactive", 1)), new ReproRun.Progress() { });
+
+        assertThat(ReproReport.table(result).lines().skip(1).findFirst()).hasValue("setup: copy_path default, streams 64");
+        assertThat(ReproReport.json(result)).contains("\"slice_s\":0.01,\"setup\":{\"copy_path\":\"default\","
+                + "\"streams\":64},\"strategies\"");
     }
 
     @Test
