@@ -29,6 +29,8 @@ import reactor.test.scheduler.VirtualTimeScheduler;
 
 class ReproRunTest {
     private static final ReproGeometry SMALL = new ReproGeometry(3, 4, 4096);
+    private static final ReproSettings TWO_SECONDS = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10),
+            KvfluxConfig.defaults());
 
     /** Copies that finish at once, and two extra figures per wait. */
     private static final class InstantBackend implements ReproBackend {
@@ -93,7 +95,7 @@ class ReproRunTest {
 
     @Test
     void theJsonReportHasOneEntryPerStrategyWithTheTargetsExtraFiguresAggregated() {
-        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+        ReproSettings settings = TWO_SECONDS;
 
         ReproRun.Result result = ReproRun.run(new InstantBackend(), SMALL, settings,
                 List.of(new ReproRun.Plan("sliced-native", 3), new ReproRun.Plan("reactive", 3)), new ReproRun.Progress() { });
@@ -303,7 +305,7 @@ class ReproRunTest {
     @Test
     void theTargetsWarmUpRequestsGoFirstUncountedAndEachStrategyIsAnnouncedBeforeItsRequests() {
         WarmingBackend backend = new WarmingBackend(0);
-        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+        ReproSettings settings = TWO_SECONDS;
         List<String> waited = new java.util.concurrent.CopyOnWriteArrayList<>();
 
         ReproRun.Result result = ReproRun.run(backend, SMALL, settings, List.of(new ReproRun.Plan("sliced-native", 2)),
@@ -321,7 +323,7 @@ class ReproRunTest {
 
     @Test
     void aTargetsSetupIsPrintedUnderTheTablesHeaderAndInTheJson() {
-        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+        ReproSettings settings = TWO_SECONDS;
 
         ReproRun.Result result = ReproRun.run(new WarmingBackend(0), SMALL, settings,
                 List.of(new ReproRun.Plan("reactive", 1)), new ReproRun.Progress() { });
@@ -333,7 +335,7 @@ class ReproRunTest {
 
     @Test
     void aWarmUpRequestWithMismatchedBytesStopsTheRunBeforeAnythingIsTimed() {
-        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+        ReproSettings settings = TWO_SECONDS;
 
         assertThatThrownBy(() -> ReproRun.run(new WarmingBackend(7), SMALL, settings,
                 List.of(new ReproRun.Plan("reactive", 3)), new ReproRun.Progress() { }))
@@ -372,7 +374,7 @@ class ReproRunTest {
 
     @Test
     void aTargetWithoutASetupPrintsNoSetupLine() {
-        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+        ReproSettings settings = TWO_SECONDS;
 
         ReproRun.Result result = ReproRun.run(new InstantBackend(), SMALL, settings,
                 List.of(new ReproRun.Plan("reactive", 1)), new ReproRun.Progress() { });
