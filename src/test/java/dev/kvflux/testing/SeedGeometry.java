@@ -8,7 +8,7 @@ import java.util.List;
 
 /** Posts the seed's request (118 layers of 128 blocks × 32 KiB, one batch per layer) on a session. */
 public final class SeedGeometry {
-    public static final ReproGeometry SEED = ReproGeometry.SEED;
+    public static final ReproGeometry SEED = ReproGeometry.VLLM_MORI_IO;
 
     private SeedGeometry() {
     }

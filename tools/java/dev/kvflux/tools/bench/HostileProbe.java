@@ -3,6 +3,7 @@ package dev.kvflux.tools.bench;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.transfer.notify.NotifyCodec;
+import dev.kvflux.tools.Stats;
 import dev.kvflux.transfer.notify.NotifyMessage;
 import java.io.DataInputStream;
 import java.io.EOFException;
@@ -376,13 +377,13 @@ public final class HostileProbe {
         }
     }
 
+    /** The median and 99th percentile, by nearest rank, in milliseconds; -1 for both without samples. */
     private static double[] percentiles(List<Long> nanos) {
         if (nanos.isEmpty()) {
             return new double[] {-1, -1};
         }
-        long[] sorted = nanos.stream().mapToLong(Long::longValue).sorted().toArray();
-        return new double[] {sorted[sorted.length / 2] / 1e6,
-                sorted[Math.min(sorted.length - 1, (int) Math.ceil(sorted.length * 0.99) - 1)] / 1e6};
+        double[] sorted = nanos.stream().mapToDouble(n -> n / 1e6).sorted().toArray();
+        return new double[] {Stats.nearestRank(sorted, 0.50), Stats.nearestRank(sorted, 0.99)};
     }
 
     private static double healthMillis(HttpClient http, URI health) {

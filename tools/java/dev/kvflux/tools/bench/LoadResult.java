@@ -1,5 +1,6 @@
 package dev.kvflux.tools.bench;
 
+import dev.kvflux.tools.Stats;
 import java.util.Arrays;
 import java.util.List;
 
@@ -47,23 +48,13 @@ public record LoadResult(List<RequestResult> requests, double durationSeconds) {
 
     /** The {@code p}-th percentile (0..100) of completed requests' TTFT; NaN if none completed. */
     public double ttftPercentile(double p) {
-        return percentile(ttfts(), p);
+        return Stats.interpolated(ttfts(), p / 100);
     }
 
     /** The first distinct error messages, for the report. */
     public List<String> sampleErrors(int max) {
         return requests.stream().filter(r -> r.outcome() == RequestResult.Outcome.FAILED)
                 .map(RequestResult::error).distinct().limit(max).toList();
-    }
-
-    static double percentile(double[] sorted, double p) {
-        if (sorted.length == 0) {
-            return Double.NaN;
-        }
-        double rank = p / 100 * (sorted.length - 1);
-        int lo = (int) Math.floor(rank);
-        int hi = (int) Math.ceil(rank);
-        return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo);
     }
 
     private int count(RequestResult.Outcome outcome) {

@@ -1,7 +1,6 @@
 package dev.kvflux.tools.chaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
@@ -18,16 +17,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
-import java.util.stream.Stream;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -52,32 +48,13 @@ import reactor.netty.resources.ConnectionProvider;
  * a burst, status failures, stalls and late statuses, scatter/gather under load, mistreated notifications), the longest time from a disturbed request's end until the next success.
  */
 public final class ChaosRun {
-    /**
-     * The statuses' failures, one fault per failure code the simulated engine can produce:
-     * {@code status-fail-invalid-args} fails batches with ERR_INVALID_ARGS, and so on.
-     */
-    static final Map<String, StatusCode> STATUS_FAILURES = statusFailures();
     /** Decode's checks of write_done's checksum; {@code result="corrupt"} counts KV that failed it. */
     private static final String CORRUPT_KV = "kvflux_decode_kv_checks_total";
+    /** The layers of the roles' simulated model: one batch each per request. */
+    static final int LAYERS = 4;
 
     /** The faults, in the order they run. */
-    public static final List<String> FAULTS = Stream.of(
-            Stream.of("decode-restart", "prefill-kill", "prefill-sigterm", "client-disconnect", "validation-rejects",
-                    "burst"),
-            STATUS_FAILURES.keySet().stream(),
-            Stream.of("status-stall", "status-slow", "sg-under-load", "notify-loss", "notify-duplicate", "notify-delay",
-                    "notify-reorder")).flatMap(f -> f).toList();
-
-    private static Map<String, StatusCode> statusFailures() {
-        Map<String, StatusCode> failures = new LinkedHashMap<>();
-        for (StatusCode code : StatusCode.values()) {
-            if (code.isFailure()) {
-                failures.put("status-fail-" + code.name().substring("ERR_".length()).toLowerCase(Locale.ROOT)
-                        .replace('_', '-'), code);
-            }
-        }
-        return Collections.unmodifiableMap(failures);
-    }
+    public static final List<String> FAULTS = ChaosFault.all().stream().map(ChaosFault::label).toList();
 
     /** What to run. */
     public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
@@ -93,11 +70,17 @@ public final class ChaosRun {
             if (concurrency < 1) {
                 throw new IllegalArgumentException("--concurrency must be at least 1, got " + concurrency);
             }
-            for (String fault : faults) {
-                if (!FAULTS.contains(fault)) {
-                    throw new IllegalArgumentException("unknown fault '" + fault + "'; expected one of " + FAULTS);
-                }
-            }
+            faults.forEach(ChaosFault::named);
+        }
+
+        /** The faults to run, in order. */
+        List<ChaosFault> chaosFaults() {
+            return faults.stream().map(ChaosFault::named).toList();
+        }
+
+        /** The batches a fault's load posts: one per layer and request. */
+        int batches() {
+            return LAYERS * requests;
         }
 
         /** Decode's receive deadline: the transfer timeout plus 5 s. */
@@ -146,10 +129,10 @@ public final class ChaosRun {
         Files.createDirectories(settings.logDir());
         List<FaultResult> results = new ArrayList<>();
         try {
-            for (String fault : settings.faults()) {
-                progress.accept("fault " + fault + ": " + settings.requests() + " requests");
+            for (ChaosFault fault : settings.chaosFaults()) {
+                progress.accept("fault " + fault.label() + ": " + settings.requests() + " requests");
                 FaultResult result = runFault(fault);
-                progress.accept("fault " + fault + ": " + result);
+                progress.accept("fault " + fault.label() + ": " + result);
                 results.add(result);
             }
         } finally {
@@ -162,14 +145,14 @@ public final class ChaosRun {
     }
 
     /** The running decode and prefill for these prefill options, started (and logged under {@code fault}) if none. */
-    private RoleProcess[] pair(String fault, List<String> prefillArgs, List<String> decodeArgs) throws Exception {
+    private RoleProcess[] pair(ChaosFault fault, List<String> prefillArgs, List<String> decodeArgs) throws Exception {
         RoleProcess[] pair = pairs.get(prefillArgs);
         if (pair == null) {
             pair = new RoleProcess[] {
                 new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
-                        settings.logDir().resolve(fault + "-decode.log")),
+                        settings.logDir().resolve(fault.label() + "-decode.log")),
                 new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
-                        settings.logDir().resolve(fault + "-prefill.log"))};
+                        settings.logDir().resolve(fault.label() + "-prefill.log"))};
             pairs.put(List.copyOf(prefillArgs), pair);
             pair[0].start();
             pair[1].start();
@@ -185,37 +168,18 @@ public final class ChaosRun {
         }
     }
 
-    private FaultResult runFault(String fault) throws Exception {
+    private FaultResult runFault(ChaosFault fault) throws Exception {
         if (deadProxy == 0) {
             deadProxy = freePort();
         }
         String proxyUrl = "http://127.0.0.1:" + deadProxy;
-        List<String> common = List.of("--proxy", proxyUrl, "--layers", "4", "--decode-step", "5ms");
+        List<String> common = List.of("--proxy", proxyUrl, "--layers", Integer.toString(LAYERS), "--decode-step", "5ms");
         List<String> decodeArgs = new ArrayList<>(common);
         decodeArgs.addAll(List.of("--receive-deadline", settings.receiveDeadline().toMillis() + "ms",
                 "--block-lease", settings.blockLease().toMillis() + "ms"));
         List<String> prefillArgs = new ArrayList<>(common);
         prefillArgs.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
-        // 4 layers: 4 batches per request; faults every so many batches, at least a few per run
-        int batches = 4 * settings.requests();
-        int burstBlocks = (settings.promptWords() * 16 + 63) / 64;
-        if (STATUS_FAILURES.containsKey(fault)) {
-            prefillArgs.addAll(List.of("--inject-fault",
-                    "fail:" + Math.max(3, Math.min(37, batches / 3)) + ":" + STATUS_FAILURES.get(fault).name()));
-        }
-        switch (fault) {
-            // about a quarter of the burst fits in prefill's blocks
-            case "burst" -> prefillArgs.addAll(List.of("--kv-blocks",
-                    Integer.toString(Math.max(burstBlocks, burstBlocks * (settings.requests() / 3) / 4))));
-            case "status-stall" -> prefillArgs.addAll(List.of("--inject-fault",
-                    "stall:" + Math.max(3, Math.min(101, batches / 2))));
-            // every third batch completes a quarter of the transfer timeout late: within it, so nothing fails
-            case "status-slow" -> prefillArgs.addAll(List.of("--inject-fault",
-                    "slow:3:" + settings.transferTimeout().dividedBy(4).toMillis()));
-            // copies are kernels on prefill's compute queue, seen only once the steps queued before them end
-            case "sg-under-load" -> prefillArgs.add("--sg-under-load");
-            default -> { }
-        }
+        prefillArgs.addAll(fault.prefillArgs(settings));
         InstanceRegistry registry = new InstanceRegistry(Duration.ofHours(1));
         List<NotifyRelay> relays = new ArrayList<>();
         try (AutoCloseable closeRelays = () -> {
@@ -228,27 +192,13 @@ public final class ChaosRun {
             RoleProcess decode = pair[0];
             RoleProcess prefill = pair[1];
             long corruptBefore = decode.metrics().count(CORRUPT_KV, "result", "corrupt");
-            NotifyRelay.Mode relayMode = switch (fault) {
-                case "notify-loss" -> NotifyRelay.Mode.LOSE;
-                case "notify-duplicate" -> NotifyRelay.Mode.DUPLICATE;
-                case "notify-delay" -> NotifyRelay.Mode.DELAY;
-                case "notify-reorder" -> NotifyRelay.Mode.REORDER;
-                default -> null;
-            };
-            if (relayMode == null) {
+            if (fault.relay().isEmpty()) {
                 registry.ping(decode.instance());
                 registry.ping(prefill.instance());
             } else {
-                // every 20th frame lost with its connection, every 5th duplicated, each held up to 50 ms, or
-                // every 4th swapped with the next, both ways
-                int every = switch (relayMode) {
-                    case LOSE -> 20;
-                    case DUPLICATE -> 5;
-                    case DELAY -> 50;
-                    case REORDER -> 4;
-                };
-                relays.add(new NotifyRelay(decode.instance().notifyAddress().getPort(), relayMode, every));
-                relays.add(new NotifyRelay(prefill.instance().notifyAddress().getPort(), relayMode, every));
+                ChaosFault.Relay relay = fault.relay().get();
+                relays.add(new NotifyRelay(decode.instance().notifyAddress().getPort(), relay.mode(), relay.every()));
+                relays.add(new NotifyRelay(prefill.instance().notifyAddress().getPort(), relay.mode(), relay.every()));
                 registry.ping(new Instance(Role.DECODE, decode.instance().httpAddress(),
                         InetSocketAddress.createUnresolved("127.0.0.1", relays.get(0).port())));
                 registry.ping(new Instance(Role.PREFILL, prefill.instance().httpAddress(),
@@ -257,32 +207,11 @@ public final class ChaosRun {
             String base = "http://127.0.0.1:" + proxy.address().getPort();
             long[] faultEnd = {Long.MIN_VALUE};
             List<Result> results = load(fault, base, () -> {
-                switch (fault) {
-                    case "decode-restart" -> {
-                        decode.kill();
-                        Thread.sleep(downtime().toMillis());
-                        decode.start();
-                        decode.awaitHealthy(Duration.ofSeconds(60));
-                    }
-                    case "prefill-kill" -> {
-                        prefill.kill();
-                        Thread.sleep(downtime().toMillis());
-                        prefill.start();
-                        prefill.awaitHealthy(Duration.ofSeconds(60));
-                    }
-                    case "prefill-sigterm" -> {
-                        prefill.terminate(Duration.ofSeconds(30));
-                        prefill.start();
-                        prefill.awaitHealthy(Duration.ofSeconds(60));
-                    }
-                    default -> { }
-                }
+                fault.act(prefill, decode, downtime());
                 faultEnd[0] = System.nanoTime();
             });
-            boolean restart = fault.equals("decode-restart") || fault.startsWith("prefill-");
-            long[] leaks = settle(prefill, decode);
-            leaks[2] -= corruptBefore;
-            return summarise(fault, results, restart ? faultEnd[0] : Long.MIN_VALUE, leaks);
+            Leaks leaks = settle(prefill, decode).corruptSince(corruptBefore);
+            return summarise(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks);
         }
     }
 
@@ -297,14 +226,14 @@ public final class ChaosRun {
         void run() throws Exception;
     }
 
-    private List<Result> load(String fault, String base, FaultAction action) throws InterruptedException {
+    private List<Result> load(ChaosFault fault, String base, FaultAction action) throws InterruptedException {
         int n = settings.requests();
         int burstFrom = n / 3;
-        int burstTo = fault.equals("burst") ? 2 * n / 3 : burstFrom;
+        int burstTo = fault.bursts() ? 2 * n / 3 : burstFrom;
         ConnectionProvider pool = ConnectionProvider.builder("kvflux-chaos").maxConnections(n + 16)
                 .pendingAcquireMaxCount(-1).build();
         HttpClient http = HttpClient.create(pool);
-        List<Result> results = java.util.Collections.synchronizedList(new ArrayList<>());
+        List<Result> results = Collections.synchronizedList(new ArrayList<>());
         long t0 = System.nanoTime();
         Thread[] faulting = new Thread[1];
         Sinks.Empty<Void> faultDone = Sinks.empty();
@@ -316,7 +245,8 @@ public final class ChaosRun {
                     try {
                         action.run();
                     } catch (Exception e) {
-                        throw new IllegalStateException("fault " + fault + " could not be injected: " + e.getMessage(), e);
+                        throw new IllegalStateException("fault " + fault.label() + " could not be injected: "
+                                + e.getMessage(), e);
                     } finally {
                         faultDone.tryEmitEmpty();
                     }
@@ -345,10 +275,10 @@ public final class ChaosRun {
         return new ArrayList<>(results);
     }
 
-    private Mono<Result> request(HttpClient http, String base, String fault, int i) {
-        boolean invalid = fault.equals("validation-rejects") && i % 3 == 1;
-        boolean disconnect = fault.equals("client-disconnect") && i % 3 == 1;
-        boolean burst = fault.equals("burst") && i >= settings.requests() / 3 && i < 2 * settings.requests() / 3;
+    private Mono<Result> request(HttpClient http, String base, ChaosFault fault, int i) {
+        boolean invalid = fault.request(i) == ChaosFault.Request.INVALID;
+        boolean disconnect = fault.request(i) == ChaosFault.Request.DISCONNECT;
+        boolean burst = fault.bursts() && i >= settings.requests() / 3 && i < 2 * settings.requests() / 3;
         String body = invalid ? invalidBody(i) : HttpJson.write(HttpJson.MAPPER.createObjectNode()
                 .put("prompt", "w ".repeat(burst ? settings.promptWords() * 16 : settings.promptWords()).trim())
                 .put("max_tokens", settings.maxTokens()).put("stream", false));
@@ -406,24 +336,32 @@ public final class ChaosRun {
         return new Result(i, start, end, Outcome.FAILED_WITHOUT_REASON, status + " without a reason");
     }
 
+    /** What both roles still held after settling: KV blocks, handles, and KV that failed decode's content check. */
+    private record Leaks(int blocks, int handles, long corrupt) {
+        /** These leaks with only the corrupt KV counted since decode's count stood at {@code before}. */
+        Leaks corruptSince(long before) {
+            return new Leaks(blocks, handles, corrupt - before);
+        }
+    }
+
     /**
      * Waits until both roles hold nothing (up to the receive deadline plus the block lease, decode's longest
-     * quarantine, plus the transfer timeout plus 5 s), then reads what they still hold: {blocks, handles, KV
-     * that failed decode's content check}.
+     * quarantine, plus the transfer timeout plus 5 s), then reads what they still hold; -1 blocks and
+     * handles if their metrics could not be read.
      */
-    private long[] settle(RoleProcess prefill, RoleProcess decode) throws InterruptedException {
+    private Leaks settle(RoleProcess prefill, RoleProcess decode) throws InterruptedException {
         long until = System.nanoTime() + settings.receiveDeadline().plus(settings.blockLease())
                 .plus(settings.transferTimeout()).plusSeconds(5).toNanos();
-        long[] held = {-1, -1, 0};
+        Leaks held = new Leaks(-1, -1, 0);
         while (System.nanoTime() - until < 0) {
             try {
                 PrometheusText p = prefill.metrics();
                 PrometheusText d = decode.metrics();
-                held[0] = heldBlocks(p) + heldBlocks(d);
-                held[1] = p.count("kvflux_prefill_transfers_running") + p.count("kvflux_prefill_writes_in_flight")
-                        + d.count("kvflux_decode_requests_running");
-                held[2] = d.count(CORRUPT_KV, "result", "corrupt");
-                if (held[0] == 0 && held[1] == 0) {
+                held = new Leaks(Math.toIntExact(heldBlocks(p) + heldBlocks(d)),
+                        Math.toIntExact(p.count("kvflux_prefill_transfers_running")
+                                + p.count("kvflux_prefill_writes_in_flight") + d.count("kvflux_decode_requests_running")),
+                        d.count(CORRUPT_KV, "result", "corrupt"));
+                if (held.blocks() == 0 && held.handles() == 0) {
                     break;
                 }
             } catch (IOException e) {
@@ -439,7 +377,7 @@ public final class ChaosRun {
         return metrics.count("kvflux_blocks_capacity") - metrics.count("kvflux_blocks", "state", "free");
     }
 
-    private static FaultResult summarise(String fault, List<Result> results, long faultEnd, long[] leaks) {
+    private static FaultResult summarise(ChaosFault fault, List<Result> results, long faultEnd, Leaks leaks) {
         Map<Outcome, Integer> counts = new java.util.EnumMap<>(Outcome.class);
         Map<String, Integer> reasons = new TreeMap<>();
         for (Result r : results) {
@@ -470,9 +408,10 @@ public final class ChaosRun {
             }
             recovery = worst / 1e9;
         }
-        return new FaultResult(fault, results.size(), counts.getOrDefault(Outcome.COMPLETED, 0),
+        return new FaultResult(fault.label(), results.size(), counts.getOrDefault(Outcome.COMPLETED, 0),
                 counts.getOrDefault(Outcome.FAILED_CLEANLY, 0), counts.getOrDefault(Outcome.NEVER_FINISHED, 0),
-                leaks[0], leaks[1], counts.getOrDefault(Outcome.CORRUPT, 0) + (int) leaks[2], Math.round(recovery * 1000) / 1000.0,
+                leaks.blocks(), leaks.handles(), counts.getOrDefault(Outcome.CORRUPT, 0) + (int) leaks.corrupt(),
+                Math.round(recovery * 1000) / 1000.0,
                 counts.getOrDefault(Outcome.FAILED_WITHOUT_REASON, 0), counts.getOrDefault(Outcome.CANCELLED, 0),
                 reasons);
     }

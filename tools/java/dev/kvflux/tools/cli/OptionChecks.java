@@ -22,6 +22,13 @@ final class OptionChecks {
     private OptionChecks() {
     }
 
+    /** Nothing if {@code ok}, else {@code message} as a usage error. */
+    static void require(CommandLine cmd, boolean ok, String message) {
+        if (!ok) {
+            throw new ParameterException(cmd, message);
+        }
+    }
+
     /** {@code value} unless it is null or not positive; {@code null} passes (the option was not given). */
     static Duration positive(CommandLine cmd, String option, Duration value) {
         if (value != null && (value.isZero() || value.isNegative())) {

@@ -3,7 +3,7 @@ package dev.kvflux.tools.cli;
 import dev.kvflux.serving.role.Policy;
 import picocli.CommandLine;
 
-/** Reads {@code legacy}, {@code seed} or {@code kvflux}. */
+/** Reads {@code legacy}, {@code seed} (vLLM's sliced-wait fix) or {@code kvflux}. */
 public final class PolicyConverter implements CommandLine.ITypeConverter<Policy> {
     @Override
     public Policy convert(String value) {

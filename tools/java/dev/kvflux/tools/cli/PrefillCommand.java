@@ -36,7 +36,8 @@ public final class PrefillCommand implements Callable<Integer> {
     RoleOptions roleOptions;
 
     @Option(names = "--policy", paramLabel = "NAME", converter = PolicyConverter.class,
-            description = "legacy, seed or kvflux (default ${DEFAULT-VALUE}).")
+            description = "legacy (vLLM's connector with the whole-timeout wait), seed (vLLM's sliced-wait fix) or"
+                    + " kvflux (default ${DEFAULT-VALUE}).")
     Policy policy = Policy.KVFLUX;
 
     @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,

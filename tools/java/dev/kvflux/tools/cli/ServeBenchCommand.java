@@ -23,7 +23,10 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
-/** {@code kvflux serve-bench}: the seed's serving table, reproduced on a simulated P/D pair over loopback. */
+/**
+ * {@code kvflux serve-bench}: vLLM's serving benchmark of the MoRI-IO connector, before and after its sliced-wait
+ * fix and under kvflux, reproduced on a simulated P/D pair over loopback.
+ */
 @Command(name = "serve-bench", mixinStandardHelpOptions = true,
         description = {"Starts a proxy, a prefill and a decode instance on loopback for each policy and concurrency,"
                 + " and drives them with a closed-loop client shaped like vllm bench serve (16K-token prompts,"
@@ -44,7 +47,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
     ModelOptions modelOptions;
 
     @Option(names = "--policy", split = ",", paramLabel = "NAME", converter = PolicyConverter.class,
-            description = "Comma list of legacy, seed, kvflux (default: all three).")
+            description = "Comma list of legacy (vLLM's connector with the whole-timeout wait), seed (vLLM's"
+                    + " sliced-wait fix), kvflux (default: all three).")
     List<Policy> policies = List.of(Policy.LEGACY, Policy.SEED, Policy.KVFLUX);
 
     @Option(names = "--concurrency", split = ",", paramLabel = "N",
@@ -88,7 +92,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
             description = "Requests sent to a kvflux stack first and not reported (default ${DEFAULT-VALUE}).")
     int warmup = 8;
 
-    @Option(names = "--seed", paramLabel = "N", description = "Seed that picks the failing requests (default ${DEFAULT-VALUE}).")
+    @Option(names = "--seed", paramLabel = "N", description = "The random-number seed that picks which requests fail (default ${DEFAULT-VALUE}).")
     long seed;
 
     @Mixin

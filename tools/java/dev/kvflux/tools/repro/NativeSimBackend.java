@@ -6,15 +6,15 @@ import dev.kvflux.serving.config.KvfluxConfig;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * {@code native-sim}: the seed's experiment through FFM on the native simulator of MoRI's xGMI backend
+ * {@code native-sim}: vLLM's MoRI-IO measurement through FFM on the native simulator of MoRI's xGMI backend
  * ({@code libkvflux_mori_sim.so}, shipped in the jar), timed in real time. The simulator's copy timing is
  * taken from {@code engine.sim} (per-block overhead and bandwidth), as the {@code sim-xgmi} backend's is.
  */
-final class NativeSimBackend implements ReproBackend {
+public final class NativeSimBackend implements ReproBackend {
     private static final AtomicInteger OPENED = new AtomicInteger();
     private final KvfluxConfig.Sim timing;
 
-    NativeSimBackend(KvfluxConfig config) {
+    public NativeSimBackend(KvfluxConfig config) {
         this.timing = config.engine().sim();
     }
 
@@ -24,7 +24,7 @@ final class NativeSimBackend implements ReproBackend {
     }
 
     @Override
-    public ReproTarget open(ReproGeometry g) {
+    public ReproTarget open(ReproGeometry g, ReproSettings settings) {
         int n = OPENED.incrementAndGet();
         NativeTransferEngine p = NativeTransferEngine.simulated("kvflux-repro-p" + n);
         NativeTransferEngine d = null;

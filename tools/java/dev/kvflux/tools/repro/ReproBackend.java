@@ -1,30 +1,29 @@
 package dev.kvflux.tools.repro;
 
 /**
- * A place {@code kvflux repro} can run the seed's experiment: the simulated engine, a native simulator,
- * a real GPU pair. Backends are listed in {@link ReproBackends}.
+ * A place {@code kvflux repro} can run vLLM's MoRI-IO measurement: the simulated engine, a native simulator,
+ * a real GPU pair. The backends {@code --backend} knows are listed in {@code dev.kvflux.tools.cli.ReproBackends}.
  *
  * <h2>Adding a backend</h2>
- * Implement this interface with a constructor taking the {@link dev.kvflux.serving.config.KvfluxConfig}
- * (it may ignore it), return a {@link ReproTarget} from {@link #open}, and add one line to
- * {@link ReproBackends} (a backend in this package) or list it from a {@link ReproBackendProvider} (a
- * backend in a package that depends on this one, as the GPU backends do). If the backend cannot run here (no library, no GPU), {@link #open} throws an
- * exception whose message says what is missing and how to get it; the command prints it and exits 1.
+ * Implement this interface with a public constructor taking the {@link dev.kvflux.serving.config.KvfluxConfig}
+ * (it may ignore it), return a {@link ReproTarget} from {@link #open(ReproGeometry, ReproSettings)}, and add
+ * one line to {@code ReproBackends}. If the backend cannot run here (no library, no GPU), {@code open} throws
+ * an exception whose message says what is missing and how to get it; the command prints it and exits 1.
  */
 public interface ReproBackend {
 
     /** The name given to {@code --backend} and printed in reports. */
     String name();
 
-    /** Sets up the engine and both buffers for requests of geometry {@code g}. */
-    ReproTarget open(ReproGeometry g);
-
     /**
-     * Sets up for a run with {@code settings}, which {@link ReproRun} passes: a backend that blocks on
-     * its own (a GPU it waits for) overrides this to bound those blocks by the run's transfer timeout.
-     * By default {@link #open(ReproGeometry)}.
+     * Sets up the engine and both buffers for requests of geometry {@code g}, for a run with
+     * {@code settings}: a backend that blocks on its own (a GPU it waits for) bounds those blocks by the
+     * run's transfer timeout; the GPU backends take their devices and options from {@link ReproSettings#gpu()}.
      */
-    default ReproTarget open(ReproGeometry g, ReproSettings settings) {
-        return open(g);
+    ReproTarget open(ReproGeometry g, ReproSettings settings);
+
+    /** As {@link #open(ReproGeometry, ReproSettings)} with {@link ReproSettings#defaults()}. */
+    default ReproTarget open(ReproGeometry g) {
+        return open(g, ReproSettings.defaults());
     }
 }

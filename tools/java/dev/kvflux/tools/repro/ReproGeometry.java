@@ -10,8 +10,11 @@ import dev.kvflux.bindings.BatchPlan;
  */
 public record ReproGeometry(int layers, int blocks, long blockBytes) {
 
-    /** The seed's geometry: 118 layers × 128 blocks × 32 KiB (4 MiB written per layer, 8 MiB stride). */
-    public static final ReproGeometry SEED = new ReproGeometry(118, 128, 32 * 1024);
+    /**
+     * The geometry of vLLM's MoRI-IO measurement: 118 layers × 128 blocks × 32 KiB (4 MiB written per layer,
+     * 8 MiB stride).
+     */
+    public static final ReproGeometry VLLM_MORI_IO = new ReproGeometry(118, 128, 32 * 1024);
 
     public ReproGeometry {
         if (layers <= 0 || blocks <= 0 || blockBytes <= 0) {

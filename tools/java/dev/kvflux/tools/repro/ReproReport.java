@@ -2,6 +2,7 @@ package dev.kvflux.tools.repro;
 
 import dev.kvflux.serving.config.Durations;
 import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.tools.Stats;
 import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.util.ArrayList;
@@ -13,22 +14,39 @@ import java.util.Map;
 import java.util.Set;
 
 /**
- * Prints a {@link ReproRun.Result}: a table like the seed's, or one JSON document
- * {@code {"backend", "transfer_timeout_s", "slice_s", "strategies": [{"strategy", "waits", "median_s",
- * "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", ...extras}]}}, where
- * {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits, and each
- * extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
- * distinct values otherwise.
+ * Prints a {@link ReproRun.Result}: a table like vLLM's reproducer prints, or one JSON document
+ * {@code {"backend", "transfer_timeout_s", "slice_s", "setup", "strategies": [{"strategy", "waits",
+ * "median_s", "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", ...extras}]}},
+ * where {@code setup} (only if the target described one) is the target's {@linkplain ReproTarget#setup()
+ * setup}, {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits, and
+ * each extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
+ * distinct values otherwise. Several runs of one command print one table each, or one JSON document
+ * {@code {"runs": [...], "comparison": [lines]}}.
  */
 public final class ReproReport {
     private ReproReport() {
     }
 
     public static String json(ReproRun.Result result) {
+        return HttpJson.write(HttpJson.MAPPER.valueToTree(document(result)));
+    }
+
+    /** Several runs and the lines comparing them, as one document. */
+    public static String json(List<ReproRun.Result> runs, List<String> comparison) {
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("runs", runs.stream().map(ReproReport::document).toList());
+        doc.put("comparison", comparison);
+        return HttpJson.write(HttpJson.MAPPER.valueToTree(doc));
+    }
+
+    private static Map<String, Object> document(ReproRun.Result result) {
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("backend", result.backend());
         doc.put("transfer_timeout_s", seconds(result.settings().transferTimeout().toNanos() / 1e9));
         doc.put("slice_s", seconds(result.settings().slice().toNanos() / 1e9));
+        if (!result.setup().isEmpty()) {
+            doc.put("setup", result.setup());
+        }
         List<Object> strategies = new ArrayList<>();
         for (ReproRun.StrategyResult s : result.strategies()) {
             Map<String, Object> entry = new LinkedHashMap<>();
@@ -44,16 +62,20 @@ public final class ReproReport {
             strategies.add(entry);
         }
         doc.put("strategies", strategies);
-        return HttpJson.write(HttpJson.MAPPER.valueToTree(doc));
+        return doc;
     }
 
     public static String table(ReproRun.Result result) {
         ReproGeometry g = result.geometry();
         StringBuilder out = new StringBuilder();
         out.append(String.format(Locale.ROOT,
-                "kvflux repro on %s: %d layers x %d blocks x %s per request, one batch per layer, transfer timeout %s%n%n",
+                "kvflux repro on %s: %d layers x %d blocks x %s per request, one batch per layer, transfer timeout %s%n",
                 result.backend(), g.layers(), g.blocks(), bytes(g.blockBytes()),
                 Durations.format(result.settings().transferTimeout())));
+        if (!result.setup().isEmpty()) {
+            out.append("setup: ").append(describe(result.setup())).append(System.lineSeparator());
+        }
+        out.append(System.lineSeparator());
         List<String[]> rows = new ArrayList<>();
         List<ReproRun.StrategyResult> all = result.strategies();
         rows.add(row("", all, ReproRun.StrategyResult::strategy));
@@ -87,6 +109,11 @@ public final class ReproReport {
         return out.toString();
     }
 
+    /** A setup as one line: {@code prefill_gpu 0, decode_gpu 1, copy_path default}. */
+    public static String describe(Map<String, Object> setup) {
+        return String.join(", ", setup.entrySet().stream().map(e -> e.getKey() + " " + e.getValue()).toList());
+    }
+
     private static String[] row(String label, List<ReproRun.StrategyResult> all,
                                 java.util.function.Function<ReproRun.StrategyResult, String> cell) {
         String[] r = new String[all.size() + 1];
@@ -116,12 +143,11 @@ public final class ReproReport {
         Map<String, Object> out = new LinkedHashMap<>();
         byKey.forEach((key, values) -> {
             if (values.stream().allMatch(v -> v instanceof Number)) {
-                ReproRun.StrategyResult numbers = new ReproRun.StrategyResult(key, values.stream()
-                        .map(v -> new ReproRun.Wait(((Number) v).doubleValue(), 0, 0, null, Map.of())).toList());
+                double[] numbers = values.stream().mapToDouble(v -> ((Number) v).doubleValue()).toArray();
                 Map<String, Object> agg = new LinkedHashMap<>();
-                agg.put("median", seconds(numbers.median()));
-                agg.put("min", seconds(numbers.min()));
-                agg.put("max", seconds(numbers.max()));
+                agg.put("median", seconds(Stats.median(numbers)));
+                agg.put("min", seconds(Stats.min(numbers)));
+                agg.put("max", seconds(Stats.max(numbers)));
                 out.put(key, agg);
             } else {
                 out.put(key, new ArrayList<>(new LinkedHashSet<>(values)));
@@ -137,8 +163,14 @@ public final class ReproReport {
         return aggregate == null ? "-" : String.valueOf(aggregate);
     }
 
-    private static BigDecimal seconds(double s) {
-        return BigDecimal.valueOf(s).setScale(6, RoundingMode.HALF_UP).stripTrailingZeros();
+    /**
+     * {@code s} to six decimals without trailing zeros, a whole number as a {@code long}: so that neither the
+     * table nor the JSON writes it with an exponent ({@code 30}, not {@code 3E+1}).
+     */
+    private static Number seconds(double s) {
+        BigDecimal rounded = BigDecimal.valueOf(s).setScale(6, RoundingMode.HALF_UP).stripTrailingZeros();
+        return rounded.scale() <= 0 && rounded.abs().compareTo(BigDecimal.valueOf(Long.MAX_VALUE)) < 0
+                ? rounded.longValue() : rounded;
     }
 
     private static String fixed(double s) {

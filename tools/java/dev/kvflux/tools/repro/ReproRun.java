@@ -6,9 +6,11 @@ import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.Polls;
 import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.serving.config.Durations;
+import dev.kvflux.tools.Stats;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -17,9 +19,9 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 
 /**
- * The seed's experiment: for each strategy, {@code requests} times, post one request's layers (one
+ * vLLM's MoRI-IO measurement: for each strategy, {@code requests} times, post one request's layers (one
  * batch per layer, after each layer's event) and time the strategy's wait over their statuses, in real
- * time, from the end of posting to the wait's end, as the seed's reproducer does.
+ * time, from the end of posting to the wait's end, as vLLM's reproducer does.
  */
 public final class ReproRun {
 
@@ -43,18 +45,15 @@ public final class ReproRun {
     /** Every wait of one strategy. */
     public record StrategyResult(String strategy, List<Wait> waits) {
         public double median() {
-            double[] s = sorted();
-            int n = s.length;
-            return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+            return Stats.median(seconds());
         }
 
         public double min() {
-            return sorted()[0];
+            return Stats.min(seconds());
         }
 
         public double max() {
-            double[] s = sorted();
-            return s[s.length - 1];
+            return Stats.max(seconds());
         }
 
         public int statusesSucceeded() {
@@ -69,16 +68,14 @@ public final class ReproRun {
             return waits.stream().filter(Wait::failed).count();
         }
 
-        private double[] sorted() {
-            double[] s = waits.stream().mapToDouble(Wait::seconds).toArray();
-            Arrays.sort(s);
-            return s;
+        private double[] seconds() {
+            return waits.stream().mapToDouble(Wait::seconds).toArray();
         }
     }
 
-    /** The whole run. */
+    /** The whole run, with the target's {@linkplain ReproTarget#setup() setup}. */
     public record Result(String backend, ReproGeometry geometry, ReproSettings settings,
-                         List<StrategyResult> strategies) {
+                         List<StrategyResult> strategies, Map<String, Object> setup) {
     }
 
     /** Told about each wait while the run goes on; called on the running thread or a timer thread. */
@@ -96,31 +93,62 @@ public final class ReproRun {
     }
 
     /**
-     * Runs every plan on one target of {@code backend}, one wait at a time; blocks the calling thread
-     * (never call it on a non-blocking Reactor thread).
+     * Runs the target's warm-up requests, then every plan, on one target of {@code backend}, one wait at a
+     * time; blocks the calling thread (never call it on a non-blocking Reactor thread).
+     *
+     * @throws IllegalStateException if a warm-up request failed, or a layer's event was never ready
      */
     public static Result run(ReproBackend backend, ReproGeometry geometry, ReproSettings settings, List<Plan> plans,
                              Progress progress) {
         Objects.requireNonNull(progress, "progress");
         List<StrategyResult> results = new ArrayList<>();
+        Map<String, Object> setup;
         try (ReproTarget target = backend.open(geometry, settings)) {
+            setup = Collections.unmodifiableMap(new LinkedHashMap<>(target.setup()));
+            for (ReproStrategy strategy : target.warmUp()) {
+                String label = "warm-up " + strategy.label();
+                Wait wait = timeOne(target, geometry, settings, start(target, strategy, settings), label, 0, 1,
+                        progress);
+                progress.waited(label, 0, 1, wait);
+                checkWarmUp(strategy, wait);
+            }
             for (Plan plan : plans) {
-                WaitStrategy strategy = ReproStrategy.named(plan.strategy()).wait(target.engine(), settings.transferTimeout(),
-                        settings.slice());
+                WaitStrategy strategy = start(target, ReproStrategy.named(plan.strategy()), settings);
                 List<Wait> waits = new ArrayList<>();
                 for (int r = 0; r < plan.requests(); r++) {
-                    Wait wait = timeOne(target, geometry, settings, strategy, plan, r, progress);
+                    Wait wait = timeOne(target, geometry, settings, strategy, plan.strategy(), r, plan.requests(),
+                            progress);
                     waits.add(wait);
                     progress.waited(plan.strategy(), r, plan.requests(), wait);
                 }
                 results.add(new StrategyResult(plan.strategy(), List.copyOf(waits)));
             }
         }
-        return new Result(backend.name(), geometry, settings, List.copyOf(results));
+        return new Result(backend.name(), geometry, settings, List.copyOf(results), setup);
+    }
+
+    /** How many bytes decode found wrong in {@code wait}, as its target reported them; 0 if it reports none. */
+    public static long mismatchedBytes(Wait wait) {
+        return wait.extras().get(ReproTarget.MISMATCHED_BYTES) instanceof Number n ? n.longValue() : 0;
+    }
+
+    /** A copy path or a pair of GPUs that does not work fails here, in seconds, rather than wait after wait. */
+    private static void checkWarmUp(ReproStrategy strategy, Wait wait) {
+        if (wait.failed() || wait.succeeded() != wait.total() || mismatchedBytes(wait) != 0) {
+            throw new IllegalStateException("the " + strategy.label() + " warm-up request failed (" + wait.succeeded()
+                    + " of " + wait.total() + " statuses succeeded, " + mismatchedBytes(wait) + " mismatched bytes"
+                    + (wait.failed() ? ", " + wait.error() : "") + "); not timing anything");
+        }
+    }
+
+    /** Tells {@code target} that {@code strategy}'s requests come, and returns its wait on the target's engine. */
+    private static WaitStrategy start(ReproTarget target, ReproStrategy strategy, ReproSettings settings) {
+        target.startStrategy(strategy);
+        return strategy.wait(target.engine(), settings.transferTimeout(), settings.slice());
     }
 
     private static Wait timeOne(ReproTarget target, ReproGeometry geometry, ReproSettings settings,
-                                WaitStrategy strategy, Plan plan, int request, Progress progress) {
+                                WaitStrategy wait, String label, int request, int requests, Progress progress) {
         TransferSession session = target.session();
         List<TransferStatus> statuses = new ArrayList<>(geometry.layers());
         Duration eventTimeout = settings.transferTimeout();
@@ -129,7 +157,7 @@ public final class ReproRun {
             Polls.layerReady(target.layerEvent(request, layer))
                     .timeout(eventTimeout)
                     .onErrorMap(TimeoutException.class, e -> new IllegalStateException("layer " + l + "'s event of "
-                            + plan.strategy() + " request " + request + " was not ready after "
+                            + label + " request " + request + " was not ready after "
                             + Durations.format(eventTimeout) + " (the transfer timeout); the target's layer events"
                             + " must turn ready"))
                     .block();
@@ -137,10 +165,10 @@ public final class ReproRun {
         }
         long start = System.nanoTime();
         Disposable ticker = Flux.interval(Duration.ofSeconds(1)).subscribe(tick -> progress.waiting(
-                plan.strategy(), request, plan.requests(), Duration.ofNanos(System.nanoTime() - start)));
+                label, request, requests, Duration.ofNanos(System.nanoTime() - start)));
         String error = null;
         try {
-            strategy.await(statuses).block();
+            wait.await(statuses).block();
         } catch (RuntimeException e) {
             error = e.getMessage();
         } finally {
@@ -148,6 +176,7 @@ public final class ReproRun {
         }
         double seconds = (System.nanoTime() - start) / 1e9;
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
-        return new Wait(seconds, succeeded, statuses.size(), error, Map.copyOf(target.afterWait(request)));
+        return new Wait(seconds, succeeded, statuses.size(), error,
+                Collections.unmodifiableMap(new LinkedHashMap<>(target.afterWait(request))));
     }
 }

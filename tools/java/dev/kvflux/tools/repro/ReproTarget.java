@@ -4,19 +4,28 @@ import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
+import java.util.List;
 import java.util.Map;
 
 /**
  * What a {@link ReproBackend} opened for one run: an engine, a session from the prefill buffer to the
  * decode buffer (each at least {@link ReproGeometry#regionBytes()} long), and optional hooks.
  *
- * <p>The run, for each strategy and each request {@code r}: for each layer {@code l} it waits for
- * {@link #layerEvent layerEvent(r, l)} and posts the layer's batch with {@code session().batchWrite};
- * then it times the strategy's wait over the request's statuses; then it calls {@link #afterWait
- * afterWait(r)} and keeps what it returns. Requests of one strategy run one after another, strategies
- * one after another, all on one target. {@link #close} is called once at the end, also after a failure.
+ * <p>The run first sends one request for each of the target's {@link #warmUp} strategies, then, for each
+ * strategy, tells the target with {@link #startStrategy} and sends the strategy's requests. For each request
+ * {@code r}: for each layer {@code l} it waits for {@link #layerEvent layerEvent(r, l)} and posts the layer's
+ * batch with {@code session().batchWrite}; then it times the strategy's wait over the request's statuses;
+ * then it calls {@link #afterWait afterWait(r)} and keeps what it returns. Requests of one strategy run one
+ * after another, strategies one after another, all on one target. {@link #close} is called once at the
+ * end, also after a failure.
  */
 public interface ReproTarget extends AutoCloseable {
+
+    /**
+     * The {@link #afterWait} figure of a target that checks decode's bytes: how many were wrong. A warm-up
+     * request with any stops the run, and {@code kvflux repro} exits 1 when any wait had some.
+     */
+    String MISMATCHED_BYTES = "mismatched_bytes";
 
     /** The engine whose {@code waitAll} the native strategies call. */
     TransferEngine engine();
@@ -39,6 +48,30 @@ public interface ReproTarget extends AutoCloseable {
      * min, max) into the report and the JSON, other values are listed. By default none.
      */
     default Map<String, Object> afterWait(int request) {
+        return Map.of();
+    }
+
+    /**
+     * Strategies to send one untimed request each with before the timed ones, in order (each announced
+     * through {@link #startStrategy} first): a request that does not succeed whole, or reports
+     * {@link #MISMATCHED_BYTES}, ends the run before anything is timed. By default none.
+     */
+    default List<ReproStrategy> warmUp() {
+        return List.of();
+    }
+
+    /**
+     * Told before the requests of {@code strategy} are posted, so that the target can post the way the
+     * strategy needs (with a pushing host function for {@link ReproStrategy#push()}). By default nothing.
+     */
+    default void startStrategy(ReproStrategy strategy) {
+    }
+
+    /**
+     * How this target is set up, for the report: devices, copy path and the like, snake_case keys in the
+     * order to print them. By default nothing.
+     */
+    default Map<String, Object> setup() {
         return Map.of();
     }
 

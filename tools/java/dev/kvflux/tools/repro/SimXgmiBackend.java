@@ -6,10 +6,10 @@ import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.config.KvfluxConfig;
 
 /** {@code sim-xgmi}: the pure Java simulation of MoRI over xGMI, timed in real time. */
-final class SimXgmiBackend implements ReproBackend {
+public final class SimXgmiBackend implements ReproBackend {
     private final KvfluxConfig.Sim sim;
 
-    SimXgmiBackend(KvfluxConfig config) {
+    public SimXgmiBackend(KvfluxConfig config) {
         this.sim = config.engine().sim();
     }
 
@@ -19,7 +19,7 @@ final class SimXgmiBackend implements ReproBackend {
     }
 
     @Override
-    public ReproTarget open(ReproGeometry g) {
+    public ReproTarget open(ReproGeometry g, ReproSettings settings) {
         SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder().timing(sim.timing()).copyPath(sim.copyPath()).build();
         TransferSession session = engine.createSession(engine.registerMemory(g.regionBytes(), 0),
                 engine.registerMemory(g.regionBytes(), 1));

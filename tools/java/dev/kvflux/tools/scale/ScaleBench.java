@@ -2,9 +2,9 @@ package dev.kvflux.tools.scale;
 
 import dev.kvflux.micrometer.MicrometerWaitRecorder;
 import dev.kvflux.operators.CompletionWait;
-import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
+import dev.kvflux.tools.Stats;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.management.GarbageCollectorMXBean;
@@ -29,9 +29,12 @@ import reactor.core.Disposable;
  * single notification thread would. Figures are pooled over the measured rounds, after warm-up rounds.
  */
 public final class ScaleBench {
-    /** The strategies the bench knows: the polling wait (per-request interval or shared poll) and the push wait, each in both modes. */
-    public static final List<String> STRATEGIES = List.of("reactive", "reactive-shared", "reactive-push",
-            "reactive-drain", "reactive-shared-drain", "reactive-push-drain");
+    /**
+     * The strategies the bench knows: those of {@link dev.kvflux.tools.repro.ReproStrategy} that need no
+     * engine (the polling wait with an interval per request or on the shared poll driver, and the push
+     * wait), failing fast, then each with {@code -drain}.
+     */
+    public static final List<String> STRATEGIES = BenchWait.NAMES;
 
     /**
      * What the waits report to: {@code none} ({@link WaitRecorder#NOOP}) or {@code micrometer} (a
@@ -59,12 +62,7 @@ public final class ScaleBench {
                     throw new IllegalArgumentException("--n values must lie between 1 and 100000, got " + n);
                 }
             }
-            for (String s : strategies) {
-                if (!STRATEGIES.contains(s)) {
-                    throw new IllegalArgumentException("unknown strategy '" + s + "'; choose from "
-                            + String.join(", ", STRATEGIES));
-                }
-            }
+            strategies.forEach(BenchWait::named);
             if (statuses < 1 || statuses > 4096) {
                 throw new IllegalArgumentException("--statuses must lie between 1 and 4096, got " + statuses);
             }
@@ -102,21 +100,11 @@ public final class ScaleBench {
 
     /** The wait named {@code name}, on its default scheduler. */
     static WaitStrategy strategy(String name, Settings settings) {
-        return switch (name) {
-            case "reactive" -> CompletionWait.failFast(settings.transferTimeout()).slice(settings.slice());
-            case "reactive-drain" -> CompletionWait.drain(settings.transferTimeout()).slice(settings.slice());
-            case "reactive-shared" -> CompletionWait.failFast(settings.transferTimeout()).slice(settings.slice())
-                    .sharedPoll();
-            case "reactive-shared-drain" -> CompletionWait.drain(settings.transferTimeout()).slice(settings.slice())
-                    .sharedPoll();
-            case "reactive-push" -> PushWait.failFast(settings.transferTimeout());
-            case "reactive-push-drain" -> PushWait.drain(settings.transferTimeout());
-            default -> throw new IllegalArgumentException("unknown strategy " + name);
-        };
+        return BenchWait.named(name).wait(settings);
     }
 
     static boolean pushes(String name) {
-        return name.startsWith("reactive-push");
+        return BenchWait.named(name).pushes();
     }
 
     /**
@@ -217,19 +205,11 @@ public final class ScaleBench {
         boolean push = pushes(name);
         long statuses = (long) n * settings.statuses() * measured.size();
         return new ScaleRow(name, recorder, n, settings.statuses(), measured.size(), (double) cpu / wall,
-                percentile(lags, 0.50), percentile(lags, 0.99), lags.length == 0 ? Double.NaN : lags[lags.length - 1],
+                Stats.nearestRank(lags, 0.50), Stats.nearestRank(lags, 0.99), Stats.max(lags),
                 (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
                 (double) notifierCpu / wall, measured.stream().map(r -> r.waitCpuNanos / 1e6).toList(),
                 measured.stream().map(r -> r.wakeups).toList());
-    }
-
-    static double percentile(double[] sorted, double p) {
-        if (sorted.length == 0) {
-            return Double.NaN;
-        }
-        int index = (int) Math.ceil(p * sorted.length) - 1;
-        return sorted[Math.max(0, Math.min(sorted.length - 1, index))];
     }
 
     record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,

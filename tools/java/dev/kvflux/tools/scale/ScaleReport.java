@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.tools.Stats;
 import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
@@ -69,11 +70,10 @@ public final class ScaleReport {
                     ratios[i] = with.roundCpuMillis().get(i) / without.roundCpuMillis().get(i) - 1;
                     each.append(i == 0 ? "" : ", ").append(percent(ratios[i]));
                 }
-                java.util.Arrays.sort(ratios);
                 out.append(String.format(Locale.ROOT, "recorder cost, %s at N = %,d: wait CPU %.1f ms with micrometer,"
                                 + " %.1f ms without over %d rounds each (%s); round pairs %s; median %s%s%n",
                         with.strategy(), with.n(), withCpu, withoutCpu, pairs, percent(withCpu / withoutCpu - 1),
-                        each, pairs == 0 ? "-" : percent(ratios[pairs / 2]), wakeups(with, without, withCpu, withoutCpu)));
+                        each, pairs == 0 ? "-" : percent(Stats.median(ratios)), wakeups(with, without, withCpu, withoutCpu)));
             }
         }
         return out.toString();

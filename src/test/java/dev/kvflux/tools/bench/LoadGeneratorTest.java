@@ -86,12 +86,13 @@ class LoadGeneratorTest {
     }
 
     @Test
-    void percentilesInterpolateBetweenOrderStatistics() {
-        double[] sorted = {1, 2, 3, 4};
-        assertThat(LoadResult.percentile(sorted, 50)).isEqualTo(2.5);
-        assertThat(LoadResult.percentile(sorted, 90)).isEqualTo(3.7, org.assertj.core.data.Offset.offset(1e-9));
-        assertThat(LoadResult.percentile(sorted, 100)).isEqualTo(4);
-        assertThat(LoadResult.percentile(new double[0], 50)).isNaN();
+    void ttftPercentilesInterpolateBetweenCompletedRequestsOnly() {
+        LoadResult result = new LoadResult(java.util.List.of(RequestResult.completed(4, 5), RequestResult.completed(1, 2),
+                RequestResult.failed(0.5, "503"), RequestResult.completed(3, 4), RequestResult.completed(2, 3)), 1);
+        assertThat(result.ttftPercentile(50)).isEqualTo(2.5);
+        assertThat(result.ttftPercentile(90)).isEqualTo(3.7, org.assertj.core.data.Offset.offset(1e-9));
+        assertThat(result.ttftPercentile(100)).isEqualTo(4);
+        assertThat(new LoadResult(java.util.List.of(RequestResult.neverFinished(1)), 1).ttftPercentile(50)).isNaN();
     }
 
     @Test

@@ -1,11 +1,14 @@
 package dev.kvflux.tools.chaos;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.StatusCode;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Predicate;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -19,21 +22,47 @@ import org.junit.jupiter.params.provider.FieldSource;
  * succeed after it. The full count runs through {@code kvflux chaos}.
  */
 class ChaosRunTest {
+    private static final ChaosRun.Settings SETTINGS = new ChaosRun.Settings(6, 3, Duration.ofSeconds(1), 64, 2,
+            List.of(), Path.of("unused"));
+
+    /** The faults that share one prefill and decode, those whose prefill takes options of its own, and a status failure per code. */
     static final List<List<String>> GROUPS = List.of(
-            ChaosRun.FAULTS.stream().filter(f -> !f.equals("burst") && !f.startsWith("status-")
-                    && !f.equals("sg-under-load")).toList(),
-            List.of("burst", "status-stall", "status-slow", "sg-under-load"),
-            List.copyOf(ChaosRun.STATUS_FAILURES.keySet()));
+            labels(f -> f.prefillArgs(SETTINGS).isEmpty()),
+            labels(f -> f instanceof ChaosFault.Fixed && !f.prefillArgs(SETTINGS).isEmpty()),
+            labels(f -> f instanceof ChaosFault.StatusFailure));
+
+    private static List<String> labels(Predicate<ChaosFault> which) {
+        return ChaosFault.all().stream().filter(which).map(ChaosFault::label).toList();
+    }
 
     @Test
     void thereIsAStatusFailureForEveryFailureCode() {
-        assertThat(ChaosRun.STATUS_FAILURES.values()).containsExactlyInAnyOrderElementsOf(
+        assertThat(ChaosFault.all().stream().filter(ChaosFault.StatusFailure.class::isInstance)
+                .map(f -> ((ChaosFault.StatusFailure) f).code())).containsExactlyInAnyOrderElementsOf(
                 java.util.Arrays.stream(StatusCode.values()).filter(StatusCode::isFailure).toList());
     }
 
     @Test
     void theGroupsCoverEveryFault() {
         assertThat(GROUPS.stream().flatMap(List::stream)).containsExactlyInAnyOrderElementsOf(ChaosRun.FAULTS);
+    }
+
+    @Test
+    void theFaultsRunInTheirDocumentedOrderUnderTheirNames() {
+        assertThat(ChaosRun.FAULTS.subList(0, 6)).containsExactly("decode-restart", "prefill-kill", "prefill-sigterm",
+                "client-disconnect", "validation-rejects", "burst");
+        assertThat(ChaosRun.FAULTS.get(6)).startsWith("status-fail-");
+        assertThat(ChaosRun.FAULTS.subList(ChaosRun.FAULTS.size() - 7, ChaosRun.FAULTS.size())).containsExactly(
+                "status-stall", "status-slow", "sg-under-load", "notify-loss", "notify-duplicate", "notify-delay",
+                "notify-reorder");
+        assertThat(ChaosFault.named("status-fail-invalid-args")).isEqualTo(
+                new ChaosFault.StatusFailure(StatusCode.ERR_INVALID_ARGS));
+    }
+
+    @Test
+    void anUnknownFaultIsRefusedNamingEveryFault() {
+        assertThatThrownBy(() -> new ChaosRun.Settings(6, 3, Duration.ofSeconds(1), 64, 2, List.of("meteor"),
+                Path.of("unused"))).hasMessageStartingWith("unknown fault 'meteor'; expected one of [decode-restart, ");
     }
 
     @ParameterizedTest
@@ -56,21 +85,28 @@ class ChaosRunTest {
         assertThat(r.corruptOutputs()).as(fault + " corrupt outputs").isZero();
         assertThat(r.completed()).as(fault + " completed some").isPositive();
         assertThat(r.recoverySeconds()).as(fault + " recovered").isNotNegative();
-        if (fault.equals("validation-rejects")) {
-            assertThat(r.failedCleanly()).isEqualTo(2);
+        ChaosFault chaosFault = ChaosFault.named(fault);
+        switch (chaosFault.expectation()) {
+            case NONE -> { }
+            case SOME_FAIL_CLEANLY ->
+                    assertThat(r.failedCleanly()).as(fault + ": the injected fault failed some requests").isPositive();
+            case ALL_COMPLETE -> {
+                assertThat(r.completed()).as(fault + ": late copies and swapped notifications still complete "
+                        + r.reasons()).isEqualTo(r.requests());
+                assertThat(r.failedCleanly()).as(fault + " failed none").isZero();
+            }
+            case INVALID_FAIL_CLEANLY -> assertThat(r.failedCleanly()).as(fault + ": the invalid requests were rejected")
+                    .isEqualTo(count(chaosFault, ChaosFault.Request.INVALID, r.requests()));
+            case OTHERS_COMPLETE -> {
+                // the clients that hang up do so 1-30 ms in; one whose answer came sooner counts as completed
+                assertThat(r.cancelledByClient() + r.completed()).as(fault + " " + r.reasons()).isEqualTo(r.requests());
+                assertThat(r.completed()).isGreaterThanOrEqualTo(count(chaosFault, ChaosFault.Request.NORMAL,
+                        r.requests()));
+            }
         }
-        if (fault.startsWith("status-fail-") || fault.equals("status-stall") || fault.equals("burst")) {
-            assertThat(r.failedCleanly()).as(fault + ": the injected fault failed some requests").isPositive();
-        }
-        if (fault.equals("status-slow") || fault.equals("sg-under-load") || fault.equals("notify-reorder")) {
-            assertThat(r.completed()).as(fault + ": late copies and swapped notifications still complete "
-                    + r.reasons()).isEqualTo(r.requests());
-            assertThat(r.failedCleanly()).as(fault + " failed none").isZero();
-        }
-        if (fault.equals("client-disconnect")) {
-            // two clients hang up 1-30 ms in; one whose answer came sooner counts as completed
-            assertThat(r.cancelledByClient() + r.completed()).as(fault + " " + r.reasons()).isEqualTo(r.requests());
-            assertThat(r.completed()).isGreaterThanOrEqualTo(4);
-        }
+    }
+
+    private static int count(ChaosFault fault, ChaosFault.Request kind, int requests) {
+        return (int) IntStream.range(0, requests).filter(i -> fault.request(i) == kind).count();
     }
 }

@@ -28,7 +28,7 @@ class NativeSimReproTest {
     private static ReproRun.Result run(String strategy, int requests) {
         KvfluxConfig config = slowerCopies();
         ReproSettings settings = new ReproSettings(TIMEOUT, Duration.ofMillis(10), config);
-        return ReproRun.run(ReproBackends.named("native-sim", config), SMALL, settings,
+        return ReproRun.run(new NativeSimBackend(config), SMALL, settings,
                 List.of(new ReproRun.Plan(strategy, requests)), new ReproRun.Progress() { });
     }
 

@@ -3,24 +3,34 @@ package dev.kvflux.tools.repro;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.bindings.sim.CopyTiming;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.tools.cli.KvfluxCli;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.testing.RecordingEngine;
+import dev.kvflux.testing.ScriptedStatus;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
+import reactor.test.scheduler.VirtualTimeScheduler;
 
 class ReproRunTest {
     private static final ReproGeometry SMALL = new ReproGeometry(3, 4, 4096);
+    private static final ReproSettings TWO_SECONDS = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10),
+            KvfluxConfig.defaults());
 
     /** Copies that finish at once, and two extra figures per wait. */
     private static final class InstantBackend implements ReproBackend {
@@ -30,7 +40,7 @@ class ReproRunTest {
         }
 
         @Override
-        public ReproTarget open(ReproGeometry g) {
+        public ReproTarget open(ReproGeometry g, ReproSettings settings) {
             SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
                     .timing(new CopyTiming(Duration.ZERO, Duration.ZERO, Duration.ZERO, 1e15)).build();
             TransferSession session = engine.createSession(engine.registerMemory(g.regionBytes(), 0),
@@ -59,9 +69,33 @@ class ReproRunTest {
         }
     }
 
+    /** A target over an instant one, for the tests that change one of its hooks. */
+    private abstract static class OverInstant implements ReproTarget {
+        private final ReproTarget instant;
+
+        OverInstant(ReproGeometry g) {
+            instant = new InstantBackend().open(g);
+        }
+
+        @Override
+        public TransferEngine engine() {
+            return instant.engine();
+        }
+
+        @Override
+        public TransferSession session() {
+            return instant.session();
+        }
+
+        @Override
+        public void close() {
+            instant.close();
+        }
+    }
+
     @Test
     void theJsonReportHasOneEntryPerStrategyWithTheTargetsExtraFiguresAggregated() {
-        ReproSettings settings = new ReproSettings(Duration.ofSeconds(2), Duration.ofMillis(10), KvfluxConfig.defaults());
+        ReproSettings settings = TWO_SECONDS;
 
         ReproRun.Result result = ReproRun.run(new InstantBackend(), SMALL, settings,
                 List.of(new ReproRun.Plan("sliced-native", 3), new ReproRun.Plan("reactive", 3)), new ReproRun.Progress() { });
@@ -109,27 +143,11 @@ class ReproRunTest {
             }
 
             @Override
-            public ReproTarget open(ReproGeometry g) {
-                ReproTarget instant = new InstantBackend().open(g);
-                return new ReproTarget() {
-                    @Override
-                    public TransferEngine engine() {
-                        return instant.engine();
-                    }
-
-                    @Override
-                    public TransferSession session() {
-                        return instant.session();
-                    }
-
+            public ReproTarget open(ReproGeometry g, ReproSettings settings) {
+                return new OverInstant(g) {
                     @Override
                     public LayerEvent layerEvent(int request, int layer) {
                         return layer == 1 ? () -> EventState.NOT_READY : () -> EventState.READY;
-                    }
-
-                    @Override
-                    public void close() {
-                        instant.close();
                     }
                 };
             }
@@ -140,5 +158,228 @@ class ReproRunTest {
                 new ReproRun.Progress() { }))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("layer 1's event of reactive request 0 was not ready after 200ms");
+    }
+
+    /** A target on the recording engine, whose every batch's status {@code status} makes on the virtual clock. */
+    private static ReproBackend scripted(RecordingEngine engine, Supplier<TransferStatus> status) {
+        return new ReproBackend() {
+            @Override
+            public String name() {
+                return "scripted";
+            }
+
+            @Override
+            public ReproTarget open(ReproGeometry g, ReproSettings settings) {
+                TransferSession session = new TransferSession() {
+                    @Override
+                    public long allocateTransferUid() {
+                        return 1;
+                    }
+
+                    @Override
+                    public TransferStatus batchWrite(BatchPlan plan, long transferUid) {
+                        return status.get();
+                    }
+
+                    @Override
+                    public TransferStatus batchRead(BatchPlan plan, long transferUid) {
+                        throw new UnsupportedOperationException();
+                    }
+
+                    @Override
+                    public MemoryRegion local() {
+                        return new MemoryRegion("p", 0, g.regionBytes(), 0);
+                    }
+
+                    @Override
+                    public MemoryRegion remote() {
+                        return new MemoryRegion("d", 0, g.regionBytes(), 1);
+                    }
+                };
+                return new ReproTarget() {
+                    @Override
+                    public TransferEngine engine() {
+                        return engine;
+                    }
+
+                    @Override
+                    public TransferSession session() {
+                        return session;
+                    }
+
+                    @Override
+                    public void close() {
+                    }
+                };
+            }
+        };
+    }
+
+    private static ReproRun.Wait onlyWait(ReproBackend backend, String strategy) {
+        ReproSettings settings = new ReproSettings(Duration.ofSeconds(30), Duration.ofMillis(10), KvfluxConfig.defaults());
+        return ReproRun.run(backend, SMALL, settings, List.of(new ReproRun.Plan(strategy, 1)), new ReproRun.Progress() { })
+                .strategies().getFirst().waits().getFirst();
+    }
+
+    @Test
+    void theWholeTimeoutWaitMakesOneWaitAllWithTheWholeTimeoutAndRecordsItsTimeoutMessage() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        RecordingEngine engine = new RecordingEngine(clock);
+
+        ReproRun.Wait wait = onlyWait(scripted(engine, () -> ScriptedStatus.never(clock)), "native");
+
+        assertThat(wait.error()).isEqualTo("MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out"
+                + " after 30s");
+        assertThat(wait.succeeded()).isZero();
+        assertThat(engine.timeouts).containsExactly(30_000L);
+    }
+
+    @Test
+    void theSlicedNativeWaitWaitsInTenMillisecondSlicesUntilTheStatusesSucceed() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        RecordingEngine engine = new RecordingEngine(clock);
+
+        ReproRun.Wait wait = onlyWait(scripted(engine, () -> ScriptedStatus.succeedsAt(clock, Duration.ofMillis(25))),
+                "sliced-native");
+
+        assertThat(wait.failed()).isFalse();
+        assertThat(wait.succeeded()).isEqualTo(SMALL.layers());
+        assertThat(engine.timeouts).containsExactly(10L, 10L, 10L);
+    }
+
+    @Test
+    void aFailedBatchIsRecordedWithItsCodeAndMessage() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        RecordingEngine engine = new RecordingEngine(clock);
+
+        ReproRun.Wait wait = onlyWait(scripted(engine, () -> ScriptedStatus.failsAt(clock, Duration.ZERO,
+                StatusCode.ERR_GPU_OP, "copy failed")), "sliced-native");
+
+        assertThat(wait.error()).isEqualTo("MoRIIO batch wait failed (StatusCode.ERR_GPU_OP): copy failed");
+    }
+
+    /** The instant backend with warm-ups, a setup, and a record of what it was told and what it posted. */
+    private static final class WarmingBackend implements ReproBackend {
+        final List<String> told = new java.util.ArrayList<>();
+        final long mismatchedAtFirstRequest;
+        int requests;
+
+        WarmingBackend(long mismatchedAtFirstRequest) {
+            this.mismatchedAtFirstRequest = mismatchedAtFirstRequest;
+        }
+
+        @Override
+        public String name() {
+            return "warming";
+        }
+
+        @Override
+        public ReproTarget open(ReproGeometry g, ReproSettings settings) {
+            return new OverInstant(g) {
+                @Override
+                public List<ReproStrategy> warmUp() {
+                    return List.of(ReproStrategy.REACTIVE, ReproStrategy.REACTIVE_PUSH);
+                }
+
+                @Override
+                public void startStrategy(ReproStrategy strategy) {
+                    told.add(strategy.label());
+                }
+
+                @Override
+                public Map<String, Object> setup() {
+                    Map<String, Object> setup = new java.util.LinkedHashMap<>();
+                    setup.put("copy_path", "default");
+                    setup.put("streams", 64);
+                    return setup;
+                }
+
+                @Override
+                public Map<String, Object> afterWait(int request) {
+                    return Map.of(ReproTarget.MISMATCHED_BYTES, requests++ == 0 ? mismatchedAtFirstRequest : 0L);
+                }
+            };
+        }
+    }
+
+    @Test
+    void theTargetsWarmUpRequestsGoFirstUncountedAndEachStrategyIsAnnouncedBeforeItsRequests() {
+        WarmingBackend backend = new WarmingBackend(0);
+        ReproSettings settings = TWO_SECONDS;
+        List<String> waited = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        ReproRun.Result result = ReproRun.run(backend, SMALL, settings, List.of(new ReproRun.Plan("sliced-native", 2)),
+                new ReproRun.Progress() {
+                    @Override
+                    public void waited(String strategy, int request, int requests, ReproRun.Wait wait) {
+                        waited.add(strategy);
+                    }
+                });
+
+        assertThat(backend.told).containsExactly("reactive", "reactive-push", "sliced-native");
+        assertThat(waited).containsExactly("warm-up reactive", "warm-up reactive-push", "sliced-native", "sliced-native");
+        assertThat(result.strategies()).singleElement().satisfies(s -> assertThat(s.waits()).hasSize(2));
+    }
+
+    @Test
+    void aTargetsSetupIsPrintedUnderTheTablesHeaderAndInTheJson() {
+        ReproSettings settings = TWO_SECONDS;
+
+        ReproRun.Result result = ReproRun.run(new WarmingBackend(0), SMALL, settings,
+                List.of(new ReproRun.Plan("reactive", 1)), new ReproRun.Progress() { });
+
+        assertThat(ReproReport.table(result).lines().skip(1).findFirst()).hasValue("setup: copy_path default, streams 64");
+        assertThat(ReproReport.json(result)).contains("\"slice_s\":0.01,\"setup\":{\"copy_path\":\"default\","
+                + "\"streams\":64},\"strategies\"");
+    }
+
+    @Test
+    void aWarmUpRequestWithMismatchedBytesStopsTheRunBeforeAnythingIsTimed() {
+        ReproSettings settings = TWO_SECONDS;
+
+        assertThatThrownBy(() -> ReproRun.run(new WarmingBackend(7), SMALL, settings,
+                List.of(new ReproRun.Plan("reactive", 3)), new ReproRun.Progress() { }))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("the reactive warm-up request failed (3 of 3 statuses succeeded, 7 mismatched bytes);"
+                        + " not timing anything");
+    }
+
+    @Test
+    void wholeNumbersArePrintedWithoutAnExponent() {
+        ReproSettings settings = new ReproSettings(Duration.ofSeconds(30), Duration.ofMillis(10), KvfluxConfig.defaults());
+        ReproBackend large = new ReproBackend() {
+            @Override
+            public String name() {
+                return "large";
+            }
+
+            @Override
+            public ReproTarget open(ReproGeometry g, ReproSettings s) {
+                return new OverInstant(g) {
+                    @Override
+                    public Map<String, Object> afterWait(int request) {
+                        return Map.of("verified_bytes", 989_855_700L);
+                    }
+                };
+            }
+        };
+
+        ReproRun.Result result = ReproRun.run(large, SMALL, settings, List.of(new ReproRun.Plan("reactive", 1)),
+                new ReproRun.Progress() { });
+
+        assertThat(ReproReport.json(result)).contains("\"transfer_timeout_s\":30,")
+                .contains("\"verified_bytes\":{\"median\":989855700,\"min\":989855700,\"max\":989855700}");
+        assertThat(ReproReport.table(result)).contains("989855700 (989855700 / 989855700)");
+    }
+
+    @Test
+    void aTargetWithoutASetupPrintsNoSetupLine() {
+        ReproSettings settings = TWO_SECONDS;
+
+        ReproRun.Result result = ReproRun.run(new InstantBackend(), SMALL, settings,
+                List.of(new ReproRun.Plan("reactive", 1)), new ReproRun.Progress() { });
+
+        assertThat(ReproReport.table(result)).doesNotContain("setup");
+        assertThat(ReproReport.json(result)).doesNotContain("setup");
     }
 }

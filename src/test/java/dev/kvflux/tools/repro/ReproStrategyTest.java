@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.NativeWait;
 import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.SlicedNativeWait;
@@ -12,7 +13,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
-/** The one registry of wait strategies that both reproducers time. */
+/** The one registry of wait strategies that kvflux repro and kvflux bench time. */
 class ReproStrategyTest {
     private final RecordingEngine engine = new RecordingEngine(VirtualTimeScheduler.create());
     private final Duration timeout = Duration.ofSeconds(30);
@@ -29,7 +30,7 @@ class ReproStrategyTest {
     void anUnknownStrategySaysWhichExist() {
         assertThatThrownBy(() -> ReproStrategy.named("spin"))
                 .hasMessage("unknown wait strategy 'spin'; known strategies: native, sliced-native, reactive,"
-                        + " reactive-push");
+                        + " reactive-shared, reactive-push");
     }
 
     @Test
@@ -37,6 +38,7 @@ class ReproStrategyTest {
         assertThat(ReproStrategy.NATIVE.defaultRequests()).isEqualTo(2);
         assertThat(ReproStrategy.SLICED_NATIVE.defaultRequests()).isEqualTo(100);
         assertThat(ReproStrategy.REACTIVE.defaultRequests()).isEqualTo(100);
+        assertThat(ReproStrategy.REACTIVE_SHARED.defaultRequests()).isEqualTo(100);
         assertThat(ReproStrategy.REACTIVE_PUSH.defaultRequests()).isEqualTo(100);
     }
 
@@ -47,9 +49,13 @@ class ReproStrategyTest {
                 w -> assertThat(w.slice()).isEqualTo(CompletionWait.DEFAULT_SLICE));
         assertThat(ReproStrategy.REACTIVE.wait(engine, timeout)).isInstanceOfSatisfying(CompletionWait.class,
                 w -> assertThat(w.slice()).isEqualTo(CompletionWait.DEFAULT_SLICE));
+        assertThat(ReproStrategy.REACTIVE_SHARED.wait(engine, timeout)).isInstanceOfSatisfying(CompletionWait.class,
+                w -> assertThat(w.isSharedPoll()).isTrue());
         assertThat(ReproStrategy.REACTIVE_PUSH.wait(engine, timeout)).isInstanceOf(PushWait.class);
         for (ReproStrategy s : ReproStrategy.values()) {
-            assertThat(s.wait(engine, timeout).strategyName()).isEqualTo(s.label());
+            // CompletionWait names its shared poll "reactive" (it tags its meters reactive-shared)
+            String operatorName = s == ReproStrategy.REACTIVE_SHARED ? "reactive" : s.label();
+            assertThat(s.wait(engine, timeout).strategyName()).isEqualTo(operatorName);
         }
     }
 
@@ -61,6 +67,18 @@ class ReproStrategyTest {
         assertThat(ReproStrategy.REACTIVE.wait(engine, timeout, slice)).isInstanceOfSatisfying(CompletionWait.class,
                 w -> assertThat(w.slice()).isEqualTo(slice));
         assertThat(ReproStrategy.NATIVE.wait(engine, timeout, slice)).isInstanceOf(NativeWait.class);
+        assertThat(ReproStrategy.REACTIVE_SHARED.wait(engine, timeout, slice)).isInstanceOfSatisfying(
+                CompletionWait.class, w -> assertThat(w.slice()).isEqualTo(slice));
         assertThat(ReproStrategy.REACTIVE_PUSH.wait(engine, timeout, slice)).isInstanceOf(PushWait.class);
+    }
+
+    @Test
+    void theDrainModeReachesEveryStrategyThatHasOne() {
+        assertThat(ReproStrategy.SLICED_NATIVE.wait(engine, FailMode.DRAIN, timeout)).isInstanceOfSatisfying(
+                SlicedNativeWait.class, w -> assertThat(w.mode()).isEqualTo(FailMode.DRAIN));
+        assertThat(ReproStrategy.REACTIVE_SHARED.wait(null, FailMode.DRAIN, timeout)).isInstanceOfSatisfying(
+                CompletionWait.class, w -> assertThat(w.mode()).isEqualTo(FailMode.DRAIN));
+        assertThat(ReproStrategy.REACTIVE_PUSH.wait(null, FailMode.DRAIN, timeout)).isInstanceOfSatisfying(
+                PushWait.class, w -> assertThat(w.mode()).isEqualTo(FailMode.DRAIN));
     }
 }

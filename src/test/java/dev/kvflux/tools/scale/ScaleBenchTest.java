@@ -57,6 +57,20 @@ class ScaleBenchTest {
     }
 
     @Test
+    void theBenchTimesTheEngineFreeStrategiesOfTheReproducerFailingFastThenDraining() {
+        assertThat(ScaleBench.STRATEGIES).containsExactly("reactive", "reactive-shared", "reactive-push",
+                "reactive-drain", "reactive-shared-drain", "reactive-push-drain");
+        assertThat(ScaleBench.strategy("reactive-shared-drain", small(List.of("reactive")))).isInstanceOfSatisfying(
+                dev.kvflux.operators.CompletionWait.class, w -> {
+                    assertThat(w.isSharedPoll()).isTrue();
+                    assertThat(w.mode()).isEqualTo(dev.kvflux.operators.FailMode.DRAIN);
+                    assertThat(w.slice()).isEqualTo(Duration.ofMillis(10));
+                });
+        assertThat(ScaleBench.pushes("reactive-push-drain")).isTrue();
+        assertThatThrownBy(() -> small(List.of("native"))).hasMessageContaining("unknown strategy 'native'");
+    }
+
+    @Test
     void anUnknownRecorderIsRefusedWithTheChoices() {
         assertThatThrownBy(() -> new ScaleBench.Settings(List.of(20), List.of("reactive"), 8, Duration.ofMillis(50), 1, 0,
                 Duration.ofMillis(10), Duration.ofSeconds(30), 7, List.of("prometheus")))

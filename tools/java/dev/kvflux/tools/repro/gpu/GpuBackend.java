@@ -1,50 +1,50 @@
 package dev.kvflux.tools.repro.gpu;
 
-import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.EventState;
-import dev.kvflux.bindings.LayerEvent;
-import dev.kvflux.bindings.MemoryRegion;
-import dev.kvflux.bindings.TransferEngine;
-import dev.kvflux.bindings.TransferSession;
-import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.bindings.gpu.DeviceBuffer;
 import dev.kvflux.bindings.gpu.GpuCopyEngine;
+import dev.kvflux.bindings.gpu.GpuEvent;
 import dev.kvflux.bindings.gpu.GpuPlatform;
 import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.bindings.gpu.GpuStream;
+import dev.kvflux.bindings.gpu.PushedLayerEvent;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.tools.repro.GpuSettings;
 import dev.kvflux.tools.repro.ReproBackend;
 import dev.kvflux.tools.repro.ReproGeometry;
 import dev.kvflux.tools.repro.ReproSettings;
 import dev.kvflux.tools.repro.ReproTarget;
 import java.io.IOException;
+import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 
 /**
- * {@code kvflux repro --backend cuda} (or {@code hip}): the seed's experiment between two GPUs in two
- * processes, through {@link dev.kvflux.bindings.gpu.GpuCopyEngine}. The decode process is a child on the
- * decode GPU; the prefill side runs in the {@code kvflux} process.
+ * {@code kvflux repro --backend cuda} (or {@code hip}): vLLM's MoRI-IO measurement between two processes
+ * through {@link GpuCopyEngine} (IPC handle, pooled streams and events). The {@code kvflux} process is prefill
+ * on {@code --gpu}; it starts the decode process ({@link DecodeChild}) on {@code --decode-gpu}, GPU 1 by
+ * default where there are two, else the same GPU (the IPC handle then maps decode's buffer within it).
  *
  * <p>Each layer's copies wait for the layer's event on the GPU (a stream wait), so the host never waits
- * for a layer: {@link ReproTarget#layerEvent} queues the layer's stand-in forward pass and returns an event
- * that is ready at once. Every batch is posted with push completion, so {@code reactive-push} can be timed
- * next to the polled strategies; a pushed status still completes only through its event's query.
+ * for a layer: {@link ReproTarget#layerEvent} queues the layer's stand-in forward pass ({@code --forward-bytes}
+ * of scratch writes, then each block filled with one value per block and request) and returns an event that
+ * is ready at once. Batches are posted with push completion for {@code reactive-push}; a pushed status still
+ * completes only through its event's query. Before anything is timed, the run checks both kinds of layer
+ * event on prefill's GPU and sends one untimed request with {@code reactive} and one with
+ * {@code reactive-push}; a warm-up that fails stops the run. What each wait reports is listed in
+ * {@link GpuTarget}.
  *
- * <p>Devices and the stand-in forward pass come from system properties: {@code kvflux.gpu.prefill-device}
- * (0), {@code kvflux.gpu.decode-device} (1), {@code kvflux.gpu.forward-bytes} (0, bytes of scratch the
- * compute stream writes per layer), {@code kvflux.gpu.scatter-gather-threshold} (unset: one copy per
- * block; 0: one scatter/gather kernel per batch; N: for batches of more than N blocks); the library from
- * {@value GpuRuntime#LIBRARY_PROPERTY}.
+ * <p>The prefill engine takes its stream pool, copy path and stream progress from {@link GpuSettings#engine()};
+ * the runtime library from {@value GpuRuntime#LIBRARY_PROPERTY} if set.
  */
 public final class GpuBackend implements ReproBackend {
     private final GpuPlatform platform;
-    private final KvfluxConfig config;
 
     public GpuBackend(GpuPlatform platform, KvfluxConfig config) {
         this.platform = platform;
-        this.config = config;
     }
 
     @Override
@@ -52,120 +52,82 @@ public final class GpuBackend implements ReproBackend {
         return platform.prefix();
     }
 
-    /** Opens with the configuration's transfer timeout ({@code transfer.timeout}). */
-    @Override
-    public ReproTarget open(ReproGeometry g) {
-        return open(g, config.transfer().timeout());
-    }
-
     /** Opens with the run's transfer timeout, which bounds how long a request's copies may take. */
     @Override
     public ReproTarget open(ReproGeometry g, ReproSettings settings) {
-        return open(g, settings.transferTimeout());
-    }
-
-    private ReproTarget open(ReproGeometry g, Duration transferTimeout) {
-        String library = System.getProperty(GpuRuntime.LIBRARY_PROPERTY);
-        GpuRuntime runtime = library != null ? GpuRuntime.load(platform, Path.of(library)) : GpuRuntime.load(platform);
-        int prefill = Integer.getInteger("kvflux.gpu.prefill-device", 0);
-        int decode = Integer.getInteger("kvflux.gpu.decode-device", 1);
+        GpuSettings gpu = settings.gpu();
+        GpuRuntime runtime = GpuRuntimes.load(platform);
         int devices = runtime.deviceCount();
-        if (prefill == decode || Math.max(prefill, decode) >= devices) {
-            throw new IllegalStateException("the " + name() + " backend needs two GPUs (prefill "
-                    + prefill + ", decode " + decode + ") but this machine has " + devices
-                    + "; set -Dkvflux.gpu.prefill-device / -Dkvflux.gpu.decode-device");
-        }
+        int prefill = gpu.prefillGpu();
+        int decode = gpu.decodeGpu(devices);
+        GpuRuntimes.checkDevices(name(), runtime, prefill, decode);
+        PrintStream log = System.err;
+        log.printf(Locale.ROOT, "%s: %s, runtime version %d, driver version %d; %d GPU%s; prefill GPU %d, decode GPU"
+                + " %d (%s)%n", name(), runtime.library(), runtime.runtimeVersion(), runtime.driverVersion(), devices,
+                devices == 1 ? "" : "s", prefill, decode, prefill == decode ? "the same GPU"
+                        : "peer access " + prefill + "->" + decode + ": " + runtime.canAccessPeer(prefill, decode));
+        log.printf(Locale.ROOT, "%s: stand-in forward pass %d bytes per layer; copy path %s; %d streams; stream"
+                + " progress %s%n", name(), gpu.forwardBytes(), copyPath(gpu.engine()), gpu.engine().streams(),
+                progress(gpu.engine()));
+        checkLayerEvents(runtime, prefill, log);
         try {
-            return new Target(PrefillPair.open(runtime, g, prefill, decode,
-                    Long.getLong("kvflux.gpu.forward-bytes", 0L), GpuCopyEngine.Config.DEFAULT
-                            .withScatterGatherThreshold(Integer.getInteger("kvflux.gpu.scatter-gather-threshold",
-                                    GpuCopyEngine.Config.SCATTER_GATHER_OFF)), transferTimeout, System.err), g);
+            PrefillPair pair = PrefillPair.open(runtime, g, prefill, decode, gpu.forwardBytes(), gpu.engine(),
+                    settings.transferTimeout(), log);
+            return new GpuTarget(name(), pair, g, settings.transferTimeout(), setup(gpu, prefill, decode), log);
         } catch (IOException e) {
             throw new UncheckedIOException("could not start the decode process: " + e.getMessage(), e);
         }
     }
 
-    /** One run's pair, driven through the reproducer's SPI. */
-    private static final class Target implements ReproTarget, TransferSession {
-        private static final LayerEvent ORDERED_ON_GPU = () -> EventState.READY;
-        private final PrefillPair pair;
-        private final ReproGeometry layout;
-        private long request = -1;
-        private int layer;
-        private long lastPost;
-
-        Target(PrefillPair pair, ReproGeometry layout) {
-            this.pair = pair;
-            this.layout = layout;
+    /** How the target is set up, as the report prints it. */
+    private static Map<String, Object> setup(GpuSettings gpu, int prefill, int decode) {
+        GpuCopyEngine.Config engine = gpu.engine();
+        Map<String, Object> setup = new LinkedHashMap<>();
+        setup.put("prefill_gpu", prefill);
+        setup.put("decode_gpu", decode);
+        setup.put("forward_bytes", gpu.forwardBytes());
+        setup.put("copy_path", engine.scatterGather() ? "scatter-gather" : "default");
+        if (engine.scatterGather()) {
+            setup.put("scatter_gather_threshold", engine.scatterGatherThreshold());
         }
+        setup.put("streams", engine.streams());
+        setup.put("stream_progress", progress(engine));
+        return setup;
+    }
 
-        @Override
-        public TransferEngine engine() {
-            return pair.engine();
-        }
+    /** The copy path in words. */
+    static String copyPath(GpuCopyEngine.Config engine) {
+        return engine.scatterGather()
+                ? "scatter-gather (one kernel per batch of more than " + engine.scatterGatherThreshold() + " blocks)"
+                : "default (one cudaMemcpyAsync per merged segment)";
+    }
 
-        @Override
-        public TransferSession session() {
-            return this;
-        }
+    /** {@code on} or {@code off}, as {@code --stream-progress} names them. */
+    static String progress(GpuCopyEngine.Config engine) {
+        return engine.sharedStreamProgress() ? "on" : "off";
+    }
 
-        @Override
-        public LayerEvent layerEvent(int ignoredRequest, int layer) {
-            if (layer == 0) {
-                request++;
-                pair.startRequest();
+    /** Both kinds of layer event on prefill's GPU: the polled one and the pushed one (a host function). */
+    private static void checkLayerEvents(GpuRuntime runtime, int gpu, PrintStream log) {
+        try (DeviceBuffer scratch = runtime.allocate(gpu, 64L << 20);
+                GpuStream stream = runtime.createStream(gpu);
+                GpuEvent polled = runtime.createEvent(gpu, false);
+                GpuEvent pushedEvent = runtime.createEvent(gpu, false)) {
+            stream.memsetAsync(scratch.address(), 7, scratch.size());
+            polled.record(stream);
+            long start = System.nanoTime();
+            int polls = 1;
+            while (polled.query() != EventState.READY) {
+                polls++;
             }
-            pair.fill(request, layer);
-            this.layer = layer;
-            return ORDERED_ON_GPU;
-        }
-
-        @Override
-        public Map<String, Object> afterWait(int ignoredRequest) {
-            long waitEnd = System.nanoTime();
-            PrefillPair.Measurement m = pair.finish(request, lastPost, waitEnd);
-            Map<String, Object> figures = new LinkedHashMap<>();
-            figures.put("raw_copy_ms", m.rawCopyMs());
-            figures.put("copy_end_after_wait_start_ms", m.copyEndAfterWaitStartMs());
-            figures.put("detection_lag_ms", m.lagMs());
-            figures.put("mismatched_bytes", m.mismatchedBytes());
-            return figures;
-        }
-
-        @Override
-        public long allocateTransferUid() {
-            return pair.session().allocateTransferUid();
-        }
-
-        @Override
-        public TransferStatus batchWrite(BatchPlan plan, long transferUid) {
-            if (plan.blocks() != layout.blocks() || plan.remoteOffset(0) != layout.offset(layer, 0)) {
-                throw new IllegalArgumentException("the GPU target posts each layer right after its event;"
-                        + " got a batch that is not layer " + layer + "'s");
-            }
-            TransferStatus status = pair.write(layer, transferUid, true);
-            lastPost = System.nanoTime();
-            return status;
-        }
-
-        @Override
-        public TransferStatus batchRead(BatchPlan plan, long transferUid) {
-            return pair.session().batchRead(plan, transferUid);
-        }
-
-        @Override
-        public MemoryRegion local() {
-            return pair.session().local();
-        }
-
-        @Override
-        public MemoryRegion remote() {
-            return pair.session().remote();
-        }
-
-        @Override
-        public void close() {
-            pair.close();
+            double polledUs = (System.nanoTime() - start) / 1e3;
+            stream.memsetAsync(scratch.address(), 9, scratch.size());
+            start = System.nanoTime();
+            PushedLayerEvent pushed = PushedLayerEvent.recordOn(stream, pushedEvent);
+            pushed.ready().block(Duration.ofSeconds(10));
+            double pushedUs = (System.nanoTime() - start) / 1e3;
+            log.printf(Locale.ROOT, "layer events: polled ready after %d queries (%.1f us); pushed ready after %.1f us,"
+                    + " query then says %s%n", polls, polledUs, pushedUs, pushed.query());
         }
     }
 }

@@ -11,13 +11,12 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
 /**
  * Decode's side of a {@link MoriReproBackend} run: a MoRI engine with a zeroed buffer of the geometry's
- * region size registered on {@link MoriReproBackend#DECODE_GPU}, in this process or in a child process.
+ * region size registered on decode's GPU, in this process or in a child process.
  * Prefill gets its packed descriptors, gives it prefill's engine descriptor, and asks it after each wait
  * to check the bytes it received. Not thread-safe: one call at a time.
  */
@@ -46,18 +45,18 @@ interface MoriDecodeSide extends AutoCloseable {
     @Override
     void close();
 
-    /** Decode in this process: a second engine, its buffer on the decode GPU. */
-    static MoriDecodeSide inProcess(GpuRuntime runtime, ReproGeometry g) {
-        return new InProcess(runtime, g);
+    /** Decode in this process: a second engine, its buffer on {@code gpu}. */
+    static MoriDecodeSide inProcess(GpuRuntime runtime, ReproGeometry g, int gpu) {
+        return new InProcess(runtime, g, gpu);
     }
 
     /**
-     * Decode in a child process ({@link MoriDecode}) on the decode GPU, its descriptors sent over loopback TCP.
+     * Decode in a child process ({@link MoriDecode}) on {@code gpu}, its descriptors sent over loopback TCP.
      *
      * @param log where the child's start is reported
      */
-    static MoriDecodeSide child(GpuRuntime runtime, ReproGeometry g, PrintStream log) throws IOException {
-        return Child.start(runtime, g, log);
+    static MoriDecodeSide child(GpuRuntime runtime, ReproGeometry g, int gpu, PrintStream log) throws IOException {
+        return Child.start(runtime, g, gpu, log);
     }
 
     /** The device buffer as a segment MoRI can register (its address and size; never dereferenced here). */
@@ -106,9 +105,9 @@ interface MoriDecodeSide extends AutoCloseable {
         private final MemorySegment host;
         private final ByteVerifier verifier;
 
-        InProcess(GpuRuntime runtime, ReproGeometry g) {
+        InProcess(GpuRuntime runtime, ReproGeometry g, int gpu) {
             this.runtime = runtime;
-            this.decode = new Registered(runtime, g, MoriReproBackend.DECODE_GPU);
+            this.decode = new Registered(runtime, g, gpu);
             this.host = arena.allocate(g.regionBytes(), 4096);
             this.verifier = new ByteVerifier(g, arena);
         }
@@ -163,17 +162,14 @@ interface MoriDecodeSide extends AutoCloseable {
             this.memory = memory;
         }
 
-        static Child start(GpuRuntime runtime, ReproGeometry g, PrintStream log) throws IOException {
-            return DecodeChild.connect(MoriDecode.class, port -> List.of(
-                    "--port", Integer.toString(port),
-                    "--gpu", Integer.toString(MoriReproBackend.DECODE_GPU),
-                    "--layers", Integer.toString(g.layers()), "--blocks", Integer.toString(g.blocks()),
-                    "--block-bytes", Long.toString(g.blockBytes())), (process, channel) -> {
+        static Child start(GpuRuntime runtime, ReproGeometry g, int gpu, PrintStream log) throws IOException {
+            return DecodeChild.connect(port -> new DecodeChild.Args(DecodeChild.Engine.MORI, runtime.platform(), gpu, g,
+                    port), (process, channel) -> {
                         byte[] engine = channel.receiveDescriptor();
                         byte[] memory = channel.receiveDescriptor();
                         log.printf(Locale.ROOT, "mori: decode (pid %d) registered %.1f MiB on GPU %d with MoRI and"
                                 + " sent its descriptors (%d + %d bytes)%n", process.pid(),
-                                g.regionBytes() / 1048576.0, MoriReproBackend.DECODE_GPU, engine.length, memory.length);
+                                g.regionBytes() / 1048576.0, gpu, engine.length, memory.length);
                         return new Child(process, channel, engine, memory);
                     });
         }

@@ -26,8 +26,8 @@ import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Prefill's side of a {@link MoriReproBackend} run: its MoRI engine with a buffer on
- * {@link MoriReproBackend#PREFILL_GPU}, a session into decode's buffer, the stand-in forward pass (a
+ * Prefill's side of a {@link MoriReproBackend} run: its MoRI engine with a buffer on prefill's GPU, a
+ * session into decode's buffer, the stand-in forward pass (a
  * stream that fills each layer's blocks and records the layer's event), and after each wait the byte check
  * and the handle count. Used from one thread, as {@link dev.kvflux.tools.repro.ReproRun} does.
  */
@@ -39,6 +39,7 @@ final class MoriPrefillTarget implements ReproTarget {
     private final MoriIo io;
     private final GpuRuntime runtime;
     private final ReproGeometry g;
+    private final int gpu;
     private final MoriDecodeSide decode;
     private final Duration transferTimeout;
     private final Owned owned = new Owned();
@@ -57,14 +58,14 @@ final class MoriPrefillTarget implements ReproTarget {
      * @param forwardBytes bytes of scratch the stand-in forward pass writes per layer before the layer's
      *     fills, and once more after the last layer (the model's tail); 0: the fills alone
      */
-    MoriPrefillTarget(MoriIo io, GpuRuntime runtime, ReproGeometry g, MoriDecodeSide decode, Duration transferTimeout,
-            long forwardBytes) {
+    MoriPrefillTarget(MoriIo io, GpuRuntime runtime, ReproGeometry g, int gpu, MoriDecodeSide decode,
+            Duration transferTimeout, long forwardBytes) {
         this.io = io;
         this.runtime = runtime;
         this.g = g;
+        this.gpu = gpu;
         this.decode = decode;
         this.transferTimeout = transferTimeout;
-        int gpu = MoriReproBackend.PREFILL_GPU;
         try {
             src = own(runtime.allocate(gpu, g.regionBytes()));
             engine = own(NativeTransferEngine.mori(KEY, "127.0.0.1", 0));
@@ -120,7 +121,7 @@ final class MoriPrefillTarget implements ReproTarget {
     }
 
     private void queueForwardPass() {
-        runtime.setDevice(MoriReproBackend.PREFILL_GPU);
+        runtime.setDevice(gpu);
         for (int l = 0; l < g.layers(); l++) {
             if (forward != null) {
                 compute.memsetAsync(forward.address(), l & 0xFF, forward.size());

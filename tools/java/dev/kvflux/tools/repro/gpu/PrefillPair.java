@@ -13,11 +13,11 @@ import dev.kvflux.bindings.gpu.GpuMemoryDescriptor;
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
 import dev.kvflux.serving.config.Durations;
+import dev.kvflux.tools.Stats;
 import dev.kvflux.tools.repro.ReproGeometry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
@@ -36,10 +36,8 @@ final class PrefillPair implements AutoCloseable {
 
     /** What one request measured once its wait ended. */
     record Measurement(double rawCopyMs, double layerCopyMs, double copyEndAfterWaitStartMs, double lagMs,
-            long mismatchedBytes, int badLayers) {
+            long verifiedBytes, long mismatchedBytes, int badLayers) {
     }
-
-    /** How long decode may take to connect, or to answer a message, before it is taken as gone. */
 
     /** How long past the transfer timeout a request's copies may still run before the GPU is taken as hung. */
     static final Duration HANG_MARGIN = Duration.ofSeconds(10);
@@ -115,22 +113,14 @@ final class PrefillPair implements AutoCloseable {
      */
     static PrefillPair open(GpuRuntime runtime, ReproGeometry layout, int prefillGpu, int decodeGpu, long forwardBytes,
             GpuCopyEngine.Config config, Duration transferTimeout, java.io.PrintStream log) throws IOException {
-        return DecodeChild.connect(CudaRepro.class, port -> decodeArgs(runtime, layout, decodeGpu, port),
-                (child, channel) -> {
+        return DecodeChild.connect(port -> new DecodeChild.Args(DecodeChild.Engine.GPU, runtime.platform(), decodeGpu,
+                layout, port), (child, channel) -> {
                     GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(channel.receiveDescriptor());
                     log.printf(java.util.Locale.ROOT, "decode (pid %d) registered %.1f MiB on GPU %d and sent its IPC"
                             + " handle%n", child.pid(), remote.size() / 1048576.0, remote.device());
                     return new PrefillPair(runtime, layout, prefillGpu, child, channel, remote, forwardBytes, config,
                             transferTimeout);
                 });
-    }
-
-    private static List<String> decodeArgs(GpuRuntime runtime, ReproGeometry layout, int decodeGpu, int port) {
-        return List.of("--role", "decode", "--port", Integer.toString(port),
-                "--runtime", runtime.platform().prefix(), "--d-gpu", Integer.toString(decodeGpu),
-                "--layers", Integer.toString(layout.layers()),
-                "--blocks", Integer.toString(layout.blocks()),
-                "--block-bytes", Long.toString(layout.blockBytes()));
     }
 
     GpuCopyEngine engine() {
@@ -199,13 +189,12 @@ final class PrefillPair implements AutoCloseable {
             firstStart = Math.min(firstStart, start);
             lastEnd = Math.max(lastEnd, end);
         }
-        java.util.Arrays.sort(perLayer);
-        double layerCopyMs = perLayer[perLayer.length / 2];
+        double layerCopyMs = Stats.median(perLayer);
         double waitStartMs = (waitStart - t0) / 1e6;
         double waitEndMs = (waitEnd - t0) / 1e6;
         ControlChannel.Verdict verdict = channel.verify(request);
         return new Measurement(lastEnd - firstStart, layerCopyMs, lastEnd - waitStartMs, waitEndMs - lastEnd,
-                verdict.mismatchedBytes(), verdict.badLayers());
+                verdict.checkedBytes(), verdict.mismatchedBytes(), verdict.badLayers());
     }
 
     /**

@@ -1,11 +1,12 @@
-package dev.kvflux.tools.repro;
+package dev.kvflux.tools.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.kvflux.tools.cli.KvfluxCli;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.tools.repro.ReproBackend;
 import dev.kvflux.tools.repro.gpu.GpuBackend;
+import dev.kvflux.tools.repro.gpu.MoriReproBackend;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import org.junit.jupiter.api.Test;
@@ -14,8 +15,10 @@ import picocli.CommandLine;
 class ReproBackendsTest {
 
     @Test
-    void theBackendsAreThisPackagesThenTheGpuOnesFoundThroughTheServiceLoader() {
+    void theBackendsAreTheSimulatorsThenTheGpuOnes() {
         assertThat(ReproBackends.names()).containsExactly("sim-xgmi", "native-sim", "mori", "cuda", "hip");
+        assertThat(ReproBackends.named("mori", KvfluxConfig.defaults())).isInstanceOf(MoriReproBackend.class);
+        assertThat(ReproBackends.GPU).containsExactlyInAnyOrder("mori", "cuda", "hip");
     }
 
     @Test
