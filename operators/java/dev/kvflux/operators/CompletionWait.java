@@ -1,5 +1,6 @@
 package dev.kvflux.operators;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferStatus;
 import java.time.Duration;
@@ -117,12 +118,12 @@ public final class CompletionWait implements WaitStrategy {
     public CompletionWait slice(Duration slice) {
         Objects.requireNonNull(slice, "slice");
         if (slice.isZero() || slice.isNegative()) {
-            throw new IllegalArgumentException("slice must be positive, got " + slice
-                    + "; the default is " + DEFAULT_SLICE.toMillis() + " ms");
+            throw new IllegalArgumentException("slice must be positive, got " + DurationText.of(slice)
+                    + "; the default is " + DurationText.of(DEFAULT_SLICE));
         }
         if (slice.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
-                    + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
+            throw new IllegalArgumentException("slice " + DurationText.of(slice) + " is longer than the transfer timeout "
+                    + DurationText.of(transferTimeout) + "; choose a slice well under the timeout (10ms is the default)");
         }
         return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared, recorder);
     }
@@ -248,8 +249,8 @@ public final class CompletionWait implements WaitStrategy {
 
     @Override
     public String toString() {
-        return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice
-                + (stallAfter != null ? ", stall after " + stallAfter : "") + (shared ? ", shared poll" : "")
+        return "CompletionWait[" + mode + ", timeout " + DurationText.of(transferTimeout) + ", slice " + DurationText.of(slice)
+                + (stallAfter != null ? ", stall after " + DurationText.of(stallAfter) : "") + (shared ? ", shared poll" : "")
                 + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
     }
 
@@ -257,8 +258,9 @@ public final class CompletionWait implements WaitStrategy {
     static void checkStallAfter(Duration stallAfter, Duration slice, Duration transferTimeout) {
         Objects.requireNonNull(stallAfter, "stallAfter");
         if (stallAfter.compareTo(slice) < 0 || stallAfter.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("stallAfter " + stallAfter + " must lie between the slice ("
-                    + slice + ") and the transfer timeout (" + transferTimeout + "); choose a few times the"
+            throw new IllegalArgumentException("stallAfter " + DurationText.of(stallAfter) + " must lie between the slice ("
+                    + DurationText.of(slice) + ") and the transfer timeout (" + DurationText.of(transferTimeout)
+                    + "); choose a few times the"
                     + " longest gap you expect between two copies finishing");
         }
     }
@@ -267,12 +269,12 @@ public final class CompletionWait implements WaitStrategy {
         Objects.requireNonNull(transferTimeout, "transferTimeout");
         if (transferTimeout.isZero() || transferTimeout.isNegative()) {
             throw new IllegalArgumentException("transfer timeout must be finite and greater than zero, got "
-                    + transferTimeout + "; the default is 30 s");
+                    + DurationText.of(transferTimeout) + "; the default is 30s");
         }
         if (transferTimeout.compareTo(MAX_TRANSFER_TIMEOUT) > 0) {
-            throw new IllegalArgumentException("transfer timeout " + transferTimeout
+            throw new IllegalArgumentException("transfer timeout " + DurationText.of(transferTimeout)
                     + " is longer than 24 hours; a stalled transfer would hold its request that long."
-                    + " Use seconds to minutes (the default is 30 s)");
+                    + " Use seconds to minutes (the default is 30s)");
         }
     }
 

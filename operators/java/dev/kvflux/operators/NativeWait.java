@@ -1,5 +1,6 @@
 package dev.kvflux.operators;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferStatus;
@@ -109,7 +110,7 @@ public final class NativeWait implements WaitStrategy {
 
     @Override
     public String toString() {
-        return "NativeWait[timeout " + transferTimeout + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
+        return "NativeWait[timeout " + DurationText.of(transferTimeout) + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
     }
 
     /** Whole milliseconds, rounded up, as vLLM's {@code ceil(timeout * 1000)}. */

@@ -1,5 +1,6 @@
 package dev.kvflux.operators;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferStatus;
@@ -163,8 +164,8 @@ public final class PushWait implements WaitStrategy {
 
     @Override
     public String toString() {
-        return "PushWait[" + mode + ", timeout " + transferTimeout
-                + (stallAfter != null ? ", stall after " + stallAfter : "")
+        return "PushWait[" + mode + ", timeout " + DurationText.of(transferTimeout)
+                + (stallAfter != null ? ", stall after " + DurationText.of(stallAfter) : "")
                 + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
     }
 }

@@ -1,5 +1,6 @@
 package dev.kvflux.operators;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferStatus;
@@ -84,12 +85,12 @@ public final class SlicedNativeWait implements WaitStrategy {
     public SlicedNativeWait slice(Duration slice) {
         Objects.requireNonNull(slice, "slice");
         if (slice.compareTo(Duration.ofMillis(1)) < 0) {
-            throw new IllegalArgumentException("a native slice is whole milliseconds and at least 1 ms, got "
-                    + slice + "; the default is 10 ms");
+            throw new IllegalArgumentException("a native slice is whole milliseconds and at least 1ms, got "
+                    + DurationText.of(slice) + "; the default is 10ms");
         }
         if (slice.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
-                    + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
+            throw new IllegalArgumentException("slice " + DurationText.of(slice) + " is longer than the transfer timeout "
+                    + DurationText.of(transferTimeout) + "; choose a slice well under the timeout (10ms is the default)");
         }
         return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler, clock, recorder);
     }
@@ -207,6 +208,6 @@ public final class SlicedNativeWait implements WaitStrategy {
 
     @Override
     public String toString() {
-        return "SlicedNativeWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice + "]";
+        return "SlicedNativeWait[" + mode + ", timeout " + DurationText.of(transferTimeout) + ", slice " + DurationText.of(slice) + "]";
     }
 }

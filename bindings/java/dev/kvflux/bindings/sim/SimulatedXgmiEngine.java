@@ -1,5 +1,6 @@
 package dev.kvflux.bindings.sim;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.MoriWaitAll;
@@ -162,7 +163,8 @@ public final class SimulatedXgmiEngine implements TransferEngine {
     public long prefillStepQueued(Duration length) {
         Objects.requireNonNull(length, "length");
         if (length.isNegative() || length.isZero()) {
-            throw new IllegalArgumentException("a prefill step must last a positive time, got " + length);
+            throw new IllegalArgumentException("a prefill step must last a positive time, got "
+                    + DurationText.of(length));
         }
         synchronized (prefillSteps) {
             long now = clock.now();

@@ -241,7 +241,7 @@ class WritePipelineTest {
 
         assertThat(outcomes.get("never-sealed")).isInstanceOfSatisfying(WriteFailed.class, f -> {
             assertThat(f.code()).isEqualTo(StatusCode.ERR_BAD_STATE);
-            assertThat(f.reason()).contains("gave no layer and did not complete for 5000 ms");
+            assertThat(f.reason()).contains("gave no layer and did not complete for 5s");
         });
         assertThat(outcomeAt.get("never-sealed")).isEqualTo(5_000);
         assertThat(outcomes.get("next")).isInstanceOf(WriteDone.class);

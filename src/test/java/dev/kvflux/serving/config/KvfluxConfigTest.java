@@ -71,7 +71,7 @@ class KvfluxConfigTest {
 
         assertThat(config.isValid()).as(config.toString()).isTrue();
         assertThat(config.get().transfer().stallAfter()).contains(Duration.ofSeconds(5));
-        assertThat(config.get().transfer().completionWait().toString()).contains("stall after PT5S");
+        assertThat(config.get().transfer().completionWait().toString()).contains("stall after 5s");
     }
 
     @Test

@@ -28,7 +28,7 @@ class TransferPropertiesTest {
                 .run(beans -> {
                     assertThat(beans).hasNotFailed();
                     assertThat(beans.getBean(WaitStrategy.class))
-                            .hasToString("MeteredWait[CompletionWait[FAIL_FAST, timeout PT2S, slice PT0.005S]]");
+                            .hasToString("MeteredWait[CompletionWait[FAIL_FAST, timeout 2s, slice 5ms]]");
                     assertThat(beans.getBean(WritePipeline.class).maxInFlight()).isEqualTo(8);
                 });
     }
