@@ -1,6 +1,5 @@
 package dev.kvflux.operators;
 
-import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferStatus;
 import java.time.Duration;
@@ -56,76 +55,62 @@ import reactor.core.scheduler.Schedulers;
  * <p>Its {@code Mono} is named {@code kvflux.wait} and tagged with the strategy and fail mode, and
  * {@link #recorder} reports every wait to a {@link WaitRecorder} (none by default), for metrics.
  *
- * <p>Instances are immutable; {@link #slice}, {@link #scheduler}, {@link #stallAfter}, {@link #sharedPoll()}
- * and {@link #recorder} return changed copies.
+ * <p>A wait is made from a {@link WaitSpec} ({@link #of(WaitSpec)}), or from its mode and timeout with the
+ * spec's defaults ({@link #failFast}, {@link #drain}, {@link #of(FailMode, Duration)}); it uses every setting
+ * of the spec. Instances are immutable; {@link #slice}, {@link #scheduler}, {@link #stallAfter},
+ * {@link #sharedPoll()} and {@link #recorder} return changed copies, checked as {@link WaitSpec}'s withers
+ * check them.
  */
 public final class CompletionWait implements WaitStrategy {
-
-    /**
-     * 10 ms, the slice vLLM's sliced native wait uses: short against a copy (a wait ends at most this long
-     * after the last one), long against a status query (a waiting request costs one query per status per slice).
-     */
-    public static final Duration DEFAULT_SLICE = Duration.ofMillis(10);
-
-    /** The longest transfer timeout accepted; anything longer is a configuration mistake. */
-    public static final Duration MAX_TRANSFER_TIMEOUT = Duration.ofHours(24);
-
-    private final FailMode mode;
-    private final Duration transferTimeout;
-    private final Duration slice;
-    private final Duration stallAfter;
-    private final Scheduler scheduler;
+    private final WaitSpec spec;
     private final boolean shared;
-    private final WaitRecorder recorder;
 
-    private CompletionWait(FailMode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
-                           Scheduler scheduler, boolean shared, WaitRecorder recorder) {
-        this.mode = mode;
-        this.transferTimeout = transferTimeout;
-        this.slice = slice;
-        this.stallAfter = stallAfter;
-        this.scheduler = scheduler;
+    private CompletionWait(WaitSpec spec, boolean shared) {
+        this.spec = spec;
         this.shared = shared;
-        this.recorder = recorder;
-    }
-
-    /** A wait that errors as soon as a status fails (the WRITE path). */
-    public static CompletionWait failFast(Duration transferTimeout) {
-        return of(FailMode.FAIL_FAST, transferTimeout);
-    }
-
-    /** A wait that, after a failure, still waits until nothing is in flight (the READ barrier). */
-    public static CompletionWait drain(Duration transferTimeout) {
-        return of(FailMode.DRAIN, transferTimeout);
     }
 
     /**
-     * A wait in the given mode.
+     * A wait that errors as soon as a status fails (the WRITE path), with {@link WaitSpec#failFast}'s defaults.
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static CompletionWait failFast(Duration transferTimeout) {
+        return of(WaitSpec.failFast(transferTimeout));
+    }
+
+    /**
+     * A wait that, after a failure, still waits until nothing is in flight (the READ barrier), with
+     * {@link WaitSpec#drain}'s defaults.
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static CompletionWait drain(Duration transferTimeout) {
+        return of(WaitSpec.drain(transferTimeout));
+    }
+
+    /**
+     * A wait in the given mode, with {@link WaitSpec#of(FailMode, Duration)}'s defaults.
      *
      * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
     public static CompletionWait of(FailMode mode, Duration transferTimeout) {
-        Objects.requireNonNull(mode, "mode");
-        checkTimeout(transferTimeout);
-        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null, null, false, WaitRecorder.NOOP);
+        return of(WaitSpec.of(mode, transferTimeout));
+    }
+
+    /** A wait with every setting of {@code spec}, polled by an interval of its own. */
+    public static CompletionWait of(WaitSpec spec) {
+        return new CompletionWait(Objects.requireNonNull(spec, "spec"), false);
     }
 
     /**
      * This wait with another slice.
      *
-     * @throws IllegalArgumentException if {@code slice} is not positive or is longer than the timeout
+     * @throws IllegalArgumentException if {@code slice} is not positive, is longer than the timeout, or is
+     *     longer than the stall time set
      */
     public CompletionWait slice(Duration slice) {
-        Objects.requireNonNull(slice, "slice");
-        if (slice.isZero() || slice.isNegative()) {
-            throw new IllegalArgumentException("slice must be positive, got " + DurationText.of(slice)
-                    + "; the default is " + DurationText.of(DEFAULT_SLICE));
-        }
-        if (slice.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("slice " + DurationText.of(slice) + " is longer than the transfer timeout "
-                    + DurationText.of(transferTimeout) + "; choose a slice well under the timeout (10ms is the default)");
-        }
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared, recorder);
+        return new CompletionWait(spec.slice(slice), shared);
     }
 
     /**
@@ -138,14 +123,12 @@ public final class CompletionWait implements WaitStrategy {
      *     transfer timeout
      */
     public CompletionWait stallAfter(Duration stallAfter) {
-        checkStallAfter(stallAfter, slice, transferTimeout);
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared, recorder);
+        return new CompletionWait(spec.stallAfter(stallAfter), shared);
     }
 
     /** This wait with its queries and its timer on {@code scheduler}. */
     public CompletionWait scheduler(Scheduler scheduler) {
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter,
-                Objects.requireNonNull(scheduler, "scheduler"), shared, recorder);
+        return new CompletionWait(spec.scheduler(scheduler), shared);
     }
 
     /**
@@ -154,22 +137,26 @@ public final class CompletionWait implements WaitStrategy {
      * waiting request costs its status queries and no timer task per tick. Same emissions, same bounds:
      * the first poll at subscription, then one per slice (aligned to the loop's ticks rather than to the
      * subscription), the timeout, the stall check and cancellation as above; signals arrive on the
-     * scheduler's threads. Off by default.
+     * scheduler's threads. It reports as {@value WaitStrategy#REACTIVE_SHARED}. Off by default.
      */
     public CompletionWait sharedPoll() {
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, true, recorder);
+        return new CompletionWait(spec, true);
     }
 
     /**
-     * This wait, reporting each subscription to {@code recorder} under the strategy name {@code reactive}
-     * ({@code reactive-shared} with {@link #sharedPoll()}); {@link WaitRecorder#NOOP} (the default) turns
-     * recording off. Polls and queries are counted in the wait's own fields and reported at its end; a poll
-     * that sees statuses settle reports them leaving flight; nothing is allocated per poll.
+     * This wait, reporting each subscription to {@code recorder} under its {@linkplain #strategyName() name};
+     * {@link WaitRecorder#NOOP} (the default) turns recording off. Polls and queries are counted in the wait's
+     * own fields and reported at its end; a poll that sees statuses settle reports them leaving flight;
+     * nothing is allocated per poll.
      */
     @Override
     public CompletionWait recorder(WaitRecorder recorder) {
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared,
-                WaitRecording.safe(recorder));
+        return new CompletionWait(spec.recorder(recorder), shared);
+    }
+
+    /** Everything this wait waits with. */
+    public WaitSpec spec() {
+        return spec;
     }
 
     /** Whether this wait is polled by the shared poll driver ({@link #sharedPoll()}). */
@@ -178,25 +165,21 @@ public final class CompletionWait implements WaitStrategy {
     }
 
     public FailMode mode() {
-        return mode;
+        return spec.mode();
     }
 
     public Duration transferTimeout() {
-        return transferTimeout;
+        return spec.transferTimeout();
     }
 
     public Duration slice() {
-        return slice;
+        return spec.slice();
     }
 
+    /** {@value WaitStrategy#REACTIVE}, or {@value WaitStrategy#REACTIVE_SHARED} with {@link #sharedPoll()}. */
     @Override
     public String strategyName() {
-        return "reactive";
-    }
-
-    /** The name this wait reports under and tags its publisher with. */
-    private String metricsName() {
-        return shared ? "reactive-shared" : "reactive";
+        return shared ? REACTIVE_SHARED : REACTIVE;
     }
 
     /**
@@ -209,15 +192,18 @@ public final class CompletionWait implements WaitStrategy {
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
-        String name = metricsName();
+        String name = strategyName();
+        WaitRecorder recorder = spec.recorder();
+        Duration slice = spec.slice();
+        Duration transferTimeout = spec.transferTimeout();
         return WaitRecording.named(Mono.defer(() -> {
             TransferException broken = StatusChecks.nullStatus(snapshot);
             if (broken != null) {
                 WaitRecording.rejected(recorder, name, snapshot.length);
                 return Mono.error(broken);
             }
-            Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            Tracker tracker = new Tracker(snapshot, mode, transferTimeout, stallAfter, on, recorder, name);
+            Scheduler on = spec.scheduler() != null ? spec.scheduler() : Schedulers.parallel();
+            Tracker tracker = new Tracker(snapshot, spec, on, name);
             if (tracker.poll()) {
                 return tracker.signal();
             }
@@ -239,43 +225,12 @@ public final class CompletionWait implements WaitStrategy {
                         .then(Mono.defer(tracker::signal));
             }
             return recorder == WaitRecorder.NOOP ? waiting : waiting.doOnCancel(tracker::cancelled);
-        }), name, mode);
-    }
-
-    @Override
-    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
-        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), metricsName(), mode);
+        }), name, spec.mode());
     }
 
     @Override
     public String toString() {
-        return "CompletionWait[" + mode + ", timeout " + DurationText.of(transferTimeout) + ", slice " + DurationText.of(slice)
-                + (stallAfter != null ? ", stall after " + DurationText.of(stallAfter) : "") + (shared ? ", shared poll" : "")
-                + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
-    }
-
-    /** Rejects a stall time shorter than the slice or longer than the transfer timeout. */
-    static void checkStallAfter(Duration stallAfter, Duration slice, Duration transferTimeout) {
-        Objects.requireNonNull(stallAfter, "stallAfter");
-        if (stallAfter.compareTo(slice) < 0 || stallAfter.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("stallAfter " + DurationText.of(stallAfter) + " must lie between the slice ("
-                    + DurationText.of(slice) + ") and the transfer timeout (" + DurationText.of(transferTimeout)
-                    + "); choose a few times the"
-                    + " longest gap you expect between two copies finishing");
-        }
-    }
-
-    static void checkTimeout(Duration transferTimeout) {
-        Objects.requireNonNull(transferTimeout, "transferTimeout");
-        if (transferTimeout.isZero() || transferTimeout.isNegative()) {
-            throw new IllegalArgumentException("transfer timeout must be finite and greater than zero, got "
-                    + DurationText.of(transferTimeout) + "; the default is 30s");
-        }
-        if (transferTimeout.compareTo(MAX_TRANSFER_TIMEOUT) > 0) {
-            throw new IllegalArgumentException("transfer timeout " + DurationText.of(transferTimeout)
-                    + " is longer than 24 hours; a stalled transfer would hold its request that long."
-                    + " Use seconds to minutes (the default is 30s)");
-        }
+        return "CompletionWait[" + spec.describe() + (shared ? ", shared poll" : "") + "]";
     }
 
     /**
@@ -309,8 +264,11 @@ public final class CompletionWait implements WaitStrategy {
         private long lagNanos = -1;
         private boolean ended;
 
-        Tracker(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration stallAfter,
-                Scheduler clock, WaitRecorder recorder, String name) {
+        Tracker(TransferStatus[] statuses, WaitSpec spec, Scheduler clock, String name) {
+            FailMode mode = spec.mode();
+            Duration transferTimeout = spec.transferTimeout();
+            Duration stallAfter = spec.stallAfter();
+            WaitRecorder recorder = spec.recorder();
             this.recorder = recorder;
             this.recording = recorder != WaitRecorder.NOOP;
             this.name = name;

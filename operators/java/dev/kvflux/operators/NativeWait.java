@@ -24,18 +24,21 @@ import reactor.core.scheduler.Schedulers;
  * throws or returns null, seen by the engine or by the wait) ends the wait with a {@link TransferException}
  * with code ERR_BAD_STATE and the thrown exception as its cause. Cancelling interrupts the blocking call. Each wait holds one thread of that scheduler for its whole
  * length; {@code boundedElastic} has at most ten threads per core, and waits beyond that queue.
+ *
+ * <p>A wait is made from its timeout ({@link #of(TransferEngine, Duration)}) or from a {@link WaitSpec}
+ * ({@link #of(TransferEngine, WaitSpec)}), of which it uses the timeout, the scheduler (the blocking one) and
+ * the recorder. One native call has no slice, no stall check and no fail mode of its own (it is tagged
+ * {@code fail_mode=none}): MoRI's {@code WaitAll} waits every status in order and returns the first failure,
+ * whichever mode the spec names, so this strategy has no {@code failFast} or {@code drain} to choose. Instances
+ * are immutable; {@link #scheduler} and {@link #recorder} return changed copies.
  */
 public final class NativeWait implements WaitStrategy {
     private final TransferEngine engine;
-    private final Duration transferTimeout;
-    private final Scheduler scheduler;
-    private final WaitRecorder recorder;
+    private final WaitSpec spec;
 
-    private NativeWait(TransferEngine engine, Duration transferTimeout, Scheduler scheduler, WaitRecorder recorder) {
+    private NativeWait(TransferEngine engine, WaitSpec spec) {
         this.engine = engine;
-        this.transferTimeout = transferTimeout;
-        this.scheduler = scheduler;
-        this.recorder = recorder;
+        this.spec = spec;
     }
 
     /**
@@ -44,33 +47,43 @@ public final class NativeWait implements WaitStrategy {
      * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
     public static NativeWait of(TransferEngine engine, Duration transferTimeout) {
-        CompletionWait.checkTimeout(transferTimeout);
-        return new NativeWait(Objects.requireNonNull(engine, "engine"), transferTimeout, null, WaitRecorder.NOOP);
+        return of(engine, WaitSpec.drain(transferTimeout));
+    }
+
+    /** One {@code waitAll} on {@code engine} with the settings of {@code spec} that apply (see the class comment). */
+    public static NativeWait of(TransferEngine engine, WaitSpec spec) {
+        return new NativeWait(Objects.requireNonNull(engine, "engine"), Objects.requireNonNull(spec, "spec"));
     }
 
     /** This wait with its blocking call on {@code scheduler}, which must allow blocking. */
     public NativeWait scheduler(Scheduler scheduler) {
-        return new NativeWait(engine, transferTimeout, Objects.requireNonNull(scheduler, "scheduler"), recorder);
+        return new NativeWait(engine, spec.scheduler(scheduler));
     }
 
     /**
-     * This wait, reporting each subscription to {@code recorder} under the strategy name {@code native}:
-     * one poll (the {@code waitAll} call), every status in flight until it returns, failed statuses queried
-     * once more at the end, durations on the blocking scheduler's clock. {@link WaitRecorder#NOOP} (the
-     * default) turns recording off.
+     * This wait, reporting each subscription to {@code recorder} under the strategy name
+     * {@value WaitStrategy#NATIVE}: one poll (the {@code waitAll} call), every status in flight until it
+     * returns, failed statuses queried once more at the end, durations on the blocking scheduler's clock.
+     * {@link WaitRecorder#NOOP} (the default) turns recording off.
      */
     @Override
     public NativeWait recorder(WaitRecorder recorder) {
-        return new NativeWait(engine, transferTimeout, scheduler, WaitRecording.safe(recorder));
+        return new NativeWait(engine, spec.recorder(recorder));
+    }
+
+    /** Everything this wait waits with; its mode, slice and stall time are not used. */
+    public WaitSpec spec() {
+        return spec;
     }
 
     public Duration transferTimeout() {
-        return transferTimeout;
+        return spec.transferTimeout();
     }
 
+    /** {@value WaitStrategy#NATIVE}. */
     @Override
     public String strategyName() {
-        return "native";
+        return NATIVE;
     }
 
     /**
@@ -82,6 +95,7 @@ public final class NativeWait implements WaitStrategy {
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
+        Duration transferTimeout = spec.transferTimeout();
         long timeoutMs = ceilMillis(transferTimeout);
         return WaitRecording.named(WaitRecording.around(polls -> {
                     TransferException broken = StatusChecks.nullStatus(snapshot);
@@ -96,21 +110,17 @@ public final class NativeWait implements WaitStrategy {
                             .flatMap(code -> code == StatusCode.SUCCESS
                                     ? Mono.<Void>empty()
                                     : Mono.error(NativeResults.toException(code, snapshot, transferTimeout)));
-                }, recorder, strategyName(), snapshot, this::blocking), strategyName(), null);
-    }
-
-    @Override
-    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
-        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), strategyName(), null);
+                }, spec.recorder(), NATIVE, snapshot, this::blocking), NATIVE, null);
     }
 
     private Scheduler blocking() {
-        return scheduler != null ? scheduler : Schedulers.boundedElastic();
+        return spec.scheduler() != null ? spec.scheduler() : Schedulers.boundedElastic();
     }
 
     @Override
     public String toString() {
-        return "NativeWait[timeout " + DurationText.of(transferTimeout) + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
+        return "NativeWait[timeout " + DurationText.of(spec.transferTimeout()) + (spec.recording() ? ", recorded" : "")
+                + "]";
     }
 
     /** Whole milliseconds, rounded up, as vLLM's {@code ceil(timeout * 1000)}. */

@@ -51,7 +51,7 @@ public final class Polls {
 
     /** Emits the status's terminal code (SUCCESS or a failure) once it has one, polling every 10 ms. */
     public static Mono<StatusCode> terminal(TransferStatus status) {
-        return terminal(status, CompletionWait.DEFAULT_SLICE, null);
+        return terminal(status, WaitSpec.DEFAULT_SLICE, null);
     }
 
     /** Emits the status's terminal code once it has one, polling every {@code every} on {@code scheduler}. */
@@ -69,7 +69,7 @@ public final class Polls {
         if (every.isZero() || every.isNegative()) {
             throw new IllegalArgumentException("poll period must be positive, got " + DurationText.of(every)
                     + "; the operators poll an event every " + DurationText.of(DEFAULT_EVENT_POLL)
-                    + " and a status every " + DurationText.of(CompletionWait.DEFAULT_SLICE) + " by default");
+                    + " and a status every " + DurationText.of(WaitSpec.DEFAULT_SLICE) + " by default");
         }
         return Mono.defer(() -> {
             Optional<T> now = check.get();

@@ -74,8 +74,12 @@ final class PushBarrier {
     /** Set by whoever ends the wait, before it hands the signal over; read when the signal is emitted. */
     private long lagNanos = -1;
 
-    PushBarrier(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration slice,
-                Duration stallAfter, Scheduler on, MonoSink<Void> sink, WaitRecorder recorder, String name) {
+    PushBarrier(TransferStatus[] statuses, WaitSpec spec, Scheduler on, MonoSink<Void> sink, String name) {
+        FailMode mode = spec.mode();
+        Duration transferTimeout = spec.transferTimeout();
+        Duration slice = spec.slice();
+        Duration stallAfter = spec.stallAfter();
+        WaitRecorder recorder = spec.recorder();
         this.recorder = recorder;
         this.recording = recorder != WaitRecorder.NOOP;
         this.name = name;

@@ -1,7 +1,7 @@
 package dev.kvflux.tools.cli;
 
 import dev.kvflux.bindings.gpu.GpuRuntime;
-import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.serving.config.Durations;
 import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.tools.repro.ReproBackend;
@@ -76,7 +76,7 @@ public final class ReproCommand implements Callable<Integer> {
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         Duration sliceLength = slice != null ? slice : config.transfer().slice();
         check(cmd, !timeout.isZero() && !timeout.isNegative(), "--transfer-timeout must be greater than zero");
-        check(cmd, timeout.compareTo(CompletionWait.MAX_TRANSFER_TIMEOUT) <= 0, "--transfer-timeout must be at most 24h,"
+        check(cmd, timeout.compareTo(WaitSpec.MAX_TRANSFER_TIMEOUT) <= 0, "--transfer-timeout must be at most 24h,"
                 + " got " + Durations.format(timeout) + "; a stalled transfer would hold its wait that long");
         check(cmd, !sliceLength.isZero() && sliceLength.compareTo(timeout) < 0,
                 "--slice must be greater than zero and shorter than the transfer timeout (" + Durations.format(timeout) + ")");

@@ -73,7 +73,7 @@ public enum ReproStrategy {
             case NATIVE -> NativeWait.of(engine, timeout);
             case SLICED_NATIVE -> SlicedNativeWait.failFast(engine, timeout);
             case REACTIVE -> CompletionWait.failFast(timeout);
-            case REACTIVE_PUSH -> PushWait.of(timeout);
+            case REACTIVE_PUSH -> PushWait.failFast(timeout);
         };
     }
 

@@ -10,6 +10,7 @@ import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.TransferException.Kind;
+import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.pipeline.WriteOutcome.WriteDone;
 import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
@@ -398,7 +399,7 @@ class WritePipelineTest {
         assertThat(recorder.startedStatuses).containsExactly(LAYERS, LAYERS);
         assertThat(recorder.failures).containsExactly(StatusCode.ERR_RDMA_OP);
         assertThat(recorder.lags).singleElement().satisfies(lag -> assertThat(lag)
-                .isBetween(Duration.ZERO, CompletionWait.DEFAULT_SLICE));
+                .isBetween(Duration.ZERO, WaitSpec.DEFAULT_SLICE));
         assertThat(recorder.inFlight()).isZero();
     }
 }

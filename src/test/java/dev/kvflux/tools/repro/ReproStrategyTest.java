@@ -7,6 +7,7 @@ import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.NativeWait;
 import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.SlicedNativeWait;
+import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.testing.RecordingEngine;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -44,9 +45,9 @@ class ReproStrategyTest {
     void eachStrategyTimesTheOperatorOfItsNameWithTheDefaultSlice() {
         assertThat(ReproStrategy.NATIVE.wait(engine, timeout)).isInstanceOf(NativeWait.class);
         assertThat(ReproStrategy.SLICED_NATIVE.wait(engine, timeout)).isInstanceOfSatisfying(SlicedNativeWait.class,
-                w -> assertThat(w.slice()).isEqualTo(CompletionWait.DEFAULT_SLICE));
+                w -> assertThat(w.slice()).isEqualTo(WaitSpec.DEFAULT_SLICE));
         assertThat(ReproStrategy.REACTIVE.wait(engine, timeout)).isInstanceOfSatisfying(CompletionWait.class,
-                w -> assertThat(w.slice()).isEqualTo(CompletionWait.DEFAULT_SLICE));
+                w -> assertThat(w.slice()).isEqualTo(WaitSpec.DEFAULT_SLICE));
         assertThat(ReproStrategy.REACTIVE_PUSH.wait(engine, timeout)).isInstanceOf(PushWait.class);
         for (ReproStrategy s : ReproStrategy.values()) {
             assertThat(s.wait(engine, timeout).strategyName()).isEqualTo(s.label());
