@@ -6,8 +6,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -235,15 +237,17 @@ public final class CompletionWait implements WaitStrategy {
 
     /**
      * The statuses still in flight and the first failure seen. Polled from the interval's worker and,
-     * once, from the timeout's timer, which may overlap a late tick: hence synchronized.
+     * once, from the timeout's timer, which may overlap a late tick: hence synchronized. What it reports is
+     * counted in its {@link WaitTally}, and its stall time kept on a {@link StallClock} (null when off), both
+     * under this monitor.
      */
-    private static final class Tracker implements java.util.function.Predicate<Long>, PollDriver.Polled {
+    private static final class Tracker implements Predicate<Long>, PollDriver.Polled {
         private final TransferStatus[] statuses;
         private final FailMode mode;
         private final Duration transferTimeout;
-        private final Duration stallAfter;
         private final Scheduler clock;
-        private long lastProgressNanos;
+        private final StallClock stall;
+        private final WaitTally tally;
         private final int[] inFlight;
         private int inFlightCount;
         private int failedIndex = -1;
@@ -252,37 +256,18 @@ public final class CompletionWait implements WaitStrategy {
         private boolean settled;
         private TransferException verdict;
         /** Where a shared poll signals; null for the per-request interval. */
-        private reactor.core.publisher.MonoSink<Void> sink;
+        private MonoSink<Void> sink;
         private volatile boolean gone;
-        /** What is reported at the end (see {@link WaitRecorder}); counted only while recording. */
-        private final WaitRecorder recorder;
-        private final boolean recording;
-        private final String name;
-        private final long startNanos;
-        private int polls;
-        private long queries;
-        private long lagNanos = -1;
-        private boolean ended;
 
         Tracker(TransferStatus[] statuses, WaitSpec spec, Scheduler clock, String name) {
-            FailMode mode = spec.mode();
-            Duration transferTimeout = spec.transferTimeout();
-            Duration stallAfter = spec.stallAfter();
-            WaitRecorder recorder = spec.recorder();
-            this.recorder = recorder;
-            this.recording = recorder != WaitRecorder.NOOP;
-            this.name = name;
-            this.startNanos = recording ? clock.now(TimeUnit.NANOSECONDS) : 0;
-            if (recording) {
-                recorder.recordWaitStarted(name, statuses.length);
-                recorder.recordStatusesInFlight(name, statuses.length);
-            }
+            this.tally = new WaitTally(spec.recorder(), name, clock);
+            tally.started(statuses.length);
             this.statuses = statuses;
-            this.mode = mode;
-            this.transferTimeout = transferTimeout;
-            this.stallAfter = stallAfter;
+            this.mode = spec.mode();
+            this.transferTimeout = spec.transferTimeout();
             this.clock = clock;
-            this.lastProgressNanos = stallAfter != null ? clock.now(TimeUnit.NANOSECONDS) : 0;
+            this.stall = spec.stallAfter() != null
+                    ? new StallClock(spec.stallAfter(), clock.now(TimeUnit.NANOSECONDS)) : null;
             this.inFlight = new int[statuses.length];
             for (int i = 0; i < statuses.length; i++) {
                 inFlight[i] = i;
@@ -290,7 +275,7 @@ public final class CompletionWait implements WaitStrategy {
             this.inFlightCount = statuses.length;
         }
 
-        synchronized void attach(reactor.core.publisher.MonoSink<Void> sink) {
+        synchronized void attach(MonoSink<Void> sink) {
             this.sink = sink;
         }
 
@@ -306,7 +291,7 @@ public final class CompletionWait implements WaitStrategy {
         /** A tick of the shared poll driver: polls, and once settled signals the subscriber (once). */
         @Override
         public boolean pollFromDriver() {
-            reactor.core.publisher.MonoSink<Void> target;
+            MonoSink<Void> target;
             TransferException error;
             synchronized (this) {
                 if (!poll() || gone) {
@@ -315,7 +300,7 @@ public final class CompletionWait implements WaitStrategy {
                 gone = true;
                 target = sink;
                 error = verdict;
-                end(WaitOutcome.of(error));
+                tally.ended(WaitOutcome.of(error), inFlightCount);
             }
             if (error != null) {
                 target.error(error);
@@ -340,10 +325,7 @@ public final class CompletionWait implements WaitStrategy {
             if (settled) {
                 return true;
             }
-            if (recording) {
-                polls++;
-                queries += inFlightCount;
-            }
+            tally.polled(inFlightCount);
             int kept = 0;
             for (int i = 0; i < inFlightCount; i++) {
                 int index = inFlight[i];
@@ -351,16 +333,12 @@ public final class CompletionWait implements WaitStrategy {
                 try {
                     code = StatusChecks.code(statuses, index);
                 } catch (TransferException broken) {
-                    if (recording) {
-                        recorder.recordStatusFailed(name, StatusCode.ERR_BAD_STATE);
-                    }
+                    tally.failed(StatusCode.ERR_BAD_STATE);
                     settle(broken);
                     return true;
                 }
                 if (code.isFailure()) {
-                    if (recording) {
-                        recorder.recordStatusFailed(name, code);
-                    }
+                    tally.failed(code);
                     if (failedIndex < 0 || index < failedIndex) {
                         failedIndex = index;
                         failedCode = code;
@@ -371,24 +349,20 @@ public final class CompletionWait implements WaitStrategy {
                 }
             }
             boolean progressed = kept < inFlightCount;
-            if (recording && progressed) {
-                recorder.recordStatusesInFlight(name, kept - inFlightCount);
-            }
+            tally.leftFlight(inFlightCount - kept);
             inFlightCount = kept;
             if (failedIndex >= 0 && (mode == FailMode.FAIL_FAST || inFlightCount == 0)) {
                 settle(failure());
             } else if (inFlightCount == 0) {
-                if (recording) {
-                    lagNanos = WaitRecording.detectionLag(statuses);
-                }
+                tally.lag(statuses);
                 settle(null);
-            } else if (stallAfter != null) {
+            } else if (stall != null) {
                 long now = clock.now(TimeUnit.NANOSECONDS);
                 if (progressed) {
-                    lastProgressNanos = now;
-                } else if (now - lastProgressNanos >= stallAfter.toNanos()) {
+                    stall.progressAt(now);
+                } else if (stall.stalledAt(now)) {
                     settle(failedIndex >= 0 ? failure()
-                            : TransferException.stalled(stallAfter, inFlightCount, statuses.length));
+                            : TransferException.stalled(stall.stallAfter(), inFlightCount, statuses.length));
                 }
             }
             return settled;
@@ -403,22 +377,13 @@ public final class CompletionWait implements WaitStrategy {
         }
 
         synchronized Mono<Void> signal() {
-            end(WaitOutcome.of(verdict));
+            tally.ended(WaitOutcome.of(verdict), inFlightCount);
             return verdict == null ? Mono.empty() : Mono.error(verdict);
         }
 
         /** The subscriber cancelled. */
         synchronized void cancelled() {
-            end(WaitOutcome.CANCELLED);
-        }
-
-        /** Reports the wait's end to the recorder, once. */
-        private void end(WaitOutcome outcome) {
-            if (recording && !ended) {
-                ended = true;
-                WaitRecording.ended(recorder, name, outcome, clock.now(TimeUnit.NANOSECONDS) - startNanos,
-                        inFlightCount, polls, queries, lagNanos);
-            }
+            tally.ended(WaitOutcome.CANCELLED, inFlightCount);
         }
 
         private TransferException failure() {
