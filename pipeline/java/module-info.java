@@ -4,7 +4,6 @@
  */
 module dev.kvflux.pipeline {
     requires transitive dev.kvflux.operators;
-    requires transitive io.vavr;
     requires org.slf4j;
 
     exports dev.kvflux.pipeline;

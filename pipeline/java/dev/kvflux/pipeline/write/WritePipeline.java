@@ -11,7 +11,6 @@ import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.pipeline.WriteOutcome.WriteDone;
 import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
-import io.vavr.control.Either;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeoutException;
@@ -111,11 +110,6 @@ public final class WritePipeline {
     public Mono<WriteOutcome> write(WriteRequest request) {
         Objects.requireNonNull(request, "request");
         return gate.run(Mono.defer(() -> run(request)));
-    }
-
-    /** {@link #write}'s outcome as a Vavr {@code Either}: right for done, left for failed. */
-    public Mono<Either<WriteFailed, WriteDone>> writeEither(WriteRequest request) {
-        return write(request).map(WriteOutcome::toEither);
     }
 
     /**

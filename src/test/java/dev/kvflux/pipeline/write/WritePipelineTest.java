@@ -218,15 +218,20 @@ class WritePipelineTest {
     }
 
     @Test
-    void theOutcomeIsAlsoAVavrEither() {
+    void theOutcomeIsASealedTypeThatASwitchCoversWithoutADefault() {
         TransferSession session = session(SimulatedXgmiEngine.builder());
-        Map<String, Object> eithers = new ConcurrentHashMap<>();
+        Map<String, String> told = new ConcurrentHashMap<>();
 
-        pipeline().build().writeEither(request("r", session)).subscribe(e -> eithers.put("r", e));
+        pipeline().build().write(request("r", session)).subscribe(outcome -> told.put("r", switch (outcome) {
+            case WriteDone done -> "done " + done.transferId();
+            case WriteFailed failed -> "failed " + failed.code();
+        }));
         clock.advanceTimeBy(Duration.ofSeconds(1));
 
-        assertThat(eithers.get("r")).isEqualTo(io.vavr.control.Either.right(new WriteDone("r")));
-        assertThat(new WriteFailed("x", StatusCode.ERR_GPU_OP, "y").toEither().isLeft()).isTrue();
+        assertThat(told).containsEntry("r", "done r");
+        assertThat(WriteOutcome.class.isSealed()).isTrue();
+        assertThat(WriteOutcome.class.getPermittedSubclasses()).containsExactlyInAnyOrder(WriteDone.class,
+                WriteFailed.class);
     }
 
     @Test
