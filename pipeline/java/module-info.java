@@ -7,6 +7,4 @@ module dev.kvflux.pipeline {
     requires org.slf4j;
 
     exports dev.kvflux.pipeline;
-    exports dev.kvflux.pipeline.read;
-    exports dev.kvflux.pipeline.write;
 }

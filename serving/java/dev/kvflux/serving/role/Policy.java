@@ -1,7 +1,7 @@
 package dev.kvflux.serving.role;
 
 import dev.kvflux.serving.config.KvfluxConfig;
-import dev.kvflux.pipeline.write.WritePipeline;
+import dev.kvflux.pipeline.WritePipeline;
 
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.operators.CompletionWait;

@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.operators.CompletionWait;
-import dev.kvflux.pipeline.write.WritePipeline;
+import dev.kvflux.pipeline.WritePipeline;
+import java.io.IOException;
 import java.lang.module.Configuration;
 import java.lang.module.ModuleDescriptor;
 import java.lang.module.ModuleFinder;
 import java.lang.module.ResolvedModule;
-import java.io.IOException;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -3,7 +3,7 @@ package dev.kvflux.examples.webflux;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.operators.WaitStrategy;
-import dev.kvflux.pipeline.write.WritePipeline;
+import dev.kvflux.pipeline.WritePipeline;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;

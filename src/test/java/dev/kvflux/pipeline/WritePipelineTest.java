@@ -1,4 +1,4 @@
-package dev.kvflux.pipeline.write;
+package dev.kvflux.pipeline;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -11,7 +11,6 @@ import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.TransferException.Kind;
 import dev.kvflux.operators.WaitSpec;
-import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.pipeline.WriteOutcome.WriteDone;
 import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
 import dev.kvflux.testing.SeedGeometry;

@@ -1,4 +1,4 @@
-package dev.kvflux.pipeline.write;
+package dev.kvflux.pipeline;
 
 import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
@@ -8,7 +8,6 @@ import dev.kvflux.operators.Polls;
 import dev.kvflux.operators.TransferException;
 import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
-import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.pipeline.WriteOutcome.WriteDone;
 import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
 import java.time.Duration;
