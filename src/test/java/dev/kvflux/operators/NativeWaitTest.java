@@ -25,7 +25,7 @@ class NativeWaitTest {
     }
 
     @Test
-    void aStatusStillInFlightAtTheDeadlineGivesTheSeedsTimeoutMessage() {
+    void aStatusStillInFlightAtTheDeadlineGivesMoriiosTimeoutMessage() {
         assertThatThrownBy(() -> NativeWait.of(engine, Duration.ofSeconds(30))
                 .await(List.of(ScriptedStatus.never(clock))).block(Duration.ofSeconds(5)))
                 .isInstanceOf(TransferException.class)

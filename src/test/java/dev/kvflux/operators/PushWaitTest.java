@@ -258,7 +258,7 @@ class PushWaitTest {
     }
 
     @Test
-    void statusesStillInFlightAtTheTimeoutFailWithTheSeedsMessage() {
+    void statusesStillInFlightAtTheTimeoutFailWithMoriiosTimeoutMessage() {
         StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(3)).await(List.of(new Pushed())))
                 .expectSubscription()
                 .expectNoEvent(Duration.ofMillis(2999))
