@@ -12,14 +12,12 @@ import java.time.Duration;
  */
 final class StallClock {
     private final Duration stallAfter;
-    private final long stallAfterNanos;
     private volatile long lastProgressNanos;
 
     /** A clock that counts from {@code nowNanos}, as if progress had just been seen. */
     StallClock(Duration stallAfter, long nowNanos) {
         this.stallAfter = stallAfter;
-        this.stallAfterNanos = stallAfter.toNanos();
-        this.lastProgressNanos = nowNanos;
+        lastProgressNanos = nowNanos;
     }
 
     Duration stallAfter() {
@@ -27,7 +25,7 @@ final class StallClock {
     }
 
     long stallAfterNanos() {
-        return stallAfterNanos;
+        return stallAfter.toNanos();
     }
 
     /** Progress was seen at {@code nowNanos}. */
@@ -42,11 +40,11 @@ final class StallClock {
 
     /** Whether, at {@code nowNanos}, no progress has been seen for the stall time or longer. */
     boolean stalledAt(long nowNanos) {
-        return idleFor(nowNanos) >= stallAfterNanos;
+        return untilStall(nowNanos) <= 0;
     }
 
     /** Nanoseconds from {@code nowNanos} until the wait stalls if nothing progresses; 0 or less once it has. */
     long untilStall(long nowNanos) {
-        return stallAfterNanos - idleFor(nowNanos);
+        return stallAfterNanos() - idleFor(nowNanos);
     }
 }

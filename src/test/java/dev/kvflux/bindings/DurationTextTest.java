@@ -3,40 +3,40 @@ package dev.kvflux.bindings;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 class DurationTextTest {
 
-    @Test
-    void aSecondOrMorePrintsInSecondsWithTheFractionItNeeds() {
-        assertThat(DurationText.of(Duration.ofSeconds(30))).isEqualTo("30s");
-        assertThat(DurationText.of(Duration.ofMillis(1500))).isEqualTo("1.5s");
-        assertThat(DurationText.of(Duration.ofMinutes(2))).isEqualTo("120s");
-        assertThat(DurationText.of(Duration.ofSeconds(1, 1))).isEqualTo("1.000000001s");
+    @ParameterizedTest(name = "{0}s {1}ns prints as {2}")
+    @CsvSource({
+        "30, 0, 30s",
+        "1, 500000000, 1.5s",
+        "120, 0, 120s",
+        "1, 1, 1.000000001s",
+        "34560000, 0, 34560000s",
+        "9223372036854775807, 999999999, 9223372036854775807.999999999s",
+    })
+    void aSecondOrMorePrintsInSecondsWithTheFractionItNeeds(long seconds, long nanos, String text) {
+        assertThat(DurationText.of(Duration.ofSeconds(seconds, nanos))).isEqualTo(text);
     }
 
-    @Test
-    void underASecondPrintsInTheLargestUnitItHoldsWhole() {
-        assertThat(DurationText.of(Duration.ofMillis(10))).isEqualTo("10ms");
-        assertThat(DurationText.of(Duration.ofMillis(5))).isEqualTo("5ms");
-        assertThat(DurationText.of(Duration.ofMillis(200))).isEqualTo("200ms");
-        assertThat(DurationText.of(Duration.ofNanos(1_500_000))).isEqualTo("1.5ms");
-        assertThat(DurationText.of(Duration.ofNanos(500_000))).isEqualTo("500us");
-        assertThat(DurationText.of(Duration.ofNanos(12_500))).isEqualTo("12.5us");
-        assertThat(DurationText.of(Duration.ofNanos(40))).isEqualTo("40ns");
+    @ParameterizedTest(name = "{0}ns prints as {1}")
+    @CsvSource({
+        "10000000, 10ms",
+        "200000000, 200ms",
+        "1500000, 1.5ms",
+        "500000, 500us",
+        "12500, 12.5us",
+        "40, 40ns",
+    })
+    void underASecondPrintsInTheLargestUnitItHoldsWhole(long nanos, String text) {
+        assertThat(DurationText.of(Duration.ofNanos(nanos))).isEqualTo(text);
     }
 
-    @Test
-    void zeroIsZeroSecondsAndANegativeDurationKeepsItsSign() {
-        assertThat(DurationText.of(Duration.ZERO)).isEqualTo("0s");
-        assertThat(DurationText.of(Duration.ofSeconds(-1))).isEqualTo("-1s");
-        assertThat(DurationText.of(Duration.ofMillis(-5))).isEqualTo("-5ms");
-    }
-
-    @Test
-    void theLongestDurationsPrintWithoutOverflowing() {
-        assertThat(DurationText.of(Duration.ofDays(400))).isEqualTo("34560000s");
-        assertThat(DurationText.of(Duration.ofSeconds(Long.MAX_VALUE, 999_999_999)))
-                .isEqualTo(Long.MAX_VALUE + ".999999999s");
+    @ParameterizedTest(name = "{0}ns prints as {1}")
+    @CsvSource({"0, 0s", "-1000000000, -1s", "-5000000, -5ms"})
+    void zeroIsZeroSecondsAndANegativeDurationKeepsItsSign(long nanos, String text) {
+        assertThat(DurationText.of(Duration.ofNanos(nanos))).isEqualTo(text);
     }
 }

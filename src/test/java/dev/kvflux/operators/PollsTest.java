@@ -5,21 +5,30 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
-import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 class PollsTest {
 
     @Test
     void byDefaultALayerIsSeenReadyWithinOneMillisecondOfTurningReady() {
-        assertThat(Polls.DEFAULT_EVENT_POLL).isEqualTo(Duration.ofMillis(1));
-        StepVerifier.withVirtualTime(() -> Polls.layerReady(
-                        SimulatedLayerEvent.readyAfter(VirtualTimeScheduler.get(), Duration.ofMillis(5))))
-                .expectSubscription()
-                .expectNoEvent(Duration.ofMillis(4))
-                .thenAwait(Duration.ofMillis(1))
-                .verifyComplete();
+        VirtualTimeScheduler time = VirtualTimeScheduler.getOrSet();
+        try {
+            AtomicBoolean seen = new AtomicBoolean();
+            Polls.layerReady(SimulatedLayerEvent.readyAfter(time, Duration.ofMillis(5)))
+                    .subscribe(null, null, () -> seen.set(true));
+
+            time.advanceTimeBy(Duration.ofNanos(4_999_999));
+            boolean early = seen.get();
+            time.advanceTimeBy(Duration.ofNanos(1));
+
+            assertThat(Polls.DEFAULT_EVENT_POLL).isEqualTo(Duration.ofMillis(1));
+            assertThat(early).isFalse();
+            assertThat(seen).isTrue();
+        } finally {
+            VirtualTimeScheduler.reset();
+        }
     }
 
     @Test
