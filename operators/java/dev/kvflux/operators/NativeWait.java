@@ -25,12 +25,14 @@ import reactor.core.scheduler.Schedulers;
  * with code ERR_BAD_STATE and the thrown exception as its cause. Cancelling interrupts the blocking call. Each wait holds one thread of that scheduler for its whole
  * length; {@code boundedElastic} has at most ten threads per core, and waits beyond that queue.
  *
- * <p>A wait is made from its timeout ({@link #of(TransferEngine, Duration)}) or from a {@link WaitSpec}
- * ({@link #of(TransferEngine, WaitSpec)}), of which it uses the timeout, the scheduler (the blocking one) and
- * the recorder. One native call has no slice, no stall check and no fail mode of its own (it is tagged
- * {@code fail_mode=none}): MoRI's {@code WaitAll} waits every status in order and returns the first failure,
- * whichever mode the spec names, so this strategy has no {@code failFast} or {@code drain} to choose. Instances
- * are immutable; {@link #scheduler} and {@link #recorder} return changed copies.
+ * <p>A wait is made as every strategy is: from a {@link WaitSpec} ({@link #of(TransferEngine, WaitSpec)}), or
+ * from a mode and a timeout ({@link #failFast}, {@link #drain}, {@link #of(TransferEngine, FailMode, Duration)})
+ * or a timeout alone ({@link #of(TransferEngine, Duration)}), so that a configuration can pick the strategy and
+ * the mode apart. Of the spec it uses the timeout, the scheduler (the blocking one) and the recorder. One native
+ * call has no slice, no stall check and no fail mode of its own: MoRI's {@code WaitAll} waits the statuses in
+ * order, keeps the first failure and stops at the first still in flight after its wait, whichever mode the spec
+ * names. So the mode is kept in {@link #spec()} and changes nothing, and the publisher is tagged
+ * {@code fail_mode=none}. Instances are immutable; {@link #scheduler} and {@link #recorder} return changed copies.
  */
 public final class NativeWait implements WaitStrategy {
     private final TransferEngine engine;
@@ -48,6 +50,36 @@ public final class NativeWait implements WaitStrategy {
      */
     public static NativeWait of(TransferEngine engine, Duration transferTimeout) {
         return of(engine, WaitSpec.drain(transferTimeout));
+    }
+
+    /**
+     * One {@code waitAll(statuses, transferTimeout)} on {@code engine}, its spec fail-fast; the native call
+     * waits as it always does (see the class comment).
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static NativeWait failFast(TransferEngine engine, Duration transferTimeout) {
+        return of(engine, WaitSpec.failFast(transferTimeout));
+    }
+
+    /**
+     * One {@code waitAll(statuses, transferTimeout)} on {@code engine}, its spec draining; the native call
+     * waits as it always does (see the class comment).
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static NativeWait drain(TransferEngine engine, Duration transferTimeout) {
+        return of(engine, WaitSpec.drain(transferTimeout));
+    }
+
+    /**
+     * One {@code waitAll(statuses, transferTimeout)} on {@code engine}, {@code mode} kept in its spec; the native
+     * call waits as it always does (see the class comment).
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static NativeWait of(TransferEngine engine, FailMode mode, Duration transferTimeout) {
+        return of(engine, WaitSpec.of(mode, transferTimeout));
     }
 
     /** One {@code waitAll} on {@code engine} with the settings of {@code spec} that apply (see the class comment). */
@@ -71,7 +103,7 @@ public final class NativeWait implements WaitStrategy {
         return new NativeWait(engine, spec.recorder(recorder));
     }
 
-    /** Everything this wait waits with; its mode, slice and stall time are not used. */
+    /** Everything this wait waits with; its mode, slice and stall time change nothing (see the class comment). */
     public WaitSpec spec() {
         return spec;
     }
