@@ -32,7 +32,9 @@ import reactor.core.scheduler.Schedulers;
  * call has no slice, no stall check and no fail mode of its own: MoRI's {@code WaitAll} waits the statuses in
  * order, keeps the first failure and stops at the first still in flight after its wait, whichever mode the spec
  * names. So the mode is kept in {@link #spec()} and changes nothing, and the publisher is tagged
- * {@code fail_mode=none}. Instances are immutable; {@link #scheduler} and {@link #recorder} return changed copies.
+ * {@code fail_mode=none}. Every factory refuses a transfer timeout that is zero, negative or over 24 hours with
+ * an {@link IllegalArgumentException}. Instances are immutable; {@link #scheduler} and {@link #recorder} return
+ * changed copies.
  */
 public final class NativeWait implements WaitStrategy {
     private final TransferEngine engine;
@@ -49,35 +51,20 @@ public final class NativeWait implements WaitStrategy {
      * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
     public static NativeWait of(TransferEngine engine, Duration transferTimeout) {
-        return of(engine, WaitSpec.drain(transferTimeout));
+        return drain(engine, transferTimeout);
     }
 
-    /**
-     * One {@code waitAll(statuses, transferTimeout)} on {@code engine}, its spec fail-fast; the native call
-     * waits as it always does (see the class comment).
-     *
-     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
-     */
+    /** {@link #of(TransferEngine, Duration)} with a fail-fast spec, which waits the same (see the class comment). */
     public static NativeWait failFast(TransferEngine engine, Duration transferTimeout) {
-        return of(engine, WaitSpec.failFast(transferTimeout));
+        return of(engine, FailMode.FAIL_FAST, transferTimeout);
     }
 
-    /**
-     * One {@code waitAll(statuses, transferTimeout)} on {@code engine}, its spec draining; the native call
-     * waits as it always does (see the class comment).
-     *
-     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
-     */
+    /** {@link #of(TransferEngine, Duration)} with a draining spec, which waits the same (see the class comment). */
     public static NativeWait drain(TransferEngine engine, Duration transferTimeout) {
-        return of(engine, WaitSpec.drain(transferTimeout));
+        return of(engine, FailMode.DRAIN, transferTimeout);
     }
 
-    /**
-     * One {@code waitAll(statuses, transferTimeout)} on {@code engine}, {@code mode} kept in its spec; the native
-     * call waits as it always does (see the class comment).
-     *
-     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
-     */
+    /** {@link #of(TransferEngine, Duration)} with {@code mode} kept in its spec, where it changes nothing. */
     public static NativeWait of(TransferEngine engine, FailMode mode, Duration transferTimeout) {
         return of(engine, WaitSpec.of(mode, transferTimeout));
     }
