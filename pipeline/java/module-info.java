@@ -4,10 +4,7 @@
  */
 module dev.kvflux.pipeline {
     requires transitive dev.kvflux.operators;
-    requires transitive io.vavr;
     requires org.slf4j;
 
     exports dev.kvflux.pipeline;
-    exports dev.kvflux.pipeline.read;
-    exports dev.kvflux.pipeline.write;
 }

@@ -4,7 +4,7 @@
  * of a transfer ({@link dev.kvflux.transfer.PrefillSide}, {@link dev.kvflux.transfer.DecodeSide}: block lists,
  * {@code write_done} / {@code write_failed}, {@code abort}, {@code release}, fencing, incarnations, block
  * ownership). Logs through slf4j-api only; reports metrics through recorder interfaces (kvflux-micrometer has
- * Micrometer ones). The {@code internal} package is not exported.
+ * Micrometer ones).
  */
 @SuppressWarnings("requires-automatic") // reactor-netty-core, context-propagation
 module dev.kvflux.transfer {

@@ -1,5 +1,6 @@
 package dev.kvflux.bindings;
 
+import dev.kvflux.bindings.internal.MoriWaitAll;
 import java.util.List;
 
 /**
@@ -23,8 +24,9 @@ public interface TransferEngine extends AutoCloseable {
      * blocks until every status is terminal and returns the first failure; {@code timeoutMs > 0} waits
      * the statuses in order against one deadline, each for the time left truncated to whole
      * milliseconds, and returns IN_PROGRESS as soon as one is still in flight after its wait or the
-     * deadline has passed, a failure seen before then taking precedence (see {@link MoriWaitAll}). A
-     * status never posted (INIT) is the failure ERR_BAD_STATE.
+     * deadline has passed, a failure seen before then taking precedence. A status never posted (INIT) is the
+     * failure ERR_BAD_STATE. An engine written in Java over statuses that complete only when queried gets this
+     * wait from {@link #moriWaitAll}.
      *
      * <p>Blocks the calling thread: never call it on a non-blocking Reactor thread.
      */
@@ -32,4 +34,30 @@ public interface TransferEngine extends AutoCloseable {
 
     @Override
     void close();
+
+    /**
+     * MoRI's {@code WaitAll}, exactly as {@link #waitAll} describes it, over statuses that complete only when
+     * queried (as on MoRI's xGMI backend, where nobody notifies a waiter), for an engine written in Java: time is
+     * read and slept on {@code clock}, and an unbounded wait ({@code timeoutMs < 0}) sleeps one millisecond of it
+     * between queries of a status in flight. A sleep cut short ends the wait with what one more query finds.
+     * kvflux's simulated and GPU engines wait this way.
+     *
+     * <p>Blocks the calling thread; thread-safe if the clock and the statuses are.
+     */
+    static StatusCode moriWaitAll(List<? extends TransferStatus> statuses, long timeoutMs, WaitClock clock) {
+        return new MoriWaitAll(clock).waitAll(statuses, timeoutMs);
+    }
+
+    /** Monotonic time in nanoseconds and a sleep on it, for {@link #moriWaitAll}. */
+    interface WaitClock {
+        long nanoTime();
+
+        /**
+         * Sleeps until this clock reads {@code deadlineNanos} or later.
+         *
+         * @return false if the sleep was cut short: the thread was interrupted (its interrupt flag is
+         *         set on return) or the clock was closed
+         */
+        boolean sleepUntil(long deadlineNanos);
+    }
 }

@@ -6,8 +6,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -55,76 +57,62 @@ import reactor.core.scheduler.Schedulers;
  * <p>Its {@code Mono} is named {@code kvflux.wait} and tagged with the strategy and fail mode, and
  * {@link #recorder} reports every wait to a {@link WaitRecorder} (none by default), for metrics.
  *
- * <p>Instances are immutable; {@link #slice}, {@link #scheduler}, {@link #stallAfter}, {@link #sharedPoll()}
- * and {@link #recorder} return changed copies.
+ * <p>A wait is made from a {@link WaitSpec} ({@link #of(WaitSpec)}), or from its mode and timeout with the
+ * spec's defaults ({@link #failFast}, {@link #drain}, {@link #of(FailMode, Duration)}); it uses every setting
+ * of the spec. Instances are immutable; {@link #slice}, {@link #scheduler}, {@link #stallAfter},
+ * {@link #sharedPoll()} and {@link #recorder} return changed copies, checked as {@link WaitSpec}'s withers
+ * check them.
  */
 public final class CompletionWait implements WaitStrategy {
-
-    /**
-     * 10 ms, the slice vLLM's sliced native wait uses: short against a copy (a wait ends at most this long
-     * after the last one), long against a status query (a waiting request costs one query per status per slice).
-     */
-    public static final Duration DEFAULT_SLICE = Duration.ofMillis(10);
-
-    /** The longest transfer timeout accepted; anything longer is a configuration mistake. */
-    public static final Duration MAX_TRANSFER_TIMEOUT = Duration.ofHours(24);
-
-    private final FailMode mode;
-    private final Duration transferTimeout;
-    private final Duration slice;
-    private final Duration stallAfter;
-    private final Scheduler scheduler;
+    private final WaitSpec spec;
     private final boolean shared;
-    private final WaitRecorder recorder;
 
-    private CompletionWait(FailMode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
-                           Scheduler scheduler, boolean shared, WaitRecorder recorder) {
-        this.mode = mode;
-        this.transferTimeout = transferTimeout;
-        this.slice = slice;
-        this.stallAfter = stallAfter;
-        this.scheduler = scheduler;
+    private CompletionWait(WaitSpec spec, boolean shared) {
+        this.spec = spec;
         this.shared = shared;
-        this.recorder = recorder;
-    }
-
-    /** A wait that errors as soon as a status fails (the WRITE path). */
-    public static CompletionWait failFast(Duration transferTimeout) {
-        return of(FailMode.FAIL_FAST, transferTimeout);
-    }
-
-    /** A wait that, after a failure, still waits until nothing is in flight (the READ barrier). */
-    public static CompletionWait drain(Duration transferTimeout) {
-        return of(FailMode.DRAIN, transferTimeout);
     }
 
     /**
-     * A wait in the given mode.
+     * A wait that errors as soon as a status fails (the WRITE path), with {@link WaitSpec#failFast}'s defaults.
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static CompletionWait failFast(Duration transferTimeout) {
+        return of(WaitSpec.failFast(transferTimeout));
+    }
+
+    /**
+     * A wait that, after a failure, still waits until nothing is in flight (the READ barrier), with
+     * {@link WaitSpec#drain}'s defaults.
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
+    public static CompletionWait drain(Duration transferTimeout) {
+        return of(WaitSpec.drain(transferTimeout));
+    }
+
+    /**
+     * A wait in the given mode, with {@link WaitSpec#of(FailMode, Duration)}'s defaults.
      *
      * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
     public static CompletionWait of(FailMode mode, Duration transferTimeout) {
-        Objects.requireNonNull(mode, "mode");
-        checkTimeout(transferTimeout);
-        return new CompletionWait(mode, transferTimeout, DEFAULT_SLICE, null, null, false, WaitRecorder.NOOP);
+        return of(WaitSpec.of(mode, transferTimeout));
+    }
+
+    /** A wait with every setting of {@code spec}, polled by an interval of its own. */
+    public static CompletionWait of(WaitSpec spec) {
+        return new CompletionWait(Objects.requireNonNull(spec, "spec"), false);
     }
 
     /**
      * This wait with another slice.
      *
-     * @throws IllegalArgumentException if {@code slice} is not positive or is longer than the timeout
+     * @throws IllegalArgumentException if {@code slice} is not positive, is longer than the timeout, or is
+     *     longer than the stall time set
      */
     public CompletionWait slice(Duration slice) {
-        Objects.requireNonNull(slice, "slice");
-        if (slice.isZero() || slice.isNegative()) {
-            throw new IllegalArgumentException("slice must be positive, got " + slice
-                    + "; the default is " + DEFAULT_SLICE.toMillis() + " ms");
-        }
-        if (slice.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
-                    + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
-        }
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared, recorder);
+        return new CompletionWait(spec.slice(slice), shared);
     }
 
     /**
@@ -137,14 +125,12 @@ public final class CompletionWait implements WaitStrategy {
      *     transfer timeout
      */
     public CompletionWait stallAfter(Duration stallAfter) {
-        checkStallAfter(stallAfter, slice, transferTimeout);
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared, recorder);
+        return new CompletionWait(spec.stallAfter(stallAfter), shared);
     }
 
     /** This wait with its queries and its timer on {@code scheduler}. */
     public CompletionWait scheduler(Scheduler scheduler) {
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter,
-                Objects.requireNonNull(scheduler, "scheduler"), shared, recorder);
+        return new CompletionWait(spec.scheduler(scheduler), shared);
     }
 
     /**
@@ -153,22 +139,26 @@ public final class CompletionWait implements WaitStrategy {
      * waiting request costs its status queries and no timer task per tick. Same emissions, same bounds:
      * the first poll at subscription, then one per slice (aligned to the loop's ticks rather than to the
      * subscription), the timeout, the stall check and cancellation as above; signals arrive on the
-     * scheduler's threads. Off by default.
+     * scheduler's threads. It reports as {@value WaitStrategy#REACTIVE_SHARED}. Off by default.
      */
     public CompletionWait sharedPoll() {
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, true, recorder);
+        return new CompletionWait(spec, true);
     }
 
     /**
-     * This wait, reporting each subscription to {@code recorder} under the strategy name {@code reactive}
-     * ({@code reactive-shared} with {@link #sharedPoll()}); {@link WaitRecorder#NOOP} (the default) turns
-     * recording off. Polls and queries are counted in the wait's own fields and reported at its end; a poll
-     * that sees statuses settle reports them leaving flight; nothing is allocated per poll.
+     * This wait, reporting each subscription to {@code recorder} under its {@linkplain #strategyName() name};
+     * {@link WaitRecorder#NOOP} (the default) turns recording off. Polls and queries are counted in the wait's
+     * own fields and reported at its end; a poll that sees statuses settle reports them leaving flight;
+     * nothing is allocated per poll.
      */
     @Override
     public CompletionWait recorder(WaitRecorder recorder) {
-        return new CompletionWait(mode, transferTimeout, slice, stallAfter, scheduler, shared,
-                WaitRecording.safe(recorder));
+        return new CompletionWait(spec.recorder(recorder), shared);
+    }
+
+    /** Everything this wait waits with. */
+    public WaitSpec spec() {
+        return spec;
     }
 
     /** Whether this wait is polled by the shared poll driver ({@link #sharedPoll()}). */
@@ -177,25 +167,21 @@ public final class CompletionWait implements WaitStrategy {
     }
 
     public FailMode mode() {
-        return mode;
+        return spec.mode();
     }
 
     public Duration transferTimeout() {
-        return transferTimeout;
+        return spec.transferTimeout();
     }
 
     public Duration slice() {
-        return slice;
+        return spec.slice();
     }
 
+    /** {@value WaitStrategy#REACTIVE}, or {@value WaitStrategy#REACTIVE_SHARED} with {@link #sharedPoll()}. */
     @Override
     public String strategyName() {
-        return "reactive";
-    }
-
-    /** The name this wait reports under and tags its publisher with. */
-    private String metricsName() {
-        return shared ? "reactive-shared" : "reactive";
+        return shared ? REACTIVE_SHARED : REACTIVE;
     }
 
     /**
@@ -208,15 +194,18 @@ public final class CompletionWait implements WaitStrategy {
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
-        String name = metricsName();
+        String name = strategyName();
+        WaitRecorder recorder = spec.recorder();
+        Duration slice = spec.slice();
+        Duration transferTimeout = spec.transferTimeout();
         return WaitRecording.named(Mono.defer(() -> {
             TransferException broken = StatusChecks.nullStatus(snapshot);
             if (broken != null) {
                 WaitRecording.rejected(recorder, name, snapshot.length);
                 return Mono.error(broken);
             }
-            Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            Tracker tracker = new Tracker(snapshot, mode, transferTimeout, stallAfter, on, recorder, name);
+            Scheduler on = spec.scheduler() != null ? spec.scheduler() : Schedulers.parallel();
+            Tracker tracker = new Tracker(snapshot, spec, on, name);
             if (tracker.poll()) {
                 return tracker.signal();
             }
@@ -238,55 +227,27 @@ public final class CompletionWait implements WaitStrategy {
                         .then(Mono.defer(tracker::signal));
             }
             return recorder == WaitRecorder.NOOP ? waiting : waiting.doOnCancel(tracker::cancelled);
-        }), name, mode);
-    }
-
-    @Override
-    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
-        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), metricsName(), mode);
+        }), name, spec.mode());
     }
 
     @Override
     public String toString() {
-        return "CompletionWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice
-                + (stallAfter != null ? ", stall after " + stallAfter : "") + (shared ? ", shared poll" : "")
-                + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
-    }
-
-    /** Rejects a stall time shorter than the slice or longer than the transfer timeout. */
-    static void checkStallAfter(Duration stallAfter, Duration slice, Duration transferTimeout) {
-        Objects.requireNonNull(stallAfter, "stallAfter");
-        if (stallAfter.compareTo(slice) < 0 || stallAfter.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("stallAfter " + stallAfter + " must lie between the slice ("
-                    + slice + ") and the transfer timeout (" + transferTimeout + "); choose a few times the"
-                    + " longest gap you expect between two copies finishing");
-        }
-    }
-
-    static void checkTimeout(Duration transferTimeout) {
-        Objects.requireNonNull(transferTimeout, "transferTimeout");
-        if (transferTimeout.isZero() || transferTimeout.isNegative()) {
-            throw new IllegalArgumentException("transfer timeout must be finite and greater than zero, got "
-                    + transferTimeout + "; the default is 30 s");
-        }
-        if (transferTimeout.compareTo(MAX_TRANSFER_TIMEOUT) > 0) {
-            throw new IllegalArgumentException("transfer timeout " + transferTimeout
-                    + " is longer than 24 hours; a stalled transfer would hold its request that long."
-                    + " Use seconds to minutes (the default is 30 s)");
-        }
+        return "CompletionWait[" + spec.describe() + (shared ? ", shared poll" : "") + "]";
     }
 
     /**
      * The statuses still in flight and the first failure seen. Polled from the interval's worker and,
-     * once, from the timeout's timer, which may overlap a late tick: hence synchronized.
+     * once, from the timeout's timer, which may overlap a late tick: hence synchronized. What it reports is
+     * counted in its {@link WaitTally}, and its stall time kept on a {@link StallClock} (null when off), both
+     * under this monitor.
      */
-    private static final class Tracker implements java.util.function.Predicate<Long>, PollDriver.Polled {
+    private static final class Tracker implements Predicate<Long>, PollDriver.Polled {
         private final TransferStatus[] statuses;
         private final FailMode mode;
         private final Duration transferTimeout;
-        private final Duration stallAfter;
         private final Scheduler clock;
-        private long lastProgressNanos;
+        private final StallClock stall;
+        private final WaitTally tally;
         private final int[] inFlight;
         private int inFlightCount;
         private int failedIndex = -1;
@@ -295,34 +256,18 @@ public final class CompletionWait implements WaitStrategy {
         private boolean settled;
         private TransferException verdict;
         /** Where a shared poll signals; null for the per-request interval. */
-        private reactor.core.publisher.MonoSink<Void> sink;
+        private MonoSink<Void> sink;
         private volatile boolean gone;
-        /** What is reported at the end (see {@link WaitRecorder}); counted only while recording. */
-        private final WaitRecorder recorder;
-        private final boolean recording;
-        private final String name;
-        private final long startNanos;
-        private int polls;
-        private long queries;
-        private long lagNanos = -1;
-        private boolean ended;
 
-        Tracker(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration stallAfter,
-                Scheduler clock, WaitRecorder recorder, String name) {
-            this.recorder = recorder;
-            this.recording = recorder != WaitRecorder.NOOP;
-            this.name = name;
-            this.startNanos = recording ? clock.now(TimeUnit.NANOSECONDS) : 0;
-            if (recording) {
-                recorder.recordWaitStarted(name, statuses.length);
-                recorder.recordStatusesInFlight(name, statuses.length);
-            }
+        Tracker(TransferStatus[] statuses, WaitSpec spec, Scheduler clock, String name) {
+            this.tally = new WaitTally(spec.recorder(), name, clock);
+            tally.started(statuses.length);
             this.statuses = statuses;
-            this.mode = mode;
-            this.transferTimeout = transferTimeout;
-            this.stallAfter = stallAfter;
+            this.mode = spec.mode();
+            this.transferTimeout = spec.transferTimeout();
             this.clock = clock;
-            this.lastProgressNanos = stallAfter != null ? clock.now(TimeUnit.NANOSECONDS) : 0;
+            this.stall = spec.stallAfter() != null
+                    ? new StallClock(spec.stallAfter(), clock.now(TimeUnit.NANOSECONDS)) : null;
             this.inFlight = new int[statuses.length];
             for (int i = 0; i < statuses.length; i++) {
                 inFlight[i] = i;
@@ -330,7 +275,7 @@ public final class CompletionWait implements WaitStrategy {
             this.inFlightCount = statuses.length;
         }
 
-        synchronized void attach(reactor.core.publisher.MonoSink<Void> sink) {
+        synchronized void attach(MonoSink<Void> sink) {
             this.sink = sink;
         }
 
@@ -346,7 +291,7 @@ public final class CompletionWait implements WaitStrategy {
         /** A tick of the shared poll driver: polls, and once settled signals the subscriber (once). */
         @Override
         public boolean pollFromDriver() {
-            reactor.core.publisher.MonoSink<Void> target;
+            MonoSink<Void> target;
             TransferException error;
             synchronized (this) {
                 if (!poll() || gone) {
@@ -355,7 +300,7 @@ public final class CompletionWait implements WaitStrategy {
                 gone = true;
                 target = sink;
                 error = verdict;
-                end(WaitOutcome.of(error));
+                tally.ended(WaitOutcome.of(error), inFlightCount);
             }
             if (error != null) {
                 target.error(error);
@@ -380,10 +325,7 @@ public final class CompletionWait implements WaitStrategy {
             if (settled) {
                 return true;
             }
-            if (recording) {
-                polls++;
-                queries += inFlightCount;
-            }
+            tally.polled(inFlightCount);
             int kept = 0;
             for (int i = 0; i < inFlightCount; i++) {
                 int index = inFlight[i];
@@ -391,16 +333,12 @@ public final class CompletionWait implements WaitStrategy {
                 try {
                     code = StatusChecks.code(statuses, index);
                 } catch (TransferException broken) {
-                    if (recording) {
-                        recorder.recordStatusFailed(name, StatusCode.ERR_BAD_STATE);
-                    }
+                    tally.failed(StatusCode.ERR_BAD_STATE);
                     settle(broken);
                     return true;
                 }
                 if (code.isFailure()) {
-                    if (recording) {
-                        recorder.recordStatusFailed(name, code);
-                    }
+                    tally.failed(code);
                     if (failedIndex < 0 || index < failedIndex) {
                         failedIndex = index;
                         failedCode = code;
@@ -411,24 +349,20 @@ public final class CompletionWait implements WaitStrategy {
                 }
             }
             boolean progressed = kept < inFlightCount;
-            if (recording && progressed) {
-                recorder.recordStatusesInFlight(name, kept - inFlightCount);
-            }
+            tally.leftFlight(inFlightCount - kept);
             inFlightCount = kept;
             if (failedIndex >= 0 && (mode == FailMode.FAIL_FAST || inFlightCount == 0)) {
                 settle(failure());
             } else if (inFlightCount == 0) {
-                if (recording) {
-                    lagNanos = WaitRecording.detectionLag(statuses);
-                }
+                tally.lag(statuses);
                 settle(null);
-            } else if (stallAfter != null) {
+            } else if (stall != null) {
                 long now = clock.now(TimeUnit.NANOSECONDS);
                 if (progressed) {
-                    lastProgressNanos = now;
-                } else if (now - lastProgressNanos >= stallAfter.toNanos()) {
+                    stall.progressAt(now);
+                } else if (stall.stalledAt(now)) {
                     settle(failedIndex >= 0 ? failure()
-                            : TransferException.stalled(stallAfter, inFlightCount, statuses.length));
+                            : TransferException.stalled(stall.stallAfter(), inFlightCount, statuses.length));
                 }
             }
             return settled;
@@ -443,22 +377,13 @@ public final class CompletionWait implements WaitStrategy {
         }
 
         synchronized Mono<Void> signal() {
-            end(WaitOutcome.of(verdict));
+            tally.ended(WaitOutcome.of(verdict), inFlightCount);
             return verdict == null ? Mono.empty() : Mono.error(verdict);
         }
 
         /** The subscriber cancelled. */
         synchronized void cancelled() {
-            end(WaitOutcome.CANCELLED);
-        }
-
-        /** Reports the wait's end to the recorder, once. */
-        private void end(WaitOutcome outcome) {
-            if (recording && !ended) {
-                ended = true;
-                WaitRecording.ended(recorder, name, outcome, clock.now(TimeUnit.NANOSECONDS) - startNanos,
-                        inFlightCount, polls, queries, lagNanos);
-            }
+            tally.ended(WaitOutcome.CANCELLED, inFlightCount);
         }
 
         private TransferException failure() {

@@ -2,7 +2,8 @@ package dev.kvflux.operators;
 
 /**
  * How a wait treats a failed status while other statuses of the same request are still in flight. Every
- * wait strategy takes one ({@link CompletionWait}, {@link PushWait}, {@link SlicedNativeWait}).
+ * wait's {@link WaitSpec} has one; {@link CompletionWait}, {@link PushWait} and {@link SlicedNativeWait} follow
+ * it, and {@link NativeWait}'s single native call waits as MoRI's does whichever it is.
  */
 public enum FailMode {
     /** Error at once: the WRITE path, where decode should hear of the failure as soon as possible. */

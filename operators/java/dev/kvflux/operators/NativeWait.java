@@ -1,5 +1,6 @@
 package dev.kvflux.operators;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferStatus;
@@ -23,18 +24,25 @@ import reactor.core.scheduler.Schedulers;
  * throws or returns null, seen by the engine or by the wait) ends the wait with a {@link TransferException}
  * with code ERR_BAD_STATE and the thrown exception as its cause. Cancelling interrupts the blocking call. Each wait holds one thread of that scheduler for its whole
  * length; {@code boundedElastic} has at most ten threads per core, and waits beyond that queue.
+ *
+ * <p>A wait is made as every strategy is: from a {@link WaitSpec} ({@link #of(TransferEngine, WaitSpec)}), or
+ * from a mode and a timeout ({@link #failFast}, {@link #drain}, {@link #of(TransferEngine, FailMode, Duration)})
+ * or a timeout alone ({@link #of(TransferEngine, Duration)}), so that a configuration can pick the strategy and
+ * the mode apart. Of the spec it uses the timeout, the scheduler (the blocking one) and the recorder. One native
+ * call has no slice, no stall check and no fail mode of its own: MoRI's {@code WaitAll} waits the statuses in
+ * order, keeps the first failure and stops at the first still in flight after its wait, whichever mode the spec
+ * names. So the mode is kept in {@link #spec()} and changes nothing, and the publisher is tagged
+ * {@code fail_mode=none}. Every factory refuses a transfer timeout that is zero, negative or over 24 hours with
+ * an {@link IllegalArgumentException}. Instances are immutable; {@link #scheduler} and {@link #recorder} return
+ * changed copies.
  */
 public final class NativeWait implements WaitStrategy {
     private final TransferEngine engine;
-    private final Duration transferTimeout;
-    private final Scheduler scheduler;
-    private final WaitRecorder recorder;
+    private final WaitSpec spec;
 
-    private NativeWait(TransferEngine engine, Duration transferTimeout, Scheduler scheduler, WaitRecorder recorder) {
+    private NativeWait(TransferEngine engine, WaitSpec spec) {
         this.engine = engine;
-        this.transferTimeout = transferTimeout;
-        this.scheduler = scheduler;
-        this.recorder = recorder;
+        this.spec = spec;
     }
 
     /**
@@ -43,33 +51,58 @@ public final class NativeWait implements WaitStrategy {
      * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
     public static NativeWait of(TransferEngine engine, Duration transferTimeout) {
-        CompletionWait.checkTimeout(transferTimeout);
-        return new NativeWait(Objects.requireNonNull(engine, "engine"), transferTimeout, null, WaitRecorder.NOOP);
+        return drain(engine, transferTimeout);
+    }
+
+    /** {@link #of(TransferEngine, Duration)} with a fail-fast spec, which waits the same (see the class comment). */
+    public static NativeWait failFast(TransferEngine engine, Duration transferTimeout) {
+        return of(engine, FailMode.FAIL_FAST, transferTimeout);
+    }
+
+    /** {@link #of(TransferEngine, Duration)} with a draining spec, which waits the same (see the class comment). */
+    public static NativeWait drain(TransferEngine engine, Duration transferTimeout) {
+        return of(engine, FailMode.DRAIN, transferTimeout);
+    }
+
+    /** {@link #of(TransferEngine, Duration)} with {@code mode} kept in its spec, where it changes nothing. */
+    public static NativeWait of(TransferEngine engine, FailMode mode, Duration transferTimeout) {
+        return of(engine, WaitSpec.of(mode, transferTimeout));
+    }
+
+    /** One {@code waitAll} on {@code engine} with the settings of {@code spec} that apply (see the class comment). */
+    public static NativeWait of(TransferEngine engine, WaitSpec spec) {
+        return new NativeWait(Objects.requireNonNull(engine, "engine"), Objects.requireNonNull(spec, "spec"));
     }
 
     /** This wait with its blocking call on {@code scheduler}, which must allow blocking. */
     public NativeWait scheduler(Scheduler scheduler) {
-        return new NativeWait(engine, transferTimeout, Objects.requireNonNull(scheduler, "scheduler"), recorder);
+        return new NativeWait(engine, spec.scheduler(scheduler));
     }
 
     /**
-     * This wait, reporting each subscription to {@code recorder} under the strategy name {@code native}:
-     * one poll (the {@code waitAll} call), every status in flight until it returns, failed statuses queried
-     * once more at the end, durations on the blocking scheduler's clock. {@link WaitRecorder#NOOP} (the
-     * default) turns recording off.
+     * This wait, reporting each subscription to {@code recorder} under the strategy name
+     * {@value WaitStrategy#NATIVE}: one poll (the {@code waitAll} call), every status in flight until it
+     * returns, failed statuses queried once more at the end, durations on the blocking scheduler's clock.
+     * {@link WaitRecorder#NOOP} (the default) turns recording off.
      */
     @Override
     public NativeWait recorder(WaitRecorder recorder) {
-        return new NativeWait(engine, transferTimeout, scheduler, WaitRecording.safe(recorder));
+        return new NativeWait(engine, spec.recorder(recorder));
+    }
+
+    /** Everything this wait waits with; its mode, slice and stall time change nothing (see the class comment). */
+    public WaitSpec spec() {
+        return spec;
     }
 
     public Duration transferTimeout() {
-        return transferTimeout;
+        return spec.transferTimeout();
     }
 
+    /** {@value WaitStrategy#NATIVE}. */
     @Override
     public String strategyName() {
-        return "native";
+        return NATIVE;
     }
 
     /**
@@ -81,6 +114,7 @@ public final class NativeWait implements WaitStrategy {
     @Override
     public Mono<Void> await(List<? extends TransferStatus> statuses) {
         TransferStatus[] snapshot = StatusChecks.snapshot(statuses);
+        Duration transferTimeout = spec.transferTimeout();
         long timeoutMs = ceilMillis(transferTimeout);
         return WaitRecording.named(WaitRecording.around(polls -> {
                     TransferException broken = StatusChecks.nullStatus(snapshot);
@@ -95,21 +129,17 @@ public final class NativeWait implements WaitStrategy {
                             .flatMap(code -> code == StatusCode.SUCCESS
                                     ? Mono.<Void>empty()
                                     : Mono.error(NativeResults.toException(code, snapshot, transferTimeout)));
-                }, recorder, strategyName(), snapshot, this::blocking), strategyName(), null);
-    }
-
-    @Override
-    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
-        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), strategyName(), null);
+                }, spec.recorder(), NATIVE, snapshot, this::blocking), NATIVE, null);
     }
 
     private Scheduler blocking() {
-        return scheduler != null ? scheduler : Schedulers.boundedElastic();
+        return spec.scheduler() != null ? spec.scheduler() : Schedulers.boundedElastic();
     }
 
     @Override
     public String toString() {
-        return "NativeWait[timeout " + transferTimeout + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
+        return "NativeWait[timeout " + DurationText.of(spec.transferTimeout()) + (spec.recording() ? ", recorded" : "")
+                + "]";
     }
 
     /** Whole milliseconds, rounded up, as vLLM's {@code ceil(timeout * 1000)}. */

@@ -1,5 +1,6 @@
 package dev.kvflux.operators;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.StatusCode;
@@ -22,12 +23,23 @@ import reactor.core.scheduler.Schedulers;
  * of its own: compose one with {@code timeout(...)}. Cancelling stops the polling.
  */
 public final class Polls {
+    /**
+     * 1 ms, how often a layer's GPU event is queried until ready unless told otherwise, here and in the WRITE
+     * pipeline. An event query is a cheap non-blocking call, and a layer is posted only once its event is
+     * seen ready, so the period adds to every layer's post (the last one's to the request's outcome): a
+     * period as short as this keeps that under a millisecond at one query per layer per millisecond.
+     */
+    public static final Duration DEFAULT_EVENT_POLL = Duration.ofMillis(1);
+
     private Polls() {
     }
 
-    /** Completes when {@code event} is ready, polling every 10 ms; errors with the event's own error. */
+    /**
+     * Completes when {@code event} is ready, polling every {@link #DEFAULT_EVENT_POLL}; errors with the
+     * event's own error.
+     */
     public static Mono<Void> layerReady(LayerEvent event) {
-        return layerReady(event, CompletionWait.DEFAULT_SLICE, null);
+        return layerReady(event, DEFAULT_EVENT_POLL, null);
     }
 
     /** Completes when {@code event} is ready, polling every {@code every} on {@code scheduler}. */
@@ -39,7 +51,7 @@ public final class Polls {
 
     /** Emits the status's terminal code (SUCCESS or a failure) once it has one, polling every 10 ms. */
     public static Mono<StatusCode> terminal(TransferStatus status) {
-        return terminal(status, CompletionWait.DEFAULT_SLICE, null);
+        return terminal(status, WaitSpec.DEFAULT_SLICE, null);
     }
 
     /** Emits the status's terminal code once it has one, polling every {@code every} on {@code scheduler}. */
@@ -55,8 +67,9 @@ public final class Polls {
     static <T> Mono<T> poll(Supplier<Optional<T>> check, Duration every, Scheduler scheduler) {
         Objects.requireNonNull(every, "every");
         if (every.isZero() || every.isNegative()) {
-            throw new IllegalArgumentException("poll period must be positive, got " + every
-                    + "; the operators poll every 10 ms by default");
+            throw new IllegalArgumentException("poll period must be positive, got " + DurationText.of(every)
+                    + "; the operators poll an event every " + DurationText.of(DEFAULT_EVENT_POLL)
+                    + " and a status every " + DurationText.of(WaitSpec.DEFAULT_SLICE) + " by default");
         }
         return Mono.defer(() -> {
             Optional<T> now = check.get();

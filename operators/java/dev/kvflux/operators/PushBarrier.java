@@ -45,8 +45,6 @@ final class PushBarrier {
     private final FailMode mode;
     private final Duration transferTimeout;
     private final Duration slice;
-    /** Null when stall detection is off. */
-    private final Duration stallAfter;
     private final Scheduler on;
     private final MonoSink<Void> sink;
     /** Indexes of statuses that do not push and are still in flight; guarded by this. */
@@ -60,33 +58,26 @@ final class PushBarrier {
     private volatile Disposable poll;
     private volatile Disposable deadline;
     private volatile Disposable stallCheck;
-    /** When a status last settled (the scheduler's clock, nanoseconds); written only with stall detection on. */
-    private volatile long lastProgressNanos;
+    /** When a status last settled; null when stall detection is off. */
+    private final StallClock stall;
     private TransferException verdict;
-    /** What is reported (see {@link WaitRecorder}); counted only while recording. */
-    private final WaitRecorder recorder;
-    private final boolean recording;
-    private final String name;
-    private long startNanos;
-    /** Poll rounds and queries: written at subscription, then only under this (ticks, the deadline, the stall check). */
-    private int polls;
-    private long queries;
-    /** Set by whoever ends the wait, before it hands the signal over; read when the signal is emitted. */
-    private long lagNanos = -1;
+    /**
+     * What is reported (see {@link WaitRecorder}). Its counts are written at subscription, then only under this
+     * (ticks, the deadline, the stall check); its lag by whoever ends the wait, before it hands the signal
+     * over; its end once, under this, by the one that emits or cancels.
+     */
+    private final WaitTally tally;
 
-    PushBarrier(TransferStatus[] statuses, FailMode mode, Duration transferTimeout, Duration slice,
-                Duration stallAfter, Scheduler on, MonoSink<Void> sink, WaitRecorder recorder, String name) {
-        this.recorder = recorder;
-        this.recording = recorder != WaitRecorder.NOOP;
-        this.name = name;
+    PushBarrier(TransferStatus[] statuses, WaitSpec spec, Scheduler on, MonoSink<Void> sink, String name) {
+        this.tally = new WaitTally(spec.recorder(), name, on);
         this.statuses = statuses;
         this.codes = new StatusCode[statuses.length];
         this.slots = new Slot[statuses.length];
         this.polled = new int[statuses.length];
-        this.mode = mode;
-        this.transferTimeout = transferTimeout;
-        this.slice = slice;
-        this.stallAfter = stallAfter;
+        this.mode = spec.mode();
+        this.transferTimeout = spec.transferTimeout();
+        this.slice = spec.slice();
+        this.stall = spec.stallAfter() != null ? new StallClock(spec.stallAfter(), on.now(TimeUnit.NANOSECONDS)) : null;
         this.on = on;
         this.sink = sink;
     }
@@ -97,15 +88,8 @@ final class PushBarrier {
      */
     void start() {
         sink.onCancel(this::cancel);
-        if (recording) {
-            startNanos = on.now(TimeUnit.NANOSECONDS);
-            polls = 1;
-            recorder.recordWaitStarted(name, statuses.length);
-            recorder.recordStatusesInFlight(name, statuses.length);
-        }
-        if (stallAfter != null) {
-            lastProgressNanos = on.now(TimeUnit.NANOSECONDS);
-        }
+        tally.started(statuses.length);
+        tally.polled(0); // the query at subscription is the first poll round; its queries count one by one
         remaining = statuses.length + 1;
         for (int i = 0; i < statuses.length && !done; i++) {
             StatusCode code = query(i);
@@ -133,8 +117,8 @@ final class PushBarrier {
             poll = on.schedulePeriodically(this::pollTick, slice.toNanos(), slice.toNanos(), TimeUnit.NANOSECONDS);
         }
         deadline = on.schedule(this::atDeadline, transferTimeout.toNanos(), TimeUnit.NANOSECONDS);
-        if (stallAfter != null) {
-            armStallCheck(stallAfter.toNanos());
+        if (stall != null) {
+            armStallCheck(stall.stallAfterNanos());
         }
         if (done) {
             disposeTimers();
@@ -157,14 +141,12 @@ final class PushBarrier {
 
     /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
     private void counted(int index, StatusCode code, boolean handOff) {
-        if (recording) {
-            recorder.recordStatusesInFlight(name, -1);
-            if (code.isFailure()) {
-                recorder.recordStatusFailed(name, code);
-            }
+        tally.leftFlight(1);
+        if (code.isFailure()) {
+            tally.failed(code);
         }
-        if (stallAfter != null) {
-            lastProgressNanos = on.now(TimeUnit.NANOSECONDS);
+        if (stall != null) {
+            stall.progressAt(on.now(TimeUnit.NANOSECONDS));
         }
         if (code.isFailure()) {
             int seen = failedIndex;
@@ -187,12 +169,10 @@ final class PushBarrier {
             return;
         }
         verdict = error;
-        if (recording) {
-            if (error == null && failedIndex == NO_FAILURE) {
-                lagNanos = WaitRecording.detectionLag(statuses);
-            } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
-                recorder.recordStatusFailed(name, error.code());
-            }
+        if (error == null && failedIndex == NO_FAILURE) {
+            tally.lag(statuses);
+        } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
+            tally.failed(error.code());
         }
         if (handOff) {
             on.schedule(this::emit);
@@ -208,9 +188,7 @@ final class PushBarrier {
         if (error == null && failed != NO_FAILURE) {
             error = StatusChecks.failed(statuses[failed], codeOf(failed));
         }
-        if (recording) {
-            ended(WaitOutcome.of(error));
-        }
+        ended(WaitOutcome.of(error));
         if (error != null) {
             sink.error(error);
         } else {
@@ -219,15 +197,23 @@ final class PushBarrier {
     }
 
     /** Reports the end: the statuses not settled leave the wait's count, then polls, lag and outcome. */
-    private synchronized void ended(WaitOutcome outcome) {
+    private void ended(WaitOutcome outcome) {
+        if (tally.recording()) {
+            synchronized (this) {
+                tally.ended(outcome, unsettled());
+            }
+        }
+    }
+
+    /** The statuses not settled yet. */
+    private int unsettled() {
         int unsettled = 0;
         for (int i = 0; i < statuses.length; i++) {
             if (codeOf(i) == null) {
                 unsettled++;
             }
         }
-        WaitRecording.ended(recorder, name, outcome, on.now(TimeUnit.NANOSECONDS) - startNanos, unsettled, polls,
-                queries, lagNanos);
+        return unsettled;
     }
 
     /** The code status {@code index} settled with, or null while it is in flight. */
@@ -240,9 +226,7 @@ final class PushBarrier {
     private void cancel() {
         if (DONE.compareAndSet(this, false, true)) {
             release();
-            if (recording) {
-                ended(WaitOutcome.CANCELLED);
-            }
+            ended(WaitOutcome.CANCELLED);
         }
     }
 
@@ -276,7 +260,7 @@ final class PushBarrier {
      * broke the contract, which has then ended the wait.
      */
     private StatusCode query(int index) {
-        queries++;
+        tally.queried();
         StatusCode code;
         try {
             code = StatusChecks.code(statuses, index);
@@ -292,7 +276,7 @@ final class PushBarrier {
 
     /** One slice: queries the statuses that do not push and are still in flight, compacting their indexes. */
     private synchronized void pollTick() {
-        polls++;
+        tally.polled(0);
         int kept = 0;
         for (int i = 0; i < polledCount && !done; i++) {
             int index = polled[i];
@@ -321,7 +305,7 @@ final class PushBarrier {
      * ends the wait.
      */
     private boolean queryUnsettled() {
-        polls++;
+        tally.polled(0);
         boolean inFlight = false;
         for (int i = 0; i < statuses.length && !done; i++) {
             if (codeOf(i) != null) {
@@ -353,26 +337,21 @@ final class PushBarrier {
         if (done) {
             return;
         }
-        long limit = stallAfter.toNanos();
-        long idle = on.now(TimeUnit.NANOSECONDS) - lastProgressNanos;
-        if (idle < limit) {
-            armStallCheck(limit - idle);
+        long left = stall.untilStall(on.now(TimeUnit.NANOSECONDS));
+        if (left > 0) {
+            armStallCheck(left);
             return;
         }
         boolean inFlight = queryUnsettled();
         if (done) {
             return;
         }
-        idle = on.now(TimeUnit.NANOSECONDS) - lastProgressNanos;
-        if (!inFlight || idle < limit) {
-            armStallCheck(idle < limit ? limit - idle : limit); // the query settled some: that is progress
+        left = stall.untilStall(on.now(TimeUnit.NANOSECONDS));
+        if (!inFlight || left > 0) {
+            armStallCheck(left > 0 ? left : stall.stallAfterNanos()); // the query settled some: that is progress
             return;
         }
-        int inFlightCount = 0;
-        for (int i = 0; i < statuses.length; i++) {
-            inFlightCount += codeOf(i) == null ? 1 : 0;
-        }
-        finish(failedIndex == NO_FAILURE ? TransferException.stalled(stallAfter, inFlightCount, statuses.length)
+        finish(failedIndex == NO_FAILURE ? TransferException.stalled(stall.stallAfter(), unsettled(), statuses.length)
                 : null, false);
     }
 

@@ -20,7 +20,7 @@ import reactor.core.scheduler.Schedulers;
  * <h2>What {@link #await} emits</h2>
  * <ul>
  *   <li>All statuses SUCCESS: completes once the last one is pushed.</li>
- *   <li>A status fails: with {@link #of} / {@link #failFast} errors at once with a {@link TransferException}
+ *   <li>A status fails: with {@link #failFast} errors at once with a {@link TransferException}
  *       of kind {@link TransferException.Kind#FAILED} carrying its code and message; with {@link #drain}
  *       errors once every status has settled, and not before. When several failed, the earliest in the list among those seen wins.</li>
  *   <li>Still in flight at {@code transferTimeout}: one last query of every status not yet settled, then
@@ -51,61 +51,79 @@ import reactor.core.scheduler.Schedulers;
  * the stall check and the polling of statuses that do not push run on the scheduler too. Statuses all done (or one
  * failed) at subscription signal at once, on the subscriber's thread. Cancelling, or the wait ending,
  * cancels every per-status subscription, the poll and the timeout.
+ *
+ * <p>A wait is made from a {@link WaitSpec} ({@link #of(WaitSpec)}), or from its mode and timeout with the
+ * spec's defaults ({@link #failFast}, {@link #drain}, {@link #of(FailMode, Duration)}); it uses every setting
+ * of the spec, the slice for the statuses that do not push. Instances are immutable; {@link #slice},
+ * {@link #scheduler}, {@link #stallAfter} and {@link #recorder} return changed copies, checked as
+ * {@link WaitSpec}'s withers check them.
  */
 public final class PushWait implements WaitStrategy {
-    private final FailMode mode;
-    private final Duration transferTimeout;
-    private final Duration slice;
-    private final Duration stallAfter;
-    private final Scheduler scheduler;
-    private final WaitRecorder recorder;
+    private final WaitSpec spec;
 
-    private PushWait(FailMode mode, Duration transferTimeout, Duration slice, Duration stallAfter,
-                     Scheduler scheduler, WaitRecorder recorder) {
-        this.mode = mode;
-        this.transferTimeout = transferTimeout;
-        this.slice = slice;
-        this.stallAfter = stallAfter;
-        this.scheduler = scheduler;
-        this.recorder = recorder;
+    private PushWait(WaitSpec spec) {
+        this.spec = spec;
     }
 
     /**
-     * A fail-fast push wait bounded by {@code transferTimeout} (the WRITE path).
+     * A push wait that errors as soon as a status fails (the WRITE path), with {@link WaitSpec#failFast}'s
+     * defaults.
      *
      * @throws IllegalArgumentException if the timeout is zero, negative or over 24 hours
      */
-    public static PushWait of(Duration transferTimeout) {
-        return failFast(transferTimeout);
-    }
-
-    /** A push wait that errors as soon as a status fails (the WRITE path). */
     public static PushWait failFast(Duration transferTimeout) {
-        CompletionWait.checkTimeout(transferTimeout);
-        return new PushWait(FailMode.FAIL_FAST, transferTimeout, CompletionWait.DEFAULT_SLICE, null, null, WaitRecorder.NOOP);
+        return of(WaitSpec.failFast(transferTimeout));
     }
 
-    /** A push wait that, after a failure, still waits until every status has settled (the READ barrier). */
+    /**
+     * A push wait that, after a failure, still waits until every status has settled (the READ barrier), with
+     * {@link WaitSpec#drain}'s defaults.
+     *
+     * @throws IllegalArgumentException if the timeout is zero, negative or over 24 hours
+     */
     public static PushWait drain(Duration transferTimeout) {
-        CompletionWait.checkTimeout(transferTimeout);
-        return new PushWait(FailMode.DRAIN, transferTimeout, CompletionWait.DEFAULT_SLICE, null, null, WaitRecorder.NOOP);
+        return of(WaitSpec.drain(transferTimeout));
+    }
+
+    /**
+     * A push wait in the given mode, with {@link WaitSpec#of(FailMode, Duration)}'s defaults.
+     *
+     * @throws IllegalArgumentException if the timeout is zero, negative or over 24 hours
+     */
+    public static PushWait of(FailMode mode, Duration transferTimeout) {
+        return of(WaitSpec.of(mode, transferTimeout));
+    }
+
+    /** A push wait with every setting of {@code spec}. */
+    public static PushWait of(WaitSpec spec) {
+        return new PushWait(Objects.requireNonNull(spec, "spec"));
+    }
+
+    /**
+     * This wait with another slice: how often the statuses that do not push are queried (pushed statuses are
+     * not polled at all).
+     *
+     * @throws IllegalArgumentException if {@code slice} is not positive, is longer than the timeout, or is
+     *     longer than the stall time set
+     */
+    public PushWait slice(Duration slice) {
+        return new PushWait(spec.slice(slice));
     }
 
     /** This wait with its signals, its timeout and the polling of statuses that do not push on {@code scheduler}. */
     public PushWait scheduler(Scheduler scheduler) {
-        return new PushWait(mode, transferTimeout, slice, stallAfter, Objects.requireNonNull(scheduler, "scheduler"),
-                recorder);
+        return new PushWait(spec.scheduler(scheduler));
     }
 
     /**
      * This wait, reporting each subscription to {@code recorder} under the strategy name
-     * {@code reactive-push}; {@link WaitRecorder#NOOP} (the default) turns recording off. A push reports its
-     * status leaving flight (and the detection lag, when it is the last) on the backend's notification
-     * thread; everything else is reported on the scheduler or at subscription.
+     * {@value WaitStrategy#REACTIVE_PUSH}; {@link WaitRecorder#NOOP} (the default) turns recording off. A push
+     * reports its status leaving flight (and the detection lag, when it is the last) on the backend's
+     * notification thread; everything else is reported on the scheduler or at subscription.
      */
     @Override
     public PushWait recorder(WaitRecorder recorder) {
-        return new PushWait(mode, transferTimeout, slice, stallAfter, scheduler, WaitRecording.safe(recorder));
+        return new PushWait(spec.recorder(recorder));
     }
 
     /**
@@ -118,21 +136,30 @@ public final class PushWait implements WaitStrategy {
      *     transfer timeout
      */
     public PushWait stallAfter(Duration stallAfter) {
-        CompletionWait.checkStallAfter(stallAfter, slice, transferTimeout);
-        return new PushWait(mode, transferTimeout, slice, stallAfter, scheduler, recorder);
+        return new PushWait(spec.stallAfter(stallAfter));
+    }
+
+    /** Everything this wait waits with. */
+    public WaitSpec spec() {
+        return spec;
     }
 
     public FailMode mode() {
-        return mode;
+        return spec.mode();
     }
 
     public Duration transferTimeout() {
-        return transferTimeout;
+        return spec.transferTimeout();
     }
 
+    public Duration slice() {
+        return spec.slice();
+    }
+
+    /** {@value WaitStrategy#REACTIVE_PUSH}. */
     @Override
     public String strategyName() {
-        return "reactive-push";
+        return REACTIVE_PUSH;
     }
 
     /**
@@ -147,24 +174,16 @@ public final class PushWait implements WaitStrategy {
         return WaitRecording.named(Mono.defer(() -> {
             TransferException broken = StatusChecks.nullStatus(snapshot);
             if (broken != null) {
-                WaitRecording.rejected(recorder, strategyName(), snapshot.length);
+                WaitRecording.rejected(spec.recorder(), REACTIVE_PUSH, snapshot.length);
                 return Mono.error(broken);
             }
-            Scheduler on = scheduler != null ? scheduler : Schedulers.parallel();
-            return Mono.create(sink -> new PushBarrier(snapshot, mode, transferTimeout, slice, stallAfter, on, sink,
-                    recorder, strategyName()).start());
-        }), strategyName(), mode);
-    }
-
-    @Override
-    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
-        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), strategyName(), mode);
+            Scheduler on = spec.scheduler() != null ? spec.scheduler() : Schedulers.parallel();
+            return Mono.create(sink -> new PushBarrier(snapshot, spec, on, sink, REACTIVE_PUSH).start());
+        }), REACTIVE_PUSH, spec.mode());
     }
 
     @Override
     public String toString() {
-        return "PushWait[" + mode + ", timeout " + transferTimeout
-                + (stallAfter != null ? ", stall after " + stallAfter : "")
-                + (recorder != WaitRecorder.NOOP ? ", recorded" : "") + "]";
+        return "PushWait[" + spec.describe() + "]";
     }
 }

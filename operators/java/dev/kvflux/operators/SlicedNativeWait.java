@@ -1,5 +1,6 @@
 package dev.kvflux.operators;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferStatus;
@@ -31,38 +32,41 @@ import reactor.core.scheduler.Schedulers;
  * ({@link Schedulers#boundedElastic()} unless set, looked up at subscription). The deadline is read on
  * the clock scheduler's {@code now()} (the blocking scheduler unless set), so a test can drive it with a
  * {@code VirtualTimeScheduler}. Cancelling interrupts the loop.
+ *
+ * <p>A wait is made from a {@link WaitSpec} ({@link #of(TransferEngine, WaitSpec)}), or from its mode and
+ * timeout with the spec's defaults ({@link #failFast}, {@link #drain},
+ * {@link #of(TransferEngine, FailMode, Duration)}). It uses the spec's mode, timeout, slice, scheduler (the
+ * blocking one) and recorder; not its stall time: like vLLM's wait, it runs to its timeout. Instances are
+ * immutable; {@link #slice}, {@link #scheduler}, {@link #clock} and {@link #recorder} return changed copies.
  */
 public final class SlicedNativeWait implements WaitStrategy {
     private final TransferEngine engine;
-    private final FailMode mode;
-    private final Duration transferTimeout;
-    private final Duration slice;
-    private final Scheduler scheduler;
+    private final WaitSpec spec;
     private final Scheduler clock;
-    private final WaitRecorder recorder;
 
-    private SlicedNativeWait(TransferEngine engine, FailMode mode, Duration transferTimeout,
-                             Duration slice, Scheduler scheduler, Scheduler clock, WaitRecorder recorder) {
-        this.recorder = recorder;
+    private SlicedNativeWait(TransferEngine engine, WaitSpec spec, Scheduler clock) {
         this.engine = engine;
-        this.mode = mode;
-        this.transferTimeout = transferTimeout;
-        this.slice = slice;
-        this.scheduler = scheduler;
+        this.spec = spec;
         this.clock = clock;
     }
 
-    /** A sliced wait that errors as soon as a status fails: the WRITE path ({@code fail_fast=True} in vLLM). */
+    /**
+     * A sliced wait that errors as soon as a status fails: the WRITE path ({@code fail_fast=True} in vLLM).
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
+     */
     public static SlicedNativeWait failFast(TransferEngine engine, Duration transferTimeout) {
-        return of(engine, FailMode.FAIL_FAST, transferTimeout);
+        return of(engine, WaitSpec.failFast(transferTimeout));
     }
 
     /**
      * A sliced wait that, after a failure, still waits until nothing is in flight: the READ barrier
      * ({@code fail_fast=False} in vLLM).
+     *
+     * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
     public static SlicedNativeWait drain(TransferEngine engine, Duration transferTimeout) {
-        return of(engine, FailMode.DRAIN, transferTimeout);
+        return of(engine, WaitSpec.drain(transferTimeout));
     }
 
     /**
@@ -71,9 +75,18 @@ public final class SlicedNativeWait implements WaitStrategy {
      * @throws IllegalArgumentException if {@code transferTimeout} is zero, negative or over 24 hours
      */
     public static SlicedNativeWait of(TransferEngine engine, FailMode mode, Duration transferTimeout) {
-        CompletionWait.checkTimeout(transferTimeout);
-        return new SlicedNativeWait(Objects.requireNonNull(engine, "engine"), Objects.requireNonNull(mode, "mode"),
-                transferTimeout, CompletionWait.DEFAULT_SLICE, null, null, WaitRecorder.NOOP);
+        return of(engine, WaitSpec.of(mode, transferTimeout));
+    }
+
+    /**
+     * A sliced native wait on {@code engine} with the settings of {@code spec} that apply (see the class comment).
+     *
+     * @throws IllegalArgumentException if the spec's slice is under 1 ms: {@code waitAll} takes whole milliseconds
+     */
+    public static SlicedNativeWait of(TransferEngine engine, WaitSpec spec) {
+        Objects.requireNonNull(engine, "engine");
+        checkNativeSlice(Objects.requireNonNull(spec, "spec").slice());
+        return new SlicedNativeWait(engine, spec, null);
     }
 
     /**
@@ -83,51 +96,48 @@ public final class SlicedNativeWait implements WaitStrategy {
      */
     public SlicedNativeWait slice(Duration slice) {
         Objects.requireNonNull(slice, "slice");
-        if (slice.compareTo(Duration.ofMillis(1)) < 0) {
-            throw new IllegalArgumentException("a native slice is whole milliseconds and at least 1 ms, got "
-                    + slice + "; the default is 10 ms");
-        }
-        if (slice.compareTo(transferTimeout) > 0) {
-            throw new IllegalArgumentException("slice " + slice + " is longer than the transfer timeout "
-                    + transferTimeout + "; choose a slice well under the timeout (10 ms is the default)");
-        }
-        return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler, clock, recorder);
+        checkNativeSlice(slice);
+        return new SlicedNativeWait(engine, spec.slice(slice), clock);
     }
 
     /** This wait with its blocking loop on {@code scheduler}, which must allow blocking. */
     public SlicedNativeWait scheduler(Scheduler scheduler) {
-        return new SlicedNativeWait(engine, mode, transferTimeout, slice,
-                Objects.requireNonNull(scheduler, "scheduler"), clock, recorder);
+        return new SlicedNativeWait(engine, spec.scheduler(scheduler), clock);
     }
 
     /** This wait with its deadline read on {@code clock}. */
     public SlicedNativeWait clock(Scheduler clock) {
-        return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler,
-                Objects.requireNonNull(clock, "clock"), recorder);
+        return new SlicedNativeWait(engine, spec, Objects.requireNonNull(clock, "clock"));
     }
 
     /**
      * This wait, reporting each subscription to {@code recorder} under the strategy name
-     * {@code sliced-native}: one poll per {@code waitAll} call and one query per status check between calls,
-     * every status in flight until the end, failed statuses queried once more at the end, durations on the
-     * clock scheduler. {@link WaitRecorder#NOOP} (the default) turns recording off.
+     * {@value WaitStrategy#SLICED_NATIVE}: one poll per {@code waitAll} call and one query per status check
+     * between calls, every status in flight until the end, failed statuses queried once more at the end,
+     * durations on the clock scheduler. {@link WaitRecorder#NOOP} (the default) turns recording off.
      */
     @Override
     public SlicedNativeWait recorder(WaitRecorder recorder) {
-        return new SlicedNativeWait(engine, mode, transferTimeout, slice, scheduler, clock, WaitRecording.safe(recorder));
+        return new SlicedNativeWait(engine, spec.recorder(recorder), clock);
+    }
+
+    /** Everything this wait waits with; its stall time, if set, is not used. */
+    public WaitSpec spec() {
+        return spec;
     }
 
     public FailMode mode() {
-        return mode;
+        return spec.mode();
     }
 
     public Duration slice() {
-        return slice;
+        return spec.slice();
     }
 
+    /** {@value WaitStrategy#SLICED_NATIVE}. */
     @Override
     public String strategyName() {
-        return "sliced-native";
+        return SLICED_NATIVE;
     }
 
     /**
@@ -147,21 +157,19 @@ public final class SlicedNativeWait implements WaitStrategy {
             Scheduler on = blocking();
             Scheduler time = clock != null ? clock : on;
             return Mono.<Void>fromRunnable(() -> loop(snapshot, time, polls)).subscribeOn(on);
-        }, recorder, strategyName(), snapshot, () -> clock != null ? clock : blocking()), strategyName(), mode);
-    }
-
-    @Override
-    public Mono<Void> awaitAll(org.reactivestreams.Publisher<? extends TransferStatus> statuses) {
-        return WaitRecording.named(WaitStrategy.super.awaitAll(statuses), strategyName(), mode);
+        }, spec.recorder(), SLICED_NATIVE, snapshot, () -> clock != null ? clock : blocking()), SLICED_NATIVE,
+                spec.mode());
     }
 
     private Scheduler blocking() {
-        return scheduler != null ? scheduler : Schedulers.boundedElastic();
+        return spec.scheduler() != null ? spec.scheduler() : Schedulers.boundedElastic();
     }
 
     private void loop(TransferStatus[] statuses, Scheduler time, int[] polls) {
+        FailMode mode = spec.mode();
+        Duration transferTimeout = spec.transferTimeout();
         long deadline = time.now(TimeUnit.NANOSECONDS) + transferTimeout.toNanos();
-        long sliceMs = NativeWait.ceilMillis(slice);
+        long sliceMs = NativeWait.ceilMillis(spec.slice());
         List<TransferStatus> inFlight = new ArrayList<>(List.of(statuses));
         while (true) {
             StatusCode result = StatusCode.SUCCESS;
@@ -207,6 +215,15 @@ public final class SlicedNativeWait implements WaitStrategy {
 
     @Override
     public String toString() {
-        return "SlicedNativeWait[" + mode + ", timeout " + transferTimeout + ", slice " + slice + "]";
+        return "SlicedNativeWait[" + spec.mode() + ", timeout " + DurationText.of(spec.transferTimeout()) + ", slice "
+                + DurationText.of(spec.slice()) + (spec.recording() ? ", recorded" : "") + "]";
+    }
+
+    /** Rejects a slice that {@code waitAll}, which takes whole milliseconds, cannot wait. */
+    private static void checkNativeSlice(Duration slice) {
+        if (slice.compareTo(Duration.ofMillis(1)) < 0) {
+            throw new IllegalArgumentException("a native slice is whole milliseconds and at least 1ms, got "
+                    + DurationText.of(slice) + "; the default is " + DurationText.of(WaitSpec.DEFAULT_SLICE));
+        }
     }
 }

@@ -9,7 +9,9 @@ import java.util.Objects;
  * the transfer timeout, or no status left flight for the wait's stall time. {@link #kind()} says which;
  * {@link #code()} carries the status code ({@link StatusCode#IN_PROGRESS} for a timeout or a stall). The
  * message keeps one form, so existing log searches still find it:
- * {@code MoRIIO batch wait failed (StatusCode.X): reason}.
+ * {@code MoRIIO batch wait failed (StatusCode.X): reason}; the timeout and the stall time in it print in
+ * seconds ({@code 30s}, {@code 0.2s}), as vLLM's MoRIIO connector prints its timeout, where the library's
+ * other messages print durations as {@link dev.kvflux.bindings.DurationText} does.
  */
 public final class TransferException extends RuntimeException {
     private static final String STALLED = "RDMA transfer stalled: no status completed for ";

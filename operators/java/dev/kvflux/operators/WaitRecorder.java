@@ -38,9 +38,10 @@ import dev.kvflux.bindings.StatusCode;
  * are reported once per poll that saw some leave, or once per push. An exception thrown by a recorder is
  * dropped; it never changes how the wait ends.
  *
- * <p>{@code strategy} is the strategy's metrics name: {@code reactive}, {@code reactive-shared}
- * ({@link CompletionWait#sharedPoll()}), {@code reactive-push}, {@code native}, {@code sliced-native}; one
- * of a few constant strings, so it is cheap to key meters by.
+ * <p>{@code strategy} is the strategy's {@link WaitStrategy#strategyName() name}: {@code reactive},
+ * {@code reactive-shared} ({@link CompletionWait#sharedPoll()}), {@code reactive-push}, {@code native},
+ * {@code sliced-native} (the constants {@link WaitStrategy#REACTIVE} and the others); one of a few constant
+ * strings, so it is cheap to key meters by.
  */
 public interface WaitRecorder {
 

@@ -25,6 +25,20 @@ final class WaitRecording {
         return wait.name(NAME).tag("strategy", strategy).tag("fail_mode", failModeTag(mode));
     }
 
+    /**
+     * {@code all}, a strategy's {@link WaitStrategy#awaitAll} {@code Mono}, named and tagged as the strategy's
+     * {@code await} is: kvflux's own strategies are; one from elsewhere is left as it is.
+     */
+    static Mono<Void> namedAsAwait(WaitStrategy wait, Mono<Void> all) {
+        return switch (wait) {
+            case CompletionWait w -> named(all, w.strategyName(), w.mode());
+            case PushWait w -> named(all, w.strategyName(), w.mode());
+            case SlicedNativeWait w -> named(all, w.strategyName(), w.mode());
+            case NativeWait w -> named(all, w.strategyName(), null);
+            default -> all;
+        };
+    }
+
     /** {@code fail_fast}, {@code drain}, or {@code none} for a strategy without a fail mode. */
     static String failModeTag(FailMode mode) {
         return mode == null ? "none" : mode.name().toLowerCase(java.util.Locale.ROOT);

@@ -8,12 +8,28 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * A way to wait for a request's statuses: kvflux's reactive {@link CompletionWait}, or one of the two
- * reference strategies it is measured against ({@code native}, {@code sliced-native}).
+ * A way to wait for a request's statuses: kvflux's reactive {@link CompletionWait} (polled, or with the shared
+ * poll), {@link PushWait} for engines that push completion, or one of the two reference strategies they are
+ * measured against ({@link NativeWait}, {@link SlicedNativeWait}). Each is made from a {@link WaitSpec}.
  */
 public interface WaitStrategy {
 
-    /** The name reports print: {@code reactive}, {@code native}, {@code sliced-native}. */
+    /** {@link CompletionWait}'s name. */
+    String REACTIVE = "reactive";
+    /** {@link CompletionWait}'s name with {@link CompletionWait#sharedPoll()}. */
+    String REACTIVE_SHARED = "reactive-shared";
+    /** {@link PushWait}'s name. */
+    String REACTIVE_PUSH = "reactive-push";
+    /** {@link NativeWait}'s name: one native wait with the whole timeout. */
+    String NATIVE = "native";
+    /** {@link SlicedNativeWait}'s name: the native wait in slices, vLLM's fix. */
+    String SLICED_NATIVE = "sliced-native";
+
+    /**
+     * The name the strategy reports under, in {@link WaitRecorder} calls and in its publishers' {@code strategy}
+     * tag: one of {@link #REACTIVE}, {@link #REACTIVE_SHARED}, {@link #REACTIVE_PUSH}, {@link #NATIVE} and
+     * {@link #SLICED_NATIVE} for kvflux's own, whatever it says for a strategy from elsewhere.
+     */
     String strategyName();
 
     /**
@@ -31,11 +47,12 @@ public interface WaitStrategy {
      * waited for as {@link #await} does: the wait (its first query, its transfer timeout) starts once the
      * publisher has completed. An empty publisher completes at once, as an empty list does. An error from
      * the publisher is passed on as it is, and no status is waited for. Cancelling cancels the publisher
-     * while it still emits, and the wait afterwards.
+     * while it still emits, and the wait afterwards. kvflux's strategies name and tag this {@code Mono} as
+     * they do {@link #await}'s.
      */
     default Mono<Void> awaitAll(Publisher<? extends TransferStatus> statuses) {
         Objects.requireNonNull(statuses, "statuses");
-        return Flux.<TransferStatus>from(statuses).collectList().flatMap(this::await);
+        return WaitRecording.namedAsAwait(this, Flux.<TransferStatus>from(statuses).collectList().flatMap(this::await));
     }
 
     /**

@@ -2,24 +2,23 @@ package dev.kvflux.pipeline;
 
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.operators.TransferException.Kind;
-import io.vavr.control.Either;
 import java.util.Objects;
 
 /**
  * The one signal a request's WRITE ends with: decode may read its KV ({@link WriteDone}), or it never
- * will ({@link WriteFailed}, with the status code and reason that prefill saw).
+ * will ({@link WriteFailed}, with the status code and reason that prefill saw). Sealed, so a {@code switch}
+ * over the two needs no default:
+ *
+ * <pre>{@code
+ * switch (outcome) {
+ *     case WriteDone done -> notifyDone(done.transferId());
+ *     case WriteFailed failed -> notifyFailed(failed.transferId(), failed.code(), failed.reason());
+ * }
+ * }</pre>
  */
 public sealed interface WriteOutcome {
 
     String transferId();
-
-    /** This outcome as a Vavr {@code Either}: right for {@link WriteDone}, left for {@link WriteFailed}. */
-    default Either<WriteFailed, WriteDone> toEither() {
-        return switch (this) {
-            case WriteDone done -> Either.right(done);
-            case WriteFailed failed -> Either.left(failed);
-        };
-    }
 
     /** Every status of the request succeeded: decode may start. */
     record WriteDone(String transferId) implements WriteOutcome {

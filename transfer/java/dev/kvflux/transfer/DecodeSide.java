@@ -1,6 +1,6 @@
 package dev.kvflux.transfer;
 
-import dev.kvflux.transfer.internal.Durations;
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.transfer.notify.LogText;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.transfer.notify.NotifyClient;
@@ -156,7 +156,7 @@ public final class DecodeSide implements AutoCloseable {
                         : Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.UNDELIVERABLE, null,
                                 "decode could not deliver its block list (remote_blocks) for transfer " + id
                                         + " to prefill's notify address " + LogText.hostPort(t.prefill()) + " within "
-                                        + Durations.format(blocksWithin) + ", so prefill cannot write this request's"
+                                        + DurationText.of(blocksWithin) + ", so prefill cannot write this request's"
                                         + " KV; check that prefill is running and that its notify port is reachable"
                                         + " from decode, then retry")));
         Mono<Void> notice = expected.expect(id)
@@ -196,7 +196,7 @@ public final class DecodeSide implements AutoCloseable {
         }
         return switch (failed.kind()) {
             case DEADLINE -> "decode's receive deadline" + (settings.receiveDeadline == null ? ""
-                    : " of " + Durations.format(settings.receiveDeadline)) + " passed";
+                    : " of " + DurationText.of(settings.receiveDeadline)) + " passed";
             case UNDELIVERABLE -> "decode could not deliver its block list";
             case SHUTTING_DOWN -> "decode is shutting down";
             case PREFILL_RESTARTED -> "prefill restarted";
@@ -241,7 +241,7 @@ public final class DecodeSide implements AutoCloseable {
                 LOG.warn("transfer {}: prefill did not release decode's blocks within the lease of {} after the"
                         + " request ended (or after its receive deadline, if later); reclaimed them (prefill is gone,"
                         + " unreachable, or never saw the transfer)", LogText.escape(owner),
-                        Durations.format(settings.blockLease));
+                        DurationText.of(settings.blockLease));
             }
         }
     }
@@ -418,7 +418,7 @@ public final class DecodeSide implements AutoCloseable {
         public Builder receiveDeadline(Duration receiveDeadline) {
             if (receiveDeadline != null && (receiveDeadline.isZero() || receiveDeadline.isNegative())) {
                 throw new IllegalArgumentException("the receive deadline must be positive, got "
-                        + Durations.format(receiveDeadline));
+                        + DurationText.of(receiveDeadline));
             }
             return with(b -> b.receiveDeadline = receiveDeadline);
         }
@@ -430,7 +430,7 @@ public final class DecodeSide implements AutoCloseable {
         public Builder blockLease(Duration blockLease) {
             Objects.requireNonNull(blockLease, "blockLease");
             if (blockLease.isZero() || blockLease.isNegative()) {
-                throw new IllegalArgumentException("the block lease must be positive, got " + Durations.format(blockLease)
+                throw new IllegalArgumentException("the block lease must be positive, got " + DurationText.of(blockLease)
                         + "; the default is twice the transfer timeout");
             }
             return with(b -> b.blockLease = blockLease);

@@ -1,6 +1,6 @@
 package dev.kvflux.transfer;
 
-import dev.kvflux.transfer.internal.Durations;
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.transfer.notify.LogText;
 import dev.kvflux.transfer.notify.NotifyEvent;
 import dev.kvflux.transfer.notify.NotifyLimits;
@@ -149,10 +149,10 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
                 outcome = outcome.timeout(receiveDeadline, Mono.<Void>defer(() -> {
                     recorder.record(NotifyEvent.DEADLINE_EXPIRED);
                     LOG.warn("transfer {}: no notification within the receive deadline of {}", LogText.escape(transferId),
-                            Durations.format(receiveDeadline));
+                            DurationText.of(receiveDeadline));
                     return Mono.error(new ReceiveFailedException(transferId, ReceiveFailedException.Kind.DEADLINE, null,
                             "no write_done or write_failed for transfer " + transferId + " within "
-                                    + Durations.format(receiveDeadline) + "; prefill may have stopped or its notice was"
+                                    + DurationText.of(receiveDeadline) + "; prefill may have stopped or its notice was"
                                     + " lost. Raise the receive deadline if prefill's transfer timeout is longer"));
                 }), on);
             }

@@ -1,7 +1,7 @@
 package dev.kvflux.transfer;
 
-import dev.kvflux.pipeline.write.WritePipeline;
-import dev.kvflux.transfer.internal.Durations;
+import dev.kvflux.bindings.DurationText;
+import dev.kvflux.pipeline.WritePipeline;
 import dev.kvflux.transfer.notify.LogText;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.transfer.notify.NotifyClient;
@@ -180,7 +180,7 @@ public final class PrefillSide implements AutoCloseable {
         if (System.nanoTime() - t.deadlineNanos() > 0) {
             // decode has given up on it by now and may reuse its blocks once its lease passes: post nothing
             settings.recorder.record(PrefillRecorder.Event.PAST_DEADLINE, t.id());
-            abort(t, "its write came after the transfer's deadline (" + Durations.format(settings.decodeDeadline)
+            abort(t, "its write came after the transfer's deadline (" + DurationText.of(settings.decodeDeadline)
                     + " after it was opened), when decode has given up on it");
             return;
         }
@@ -229,7 +229,7 @@ public final class PrefillSide implements AutoCloseable {
         writes.waitUntil(() -> transfers.size() == 0, bounded);
         int finished = running - transfers.size();
         int stopped = writes.stopAll("prefill is shutting down; the KV was not written within the shutdown grace of "
-                + Durations.format(bounded) + "; retry the request");
+                + DurationText.of(bounded) + "; retry the request");
         writes.waitUntil(() -> transfers.size() == 0 && writes.idle(), Duration.ofSeconds(2));
         LOG.info("prefill stopping: {} running transfers finished within {} ms, {} stopped with write_failed"
                 + " (\"prefill is shutting down\"), {} not settled, {} messages to decode not confirmed", finished,
@@ -439,7 +439,7 @@ public final class PrefillSide implements AutoCloseable {
         private static Duration positive(Duration value, String what) {
             Objects.requireNonNull(value, what);
             if (value.isZero() || value.isNegative()) {
-                throw new IllegalArgumentException("the " + what + " must be positive, got " + Durations.format(value));
+                throw new IllegalArgumentException("the " + what + " must be positive, got " + DurationText.of(value));
             }
             return value;
         }

@@ -1,15 +1,15 @@
 package dev.kvflux.transfer;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.TransferException;
+import dev.kvflux.pipeline.LayerWrite;
 import dev.kvflux.pipeline.WriteOutcome;
-import dev.kvflux.pipeline.write.LayerWrite;
-import dev.kvflux.pipeline.write.WriteRequest;
-import dev.kvflux.transfer.internal.Durations;
+import dev.kvflux.pipeline.WriteRequest;
 import dev.kvflux.transfer.notify.LogText;
 import dev.kvflux.transfer.notify.NotifyClient;
 import dev.kvflux.transfer.notify.NotifyMessage;
@@ -65,7 +65,7 @@ final class PrefillWrites {
             Duration left = Duration.ofNanos(Math.max(1_000_000, t.deadlineNanos() - System.nanoTime()));
             Flux<LayerWrite> layerWrites = board.blocks(id)
                     .timeout(left, Mono.error(() -> new IllegalStateException("decode's block list for " + id
-                            + " did not arrive by the transfer's deadline (" + Durations.format(settings.decodeDeadline())
+                            + " did not arrive by the transfer's deadline (" + DurationText.of(settings.decodeDeadline())
                             + " after it was opened, when decode gives up); decode is gone, slow, or cannot reach"
                             + " prefill's notify port")))
                     .flatMapMany(remoteBlocks -> {
@@ -155,7 +155,7 @@ final class PrefillWrites {
                         try (LogContext.Scope _ = LogContext.open(t.id(), t.observer().traceId())) {
                             LOG.warn("transfer {}: copies still in flight {} after it ended; its source blocks are"
                                     + " freed anyway and decode is sent no release (its lease reclaims its blocks)",
-                                    LogText.escape(t.id()), Durations.format(timeout));
+                                    LogText.escape(t.id()), DurationText.of(timeout));
                         }
                     } else {
                         released(t);

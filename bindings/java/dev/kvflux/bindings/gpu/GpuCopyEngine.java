@@ -3,12 +3,12 @@ package dev.kvflux.bindings.gpu;
 import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.MemoryRegion;
-import dev.kvflux.bindings.MoriWaitAll;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.bindings.internal.MoriWaitAll;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -29,7 +29,7 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * remote region and opens the handle with lazy peer access. Each batch posts its block copies on a stream
  * from a pool and records one event from a pool (timing disabled); its status completes when a query of
  * that event says so, and only then. {@link #waitAll} is MoRI's {@code WaitAll}, exactly ({@link
- * MoriWaitAll}): a bounded wait polls a status once, sleeps to its deadline (the time left, truncated to
+ * TransferEngine#moriWaitAll}): a bounded wait polls a status once, sleeps to its deadline (the time left, truncated to
  * whole milliseconds) and polls again; an unbounded one synchronizes each batch's event.
  *
  * <p>On top of MoRI's model, a batch may be posted with push completion: a host function behind the

@@ -1,5 +1,6 @@
 package dev.kvflux.bindings.sim;
 
+import dev.kvflux.bindings.DurationText;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -36,8 +37,9 @@ public record CopyTiming(Duration postCostPerBlock, Duration perBlockOverhead, D
         Objects.requireNonNull(perBlockOverhead, "perBlockOverhead");
         Objects.requireNonNull(kernelLaunch, "kernelLaunch");
         if (postCostPerBlock.isNegative() || perBlockOverhead.isNegative() || kernelLaunch.isNegative()) {
-            throw new IllegalArgumentException("copy timing costs must not be negative: post " + postCostPerBlock
-                    + ", per block " + perBlockOverhead + ", kernel launch " + kernelLaunch);
+            throw new IllegalArgumentException("copy timing costs must not be negative: post "
+                    + DurationText.of(postCostPerBlock) + ", per block " + DurationText.of(perBlockOverhead)
+                    + ", kernel launch " + DurationText.of(kernelLaunch));
         }
         if (!(bytesPerSecond > 0) || Double.isInfinite(bytesPerSecond)) {
             throw new IllegalArgumentException("link bandwidth must be a positive number of bytes per second, got "

@@ -1,5 +1,6 @@
 package dev.kvflux.bindings.sim;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import java.time.Duration;
 import java.util.Objects;
@@ -29,7 +30,8 @@ public record Fault(long batchOrdinal, Kind kind, Duration afterPost, StatusCode
             throw new IllegalArgumentException("batch ordinal must be 0 or more, got " + batchOrdinal);
         }
         if (afterPost.isNegative()) {
-            throw new IllegalArgumentException("a fault's time after the post must not be negative, got " + afterPost);
+            throw new IllegalArgumentException("a fault's time after the post must not be negative, got "
+                    + DurationText.of(afterPost));
         }
         if (kind == Kind.FAIL && !code.isFailure()) {
             throw new IllegalArgumentException("a failing batch needs a failure code (ERR_...), got " + code);

@@ -1,6 +1,7 @@
 package dev.kvflux.bindings.sim;
 
-import dev.kvflux.bindings.MoriWaitAll;
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.bindings.internal.MoriWaitAll;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -20,7 +21,7 @@ import reactor.core.scheduler.Scheduler;
  * when another thread advances virtual time past the deadline. A scheduler that refuses delayed tasks
  * is handled by parking in real time. In {@linkplain #realTime() real time} a sleep parks the thread. {@link #close()} ends every sleep, now and later.
  */
-final class SimClock implements MoriWaitAll.Clock {
+final class SimClock implements TransferEngine.WaitClock {
     private final Scheduler scheduler;
     private final MoriWaitAll.SystemClock system;
     private final AtomicInteger sleepers = new AtomicInteger();

@@ -1,12 +1,13 @@
 package dev.kvflux.bindings.sim;
 
 import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.MemoryRegion;
-import dev.kvflux.bindings.MoriWaitAll;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.bindings.internal.MoriWaitAll;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -29,7 +30,7 @@ import reactor.core.scheduler.Scheduler;
  *       serialized on the link in posting order).</li>
  *   <li>A status turns terminal only when something queries it ({@link TransferStatus#code()}) at or
  *       after its copy's finish time. Nothing completes it in the background.</li>
- *   <li>{@link #waitAll} is MoRI's, exactly ({@link MoriWaitAll}). {@code timeoutMs == 0} polls each
+ *   <li>{@link #waitAll} is MoRI's, exactly ({@link TransferEngine#moriWaitAll}). {@code timeoutMs == 0} polls each
  *       status once. {@code timeoutMs > 0} waits the statuses in order against one deadline, each with
  *       the time left truncated to whole milliseconds: it polls once and, if the status is still in
  *       flight, sleeps to that status's deadline and polls again, because nothing wakes a sleeping xGMI
@@ -162,7 +163,8 @@ public final class SimulatedXgmiEngine implements TransferEngine {
     public long prefillStepQueued(Duration length) {
         Objects.requireNonNull(length, "length");
         if (length.isNegative() || length.isZero()) {
-            throw new IllegalArgumentException("a prefill step must last a positive time, got " + length);
+            throw new IllegalArgumentException("a prefill step must last a positive time, got "
+                    + DurationText.of(length));
         }
         synchronized (prefillSteps) {
             long now = clock.now();
@@ -221,7 +223,7 @@ public final class SimulatedXgmiEngine implements TransferEngine {
         return clock.now();
     }
 
-    /** MoRI's {@code WaitAll} ({@link MoriWaitAll}) on this engine's clock; see the class comment. */
+    /** MoRI's {@code WaitAll} ({@link TransferEngine#moriWaitAll}) on this engine's clock; see the class comment. */
     @Override
     public StatusCode waitAll(List<? extends TransferStatus> statuses, long timeoutMs) {
         return waitAll.waitAll(statuses, timeoutMs);

@@ -3,8 +3,9 @@ package dev.kvflux.serving.config;
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.CopyTiming;
 import dev.kvflux.operators.CompletionWait;
-import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.FailMode;
+import dev.kvflux.operators.PushWait;
+import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import io.vavr.collection.List;
 import io.vavr.collection.Seq;
@@ -347,7 +348,7 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
 
     private static Duration transferTimeout(Duration d) {
         positive(d);
-        if (d.compareTo(CompletionWait.MAX_TRANSFER_TIMEOUT) > 0) {
+        if (d.compareTo(WaitSpec.MAX_TRANSFER_TIMEOUT) > 0) {
             throw new IllegalArgumentException("must be at most 24h, got " + Durations.format(d)
                     + "; a stalled transfer would hold its request that long");
         }

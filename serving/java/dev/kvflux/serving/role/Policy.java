@@ -1,15 +1,12 @@
 package dev.kvflux.serving.role;
 
-import dev.kvflux.serving.config.KvfluxConfig;
-import dev.kvflux.pipeline.write.WritePipeline;
-
 import dev.kvflux.bindings.TransferEngine;
-import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.NativeWait;
 import dev.kvflux.operators.SlicedNativeWait;
 import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
-import java.time.Duration;
+import dev.kvflux.pipeline.WritePipeline;
+import dev.kvflux.serving.config.KvfluxConfig;
 import java.util.Locale;
 
 /**

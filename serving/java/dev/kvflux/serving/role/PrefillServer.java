@@ -5,7 +5,7 @@ import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.micrometer.MicrometerNotifyRecorder;
 import dev.kvflux.micrometer.MicrometerWaitRecorder;
-import dev.kvflux.pipeline.write.WritePipeline;
+import dev.kvflux.pipeline.WritePipeline;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.config.KvfluxConfig;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.operators.CompletionWait;
-import dev.kvflux.pipeline.write.WritePipeline;
+import dev.kvflux.pipeline.WritePipeline;
 import java.io.IOException;
 import java.lang.module.Configuration;
 import java.lang.module.ModuleDescriptor;
@@ -34,10 +34,9 @@ import reactor.core.publisher.Mono;
 class LibraryModulesTest {
     private static final List<String> LIBRARY = List.of("dev.kvflux.bindings", "dev.kvflux.operators", "dev.kvflux.pipeline");
 
-    /** The library modules and what they require, and nothing else: no msgpack-core, no logging backend. */
+    /** The library modules and what they require, and nothing else: no msgpack-core, no logging backend, no vavr. */
     private static final ModuleFinder MODULE_PATH = ModuleFinder.of(Stream.of(TransferEngine.class,
-                    CompletionWait.class, WritePipeline.class, Mono.class, Publisher.class,
-                    io.vavr.control.Either.class, io.vavr.match.annotation.Patterns.class, org.slf4j.Logger.class)
+                    CompletionWait.class, WritePipeline.class, Mono.class, Publisher.class, org.slf4j.Logger.class)
             .map(LibraryModulesTest::location)
             .toArray(Path[]::new));
 
@@ -61,8 +60,8 @@ class LibraryModulesTest {
     void thePipelineResolvesAsANamedModuleWithoutMsgpackCore() {
         Set<String> resolved = resolve().modules().stream().map(ResolvedModule::name).collect(Collectors.toSet());
 
-        assertThat(resolved).containsAll(LIBRARY).contains("reactor.core", "io.vavr", "org.slf4j")
-                .noneMatch(name -> name.contains("msgpack") || name.contains("logback"));
+        assertThat(resolved).containsAll(LIBRARY).contains("reactor.core", "org.slf4j")
+                .noneMatch(name -> name.contains("msgpack") || name.contains("logback") || name.contains("vavr"));
         for (String module : LIBRARY) {
             assertThat(descriptor(module).isAutomatic()).as(module + " has a module-info").isFalse();
         }
@@ -87,6 +86,12 @@ class LibraryModulesTest {
     void theOperatorsRequireOnlyReactorAndTheBindings() {
         assertThat(descriptor("dev.kvflux.operators").requires().stream().map(ModuleDescriptor.Requires::name))
                 .containsExactlyInAnyOrder("java.base", "dev.kvflux.bindings", "reactor.core", "org.reactivestreams");
+    }
+
+    @Test
+    void thePipelineRequiresOnlyTheOperatorsAndSlf4j() {
+        assertThat(descriptor("dev.kvflux.pipeline").requires().stream().map(ModuleDescriptor.Requires::name))
+                .containsExactlyInAnyOrder("java.base", "dev.kvflux.operators", "org.slf4j");
     }
 
     @Test
@@ -153,8 +158,7 @@ class LibraryModulesTest {
     /**
      * The transfer library resolves as a named module from its jar, the library modules under it and the jars its
      * dependencies bring (Reactor Netty, Netty, slf4j-api, context-propagation), none of them a logging backend,
-     * JSON, YAML or msgpack library, tracing SDK or metrics registry; it exports its API and the notify protocol,
-     * not its {@code internal} package.
+     * JSON, YAML or msgpack library, tracing SDK or metrics registry; it exports its API and the notify protocol.
      */
     @Test
     void theTransferLibraryResolvesAsANamedModuleWithoutTheApplicationsDependencies() {
@@ -175,7 +179,6 @@ class LibraryModulesTest {
         assertThat(transfer.isAutomatic()).as("kvflux-transfer has a module-info").isFalse();
         assertThat(transfer.exports().stream().map(ModuleDescriptor.Exports::source))
                 .containsExactlyInAnyOrder("dev.kvflux.transfer", "dev.kvflux.transfer.notify");
-        assertThat(transfer.packages()).contains("dev.kvflux.transfer.internal");
         assertThat(resolved.modules().stream().map(ResolvedModule::name))
                 .contains("dev.kvflux.pipeline", "reactor.netty.core", "io.netty.transport", "org.slf4j")
                 .noneMatch(name -> name.contains("msgpack") || name.contains("logback") || name.contains("jackson")

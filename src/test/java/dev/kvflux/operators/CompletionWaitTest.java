@@ -81,7 +81,7 @@ class CompletionWaitTest {
     }
 
     @Test
-    void timeoutFiresAtTransferTimeoutWithTheSeedsMessage() {
+    void timeoutFiresAtTransferTimeoutWithMoriiosTimeoutMessage() {
         StepVerifier.withVirtualTime(() -> failFast(TIMEOUT)
                         .await(List.of(ScriptedStatus.never(VirtualTimeScheduler.get()))))
                 .expectSubscription()

@@ -25,11 +25,27 @@ class NativeWaitTest {
     }
 
     @Test
-    void aStatusStillInFlightAtTheDeadlineGivesTheSeedsTimeoutMessage() {
+    void aStatusStillInFlightAtTheDeadlineGivesMoriiosTimeoutMessage() {
         assertThatThrownBy(() -> NativeWait.of(engine, Duration.ofSeconds(30))
                 .await(List.of(ScriptedStatus.never(clock))).block(Duration.ofSeconds(5)))
                 .isInstanceOf(TransferException.class)
                 .hasMessage("MoRIIO batch wait failed (StatusCode.IN_PROGRESS): RDMA transfer timed out after 30s");
+    }
+
+    @Test
+    void theModeANativeWaitIsMadeWithChangesNeitherHowItEndsNorItsFailModeTag() {
+        for (NativeWait wait : List.of(NativeWait.failFast(engine, Duration.ofSeconds(30)),
+                NativeWait.drain(engine, Duration.ofSeconds(30)),
+                NativeWait.of(engine, FailMode.DRAIN, Duration.ofSeconds(30)))) {
+            assertThatThrownBy(() -> wait.await(List.of(ScriptedStatus.failsAt(clock, Duration.ZERO,
+                            StatusCode.ERR_GPU_OP, "bad copy"), ScriptedStatus.never(clock)))
+                    .block(Duration.ofSeconds(5)))
+                    .as(wait.spec().mode().name())
+                    .hasMessage("MoRIIO batch wait failed (StatusCode.ERR_GPU_OP): bad copy");
+            assertThat(reactor.core.Scannable.from(wait.await(List.of())).tags())
+                    .contains(reactor.util.function.Tuples.of("fail_mode", "none"));
+        }
+        assertThat(engine.timeouts).containsExactly(30_000L, 30_000L, 30_000L);
     }
 
     @Test

@@ -57,7 +57,7 @@ class PushWaitTest {
     void theWaitEndsWhenTheLastStatusIsPushedAfterOneQueryAtSubscription() {
         Pushed a = new Pushed();
         Pushed b = new Pushed();
-        StepVerifier.withVirtualTime(() -> PushWait.of(Duration.ofSeconds(30)).await(List.of(a, b)))
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).await(List.of(a, b)))
                 .expectSubscription()
                 .then(() -> a.push(StatusCode.SUCCESS))
                 .expectNoEvent(Duration.ofSeconds(1))
@@ -71,7 +71,7 @@ class PushWaitTest {
     void statusesAlreadyDoneAtSubscriptionNeedNoPush() {
         Pushed done = new Pushed();
         done.code = StatusCode.SUCCESS;
-        StepVerifier.withVirtualTime(() -> PushWait.of(Duration.ofSeconds(30)).await(List.of(done)))
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).await(List.of(done)))
                 .expectSubscription()
                 .expectComplete()
                 .verify(Duration.ofSeconds(5));
@@ -81,7 +81,7 @@ class PushWaitTest {
     void aPushedFailureErrorsAtOnceWithItsCodeAndMessage() {
         Pushed a = new Pushed();
         Pushed b = new Pushed();
-        StepVerifier.withVirtualTime(() -> PushWait.of(Duration.ofSeconds(30)).await(List.of(a, b)))
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).await(List.of(a, b)))
                 .expectSubscription()
                 .then(() -> b.push(StatusCode.ERR_GPU_OP))
                 .expectErrorSatisfies(e -> {
@@ -154,7 +154,7 @@ class PushWaitTest {
             statuses.add(new Pushed());
         }
         AtomicReference<String> outcome = new AtomicReference<>();
-        PushWait.of(Duration.ofSeconds(30)).scheduler(counting).await(statuses)
+        PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).await(statuses)
                 .subscribe(null, e -> outcome.set("error"), () -> outcome.set("complete"));
         statuses.forEach(s -> s.push(StatusCode.SUCCESS));
         assertThat(outcome.get()).isEqualTo("complete");
@@ -168,7 +168,7 @@ class PushWaitTest {
         Pushed a = new Pushed();
         Pushed b = new Pushed();
         AtomicReference<Throwable> error = new AtomicReference<>();
-        PushWait.of(Duration.ofSeconds(30)).scheduler(counting).await(List.of(a, b)).subscribe(null, error::set);
+        PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).await(List.of(a, b)).subscribe(null, error::set);
         a.push(StatusCode.ERR_GPU_OP);
         b.push(StatusCode.ERR_RDMA_OP);
         assertThat(error.get()).isInstanceOf(TransferException.class);
@@ -217,7 +217,7 @@ class PushWaitTest {
     void awaitAllWaitsForThePushesOfTheStatusesAPublisherEmits() {
         Pushed a = new Pushed();
         Pushed b = new Pushed();
-        StepVerifier.withVirtualTime(() -> Flux.just(a, b).as(PushWait.of(Duration.ofSeconds(30))::awaitAll))
+        StepVerifier.withVirtualTime(() -> Flux.just(a, b).as(PushWait.failFast(Duration.ofSeconds(30))::awaitAll))
                 .expectSubscription()
                 .then(() -> a.push(StatusCode.SUCCESS))
                 .expectNoEvent(Duration.ofSeconds(1))
@@ -232,7 +232,7 @@ class PushWaitTest {
                 .verifyComplete();
         IllegalStateException planFailed = new IllegalStateException("no plan for layer 3");
         StepVerifier.withVirtualTime(() -> Flux.<PushedStatus>just(new Pushed()).concatWith(Mono.error(planFailed))
-                        .as(PushWait.of(Duration.ofSeconds(30))::awaitAll))
+                        .as(PushWait.failFast(Duration.ofSeconds(30))::awaitAll))
                 .expectSubscription()
                 .expectErrorSatisfies(e -> assertThat(e).isSameAs(planFailed))
                 .verify();
@@ -241,7 +241,7 @@ class PushWaitTest {
     @Test
     void cancellingAwaitAllCancelsThePublisherOrThePushesAwaited() {
         TestPublisher<PushedStatus> statuses = TestPublisher.create();
-        StepVerifier.withVirtualTime(() -> statuses.flux().as(PushWait.of(Duration.ofSeconds(30))::awaitAll))
+        StepVerifier.withVirtualTime(() -> statuses.flux().as(PushWait.failFast(Duration.ofSeconds(30))::awaitAll))
                 .expectSubscription()
                 .then(() -> statuses.next(new Pushed()))
                 .thenCancel()
@@ -249,7 +249,7 @@ class PushWaitTest {
         statuses.assertCancelled();
 
         Pushed awaited = new Pushed();
-        StepVerifier.withVirtualTime(() -> Flux.just(awaited).as(PushWait.of(Duration.ofSeconds(30))::awaitAll))
+        StepVerifier.withVirtualTime(() -> Flux.just(awaited).as(PushWait.failFast(Duration.ofSeconds(30))::awaitAll))
                 .expectSubscription()
                 .then(() -> assertThat(awaited.sink.currentSubscriberCount()).isEqualTo(1))
                 .thenCancel()
@@ -258,8 +258,8 @@ class PushWaitTest {
     }
 
     @Test
-    void statusesStillInFlightAtTheTimeoutFailWithTheSeedsMessage() {
-        StepVerifier.withVirtualTime(() -> PushWait.of(Duration.ofSeconds(3)).await(List.of(new Pushed())))
+    void statusesStillInFlightAtTheTimeoutFailWithMoriiosTimeoutMessage() {
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(3)).await(List.of(new Pushed())))
                 .expectSubscription()
                 .expectNoEvent(Duration.ofMillis(2999))
                 .thenAwait(Duration.ofMillis(1))
@@ -268,11 +268,28 @@ class PushWaitTest {
     }
 
     @Test
+    void aStatusThatDoesNotPushIsPolledAtTheSliceSet() {
+        VirtualTimeScheduler time = VirtualTimeScheduler.getOrSet();
+        try {
+            ScriptedStatus polled = ScriptedStatus.succeedsAt(time, Duration.ofMillis(22));
+            StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(3)).slice(Duration.ofMillis(4))
+                            .await(List.of(polled)))
+                    .expectSubscription()
+                    .expectNoEvent(Duration.ofMillis(23))
+                    .thenAwait(Duration.ofMillis(1))
+                    .verifyComplete();
+            assertThat(polled.queries()).isEqualTo(7);
+        } finally {
+            VirtualTimeScheduler.reset();
+        }
+    }
+
+    @Test
     void aStatusThatDoesNotPushIsPolledEverySlice() {
         VirtualTimeScheduler time = VirtualTimeScheduler.getOrSet();
         try {
             ScriptedStatus polled = ScriptedStatus.succeedsAt(time, Duration.ofMillis(25));
-            StepVerifier.withVirtualTime(() -> PushWait.of(Duration.ofSeconds(3)).await(List.of(polled)))
+            StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(3)).await(List.of(polled)))
                     .expectSubscription()
                     .expectNoEvent(Duration.ofMillis(29))
                     .thenAwait(Duration.ofMillis(1))
@@ -290,7 +307,7 @@ class PushWaitTest {
             Pushed a = new Pushed();
             AtomicReference<String> completedOn = new AtomicReference<>();
             CountDownLatch completed = new CountDownLatch(1);
-            PushWait.of(Duration.ofSeconds(30)).scheduler(waitThreads).await(List.of(a))
+            PushWait.failFast(Duration.ofSeconds(30)).scheduler(waitThreads).await(List.of(a))
                     .subscribe(null, e -> completed.countDown(), () -> {
                         completedOn.set(Thread.currentThread().getName());
                         completed.countDown();
@@ -314,7 +331,7 @@ class PushWaitTest {
             Pushed second = new Pushed();
             CountDownLatch secondDone = new CountDownLatch(1);
             CountDownLatch firstSawSecond = new CountDownLatch(1);
-            PushWait.of(Duration.ofSeconds(30)).scheduler(firstThreads).await(List.of(first))
+            PushWait.failFast(Duration.ofSeconds(30)).scheduler(firstThreads).await(List.of(first))
                     .subscribe(null, null, () -> {
                         // Downstream work that can only finish once the other wait's push got through.
                         try {
@@ -325,7 +342,7 @@ class PushWaitTest {
                             Thread.currentThread().interrupt();
                         }
                     });
-            PushWait.of(Duration.ofSeconds(30)).scheduler(secondThreads).await(List.of(second))
+            PushWait.failFast(Duration.ofSeconds(30)).scheduler(secondThreads).await(List.of(second))
                     .subscribe(null, null, secondDone::countDown);
             backend.execute(() -> first.push(StatusCode.SUCCESS));
             backend.execute(() -> second.push(StatusCode.SUCCESS));

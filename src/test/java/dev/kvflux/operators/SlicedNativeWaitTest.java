@@ -73,7 +73,7 @@ class SlicedNativeWaitTest {
     }
 
     @Test
-    void theTimeoutFiresAtTransferTimeoutWithTheSeedsMessage() {
+    void theTimeoutFiresAtTransferTimeoutWithMoriiosTimeoutMessage() {
         Object[] end = run(wait(SlicedNativeWait.failFast(engine, TIMEOUT)), List.of(ScriptedStatus.never(clock)));
 
         assertThat((Throwable) end[0]).hasMessage(

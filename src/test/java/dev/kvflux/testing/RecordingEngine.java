@@ -1,7 +1,6 @@
 package dev.kvflux.testing;
 
 import dev.kvflux.bindings.MemoryRegion;
-import dev.kvflux.bindings.MoriWaitAll;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
@@ -13,17 +12,17 @@ import java.util.concurrent.TimeUnit;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
- * An engine whose {@code waitAll} is MoRI's ({@link MoriWaitAll}) on a virtual clock that each sleep
+ * An engine whose {@code waitAll} is MoRI's ({@link TransferEngine#moriWaitAll}) on a virtual clock that each sleep
  * advances on the calling thread (so no time passes between statuses), and records every timeout it is called with and the
  * thread it ran on. For strategies whose blocking loop runs on the test thread.
  */
 public final class RecordingEngine implements TransferEngine {
-    private final MoriWaitAll waitAll;
+    private final WaitClock waitClock;
     public final List<Long> timeouts = new CopyOnWriteArrayList<>();
     public final List<String> threads = new CopyOnWriteArrayList<>();
 
     public RecordingEngine(VirtualTimeScheduler clock) {
-        this.waitAll = new MoriWaitAll(new MoriWaitAll.Clock() {
+        this.waitClock = new WaitClock() {
             @Override
             public long nanoTime() {
                 return clock.now(TimeUnit.NANOSECONDS);
@@ -37,7 +36,7 @@ public final class RecordingEngine implements TransferEngine {
                 }
                 return true;
             }
-        });
+        };
     }
 
     @Override
@@ -59,7 +58,7 @@ public final class RecordingEngine implements TransferEngine {
     public StatusCode waitAll(List<? extends TransferStatus> statuses, long timeoutMs) {
         timeouts.add(timeoutMs);
         threads.add(Thread.currentThread().getName());
-        return waitAll.waitAll(statuses, timeoutMs);
+        return TransferEngine.moriWaitAll(statuses, timeoutMs, waitClock);
     }
 
     @Override

@@ -1,6 +1,6 @@
 package dev.kvflux.tools.cli;
 
-import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.serving.config.Durations;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -8,8 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import picocli.CommandLine;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine;
 
 /**
  * Checks of option values before a command does anything: each throws a {@link ParameterException}
@@ -37,10 +37,10 @@ final class OptionChecks {
         return value;
     }
 
-    /** A positive transfer timeout of at most {@link CompletionWait#MAX_TRANSFER_TIMEOUT}; {@code null} passes. */
+    /** A positive transfer timeout of at most {@link WaitSpec#MAX_TRANSFER_TIMEOUT}; {@code null} passes. */
     static Duration transferTimeout(CommandLine cmd, String option, Duration value) {
         positive(cmd, option, value);
-        if (value != null && value.compareTo(CompletionWait.MAX_TRANSFER_TIMEOUT) > 0) {
+        if (value != null && value.compareTo(WaitSpec.MAX_TRANSFER_TIMEOUT) > 0) {
             throw new ParameterException(cmd, option + " must be at most 24h, got " + Durations.format(value)
                     + "; a stalled transfer would hold its request that long");
         }

@@ -2,7 +2,7 @@ package dev.kvflux.tools.cli;
 
 import static dev.kvflux.tools.cli.OptionChecks.require;
 
-import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.serving.config.Durations;
 import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.tools.repro.GpuSettings;
@@ -19,11 +19,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import picocli.CommandLine;
 
 /**
  * {@code kvflux repro}: vLLM's MoRI-IO measurement, timing each wait strategy over 118 × 128 × 32 KiB
@@ -94,7 +94,7 @@ public final class ReproCommand implements Callable<Integer> {
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         Duration sliceLength = slice != null ? slice : config.transfer().slice();
         require(cmd, !timeout.isZero() && !timeout.isNegative(), "--transfer-timeout must be greater than zero");
-        require(cmd, timeout.compareTo(CompletionWait.MAX_TRANSFER_TIMEOUT) <= 0, "--transfer-timeout must be at most"
+        require(cmd, timeout.compareTo(WaitSpec.MAX_TRANSFER_TIMEOUT) <= 0, "--transfer-timeout must be at most"
                 + " 24h, got " + Durations.format(timeout) + "; a stalled transfer would hold its wait that long");
         require(cmd, !sliceLength.isZero() && sliceLength.compareTo(timeout) < 0,
                 "--slice must be greater than zero and shorter than the transfer timeout (" + Durations.format(timeout) + ")");

@@ -102,7 +102,7 @@ public enum ReproStrategy {
             case SLICED_NATIVE -> SlicedNativeWait.of(engine, mode, timeout);
             case REACTIVE -> CompletionWait.of(mode, timeout);
             case REACTIVE_SHARED -> CompletionWait.of(mode, timeout).sharedPoll();
-            case REACTIVE_PUSH -> mode == FailMode.DRAIN ? PushWait.drain(timeout) : PushWait.failFast(timeout);
+            case REACTIVE_PUSH -> PushWait.of(mode, timeout);
         };
     }
 

@@ -1,8 +1,8 @@
 package dev.kvflux.tools.scale;
 
 import dev.kvflux.micrometer.MicrometerWaitRecorder;
-import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.WaitRecorder;
+import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.tools.Stats;
 import io.micrometer.core.instrument.Timer;
@@ -91,7 +91,7 @@ public final class ScaleBench {
         /** The experiment: 118 statuses within 1 s, 3 measured rounds after 1 warm-up, no recorder. */
         public static Settings defaults() {
             return new Settings(List.of(100, 1000, 10_000), List.of("reactive", "reactive-shared", "reactive-push"), 118,
-                    Duration.ofSeconds(1), 3, 1, CompletionWait.DEFAULT_SLICE, Duration.ofSeconds(30), 42);
+                    Duration.ofSeconds(1), 3, 1, WaitSpec.DEFAULT_SLICE, Duration.ofSeconds(30), 42);
         }
     }
 

@@ -1,6 +1,6 @@
 package dev.kvflux.transfer.notify;
 
-import dev.kvflux.transfer.internal.Durations;
+import dev.kvflux.bindings.DurationText;
 import io.netty.channel.ChannelOption;
 import java.net.InetSocketAddress;
 import java.nio.channels.ClosedChannelException;
@@ -103,7 +103,7 @@ public final class NotifyClient implements AutoCloseable {
                     .onErrorResume(error -> {
                         recorder.record(NotifyEvent.UNDELIVERABLE);
                         LOG.warn("{} for transfer {} is undeliverable to {}: {}", message.type(), message.transferId(),
-                                to, closed ? "the notify client was closed" : "no acknowledgement within " + Durations.format(within));
+                                to, closed ? "the notify client was closed" : "no acknowledgement within " + DurationText.of(within));
                         return Mono.just(false);
                     });
         });
@@ -225,7 +225,7 @@ public final class NotifyClient implements AutoCloseable {
          */
         Mono<Void> ackTimedOut(InetSocketAddress to, Duration ackTimeout) {
             TimeoutException timeout = new TimeoutException("no acknowledgement from " + to + " within "
-                    + Durations.format(ackTimeout) + "; reconnecting");
+                    + DurationText.of(ackTimeout) + "; reconnecting");
             failAll(timeout);
             return Mono.error(timeout);
         }
@@ -303,7 +303,7 @@ public final class NotifyClient implements AutoCloseable {
         public Builder idleLimit(Duration idleLimit) {
             if (idleLimit.isNegative() || idleLimit.isZero()) {
                 throw new IllegalArgumentException("notify client idle limit must be positive, got "
-                        + Durations.format(idleLimit));
+                        + DurationText.of(idleLimit));
             }
             return with(b -> b.idleLimit = idleLimit);
         }
@@ -323,7 +323,7 @@ public final class NotifyClient implements AutoCloseable {
         public Builder backoff(Duration min, Duration max) {
             if (min.isNegative() || min.isZero() || max.compareTo(min) < 0) {
                 throw new IllegalArgumentException("backoff must be positive with max >= min, got "
-                        + Durations.format(min) + " .. " + Durations.format(max));
+                        + DurationText.of(min) + " .. " + DurationText.of(max));
             }
             return with(b -> {
                 b.minBackoff = min;
@@ -334,7 +334,7 @@ public final class NotifyClient implements AutoCloseable {
         /** How long one attempt waits for the peer's acknowledgement before it counts as failed. Default 2 s. */
         public Builder ackTimeout(Duration ackTimeout) {
             if (ackTimeout.isNegative() || ackTimeout.isZero()) {
-                throw new IllegalArgumentException("ack timeout must be positive, got " + Durations.format(ackTimeout));
+                throw new IllegalArgumentException("ack timeout must be positive, got " + DurationText.of(ackTimeout));
             }
             return with(b -> b.ackTimeout = ackTimeout);
         }

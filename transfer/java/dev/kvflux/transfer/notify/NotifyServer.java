@@ -1,7 +1,7 @@
 package dev.kvflux.transfer.notify;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.transfer.LogContext;
-import dev.kvflux.transfer.internal.Durations;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
@@ -287,7 +287,7 @@ public final class NotifyServer implements AutoCloseable {
             Objects.requireNonNull(value, what);
             if (value.isZero() || value.isNegative()) {
                 throw new IllegalArgumentException("notify " + what + " must be positive, got "
-                        + Durations.format(value));
+                        + DurationText.of(value));
             }
             return value;
         }

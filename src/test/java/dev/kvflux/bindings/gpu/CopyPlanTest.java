@@ -10,7 +10,7 @@ class CopyPlanTest {
     private static final long BLOCK = 32 * 1024;
 
     @Test
-    void theSeedsEveryOtherBlockLayoutStaysOneCopyPerBlock() {
+    void theMoriIoMeasurementsEveryOtherBlockLayoutStaysOneCopyPerBlock() {
         long[] offsets = LongStream.range(0, 128).map(b -> 3 * 8L * 1024 * 1024 + 2 * b * BLOCK).toArray();
         CopyPlan copies = CopyPlan.of(BatchPlan.mirrored(offsets, BLOCK));
         assertThat(copies.copies()).isEqualTo(128);
@@ -65,7 +65,7 @@ class CopyPlanTest {
     }
 
     @Test
-    void theSeedsLayerBecomesOneHundredTwentyEightSegmentsOfMetadata() {
+    void theMoriIoMeasurementsLayerBecomesOneHundredTwentyEightSegmentsOfMetadata() {
         long[] offsets = LongStream.range(0, 128).map(b -> 2 * b * BLOCK).toArray();
         long[] meta = CopyPlan.of(BatchPlan.mirrored(offsets, BLOCK)).metadata(true);
         assertThat(meta).hasSize(3 * 128);

@@ -63,7 +63,7 @@ class SimulatedXgmiEngineTest {
     }
 
     @Test
-    void theSeedGeometryFinishesAboutPointTwoSecondsAfterTheLastPost() {
+    void theMoriIoMeasurementsGeometryFinishesAboutPointTwoSecondsAfterTheLastPost() {
         SimulatedXgmiEngine engine = engine(SimulatedXgmiEngine.builder());
         List<TransferStatus> statuses = SeedGeometry.writeAll(session(engine));
         long lastPost = now();

@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.sim.CopyPath;
-import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.TransferException;
 import dev.kvflux.transfer.notify.NotifyLimits;
@@ -71,7 +70,7 @@ class KvfluxConfigTest {
 
         assertThat(config.isValid()).as(config.toString()).isTrue();
         assertThat(config.get().transfer().stallAfter()).contains(Duration.ofSeconds(5));
-        assertThat(config.get().transfer().completionWait().toString()).contains("stall after PT5S");
+        assertThat(config.get().transfer().completionWait().toString()).contains("stall after 5s");
     }
 
     @Test

@@ -7,8 +7,8 @@ import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.NativeWait;
 import dev.kvflux.operators.SlicedNativeWait;
+import dev.kvflux.pipeline.WritePipeline;
 import dev.kvflux.serving.config.KvfluxConfig;
-import dev.kvflux.pipeline.write.WritePipeline;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 

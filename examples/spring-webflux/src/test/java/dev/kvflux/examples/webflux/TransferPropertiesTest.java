@@ -3,7 +3,7 @@ package dev.kvflux.examples.webflux;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.operators.WaitStrategy;
-import dev.kvflux.pipeline.write.WritePipeline;
+import dev.kvflux.pipeline.WritePipeline;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.junit.jupiter.api.Test;
@@ -28,7 +28,7 @@ class TransferPropertiesTest {
                 .run(beans -> {
                     assertThat(beans).hasNotFailed();
                     assertThat(beans.getBean(WaitStrategy.class))
-                            .hasToString("MeteredWait[CompletionWait[FAIL_FAST, timeout PT2S, slice PT0.005S]]");
+                            .hasToString("MeteredWait[CompletionWait[FAIL_FAST, timeout 2s, slice 5ms]]");
                     assertThat(beans.getBean(WritePipeline.class).maxInFlight()).isEqualTo(8);
                 });
     }

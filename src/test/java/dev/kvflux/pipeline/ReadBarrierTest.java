@@ -1,4 +1,4 @@
-package dev.kvflux.pipeline.read;
+package dev.kvflux.pipeline;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -5,21 +5,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.kvflux.bindings.BatchPlan;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.testing.NoLiveSimHandles;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import dev.kvflux.testing.NoLiveSimHandles;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * The seed's reproducer through FFM on the native simulator: 118 layers × 128 blocks × 32 KiB, one
+ * vLLM's MoRI-IO measurement through FFM on the native simulator: 118 layers × 128 blocks × 32 KiB, one
  * batch write per layer, block b of a layer at {@code layer * 8 MiB + 2 * b * 32 KiB} on both sides.
  * Real time with a short transfer timeout; the claims are ratios against it.
  */
 @ExtendWith(NoLiveSimHandles.class)
-class NativeSeedGeometryTest {
+class NativeMeasuredGeometryTest {
     private static final int LAYERS = 118;
     private static final int BLOCKS = 128;
     private static final long BLOCK_BYTES = 32 * 1024;
@@ -55,7 +55,7 @@ class NativeSeedGeometryTest {
 
     @Test
     void nativeWaitAllCostsTheWholeTimeoutThoughTheCopiesFinishedLongBefore() {
-        try (SimPair pair = new SimPair("seed-native", LAYERS * LAYER_BYTES)) {
+        try (SimPair pair = new SimPair("measured-native", LAYERS * LAYER_BYTES)) {
             List<MoriStatus> statuses = postRequest(pair);
             long start = pair.sim.nowNanos();
             StatusCode code = pair.p.waitAll(statuses, TIMEOUT.toMillis());
@@ -74,7 +74,7 @@ class NativeSeedGeometryTest {
 
     @Test
     void reactiveWaitCostsAboutTheCopyTime() {
-        try (SimPair pair = new SimPair("seed-reactive", LAYERS * LAYER_BYTES)) {
+        try (SimPair pair = new SimPair("measured-reactive", LAYERS * LAYER_BYTES)) {
             List<MoriStatus> statuses = postRequest(pair);
             long start = pair.sim.nowNanos();
             CompletionWait.failFast(TIMEOUT).await(statuses).block();

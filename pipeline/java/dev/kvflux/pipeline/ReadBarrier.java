@@ -1,4 +1,4 @@
-package dev.kvflux.pipeline.read;
+package dev.kvflux.pipeline;
 
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.CompletionWait;

@@ -1,8 +1,11 @@
-package dev.kvflux.bindings;
+package dev.kvflux.bindings.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.testing.ScriptedStatus;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,7 +27,7 @@ class MoriWaitAllTest {
     private final VirtualTimeScheduler time = VirtualTimeScheduler.create();
     private final List<Long> sleeps = new ArrayList<>();
     private long readCostNanos;
-    private final MoriWaitAll waitAll = new MoriWaitAll(new MoriWaitAll.Clock() {
+    private final MoriWaitAll waitAll = new MoriWaitAll(new TransferEngine.WaitClock() {
         @Override
         public long nanoTime() {
             if (readCostNanos > 0) {
@@ -47,7 +50,7 @@ class MoriWaitAllTest {
         return time.now(TimeUnit.NANOSECONDS);
     }
 
-    private List<ScriptedStatus> seedLayers(int count) {
+    private List<ScriptedStatus> measuredLayers(int count) {
         return IntStream.range(0, count)
                 .mapToObj(i -> ScriptedStatus.succeedsAt(time, Duration.ofMillis(100 + i)))
                 .toList();
@@ -69,7 +72,7 @@ class MoriWaitAllTest {
     @Test
     void whenTheClockAdvancesLessThanTheTruncatedMillisecondTheRestArePolledAndSucceedJustUnderTheDeadline() {
         readCostNanos = 1_000;
-        List<ScriptedStatus> layers = seedLayers(118);
+        List<ScriptedStatus> layers = measuredLayers(118);
 
         assertThat(waitAll.waitAll(layers, 30_000)).isEqualTo(StatusCode.SUCCESS);
 
@@ -80,7 +83,7 @@ class MoriWaitAllTest {
     @Test
     void whenPollingTheRestOutlastsTheLastMillisecondTheWaitIsInProgressAtTheDeadline() {
         readCostNanos = 10_000;
-        List<ScriptedStatus> layers = seedLayers(118);
+        List<ScriptedStatus> layers = measuredLayers(118);
 
         assertThat(waitAll.waitAll(layers, 30_000)).isEqualTo(StatusCode.IN_PROGRESS);
 
@@ -179,7 +182,7 @@ class MoriWaitAllTest {
     @Test
     void aNegativeTimeoutUsesTheEnginesBlocker() {
         List<TransferStatus> blocked = new ArrayList<>();
-        MoriWaitAll synchronizing = new MoriWaitAll(new MoriWaitAll.Clock() {
+        MoriWaitAll synchronizing = new MoriWaitAll(new TransferEngine.WaitClock() {
             @Override
             public long nanoTime() {
                 return now();

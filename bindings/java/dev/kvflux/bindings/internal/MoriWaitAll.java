@@ -1,5 +1,9 @@
-package dev.kvflux.bindings;
+package dev.kvflux.bindings.internal;
 
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferEngine.WaitClock;
+import dev.kvflux.bindings.TransferEngine;
+import dev.kvflux.bindings.TransferStatus;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
@@ -35,22 +39,12 @@ import java.util.concurrent.locks.LockSupport;
  * interrupt flag, so a cancelled wait gives its thread back at once.
  *
  * <p>Thread-safe if the clock and the statuses are; blocks the calling thread.
+ *
+ * <p>An engine's blocking algorithm, not API: kvflux's engines use it, and an engine outside the bindings gets
+ * it through {@link TransferEngine#moriWaitAll}.
  */
 public final class MoriWaitAll {
     private static final long MILLI = TimeUnit.MILLISECONDS.toNanos(1);
-
-    /** Monotonic time in nanoseconds, and sleeping on it. */
-    public interface Clock {
-        long nanoTime();
-
-        /**
-         * Sleeps until this clock reads {@code deadlineNanos} or later.
-         *
-         * @return false if the sleep was cut short: the thread was interrupted (its interrupt flag is
-         *         set on return) or the clock was closed
-         */
-        boolean sleepUntil(long deadlineNanos);
-    }
 
     /**
      * What an unbounded wait ({@code timeoutMs < 0}) does with a status found in flight: block until it
@@ -63,16 +57,16 @@ public final class MoriWaitAll {
         boolean awaitChange(TransferStatus status);
     }
 
-    private final Clock clock;
+    private final WaitClock clock;
     private final Blocker blocker;
 
     /** MoRI's wait on {@code clock}; an unbounded wait polls an in-flight status every millisecond. */
-    public MoriWaitAll(Clock clock) {
+    public MoriWaitAll(WaitClock clock) {
         this(clock, null);
     }
 
     /** MoRI's wait on {@code clock}, with {@code blocker} for the unbounded wait. */
-    public MoriWaitAll(Clock clock, Blocker blocker) {
+    public MoriWaitAll(WaitClock clock, Blocker blocker) {
         this.clock = Objects.requireNonNull(clock, "clock");
         this.blocker = blocker != null ? blocker : status -> clock.sleepUntil(clock.nanoTime() + MILLI);
     }
@@ -194,7 +188,7 @@ public final class MoriWaitAll {
      * {@link System#nanoTime()} and parking, for engines on real hardware. {@link #close()} ends every
      * sleep in progress and every later one at once (they return false).
      */
-    public static final class SystemClock implements Clock, AutoCloseable {
+    public static final class SystemClock implements WaitClock, AutoCloseable {
         private final Set<Thread> sleepers = ConcurrentHashMap.newKeySet();
         private volatile boolean closed;
 

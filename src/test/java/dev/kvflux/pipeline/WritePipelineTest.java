@@ -1,4 +1,4 @@
-package dev.kvflux.pipeline.write;
+package dev.kvflux.pipeline;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -10,7 +10,7 @@ import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.TransferException.Kind;
-import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.pipeline.WriteOutcome.WriteDone;
 import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
 import dev.kvflux.testing.SeedGeometry;
@@ -217,15 +217,20 @@ class WritePipelineTest {
     }
 
     @Test
-    void theOutcomeIsAlsoAVavrEither() {
+    void theOutcomeIsASealedTypeThatASwitchCoversWithoutADefault() {
         TransferSession session = session(SimulatedXgmiEngine.builder());
-        Map<String, Object> eithers = new ConcurrentHashMap<>();
+        Map<String, String> told = new ConcurrentHashMap<>();
 
-        pipeline().build().writeEither(request("r", session)).subscribe(e -> eithers.put("r", e));
+        pipeline().build().write(request("r", session)).subscribe(outcome -> told.put("r", switch (outcome) {
+            case WriteDone done -> "done " + done.transferId();
+            case WriteFailed failed -> "failed " + failed.code();
+        }));
         clock.advanceTimeBy(Duration.ofSeconds(1));
 
-        assertThat(eithers.get("r")).isEqualTo(io.vavr.control.Either.right(new WriteDone("r")));
-        assertThat(new WriteFailed("x", StatusCode.ERR_GPU_OP, "y").toEither().isLeft()).isTrue();
+        assertThat(told).containsEntry("r", "done r");
+        assertThat(WriteOutcome.class.isSealed()).isTrue();
+        assertThat(WriteOutcome.class.getPermittedSubclasses()).containsExactlyInAnyOrder(WriteDone.class,
+                WriteFailed.class);
     }
 
     @Test
@@ -241,7 +246,7 @@ class WritePipelineTest {
 
         assertThat(outcomes.get("never-sealed")).isInstanceOfSatisfying(WriteFailed.class, f -> {
             assertThat(f.code()).isEqualTo(StatusCode.ERR_BAD_STATE);
-            assertThat(f.reason()).contains("gave no layer and did not complete for 5000 ms");
+            assertThat(f.reason()).contains("gave no layer and did not complete for 5s");
         });
         assertThat(outcomeAt.get("never-sealed")).isEqualTo(5_000);
         assertThat(outcomes.get("next")).isInstanceOf(WriteDone.class);
@@ -398,7 +403,7 @@ class WritePipelineTest {
         assertThat(recorder.startedStatuses).containsExactly(LAYERS, LAYERS);
         assertThat(recorder.failures).containsExactly(StatusCode.ERR_RDMA_OP);
         assertThat(recorder.lags).singleElement().satisfies(lag -> assertThat(lag)
-                .isBetween(Duration.ZERO, CompletionWait.DEFAULT_SLICE));
+                .isBetween(Duration.ZERO, WaitSpec.DEFAULT_SLICE));
         assertThat(recorder.inFlight()).isZero();
     }
 }

@@ -1,4 +1,4 @@
-package dev.kvflux.pipeline.write;
+package dev.kvflux.pipeline;
 
 import dev.kvflux.bindings.TransferSession;
 import java.util.Objects;

@@ -1,4 +1,4 @@
-package dev.kvflux.pipeline.write;
+package dev.kvflux.pipeline;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicInteger;

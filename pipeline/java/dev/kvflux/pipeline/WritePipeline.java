@@ -1,5 +1,6 @@
-package dev.kvflux.pipeline.write;
+package dev.kvflux.pipeline;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.CompletionWait;
@@ -7,10 +8,8 @@ import dev.kvflux.operators.Polls;
 import dev.kvflux.operators.TransferException;
 import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitStrategy;
-import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.pipeline.WriteOutcome.WriteDone;
 import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
-import io.vavr.control.Either;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeoutException;
@@ -112,11 +111,6 @@ public final class WritePipeline {
         return gate.run(Mono.defer(() -> run(request)));
     }
 
-    /** {@link #write}'s outcome as a Vavr {@code Either}: right for done, left for failed. */
-    public Mono<Either<WriteFailed, WriteDone>> writeEither(WriteRequest request) {
-        return write(request).map(WriteOutcome::toEither);
-    }
-
     /**
      * One outcome per request, in the order they end (not the order they came). Completes when
      * {@code requests} has completed and every outcome is out; an error of {@code requests} itself is
@@ -132,7 +126,7 @@ public final class WritePipeline {
         return request.layers()
                 .timeout(layerTimeout, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE,
                         "the layer stream of transfer " + id + " gave no layer and did not complete for "
-                                + layerTimeout.toMillis() + " ms; complete it once the last layer is out")), on)
+                                + DurationText.of(layerTimeout) + "; complete it once the last layer is out")), on)
                 .onErrorMap(e -> !(e instanceof TransferException), e -> new TransferException(StatusCode.ERR_BAD_STATE,
                         "the layer stream of transfer " + id + " failed: " + e))
                 // Layers are taken as they come, so the silence above is the producer's, not our posting's.
@@ -150,7 +144,7 @@ public final class WritePipeline {
                 .timeout(eventTimeout, on)
                 .onErrorMap(e -> new TransferException(StatusCode.ERR_GPU_OP, "layer " + layer.layer()
                         + "'s event " + (e instanceof TimeoutException
-                                ? "was not ready after " + eventTimeout.toMillis() + " ms" : "failed: " + e.getMessage())))
+                                ? "was not ready after " + DurationText.of(eventTimeout) : "failed: " + e.getMessage())))
                 .then(Mono.fromCallable(() -> {
                     TransferStatus status;
                     try {
@@ -177,11 +171,14 @@ public final class WritePipeline {
 
     /** Settings for a {@link WritePipeline}. */
     public static final class Builder {
+        private static final Duration DEFAULT_EVENT_TIMEOUT = Duration.ofSeconds(30);
+        private static final Duration DEFAULT_LAYER_TIMEOUT = Duration.ofMinutes(2);
+
         private WaitStrategy waitStrategy = CompletionWait.failFast(Duration.ofSeconds(30));
         private int maxInFlight = 64;
-        private Duration eventPollPeriod = Duration.ofMillis(1);
-        private Duration eventTimeout = Duration.ofSeconds(30);
-        private Duration layerTimeout = Duration.ofMinutes(2);
+        private Duration eventPollPeriod = Polls.DEFAULT_EVENT_POLL;
+        private Duration eventTimeout = DEFAULT_EVENT_TIMEOUT;
+        private Duration layerTimeout = DEFAULT_LAYER_TIMEOUT;
         private Scheduler scheduler;
         private WaitRecorder recorder;
 
@@ -220,9 +217,9 @@ public final class WritePipeline {
             return this;
         }
 
-        /** How often a layer's event is queried until ready (default 1 ms). */
+        /** How often a layer's event is queried until ready (default {@link Polls#DEFAULT_EVENT_POLL}, 1 ms). */
         public Builder eventPollPeriod(Duration eventPollPeriod) {
-            this.eventPollPeriod = positive(eventPollPeriod, "event poll period", "1 ms");
+            this.eventPollPeriod = positive(eventPollPeriod, "event poll period", Polls.DEFAULT_EVENT_POLL);
             return this;
         }
 
@@ -231,7 +228,7 @@ public final class WritePipeline {
          * past it the request fails with ERR_GPU_OP.
          */
         public Builder eventTimeout(Duration eventTimeout) {
-            this.eventTimeout = positive(eventTimeout, "event timeout", "30 s");
+            this.eventTimeout = positive(eventTimeout, "event timeout", DEFAULT_EVENT_TIMEOUT);
             return this;
         }
 
@@ -241,7 +238,7 @@ public final class WritePipeline {
          * request that is never sealed still gets its outcome and gives its place back.
          */
         public Builder layerTimeout(Duration layerTimeout) {
-            this.layerTimeout = positive(layerTimeout, "layer timeout", "2 min");
+            this.layerTimeout = positive(layerTimeout, "layer timeout", DEFAULT_LAYER_TIMEOUT);
             return this;
         }
 
@@ -255,10 +252,11 @@ public final class WritePipeline {
             return new WritePipeline(this);
         }
 
-        private static Duration positive(Duration d, String what, String byDefault) {
+        private static Duration positive(Duration d, String what, Duration byDefault) {
             Objects.requireNonNull(d, what);
             if (d.isZero() || d.isNegative()) {
-                throw new IllegalArgumentException(what + " must be positive, got " + d + "; the default is " + byDefault);
+                throw new IllegalArgumentException(what + " must be positive, got " + DurationText.of(d) + "; the default is "
+                        + DurationText.of(byDefault));
             }
             return d;
         }
