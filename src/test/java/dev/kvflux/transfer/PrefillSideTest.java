@@ -1,0 +1,112 @@
+package dev.kvflux.transfer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.sim.SimulatedLayerEvent;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.pipeline.WritePipeline;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.scheduler.Schedulers;
+
+/** The prefill side's own rules, with a real decode side over loopback on the simulated engine. */
+class PrefillSideTest {
+    private static final int LAYERS = 3;
+    private static final Duration WAIT = Duration.ofSeconds(5);
+
+    private final SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+    private final List<PrefillRecorder.Event> events = new CopyOnWriteArrayList<>();
+    private final DecodeSide decode = DecodeSide.builder().receiveDeadline(Duration.ofSeconds(3)).bindNow();
+    private PrefillSide prefill = prefill(Duration.ofSeconds(3));
+
+    private PrefillSide prefill(Duration decodeDeadline) {
+        KvLayout layout = KvLayout.rows(LAYERS, 1024, 64);
+        MemoryRegion local = engine.registerMemory(layout.regionBytes(), 0);
+        MemoryRegion remote = new MemoryRegion("decode", 0, layout.regionBytes(), 1);
+        return PrefillSide.builder().layout(layout).sessions(DecodeSessions.of(engine.createSession(local, remote)))
+                .pipeline(WritePipeline.builder().waitStrategy(CompletionWait.failFast(Duration.ofSeconds(2))).build())
+                .transferTimeout(Duration.ofSeconds(2)).decodeDeadline(decodeDeadline)
+                .recorder(new PrefillRecorder() {
+                    @Override
+                    public void record(Event event, String transferId) {
+                        events.add(event);
+                    }
+                }).bindNow();
+    }
+
+    @AfterEach
+    void close() {
+        prefill.close(Duration.ZERO);
+        decode.close();
+        engine.close();
+    }
+
+    private static List<LayerEvent> ready(int layers) {
+        return Collections.nCopies(layers, SimulatedLayerEvent.readyAfter(Schedulers.parallel(), Duration.ZERO));
+    }
+
+    private InetSocketAddress decodeAt() {
+        return decode.notifyAddress();
+    }
+
+    @Test
+    void aTransferIsWrittenOnceAndItsOutcomeIsTheOneDecodeIsTold() {
+        DecodeTransfer receiving = decode.open("t-1", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
+        var kv = receiving.kv().toFuture();
+        PrefillTransfer sending = prefill.open("t-1", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+
+        assertThat(sending.write(ready(LAYERS)).block(WAIT)).isEqualTo(new WriteOutcome.WriteDone("t-1"));
+        assertThat(kv).succeedsWithin(WAIT);
+        assertThatThrownBy(() -> sending.write(ready(LAYERS))).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("write it once");
+        receiving.close();
+    }
+
+    @Test
+    void aWriteNeedsOneEventPerLayer() {
+        PrefillTransfer sending = prefill.open("t-2", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+        assertThatThrownBy(() -> sending.write(ready(LAYERS - 1))).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("one event per layer");
+        sending.close();
+    }
+
+    @Test
+    void aWriteAfterTheTransfersDeadlinePostsNothingAndAbortsIt() {
+        prefill.close(Duration.ZERO);
+        prefill = prefill(Duration.ofNanos(1));   // passed by the time write is called
+        PrefillTransfer sending = prefill.open("late", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+
+        assertThat(sending.write(ready(LAYERS)).blockOptional(WAIT)).as("no outcome: decode has given up").isEmpty();
+        assertThat(sending.aborted().block(WAIT)).contains("after the transfer's deadline");
+        assertThat(events).contains(PrefillRecorder.Event.PAST_DEADLINE, PrefillRecorder.Event.ABORTED);
+    }
+
+    @Test
+    void anIdThatRanBeforeIsRefusedAsADuplicateWithNothingAllocated() {
+        PrefillTransfer first = prefill.open("t-3", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+        first.close();
+
+        assertThatThrownBy(() -> prefill.open("t-3", decodeAt(), 4, PrefillTransfer.Observer.NONE))
+                .isInstanceOfSatisfying(TransferRefusedException.class,
+                        e -> assertThat(e.reason()).isEqualTo(TransferRefusedException.Reason.DUPLICATE));
+        assertThat(events).contains(PrefillRecorder.Event.REFUSED_DUPLICATE);
+    }
+
+    @Test
+    void aTransferNeedingMoreBlocksThanAreFreeIsRefused() {
+        assertThatThrownBy(() -> prefill.open("huge", decodeAt(), PrefillSide.DEFAULT_BLOCKS + 1,
+                PrefillTransfer.Observer.NONE)).isInstanceOfSatisfying(TransferRefusedException.class,
+                        e -> assertThat(e.reason()).isEqualTo(TransferRefusedException.Reason.OUT_OF_BLOCKS));
+        assertThat(prefill.blocks().owners()).isZero();
+    }
+}
