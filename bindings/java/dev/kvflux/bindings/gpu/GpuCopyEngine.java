@@ -13,15 +13,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Queue;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * A transfer engine over the HIP or CUDA runtime with MoRI xGMI's design. The destination registers its
@@ -120,8 +119,10 @@ public final class GpuCopyEngine implements TransferEngine {
     private final StreamProgress[] progress;
     private final LongAdder eventQueries = new LongAdder();
     private final AtomicLong nextStream = new AtomicLong();
-    private final Queue<GpuEvent> events = new ConcurrentLinkedQueue<>();
-    private final List<GpuEvent> allEvents = new ArrayList<>();
+    /** The batches' completion events (timing disabled). */
+    private final GpuResourcePool<GpuEvent> events;
+    /** What a status calls with its event once its batch is done: made once, not once per batch. */
+    private final Consumer<LayerEvent> releaseEvent;
     private final AtomicInteger nextRegion = new AtomicInteger();
     private final AtomicLong nextUid = new AtomicLong();
     private final Map<Integer, Local> locals = new ConcurrentHashMap<>();
@@ -133,8 +134,8 @@ public final class GpuCopyEngine implements TransferEngine {
     private final ReadWriteLock waitersAndClose = new ReentrantReadWriteLock();
     private final Config config;
     private final ScatterGatherKernel kernel;
-    private final Queue<MetadataSlot> slots = new ConcurrentLinkedQueue<>();
-    private final List<MetadataSlot> allSlots = new ArrayList<>();
+    /** Scatter/gather metadata slots of {@link #SLOT_SEGMENTS} segments; a larger batch's slot is adopted. */
+    private final GpuResourcePool<MetadataSlot> slots;
 
     private record Local(DeviceBuffer buffer, GpuMemoryDescriptor descriptor) {
     }
@@ -146,20 +147,19 @@ public final class GpuCopyEngine implements TransferEngine {
         this.config = config;
         this.streams = new GpuStream[config.streams()];
         this.progress = new StreamProgress[config.streams()];
+        this.events = new GpuResourcePool<>(() -> runtime.createEvent(device, false));
+        this.releaseEvent = e -> events.release((GpuEvent) e);
+        this.slots = new GpuResourcePool<>(() -> new MetadataSlot(runtime, device, SLOT_SEGMENTS));
         ScatterGatherKernel loaded = null;
         try {
             for (int i = 0; i < streams.length; i++) {
                 streams[i] = runtime.createStream(device);
                 progress[i] = new StreamProgress(eventQueries, System::nanoTime, config.sharedStreamProgress());
             }
-            for (int i = 0; i < config.events(); i++) {
-                events.add(newEvent());
-            }
+            events.fill(config.events());
             if (config.scatterGather()) {
                 loaded = loadKernel(runtime, device);
-                for (int i = 0; i < config.events(); i++) {
-                    slots.add(newSlot(SLOT_SEGMENTS));
-                }
+                slots.fill(config.events());
             }
         } catch (RuntimeException e) {
             this.kernel = loaded;
@@ -305,7 +305,7 @@ public final class GpuCopyEngine implements TransferEngine {
 
     /** Events in the completion pool now (idle ones; in-flight batches hold the rest). */
     public int idleEvents() {
-        return events.size();
+        return events.idleCount();
     }
 
     @Override
@@ -325,12 +325,8 @@ public final class GpuCopyEngine implements TransferEngine {
         List<AutoCloseable> all = new ArrayList<>();
         all.addAll(opened.values());
         locals.values().forEach(l -> all.add(l.buffer()));
-        synchronized (allEvents) {
-            all.addAll(allEvents);
-        }
-        synchronized (allSlots) {
-            all.addAll(allSlots);
-        }
+        all.add(events::closeAll);
+        all.add(slots::closeAll);
         if (kernel != null) {
             all.add(kernel);
         }
@@ -368,56 +364,17 @@ public final class GpuCopyEngine implements TransferEngine {
         return engine + "#" + id;
     }
 
-    private GpuEvent newEvent() {
-        GpuEvent e = runtime.createEvent(device, false);
-        synchronized (allEvents) {
-            allEvents.add(e);
-        }
-        return e;
-    }
-
-    private GpuEvent acquireEvent() {
-        GpuEvent e = events.poll();
-        return e != null ? e : newEvent();
-    }
-
-    private void releaseEvent(LayerEvent e) {
-        events.add((GpuEvent) e);
-    }
-
-    private MetadataSlot newSlot(int segments) {
-        MetadataSlot slot = new MetadataSlot(runtime, device, segments);
-        synchronized (allSlots) {
-            allSlots.add(slot);
-        }
-        return slot;
-    }
-
     /** A pooled slot for {@code segments} segments, or a new one; a batch larger than the pool's gets its own. */
     private MetadataSlot acquireSlot(int segments) {
-        if (segments > SLOT_SEGMENTS) {
-            return newSlot(segments);
-        }
-        MetadataSlot slot = slots.poll();
-        return slot != null ? slot : newSlot(SLOT_SEGMENTS);
+        return segments > SLOT_SEGMENTS ? slots.adopt(new MetadataSlot(runtime, device, segments)) : slots.acquire();
     }
 
-    private void discardSlot(MetadataSlot slot) {
-        synchronized (allSlots) {
-            allSlots.remove(slot);
-        }
-        try {
-            slot.close();
-        } catch (RuntimeException ignored) {
-            // The batch already failed; this failure says nothing more.
-        }
-    }
-
+    /** Back to the pool, or, if it was a larger batch's own, freed. */
     private void releaseSlot(MetadataSlot slot) {
         if (slot.capacity() == SLOT_SEGMENTS) {
-            slots.add(slot);
+            slots.release(slot);
         } else {
-            discardSlot(slot);
+            slots.discard(slot);
         }
     }
 
@@ -475,7 +432,7 @@ public final class GpuCopyEngine implements TransferEngine {
             MetadataSlot slot = null;
             try {
                 runtime.setDevice(device);
-                done = acquireEvent();
+                done = events.acquire();
                 slot = gather ? acquireSlot(copies.copies()) : null;
                 int streamIndex = (int) (nextStream.getAndIncrement() % streams.length);
                 GpuStream stream = streams[streamIndex];
@@ -502,8 +459,8 @@ public final class GpuCopyEngine implements TransferEngine {
                     done.record(stream);
                     MetadataSlot held = slot;
                     StreamProgress onStream = progress[streamIndex];
-                    status.posted(done, held == null ? GpuCopyEngine.this::releaseEvent : e -> {
-                        releaseEvent(e);
+                    status.posted(done, held == null ? releaseEvent : e -> {
+                        releaseEvent.accept(e);
                         releaseSlot(held);
                     }, done::synchronize, onStream, onStream.nextSequence());
                     done = null;
@@ -514,11 +471,11 @@ public final class GpuCopyEngine implements TransferEngine {
                 }
             } catch (RuntimeException failed) {
                 if (done != null) {
-                    releaseEvent(done);
+                    events.release(done);
                 }
                 if (slot != null) {
                     // Its upload may be queued: freeing it waits for that, so no later batch overwrites it early.
-                    discardSlot(slot);
+                    slots.discard(slot);
                 }
                 status.fail(StatusCode.ERR_GPU_OP, failed.getMessage());
             }
