@@ -11,10 +11,7 @@ import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.bindings.internal.MoriWaitAll;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Lock;
@@ -123,11 +120,8 @@ public final class GpuCopyEngine implements TransferEngine {
     private final GpuResourcePool<GpuEvent> events;
     /** What a status calls with its event once its batch is done: made once, not once per batch. */
     private final Consumer<LayerEvent> releaseEvent;
-    private final AtomicInteger nextRegion = new AtomicInteger();
     private final AtomicLong nextUid = new AtomicLong();
-    private final Map<Integer, Local> locals = new ConcurrentHashMap<>();
-    private final Map<String, GpuMemoryDescriptor> remotes = new ConcurrentHashMap<>();
-    private final Map<String, PeerBuffer> opened = new ConcurrentHashMap<>();
+    private final GpuRegions regions;
     private final MoriWaitAll.SystemClock clock = MoriWaitAll.systemClock();
     private final MoriWaitAll waitAll = new MoriWaitAll(clock, this::synchronize);
     /** Held shared by each waitAll, exclusively by close: no wait's last poll meets a destroyed event. */
@@ -137,9 +131,6 @@ public final class GpuCopyEngine implements TransferEngine {
     /** Scatter/gather metadata slots of {@link #SLOT_SEGMENTS} segments; a larger batch's slot is adopted. */
     private final GpuResourcePool<MetadataSlot> slots;
 
-    private record Local(DeviceBuffer buffer, GpuMemoryDescriptor descriptor) {
-    }
-
     private GpuCopyEngine(GpuRuntime runtime, String key, int device, Config config) {
         this.runtime = runtime;
         this.key = key;
@@ -147,6 +138,7 @@ public final class GpuCopyEngine implements TransferEngine {
         this.config = config;
         this.streams = new GpuStream[config.streams()];
         this.progress = new StreamProgress[config.streams()];
+        this.regions = new GpuRegions(runtime, key, device);
         this.events = new GpuResourcePool<>(() -> runtime.createEvent(device, false));
         this.releaseEvent = e -> events.release((GpuEvent) e);
         this.slots = new GpuResourcePool<>(() -> new MetadataSlot(runtime, device, SLOT_SEGMENTS));
@@ -226,47 +218,28 @@ public final class GpuCopyEngine implements TransferEngine {
             throw new IllegalArgumentException("this GPU copy engine works on device " + this.device
                     + ", not " + device + "; open one engine per device");
         }
-        DeviceBuffer buffer = runtime.allocate(device, size);
-        try {
-            int id = nextRegion.getAndIncrement();
-            GpuMemoryDescriptor descriptor = new GpuMemoryDescriptor(key, id, device, buffer.address(), size,
-                    runtime.exportIpc(buffer));
-            locals.put(id, new Local(buffer, descriptor));
-            return new MemoryRegion(key, id, size, device);
-        } catch (RuntimeException e) {
-            buffer.close();
-            throw e;
-        }
+        return regions.register(size);
     }
 
     /** The device buffer behind a region this engine registered (to fill it, or read it back). */
     public DeviceBuffer buffer(MemoryRegion local) {
-        return local(local).buffer();
+        return regions.buffer(local);
     }
 
     /** The descriptor to send to the peer for a region this engine registered. */
     public GpuMemoryDescriptor describe(MemoryRegion local) {
-        return local(local).descriptor();
+        return regions.describe(local);
     }
 
     /** Registers a region the peer described; its IPC handle is opened when a session first needs it. */
     public MemoryRegion registerRemote(GpuMemoryDescriptor remote) {
-        remotes.put(remoteKey(remote.engineKey(), remote.id()), remote);
-        return new MemoryRegion(remote.engineKey(), remote.id(), remote.size(), remote.device());
+        return regions.registerRemote(remote);
     }
 
     @Override
     public GpuSession createSession(MemoryRegion local, MemoryRegion remote) {
-        Local mine = local(local);
-        String remoteKey = remoteKey(remote.engineKey(), remote.id());
-        GpuMemoryDescriptor theirs = remotes.get(remoteKey);
-        if (theirs == null) {
-            throw new IllegalArgumentException("remote region " + remote.id() + " of engine " + remote.engineKey()
-                    + " is not registered; call registerRemote with the peer's descriptor first");
-        }
-        PeerBuffer mapped = opened.computeIfAbsent(remoteKey,
-                k -> runtime.openIpc(theirs.ipcHandle(), device, theirs.size()));
-        return new GpuSession(local, remote, mine.buffer().address(), mapped.address());
+        long localBase = regions.buffer(local).address();
+        return new GpuSession(local, remote, localBase, regions.open(remote).address());
     }
 
     @Override
@@ -320,11 +293,13 @@ public final class GpuCopyEngine implements TransferEngine {
         }
     }
 
+    /**
+     * Frees everything, in this order: the peers' mapped buffers, this engine's buffers, the events, the
+     * metadata slots, the kernel, the streams. A failure does not stop the rest; the first is thrown.
+     */
     private void release() {
-        RuntimeException first = null;
         List<AutoCloseable> all = new ArrayList<>();
-        all.addAll(opened.values());
-        locals.values().forEach(l -> all.add(l.buffer()));
+        all.add(regions::closeAll);
         all.add(events::closeAll);
         all.add(slots::closeAll);
         if (kernel != null) {
@@ -335,33 +310,7 @@ public final class GpuCopyEngine implements TransferEngine {
                 all.add(s);
             }
         }
-        for (AutoCloseable c : all) {
-            try {
-                c.close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                }
-            }
-        }
-        opened.clear();
-        locals.clear();
-        if (first != null) {
-            throw first;
-        }
-    }
-
-    private Local local(MemoryRegion region) {
-        Local l = region.engineKey().equals(key) ? locals.get(region.id()) : null;
-        if (l == null) {
-            throw new IllegalArgumentException("region " + region.id() + " of engine " + region.engineKey()
-                    + " was not registered with engine " + key);
-        }
-        return l;
-    }
-
-    private static String remoteKey(String engine, int id) {
-        return engine + "#" + id;
+        GpuResourcePool.closeEach(all);
     }
 
     /** A pooled slot for {@code segments} segments, or a new one; a batch larger than the pool's gets its own. */
