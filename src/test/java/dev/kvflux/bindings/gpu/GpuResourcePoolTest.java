@@ -3,6 +3,7 @@ package dev.kvflux.bindings.gpu;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -30,12 +31,15 @@ class GpuResourcePoolTest {
         }
 
         @Override
-        public void close() throws Exception {
+        public void close() throws IOException {
             synchronized (closed) {
                 closed.add(id);
             }
+            if (failure instanceof IOException checked) {
+                throw checked;
+            }
             if (failure != null) {
-                throw failure;
+                throw (RuntimeException) failure;
             }
         }
     }
@@ -63,7 +67,7 @@ class GpuResourcePoolTest {
     }
 
     @Test
-    void closeAllClosesEveryResourceIdleOrLentOnceInTheOrderTheyWereMade() throws Exception {
+    void closeAllClosesEveryResourceIdleOrLentOnceInTheOrderTheyWereMade() {
         pool.fill(2);
         Fake lent = pool.acquire();
         pool.acquire();
@@ -74,7 +78,7 @@ class GpuResourcePoolTest {
     }
 
     @Test
-    void aDiscardedResourceIsClosedAtOnceAndNotAgainByCloseAll() throws Exception {
+    void aDiscardedResourceIsClosedAtOnceAndNotAgainByCloseAll() {
         pool.fill(2);
         Fake broken = pool.acquire();
         pool.discard(broken);
@@ -92,7 +96,7 @@ class GpuResourcePoolTest {
     }
 
     @Test
-    void anAdoptedResourceIsClosedByCloseAllWhileLentAndNeverEntersThePool() throws Exception {
+    void anAdoptedResourceIsClosedByCloseAllWhileLentAndNeverEntersThePool() {
         pool.adopt(new Fake(100));
         assertThat(pool.idleCount()).isZero();
         assertThat(pool.acquire().id).isZero();
@@ -101,7 +105,7 @@ class GpuResourcePoolTest {
     }
 
     @Test
-    void anAdoptedResourceDiscardedAfterItsBatchIsNotClosedAgain() throws Exception {
+    void anAdoptedResourceDiscardedAfterItsBatchIsNotClosedAgain() {
         Fake oneOff = pool.adopt(new Fake(100));
         pool.discard(oneOff);
         pool.closeAll();
@@ -122,7 +126,7 @@ class GpuResourcePoolTest {
     @Test
     void aCheckedFailureToCloseIsThrownWrappedInAnIllegalStateException() {
         Fake lent = pool.acquire();
-        Exception checked = new Exception("checked");
+        Exception checked = new IOException("checked");
         lent.failure = checked;
         assertThatThrownBy(pool::closeAll).isInstanceOf(IllegalStateException.class).hasCause(checked);
     }
