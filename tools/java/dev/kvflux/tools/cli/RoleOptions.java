@@ -33,6 +33,11 @@ public final class RoleOptions {
                     + " limits.max-model-len, 32768).")
     Integer maxModelLen;
 
+    @Option(names = "--max-request-share", paramLabel = "SHARE",
+            description = "The largest share of this instance's KV blocks one request may hold, more than 0 and at"
+                    + " most 1; larger requests get 400 (default: limits.max-request-share, 0.25).")
+    Double maxRequestShare;
+
     @Option(names = "--proxy", paramLabel = "URL",
             description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>).")
     String proxy;
@@ -55,6 +60,15 @@ public final class RoleOptions {
         if (maxModelLen != null) {
             OptionChecks.inRange(cmd, "--max-model-len", maxModelLen, 1, 1 << 24);
         }
+        if (maxRequestShare != null && !(maxRequestShare > 0 && maxRequestShare <= 1)) {
+            throw new CommandLine.ParameterException(cmd, "--max-request-share must be more than 0 and at most 1, got "
+                    + maxRequestShare);
+        }
+    }
+
+    /** The largest share of blocks per request: {@code --max-request-share}, else the configuration's. */
+    double maxRequestShare(KvfluxConfig config) {
+        return maxRequestShare != null ? maxRequestShare : config.limits().maxRequestShare();
     }
 
     /** The model length: {@code --max-model-len}, else the configuration's. */
