@@ -207,8 +207,8 @@ public final class DecodeServer implements AutoCloseable {
         return notifyMeters;
     }
 
-    /** Blocks per state, for tests and the chaos run. */
-    BlockAllocator.Snapshot blocks() {
+    /** The KV blocks per state now. */
+    public BlockAllocator.Snapshot blocks() {
         return side.blocks();
     }
 
