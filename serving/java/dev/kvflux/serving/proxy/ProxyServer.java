@@ -42,7 +42,7 @@ import reactor.netty.resources.ConnectionProvider;
  *       ping, {@code {"role", "http", "notify"}} with {@code host:port} addresses, signed with the cluster's
  *       notify secret when the proxy has one ({@link RegistrationAuth}; 401 otherwise); 503
  *       ({@code instance_cap}) for a new instance when its role is full ({@link InstanceRegistry}).</li>
- *   <li>{@code GET /health}: 200 with the live instances.</li>
+ *   <li>{@code GET /health}: 200 with the live instances, each marked {@code ejected} when health checks or failed requests took it out of rotation.</li>
  *   <li>{@code GET /metrics}, on the clients' port: the proxy's meters as Prometheus text ({@link RoleMetrics}),
  *       all tagged {@code role=proxy}: the timer {@code kvflux.proxy.requests} from a completion's arrival to
  *       the end of its answer (tag {@code status}: the HTTP status, or {@code cancelled} when the client went
