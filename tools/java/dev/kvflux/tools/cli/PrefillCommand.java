@@ -89,6 +89,7 @@ public final class PrefillCommand implements Callable<Integer> {
         OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
         roleOptions.check(spec.commandLine());
         KvfluxConfig config = roleOptions.config(spec.commandLine());
+        Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         SimulatedXgmiEngine.Builder engineBuilder = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
                 .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath());
@@ -99,7 +100,6 @@ public final class PrefillCommand implements Callable<Integer> {
         ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         roleOptions.requireSecretOffLoopback(spec.commandLine(), auth);
-        Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
         Tracing tracing = tracingOptions.start(config, "kvflux-prefill", spec.commandLine());
         PrefillServer prefill;
         try {
