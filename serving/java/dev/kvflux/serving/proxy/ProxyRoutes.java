@@ -400,7 +400,8 @@ final class ProxyRoutes {
                 ArrayNode list = body.putArray(role.wireName());
                 for (Instance instance : registry.live(role)) {
                     list.addObject().put("http", Instance.hostPort(instance.httpAddress()))
-                            .put("notify", Instance.hostPort(instance.notifyAddress()));
+                            .put("notify", Instance.hostPort(instance.notifyAddress()))
+                            .put("ejected", !health.usable(instance));
                 }
             }
             return HttpJson.reply(response, HttpResponseStatus.OK, body);

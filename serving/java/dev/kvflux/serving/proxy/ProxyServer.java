@@ -45,7 +45,8 @@ import reactor.netty.resources.ConnectionProvider;
  *       ping, {@code {"role", "http", "notify"}} with {@code host:port} addresses, signed with the cluster's
  *       notify secret when the proxy has one ({@link RegistrationAuth}; 401 otherwise); 503
  *       ({@code instance_cap}) for a new instance when its role is full ({@link InstanceRegistry}).</li>
- *   <li>{@code GET /health}: 200 with the live instances and where they come from: {@code "membership"} is
+ *   <li>{@code GET /health}: 200 with the live instances (each with {@code "ejected"}: whether its health checks or
+ *       requests took it out of the picks) and where they come from: {@code "membership"} is
  *       {@code {"source": "registrations"}} for the built-in registry, or, with {@link Builder#membership etcd},
  *       {@code {"source": "etcd", "cluster", "endpoints", "connected", "since", "records"}} (and {@code "problem"}
  *       while etcd cannot be reached; the proxy then routes to the members it last knew).</li>
