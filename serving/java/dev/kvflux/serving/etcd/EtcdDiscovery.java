@@ -104,7 +104,7 @@ public record EtcdDiscovery(List<InetSocketAddress> endpoints, String cluster, D
 
     /** How often an instance keeps its lease alive: a third of the TTL. */
     public Duration keepAliveEvery() {
-        return leaseTtl.dividedBy(3);
+        return Duration.ofMillis(leaseTtl.toMillis() / 3);
     }
 
     /** The endpoints as a URL, {@code etcd://HOST:PORT,...}. */
