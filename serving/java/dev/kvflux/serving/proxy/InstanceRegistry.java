@@ -9,8 +9,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.scheduler.Scheduler;
@@ -61,6 +63,8 @@ public final class InstanceRegistry {
     private final AtomicLong turns = new AtomicLong();
     private final AtomicLong refusedFull = new AtomicLong();
     private final AtomicLong refusedClaims = new AtomicLong();
+    /** Told of every instance that leaves: expired or removed. */
+    private final List<Consumer<Instance>> dropListeners = new CopyOnWriteArrayList<>();
     /** When the last "refused, full" warning was logged (the registry's clock), and refusals since; guarded by this. */
     private long lastFullWarning = Long.MIN_VALUE;
     private long refusedSinceWarning;
@@ -108,6 +112,24 @@ public final class InstanceRegistry {
     /** The most instances of one role held at once. */
     public int maxPerRole() {
         return maxPerRole;
+    }
+
+    /**
+     * Tells {@code listener} of every instance that leaves the registry (its pings stopped, or it was removed), on the
+     * thread that noticed, while the registry is locked: keep it short.
+     *
+     * @return what stops telling it
+     */
+    public Runnable onDropped(Consumer<Instance> listener) {
+        Objects.requireNonNull(listener, "listener");
+        dropListeners.add(listener);
+        return () -> dropListeners.remove(listener);
+    }
+
+    private void dropped(Instance instance) {
+        for (Consumer<Instance> listener : dropListeners) {
+            listener.accept(instance);
+        }
     }
 
     /** New instances refused so far because their role was full. */
@@ -160,6 +182,7 @@ public final class InstanceRegistry {
         if (lastSeen.remove(instance) == null) {
             return false;
         }
+        dropped(instance);
         LOG.info("removed {} instance http={}: its membership record is gone", instance.role().wireName(),
                 Instance.hostPort(instance.httpAddress()));
         return true;
@@ -279,6 +302,7 @@ public final class InstanceRegistry {
             if (stale) {
                 LOG.warn("dropped {} instance {}: no ping for {} ms", entry.getKey().role().wireName(),
                         Instance.hostPort(entry.getKey().httpAddress()), ttl.toMillis());
+                dropped(entry.getKey());
             }
             return stale;
         });

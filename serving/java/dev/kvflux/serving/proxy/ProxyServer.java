@@ -421,8 +421,14 @@ public final class ProxyServer implements AutoCloseable {
                     InstanceRegistry::refusedClaims);
             Duration probeTimeout = healthInterval.dividedBy(2).compareTo(MIN_PROBE_TIMEOUT) > 0
                     ? healthInterval.dividedBy(2) : MIN_PROBE_TIMEOUT;
-            Disposable checks = HealthChecks.start(registry, health, healthInterval, probeTimeout,
+            Disposable probes = HealthChecks.start(registry, health, healthInterval, probeTimeout,
                     HttpClient.create(connections).responseTimeout(probeTimeout));
+            // an instance that left is forgotten, so that the ejected count is of listed instances only
+            Runnable forgetting = registry.onDropped(health::forget);
+            Disposable checks = () -> {
+                probes.dispose();
+                forgetting.run();
+            };
             return new ProxyServer(server, discovery, connections, meters, checks, members, etcd);
         }
     }

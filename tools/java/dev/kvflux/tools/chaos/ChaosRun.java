@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -113,7 +114,7 @@ public final class ChaosRun {
                               Map<String, Double> figures) {
         /** The figures a fault measures beyond the columns (the membership faults'), by name; empty for the others. */
         public FaultResult {
-            figures = Map.copyOf(figures);
+            figures = Collections.unmodifiableMap(new LinkedHashMap<>(figures));
         }
     }
 
