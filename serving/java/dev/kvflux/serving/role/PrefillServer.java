@@ -271,6 +271,19 @@ public final class PrefillServer implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Registers in etcd instead of pinging a proxy: this instance's membership record, under {@code discovery}'s
+     * cluster, held with a lease of its TTL and kept alive every third of it, signed with the notify secret when there
+     * is one ({@link EtcdRegistration}). Every proxy watching the cluster routes to it; closing the instance revokes
+     * the lease, so they drop it at once.
+     */
+    public PrefillServer registerIn(dev.kvflux.serving.etcd.EtcdDiscovery discovery) {
+        java.util.Objects.requireNonNull(discovery, "discovery");
+        pinger.dispose();
+        pinger = EtcdRegistration.start(discovery, instance(), incarnation(), auth);
+        return this;
+    }
+
     public Instance instance() {
         return new Instance(Role.PREFILL, httpAddress(), notifyAddress());
     }
