@@ -120,6 +120,10 @@ public final class HostileProbe {
             floodPhase(notify, http, health, pid, fdsBase);
             figures.put("decode_log_lines_during_flood", lines(log) - floodLinesBase);
             figures.put("decode_alive_at_end", decode.isAlive());
+            // absolute figures after the stable ones: what one decode took at most, not only what the attack added
+            figures.put("decode_rss_peak_mib", (double) figures.get("decode_rss_baseline_mib")
+                    + (double) figures.get("decode_rss_peak_growth_mib"));
+            figures.put("decode_rss_at_end_mib", rssKiB(pid) / 1024.0);
             figures.putAll(notifyFigures(metrics(http, httpPort)));
             return new Figures(figures);
         } finally {
@@ -133,7 +137,9 @@ public final class HostileProbe {
 
     private void hostilePhase(InetSocketAddress notify, long pid, long rssBase)
             throws InterruptedException, IOException {
-        List<byte[]> frames = hostileFrames(settings.maxFrameBytes());
+        // framed once, so that sending 1.9 GB makes no garbage in this JVM: its collector would pause the
+        // acknowledgement timer and count against decode
+        List<byte[]> frames = hostileFrames(settings.maxFrameBytes()).stream().map(HostileProbe::framed).toList();
         AtomicInteger next = new AtomicInteger();
         AtomicLong bytesSent = new AtomicLong();
         AtomicInteger acked = new AtomicInteger();
@@ -162,7 +168,7 @@ public final class HostileProbe {
                                 socket = connect(notify);
                             }
                             byte[] frame = frames.get(i % frames.size());
-                            bytesSent.addAndGet(frame.length);
+                            bytesSent.addAndGet(frame.length - 4);
                             if (exchange(socket, frame)) {
                                 acked.incrementAndGet();
                             } else {
@@ -308,7 +314,7 @@ public final class HostileProbe {
         List<Long> nanos = new ArrayList<>();
         try (Socket socket = connect(notify)) {
             for (int i = 0; i < count && running.get(); i++) {
-                byte[] frame = NotifyCodec.encode(new NotifyMessage.WriteDone("probe-" + tag + "-" + i));
+                byte[] frame = framed(NotifyCodec.encode(new NotifyMessage.WriteDone("probe-" + tag + "-" + i)));
                 long start = System.nanoTime();
                 if (!exchange(socket, frame)) {
                     throw new IOException("decode closed the probe's valid connection");
@@ -364,11 +370,15 @@ public final class HostileProbe {
         return socket;
     }
 
-    /** Sends one frame; true when decode acknowledged it, false when it closed the connection. */
-    private static boolean exchange(Socket socket, byte[] payload) throws IOException {
+    /** {@code payload} behind its 4-byte length, as the notify channel frames it. */
+    private static byte[] framed(byte[] payload) {
+        return ByteBuffer.allocate(4 + payload.length).putInt(payload.length).put(payload).array();
+    }
+
+    /** Sends one {@link #framed} frame; true when decode acknowledged it, false when it closed the connection. */
+    private static boolean exchange(Socket socket, byte[] frame) throws IOException {
         try {
-            socket.getOutputStream().write(ByteBuffer.allocate(4 + payload.length).putInt(payload.length)
-                    .put(payload).array());
+            socket.getOutputStream().write(frame);
             DataInputStream in = new DataInputStream(socket.getInputStream());
             in.readNBytes(in.readInt());
             return true;
