@@ -3,6 +3,7 @@ package dev.kvflux.tools.bench;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.transfer.notify.NotifyCodec;
+import dev.kvflux.tools.RoleJvm;
 import dev.kvflux.tools.Stats;
 import dev.kvflux.transfer.notify.NotifyMessage;
 import java.io.DataInputStream;
@@ -89,7 +90,11 @@ public final class HostileProbe {
         List<String> command = new ArrayList<>(launcher);
         command.addAll(List.of("decode", "--http-port", Integer.toString(httpPort), "--notify-port",
                 Integer.toString(notifyPort), "--proxy", "http://127.0.0.1:" + freePort()));
-        Process decode = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        int classPath = command.indexOf("-cp");
+        progress.printf("decode's java options: %s%n", String.join(" ", classPath > 0 ? command.subList(1, classPath)
+                : command));
+        Process decode = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
         try {
             HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
             URI health = URI.create("http://127.0.0.1:" + httpPort + "/health");

@@ -3,6 +3,7 @@ package dev.kvflux.tools.chaos;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.tools.RoleJvm;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -18,8 +19,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One serving role run as its own JVM ({@code kvflux prefill} or {@code kvflux decode}) with the same java
- * and classpath as this process, on fixed loopback ports so that a restart comes back at the same address.
- * Its output is appended to a log file. Not thread-safe: one fault driver uses it at a time.
+ * and classpath as this process and a role's JVM options ({@link RoleJvm}), on fixed loopback ports so that a
+ * restart comes back at the same address. Its output is appended to a log file. Not thread-safe: one fault driver uses it at a time.
  */
 final class RoleProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
@@ -52,12 +53,13 @@ final class RoleProcess implements AutoCloseable {
                 InetSocketAddress.createUnresolved("127.0.0.1", notifyPort));
     }
 
-    /** The command that runs {@code kvflux} in a new JVM like this one. */
+    /**
+     * The command that runs {@code kvflux} in a role's JVM ({@link RoleJvm}), as {@code ./kvflux} runs a role, but
+     * with C1 alone: chaos starts and restarts roles many times on small hosts, where C2's compilations took the
+     * fault matrix past its time (over 60 s a group on 2 shared cores, 42 s with C1).
+     */
     static List<String> kvfluxCommand() {
-        String java = ProcessHandle.current().info().command().orElse("java");
-        return List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
-                "dev.kvflux.tools.cli.KvfluxCli");
+        return RoleJvm.command(System.getenv(), List.of("-XX:TieredStopAtLevel=1"), "dev.kvflux.tools.cli.KvfluxCli");
     }
 
     /** Starts the role's process; returns at once (see {@link #awaitHealthy}). */
@@ -66,7 +68,7 @@ final class RoleProcess implements AutoCloseable {
         command.addAll(List.of(role.wireName(), "--host", "127.0.0.1", "--http-port", Integer.toString(httpPort),
                 "--notify-port", Integer.toString(notifyPort)));
         command.addAll(extraArgs);
-        process = new ProcessBuilder(command).redirectErrorStream(true)
+        process = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         Process started = process;
         RUNNING.add(started);
