@@ -204,7 +204,7 @@ public final class CompletionWait implements WaitStrategy {
                 WaitRecording.rejected(recorder, name, snapshot.length);
                 return Mono.error(broken);
             }
-            Scheduler on = spec.scheduler() != null ? spec.scheduler() : Schedulers.parallel();
+            Scheduler on = spec.schedulerOrParallel();
             Tracker tracker = new Tracker(snapshot, spec, on, name);
             if (tracker.poll()) {
                 return tracker.signal();

@@ -125,15 +125,11 @@ public final class NativeWait implements WaitStrategy {
                                 polls[0]++;
                                 return NativeResults.waitAll(engine, List.of(snapshot), timeoutMs);
                             })
-                            .subscribeOn(blocking())
+                            .subscribeOn(spec.schedulerOrBoundedElastic())
                             .flatMap(code -> code == StatusCode.SUCCESS
                                     ? Mono.<Void>empty()
                                     : Mono.error(NativeResults.toException(code, snapshot, transferTimeout)));
-                }, spec.recorder(), NATIVE, snapshot, this::blocking), NATIVE, null);
-    }
-
-    private Scheduler blocking() {
-        return spec.scheduler() != null ? spec.scheduler() : Schedulers.boundedElastic();
+                }, spec.recorder(), NATIVE, snapshot, spec::schedulerOrBoundedElastic), NATIVE, null);
     }
 
     @Override

@@ -177,7 +177,7 @@ public final class PushWait implements WaitStrategy {
                 WaitRecording.rejected(spec.recorder(), REACTIVE_PUSH, snapshot.length);
                 return Mono.error(broken);
             }
-            Scheduler on = spec.scheduler() != null ? spec.scheduler() : Schedulers.parallel();
+            Scheduler on = spec.schedulerOrParallel();
             return Mono.create(sink -> new PushBarrier(snapshot, spec, on, sink, REACTIVE_PUSH).start());
         }), REACTIVE_PUSH, spec.mode());
     }

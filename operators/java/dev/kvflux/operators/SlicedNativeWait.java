@@ -154,15 +154,15 @@ public final class SlicedNativeWait implements WaitStrategy {
             if (broken != null) {
                 return Mono.error(broken);
             }
-            Scheduler on = blocking();
+            Scheduler on = spec.schedulerOrBoundedElastic();
             Scheduler time = clock != null ? clock : on;
             return Mono.<Void>fromRunnable(() -> loop(snapshot, time, polls)).subscribeOn(on);
-        }, spec.recorder(), SLICED_NATIVE, snapshot, () -> clock != null ? clock : blocking()), SLICED_NATIVE,
-                spec.mode());
+        }, spec.recorder(), SLICED_NATIVE, snapshot, this::deadlineClock), SLICED_NATIVE, spec.mode());
     }
 
-    private Scheduler blocking() {
-        return spec.scheduler() != null ? spec.scheduler() : Schedulers.boundedElastic();
+    /** Where the deadline is read: the clock set, else the blocking scheduler (looked up by this call). */
+    private Scheduler deadlineClock() {
+        return clock != null ? clock : spec.schedulerOrBoundedElastic();
     }
 
     private void loop(TransferStatus[] statuses, Scheduler time, int[] polls) {

@@ -4,6 +4,7 @@ import dev.kvflux.bindings.DurationText;
 import java.time.Duration;
 import java.util.Objects;
 import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * How a wait waits: its fail mode, its transfer timeout, its slice, its stall time, its scheduler and its
@@ -122,6 +123,22 @@ public record WaitSpec(FailMode mode, Duration transferTimeout, Duration slice, 
     /** This spec, reporting each wait to {@code recorder}; {@link WaitRecorder#NOOP} turns recording off. */
     public WaitSpec recorder(WaitRecorder recorder) {
         return new WaitSpec(mode, transferTimeout, slice, stallAfter, scheduler, recorder);
+    }
+
+    /**
+     * The reactive waits' scheduler: the one set, else {@link Schedulers#parallel()}, looked up by this call;
+     * so call it at subscription.
+     */
+    Scheduler schedulerOrParallel() {
+        return scheduler != null ? scheduler : Schedulers.parallel();
+    }
+
+    /**
+     * The native waits' blocking scheduler: the one set, else {@link Schedulers#boundedElastic()}, looked up
+     * by this call; so call it at subscription.
+     */
+    Scheduler schedulerOrBoundedElastic() {
+        return scheduler != null ? scheduler : Schedulers.boundedElastic();
     }
 
     /** Whether the wait reports to a recorder other than {@link WaitRecorder#NOOP}. */

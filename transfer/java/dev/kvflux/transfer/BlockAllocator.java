@@ -50,16 +50,25 @@ public final class BlockAllocator {
         OutOfBlocksException(String role, int asked, int free, int capacity) {
             super(asked > capacity
                     ? role + " has too few KV blocks for this request: it needs " + asked + " blocks, more than the "
-                            + capacity + " it has in all; shorten the prompt or raise the role's --kv-blocks"
+                            + capacity + " it has in all; shorten the prompt or give the " + role + " more blocks"
                     : role + " is out of KV blocks: the request needs " + asked + " blocks, " + free + " of "
                             + capacity + " are free; retry later, lower the concurrency or the prompt length, or raise"
-                            + " the role's --kv-blocks", null, false, false);
+                            + " the " + role + "'s blocks", null, false, false);
         }
     }
 
     /** Counts per state, the oldest non-free grant's age, and lifetime counters. */
     public record Snapshot(Map<State, Integer> blocks, long oldestAgeMillis, long owners, long leaseExpired,
                     long refusedOutOfBlocks, long forcedFrees) {
+        /** How many blocks are in {@code state}. */
+        public int count(State state) {
+            return blocks.getOrDefault(state, 0);
+        }
+
+        /** How many blocks are free. */
+        public int free() {
+            return count(State.FREE);
+        }
     }
 
     private static final class Grant {

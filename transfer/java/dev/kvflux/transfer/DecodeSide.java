@@ -17,6 +17,7 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
+import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -106,9 +107,10 @@ public final class DecodeSide implements AutoCloseable {
      * {@code blockCount} blocks. Wait for its KV with {@link DecodeTransfer#kv()}; {@link DecodeTransfer#close()}
      * it when the request ends, whatever way.
      *
-     * @throws TransferRefusedException with nothing held: too few blocks are free ({@code OUT_OF_BLOCKS}) or decode
-     *     is shutting down ({@code SHUTTING_DOWN}), in both cases after telling prefill {@code abort}; the id is
-     *     already running here ({@code DUPLICATE})
+     * @throws TransferRefusedException with nothing held: it needs more blocks than one transfer may hold
+     *     ({@code TOO_LARGE}), too few blocks are free ({@code OUT_OF_BLOCKS}) or decode is shutting down
+     *     ({@code SHUTTING_DOWN}), in each case after telling prefill {@code abort}; the id is already running here
+     *     ({@code DUPLICATE})
      * @throws IllegalArgumentException if {@code blockCount} is under 1
      */
     public DecodeTransfer open(String transferId, InetSocketAddress prefill, int blockCount,
@@ -120,6 +122,14 @@ public final class DecodeSide implements AutoCloseable {
             settings.recorder.record(DecodeRecorder.Event.REFUSED_SHUTTING_DOWN, transferId);
             sendAbort(transferId, observer.traceId(), prefill, "decode is shutting down");
             throw new TransferRefusedException(TransferRefusedException.Reason.SHUTTING_DOWN, SHUTTING_DOWN);
+        }
+        if (blockCount > settings.maxBlocksPerTransfer) {
+            settings.recorder.record(DecodeRecorder.Event.REFUSED_OUT_OF_BLOCKS, transferId);
+            sendAbort(transferId, observer.traceId(), prefill, "decode refused it: it needs more blocks than one"
+                    + " transfer may hold");
+            throw new TransferRefusedException(TransferRefusedException.Reason.TOO_LARGE, "transfer " + transferId
+                    + " needs " + blockCount + " KV blocks, more than the " + settings.maxBlocksPerTransfer
+                    + " one transfer may hold on decode; shorten the prompt");
         }
         List<Long> granted;
         try {
@@ -141,6 +151,18 @@ public final class DecodeSide implements AutoCloseable {
         DecodeTransfer t = new DecodeTransfer(this, transferId, prefill, granted, observer);
         active.put(transferId, t);
         return t;
+    }
+
+    /**
+     * One transfer from open to close, the Reactor way: opens it ({@link #open}), waits for its KV, then emits what
+     * {@code decodeFrom} makes of it, and closes the transfer when that ends, whichever way (done, failed, or
+     * cancelled by the subscriber). A refusal at open is the {@code Flux}'s error, as a failed wait is.
+     */
+    public <T> Flux<T> receive(String transferId, InetSocketAddress prefill, int blockCount,
+            DecodeTransfer.Observer observer, java.util.function.Function<DecodeTransfer, Publisher<T>> decodeFrom) {
+        Objects.requireNonNull(decodeFrom, "decodeFrom");
+        return Flux.using(() -> open(transferId, prefill, blockCount, observer),
+                t -> t.kv().thenMany(Flux.defer(() -> decodeFrom.apply(t))), DecodeTransfer::close);
     }
 
     /** The wait of {@link DecodeTransfer#kv()}. */
@@ -288,6 +310,12 @@ public final class DecodeSide implements AutoCloseable {
      */
     @Override
     public void close() {
+        close(ABORTS_ON_CLOSE_WITHIN);
+    }
+
+    /** As {@link #close()}, waiting up to {@code grace} for the failed transfers to close and their aborts to be sent. */
+    public void close(Duration grace) {
+        Objects.requireNonNull(grace, "grace");
         closing = true;
         List<DecodeTransfer> failed = new ArrayList<>();
         for (DecodeTransfer t : active.values()) {
@@ -297,7 +325,7 @@ public final class DecodeSide implements AutoCloseable {
             }
         }
         // each failed transfer tells prefill abort when its consumer closes it, after answering its client
-        long until = System.nanoTime() + ABORTS_ON_CLOSE_WITHIN.toNanos();
+        long until = System.nanoTime() + grace.toNanos();
         while ((abortsInFlight.get() > 0 || failed.stream().anyMatch(t -> active.containsKey(t.id())))
                 && until - System.nanoTime() > 0) {
             try {
@@ -316,7 +344,7 @@ public final class DecodeSide implements AutoCloseable {
 
     /** What a side was built with. */
     private record Settings(Duration receiveDeadline, Duration blockLease, ContentCheck contentCheck,
-            DecodeRecorder recorder, long incarnation) {
+            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer) {
         /** How long remote_blocks is retried: half the receive deadline (prefill needs the rest to write and notify). */
         Duration blocksWithin() {
             return receiveDeadline != null ? receiveDeadline.dividedBy(2) : NO_DEADLINE_BLOCKS_WITHIN;
@@ -340,6 +368,7 @@ public final class DecodeSide implements AutoCloseable {
         private Duration receiveDeadline = defaultReceiveDeadline(PrefillSide.DEFAULT_TRANSFER_TIMEOUT);
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
         private ContentCheck contentCheck = ContentCheck.NONE;
+        private int maxBlocksPerTransfer = Integer.MAX_VALUE;
 
         private Builder() {
         }
@@ -355,6 +384,7 @@ public final class DecodeSide implements AutoCloseable {
             receiveDeadline = from.receiveDeadline;
             blockLease = from.blockLease;
             contentCheck = from.contentCheck;
+            maxBlocksPerTransfer = from.maxBlocksPerTransfer;
         }
 
         private Builder with(Consumer<Builder> change) {
@@ -436,6 +466,20 @@ public final class DecodeSide implements AutoCloseable {
             return with(b -> b.blockLease = blockLease);
         }
 
+        /**
+         * The most blocks one transfer may hold: {@link #open} refuses a larger one ({@code TOO_LARGE}), so a few
+         * huge requests cannot take every block. Default: no cap beyond the side's blocks.
+         *
+         * @throws IllegalArgumentException if it is not positive
+         */
+        public Builder maxBlocksPerTransfer(int maxBlocksPerTransfer) {
+            if (maxBlocksPerTransfer < 1) {
+                throw new IllegalArgumentException("the most blocks per transfer must be at least 1, got "
+                        + maxBlocksPerTransfer);
+            }
+            return with(b -> b.maxBlocksPerTransfer = maxBlocksPerTransfer);
+        }
+
         /** The content check {@code write_done} is verified with; default {@link ContentCheck#NONE}. */
         public Builder contentCheck(ContentCheck contentCheck) {
             Objects.requireNonNull(contentCheck, "contentCheck");
@@ -448,7 +492,8 @@ public final class DecodeSide implements AutoCloseable {
          * @throws IllegalStateException if the port cannot be bound (saying why)
          */
         public DecodeSide bindNow() {
-            Settings settings = new Settings(receiveDeadline, blockLease, contentCheck, recorder, Incarnation.next());
+            Settings settings = new Settings(receiveDeadline, blockLease, contentCheck, recorder, Incarnation.next(),
+                    maxBlocksPerTransfer);
             ExpectedTransfers expected = (receiveDeadline == null ? ExpectedTransfers.withoutDeadline()
                     : ExpectedTransfers.withDeadline(receiveDeadline)).recorder(notifyRecorder)
                     .earlyBudget(limits.peerBudgetBytes());

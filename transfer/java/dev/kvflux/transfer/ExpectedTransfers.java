@@ -115,10 +115,10 @@ public final class ExpectedTransfers implements Consumer<NotifyMessage> {
      * Waits for the transfer's notification. The transfer is registered at subscription and its deadline
      * starts then.
      *
-     * @return a {@code Mono} that completes on {@code write_done}; errors with a
-     *     {@link RemoteWriteFailedException} carrying prefill's code and reason on {@code write_failed}, with
-     *     a {@link ReceiveDeadlineException} at the receive deadline, and with an
-     *     {@link IllegalStateException} if the id is already expected or already finished. Polls arrive on
+     * @return a {@code Mono} that completes on {@code write_done}; errors with a {@link ReceiveFailedException}
+     *     of kind {@code WRITE_FAILED} carrying prefill's code and reason on {@code write_failed}, of kind
+     *     {@code DEADLINE} at the receive deadline, and with a {@link TransferRefusedException}
+     *     ({@code DUPLICATE}) if the id is already expected or already finished. Signals arrive on
      *     the notify connection's event loop, or on the registry's scheduler for the deadline
      *     ({@link Schedulers#parallel()} unless set). Cancelling it forgets the transfer.
      */

@@ -23,6 +23,14 @@ public interface KvLayout {
     long regionBytes();
 
     /**
+     * How many blocks a side may allocate from with this layout: block ids run from 0 to one less. A side with more
+     * blocks than this is refused when it is built. Unbounded unless the layout says otherwise.
+     */
+    default int blockCapacity() {
+        return Integer.MAX_VALUE;
+    }
+
+    /**
      * The copies of one layer: the request's blocks on prefill ({@code localBlocks}) into decode's
      * ({@code remoteBlocks}), pairwise, as many as the shorter list has.
      */
@@ -55,6 +63,12 @@ public interface KvLayout {
         @Override
         public long regionBytes() {
             return (long) layers * rowBlocks * blockBytes;
+        }
+
+        /** One row's blocks: a block id is its position in every layer's row. */
+        @Override
+        public int blockCapacity() {
+            return rowBlocks;
         }
 
         @Override

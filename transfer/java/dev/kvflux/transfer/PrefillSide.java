@@ -16,6 +16,9 @@ import java.util.Objects;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * The prefill side of KV transfers: it takes decode's block list for each transfer, writes the transfer's layers
@@ -55,6 +58,7 @@ public final class PrefillSide implements AutoCloseable {
     private final PrefillTransfers transfers;
     private final BlockAllocator blocks;
     private final PrefillNotices notices;
+    private final Disposable reaper;
     private volatile boolean closing;
 
     private PrefillSide(Settings settings, NotifyServer notify, NotifyClient client, BlockAllocator blocks,
@@ -66,6 +70,25 @@ public final class PrefillSide implements AutoCloseable {
         this.transfers = transfers;
         this.writes = new PrefillWrites(settings, client, blocks, transfers, board);
         this.notices = new PrefillNotices(this, settings.recorder, transfers, board);
+        Duration quarter = settings.decodeDeadline.dividedBy(4);
+        Duration every = quarter.compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
+                : quarter.toMillis() < 1 ? Duration.ofMillis(1) : quarter;
+        this.reaper = Flux.interval(every, Schedulers.parallel()).subscribe(tick -> abortUnwritten());
+    }
+
+    /**
+     * Aborts every transfer opened and not written by its deadline: decode has given up on it, and nothing else
+     * would free its blocks if its embedder never writes or closes it.
+     */
+    private void abortUnwritten() {
+        long now = System.nanoTime();
+        for (PrefillTransfer t : transfers.running()) {
+            if (!t.wrote() && now - t.deadlineNanos() > 0) {
+                settings.recorder.record(PrefillRecorder.Event.PAST_DEADLINE, t.id());
+                abort(t, "it was opened but not written by the transfer's deadline ("
+                        + DurationText.of(settings.decodeDeadline) + " after it was opened), when decode gives up on it");
+            }
+        }
     }
 
     /** A prefill side's settings; {@link Builder#bindNow()} starts one. */
@@ -82,8 +105,9 @@ public final class PrefillSide implements AutoCloseable {
      * @param observer hooks into the transfer's life (spans, the trace id for log lines); {@link
      *     PrefillTransfer.Observer#NONE} for none
      * @throws TransferRefusedException with nothing allocated: the id is running, aborted or finished
-     *     ({@code DUPLICATE}); its block list came from a previous incarnation of decode ({@code STALE_PEER}); too
-     *     few blocks are free ({@code OUT_OF_BLOCKS}); the side is closing ({@code SHUTTING_DOWN})
+     *     ({@code DUPLICATE}); its block list came from a previous incarnation of decode ({@code STALE_PEER}); it
+     *     needs more blocks than one transfer may hold ({@code TOO_LARGE}); too few blocks are free
+     *     ({@code OUT_OF_BLOCKS}); the side is closing ({@code SHUTTING_DOWN})
      * @throws IllegalArgumentException if {@code blockCount} is under 1
      */
     public PrefillTransfer open(String transferId, InetSocketAddress decode, int blockCount,
@@ -97,6 +121,12 @@ public final class PrefillSide implements AutoCloseable {
         if (closing) {
             throw new TransferRefusedException(TransferRefusedException.Reason.SHUTTING_DOWN,
                     "prefill is shutting down and takes no new transfers; retry on another prefill instance");
+        }
+        if (blockCount > settings.maxBlocksPerTransfer) {
+            settings.recorder.record(PrefillRecorder.Event.REFUSED_OUT_OF_BLOCKS, transferId);
+            throw new TransferRefusedException(TransferRefusedException.Reason.TOO_LARGE, "transfer " + transferId
+                    + " needs " + blockCount + " KV blocks, more than the " + settings.maxBlocksPerTransfer
+                    + " one transfer may hold on prefill; shorten the prompt");
         }
         long now = System.nanoTime();
         PrefillTransfer t;
@@ -223,6 +253,7 @@ public final class PrefillSide implements AutoCloseable {
      */
     public void close(Duration grace) {
         closing = true;
+        reaper.dispose();
         long start = System.nanoTime();
         Duration bounded = grace.compareTo(settings.transferTimeout) < 0 ? grace : settings.transferTimeout;
         int running = transfers.size();
@@ -242,7 +273,7 @@ public final class PrefillSide implements AutoCloseable {
     /** What a side was built with; shared with its writes. */
     record Settings(KvLayout layout, DecodeSessions sessions, WritePipeline pipeline, Duration transferTimeout,
             Duration decodeDeadline, Duration notifyWithin, boolean failureNotices, ContentCheck contentCheck,
-            PrefillRecorder recorder, long incarnation) {
+            PrefillRecorder recorder, long incarnation, int maxBlocksPerTransfer) {
     }
 
     /**
@@ -267,6 +298,7 @@ public final class PrefillSide implements AutoCloseable {
         private Duration notifyWithin;
         private boolean failureNotices = true;
         private ContentCheck contentCheck = ContentCheck.NONE;
+        private int maxBlocksPerTransfer = Integer.MAX_VALUE;
 
         private Builder() {
         }
@@ -287,6 +319,7 @@ public final class PrefillSide implements AutoCloseable {
             notifyWithin = from.notifyWithin;
             failureNotices = from.failureNotices;
             contentCheck = from.contentCheck;
+            maxBlocksPerTransfer = from.maxBlocksPerTransfer;
         }
 
         private Builder with(Consumer<Builder> change) {
@@ -393,6 +426,20 @@ public final class PrefillSide implements AutoCloseable {
             return with(b -> b.failureNotices = failureNotices);
         }
 
+        /**
+         * The most blocks one transfer may hold: {@link #open} refuses a larger one ({@code TOO_LARGE}), so a few
+         * huge requests cannot take every block. Default: no cap beyond the side's blocks.
+         *
+         * @throws IllegalArgumentException if it is not positive
+         */
+        public Builder maxBlocksPerTransfer(int maxBlocksPerTransfer) {
+            if (maxBlocksPerTransfer < 1) {
+                throw new IllegalArgumentException("the most blocks per transfer must be at least 1, got "
+                        + maxBlocksPerTransfer);
+            }
+            return with(b -> b.maxBlocksPerTransfer = maxBlocksPerTransfer);
+        }
+
         /** The content check {@code write_done} carries; default {@link ContentCheck#NONE}. */
         public Builder contentCheck(ContentCheck contentCheck) {
             Objects.requireNonNull(contentCheck, "contentCheck");
@@ -410,11 +457,16 @@ public final class PrefillSide implements AutoCloseable {
                 throw new IllegalStateException("a prefill side needs a KV layout, decode sessions and a WRITE pipeline;"
                         + " set layout(...), sessions(...) and pipeline(...)");
             }
+            if (blocks > layout.blockCapacity()) {
+                throw new IllegalStateException("a prefill side of " + blocks + " blocks needs a layout that addresses"
+                        + " as many; this one addresses " + layout.blockCapacity() + " (give blocks(...) at most that,"
+                        + " or a layout with longer rows)");
+            }
             Duration deadline = decodeDeadline != null ? decodeDeadline
                     : DecodeSide.defaultReceiveDeadline(transferTimeout);
             Settings settings = new Settings(layout, sessions, pipeline, transferTimeout, deadline,
                     notifyWithin != null ? notifyWithin : deadline, failureNotices, contentCheck, recorder,
-                    Incarnation.next());
+                    Incarnation.next(), maxBlocksPerTransfer);
             RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
                     notifyRecorder);
             BlockAllocator blockAllocator = new BlockAllocator("prefill", blocks, System::nanoTime);

@@ -63,34 +63,40 @@ final class PrefillWrites {
             blocks.writing(id);
             int layers = settings.layout().layers();
             Duration left = Duration.ofNanos(Math.max(1_000_000, t.deadlineNanos() - System.nanoTime()));
-            Flux<LayerWrite> layerWrites = board.blocks(id)
-                    .timeout(left, Mono.error(() -> new IllegalStateException("decode's block list for " + id
-                            + " did not arrive by the transfer's deadline (" + DurationText.of(settings.decodeDeadline())
-                            + " after it was opened, when decode gives up); decode is gone, slow, or cannot reach"
-                            + " prefill's notify port")))
-                    .flatMapMany(remoteBlocks -> {
-                        List<Long> local = t.localBlocks();
-                        t.decodeBlocks(remoteBlocks.subList(0, Math.min(local.size(), remoteBlocks.size())));
-                        return Flux.range(0, layers).map(l -> new LayerWrite(l, events.get(l),
-                                settings.layout().layerPlan(l, local, remoteBlocks)));
-                    });
             AtomicInteger posted = new AtomicInteger();
             Runnable afterPost = () -> {
                 if (posted.incrementAndGet() == layers) {
                     t.observer().posted();
                 }
             };
+            // the write takes one of the pipeline's places only once decode's block list is here: a transfer whose
+            // decode never answers holds no place others could write with
+            Mono<WriteOutcome> outcome = board.blocks(id)
+                    .timeout(left, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE, "decode's block"
+                            + " list for " + id + " did not arrive by the transfer's deadline ("
+                            + DurationText.of(settings.decodeDeadline()) + " after it was opened, when decode gives"
+                            + " up); decode is gone, slow, or cannot reach prefill's notify port")))
+                    .flatMap(remoteBlocks -> {
+                        List<Long> local = t.localBlocks();
+                        t.decodeBlocks(remoteBlocks.subList(0, Math.min(local.size(), remoteBlocks.size())));
+                        Flux<LayerWrite> layerWrites = Flux.range(0, layers).map(l -> new LayerWrite(l, events.get(l),
+                                settings.layout().layerPlan(l, local, remoteBlocks)));
+                        return settings.pipeline().write(new WriteRequest(id, t.recording(session(t), afterPost),
+                                layerWrites));
+                    })
+                    .onErrorResume(TransferException.class, e -> Mono.just(new WriteOutcome.WriteFailed(id, e.code(),
+                            e.reason())));
             Disposable[] self = new Disposable[1];
-            self[0] = settings.pipeline().write(new WriteRequest(id, t.recording(session(t), afterPost), layerWrites))
+            self[0] = outcome
                     .doFinally(signal -> {
                         if (self[0] != null) {
                             running.remove(self[0]);
                         }
                     })
                     .contextWrite(LogContext.context(id, t.observer().traceId()))
-                    .subscribe(outcome -> {
+                    .subscribe(result -> {
                         try (LogContext.Scope _ = LogContext.open(id, t.observer().traceId())) {
-                            finish(outcome, t);
+                            finish(result, t);
                             settle(t);
                         }
                     });

@@ -16,6 +16,8 @@ public final class TransferRefusedException extends RuntimeException {
         STALE_PEER,
         /** Fewer KV blocks are free than the transfer needs (or it needs more than the side has). */
         OUT_OF_BLOCKS,
+        /** The transfer needs more blocks than one transfer may hold on this side ({@code maxBlocksPerTransfer}). */
+        TOO_LARGE,
         /** The side is shutting down and takes no new transfers. */
         SHUTTING_DOWN
     }

@@ -11,17 +11,13 @@ import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.bindings.internal.MoriWaitAll;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.ReadWriteLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * A transfer engine over the HIP or CUDA runtime with MoRI xGMI's design. The destination registers its
@@ -120,24 +116,20 @@ public final class GpuCopyEngine implements TransferEngine {
     private final StreamProgress[] progress;
     private final LongAdder eventQueries = new LongAdder();
     private final AtomicLong nextStream = new AtomicLong();
-    private final Queue<GpuEvent> events = new ConcurrentLinkedQueue<>();
-    private final List<GpuEvent> allEvents = new ArrayList<>();
-    private final AtomicInteger nextRegion = new AtomicInteger();
+    /** The batches' completion events (timing disabled). */
+    private final GpuResourcePool<GpuEvent> events;
+    /** What a status calls with its event once its batch is done: made once, not once per batch. */
+    private final Consumer<LayerEvent> releaseEvent;
     private final AtomicLong nextUid = new AtomicLong();
-    private final Map<Integer, Local> locals = new ConcurrentHashMap<>();
-    private final Map<String, GpuMemoryDescriptor> remotes = new ConcurrentHashMap<>();
-    private final Map<String, PeerBuffer> opened = new ConcurrentHashMap<>();
+    private final GpuRegions regions;
     private final MoriWaitAll.SystemClock clock = MoriWaitAll.systemClock();
     private final MoriWaitAll waitAll = new MoriWaitAll(clock, this::synchronize);
     /** Held shared by each waitAll, exclusively by close: no wait's last poll meets a destroyed event. */
     private final ReadWriteLock waitersAndClose = new ReentrantReadWriteLock();
     private final Config config;
     private final ScatterGatherKernel kernel;
-    private final Queue<MetadataSlot> slots = new ConcurrentLinkedQueue<>();
-    private final List<MetadataSlot> allSlots = new ArrayList<>();
-
-    private record Local(DeviceBuffer buffer, GpuMemoryDescriptor descriptor) {
-    }
+    /** Scatter/gather metadata slots of {@link #SLOT_SEGMENTS} segments; a larger batch's slot is adopted. */
+    private final GpuResourcePool<MetadataSlot> slots;
 
     private GpuCopyEngine(GpuRuntime runtime, String key, int device, Config config) {
         this.runtime = runtime;
@@ -146,20 +138,20 @@ public final class GpuCopyEngine implements TransferEngine {
         this.config = config;
         this.streams = new GpuStream[config.streams()];
         this.progress = new StreamProgress[config.streams()];
+        this.regions = new GpuRegions(runtime, key, device);
+        this.events = new GpuResourcePool<>(() -> runtime.createEvent(device, false));
+        this.releaseEvent = e -> events.release((GpuEvent) e);
+        this.slots = new GpuResourcePool<>(() -> new MetadataSlot(runtime, device, SLOT_SEGMENTS));
         ScatterGatherKernel loaded = null;
         try {
             for (int i = 0; i < streams.length; i++) {
                 streams[i] = runtime.createStream(device);
                 progress[i] = new StreamProgress(eventQueries, System::nanoTime, config.sharedStreamProgress());
             }
-            for (int i = 0; i < config.events(); i++) {
-                events.add(newEvent());
-            }
+            events.fill(config.events());
             if (config.scatterGather()) {
                 loaded = loadKernel(runtime, device);
-                for (int i = 0; i < config.events(); i++) {
-                    slots.add(newSlot(SLOT_SEGMENTS));
-                }
+                slots.fill(config.events());
             }
         } catch (RuntimeException e) {
             this.kernel = loaded;
@@ -226,47 +218,28 @@ public final class GpuCopyEngine implements TransferEngine {
             throw new IllegalArgumentException("this GPU copy engine works on device " + this.device
                     + ", not " + device + "; open one engine per device");
         }
-        DeviceBuffer buffer = runtime.allocate(device, size);
-        try {
-            int id = nextRegion.getAndIncrement();
-            GpuMemoryDescriptor descriptor = new GpuMemoryDescriptor(key, id, device, buffer.address(), size,
-                    runtime.exportIpc(buffer));
-            locals.put(id, new Local(buffer, descriptor));
-            return new MemoryRegion(key, id, size, device);
-        } catch (RuntimeException e) {
-            buffer.close();
-            throw e;
-        }
+        return regions.register(size);
     }
 
     /** The device buffer behind a region this engine registered (to fill it, or read it back). */
     public DeviceBuffer buffer(MemoryRegion local) {
-        return local(local).buffer();
+        return regions.buffer(local);
     }
 
     /** The descriptor to send to the peer for a region this engine registered. */
     public GpuMemoryDescriptor describe(MemoryRegion local) {
-        return local(local).descriptor();
+        return regions.describe(local);
     }
 
     /** Registers a region the peer described; its IPC handle is opened when a session first needs it. */
     public MemoryRegion registerRemote(GpuMemoryDescriptor remote) {
-        remotes.put(remoteKey(remote.engineKey(), remote.id()), remote);
-        return new MemoryRegion(remote.engineKey(), remote.id(), remote.size(), remote.device());
+        return regions.registerRemote(remote);
     }
 
     @Override
     public GpuSession createSession(MemoryRegion local, MemoryRegion remote) {
-        Local mine = local(local);
-        String remoteKey = remoteKey(remote.engineKey(), remote.id());
-        GpuMemoryDescriptor theirs = remotes.get(remoteKey);
-        if (theirs == null) {
-            throw new IllegalArgumentException("remote region " + remote.id() + " of engine " + remote.engineKey()
-                    + " is not registered; call registerRemote with the peer's descriptor first");
-        }
-        PeerBuffer mapped = opened.computeIfAbsent(remoteKey,
-                k -> runtime.openIpc(theirs.ipcHandle(), device, theirs.size()));
-        return new GpuSession(local, remote, mine.buffer().address(), mapped.address());
+        long localBase = regions.buffer(local).address();
+        return new GpuSession(local, remote, localBase, regions.open(remote).address());
     }
 
     @Override
@@ -305,7 +278,7 @@ public final class GpuCopyEngine implements TransferEngine {
 
     /** Events in the completion pool now (idle ones; in-flight batches hold the rest). */
     public int idleEvents() {
-        return events.size();
+        return events.idleCount();
     }
 
     @Override
@@ -320,17 +293,15 @@ public final class GpuCopyEngine implements TransferEngine {
         }
     }
 
+    /**
+     * Frees everything, in this order: the peers' mapped buffers, this engine's buffers, the events, the
+     * metadata slots, the kernel, the streams. A failure does not stop the rest; the first is thrown.
+     */
     private void release() {
-        RuntimeException first = null;
         List<AutoCloseable> all = new ArrayList<>();
-        all.addAll(opened.values());
-        locals.values().forEach(l -> all.add(l.buffer()));
-        synchronized (allEvents) {
-            all.addAll(allEvents);
-        }
-        synchronized (allSlots) {
-            all.addAll(allSlots);
-        }
+        all.add(regions::closeAll);
+        all.add(events::closeAll);
+        all.add(slots::closeAll);
         if (kernel != null) {
             all.add(kernel);
         }
@@ -339,85 +310,20 @@ public final class GpuCopyEngine implements TransferEngine {
                 all.add(s);
             }
         }
-        for (AutoCloseable c : all) {
-            try {
-                c.close();
-            } catch (Exception e) {
-                if (first == null) {
-                    first = e instanceof RuntimeException r ? r : new IllegalStateException(e);
-                }
-            }
-        }
-        opened.clear();
-        locals.clear();
-        if (first != null) {
-            throw first;
-        }
-    }
-
-    private Local local(MemoryRegion region) {
-        Local l = region.engineKey().equals(key) ? locals.get(region.id()) : null;
-        if (l == null) {
-            throw new IllegalArgumentException("region " + region.id() + " of engine " + region.engineKey()
-                    + " was not registered with engine " + key);
-        }
-        return l;
-    }
-
-    private static String remoteKey(String engine, int id) {
-        return engine + "#" + id;
-    }
-
-    private GpuEvent newEvent() {
-        GpuEvent e = runtime.createEvent(device, false);
-        synchronized (allEvents) {
-            allEvents.add(e);
-        }
-        return e;
-    }
-
-    private GpuEvent acquireEvent() {
-        GpuEvent e = events.poll();
-        return e != null ? e : newEvent();
-    }
-
-    private void releaseEvent(LayerEvent e) {
-        events.add((GpuEvent) e);
-    }
-
-    private MetadataSlot newSlot(int segments) {
-        MetadataSlot slot = new MetadataSlot(runtime, device, segments);
-        synchronized (allSlots) {
-            allSlots.add(slot);
-        }
-        return slot;
+        GpuResourcePool.closeEach(all);
     }
 
     /** A pooled slot for {@code segments} segments, or a new one; a batch larger than the pool's gets its own. */
     private MetadataSlot acquireSlot(int segments) {
-        if (segments > SLOT_SEGMENTS) {
-            return newSlot(segments);
-        }
-        MetadataSlot slot = slots.poll();
-        return slot != null ? slot : newSlot(SLOT_SEGMENTS);
+        return segments > SLOT_SEGMENTS ? slots.adopt(new MetadataSlot(runtime, device, segments)) : slots.acquire();
     }
 
-    private void discardSlot(MetadataSlot slot) {
-        synchronized (allSlots) {
-            allSlots.remove(slot);
-        }
-        try {
-            slot.close();
-        } catch (RuntimeException ignored) {
-            // The batch already failed; this failure says nothing more.
-        }
-    }
-
+    /** Back to the pool, or, if it was a larger batch's own, freed. */
     private void releaseSlot(MetadataSlot slot) {
         if (slot.capacity() == SLOT_SEGMENTS) {
-            slots.add(slot);
+            slots.release(slot);
         } else {
-            discardSlot(slot);
+            slots.discard(slot);
         }
     }
 
@@ -475,7 +381,7 @@ public final class GpuCopyEngine implements TransferEngine {
             MetadataSlot slot = null;
             try {
                 runtime.setDevice(device);
-                done = acquireEvent();
+                done = events.acquire();
                 slot = gather ? acquireSlot(copies.copies()) : null;
                 int streamIndex = (int) (nextStream.getAndIncrement() % streams.length);
                 GpuStream stream = streams[streamIndex];
@@ -502,8 +408,8 @@ public final class GpuCopyEngine implements TransferEngine {
                     done.record(stream);
                     MetadataSlot held = slot;
                     StreamProgress onStream = progress[streamIndex];
-                    status.posted(done, held == null ? GpuCopyEngine.this::releaseEvent : e -> {
-                        releaseEvent(e);
+                    status.posted(done, held == null ? releaseEvent : e -> {
+                        releaseEvent.accept(e);
                         releaseSlot(held);
                     }, done::synchronize, onStream, onStream.nextSequence());
                     done = null;
@@ -514,11 +420,11 @@ public final class GpuCopyEngine implements TransferEngine {
                 }
             } catch (RuntimeException failed) {
                 if (done != null) {
-                    releaseEvent(done);
+                    events.release(done);
                 }
                 if (slot != null) {
                     // Its upload may be queued: freeing it waits for that, so no later batch overwrites it early.
-                    discardSlot(slot);
+                    slots.discard(slot);
                 }
                 status.fail(StatusCode.ERR_GPU_OP, failed.getMessage());
             }

@@ -27,6 +27,18 @@ public final class CompletionSchema {
     public static final int MAX_TOKENS = 65_536;
     /** The longest prompt accepted, in tokens. */
     public static final int MAX_PROMPT_TOKENS = 1 << 20;
+    /**
+     * The longest request by default, prompt and {@code max_tokens} together, in tokens: the context length of the
+     * simulated model (DeepSeek-V2-Lite's 32K), as vLLM's {@code --max-model-len} defaults to the model's.
+     */
+    public static final int DEFAULT_MAX_MODEL_LEN = 32_768;
+
+    /** A request longer than the model length: answered 400 {@code context_length_exceeded}, as OpenAI does. */
+    public static final class ModelLengthException extends IllegalArgumentException {
+        public ModelLengthException(String message) {
+            super(message);
+        }
+    }
 
     private static final Map<String, double[]> NUMBER_RANGES = Map.of(
             "temperature", new double[] {0, 2},
@@ -41,6 +53,28 @@ public final class CompletionSchema {
      * {@code request} checked against the schema, with a one-item list prompt replaced by its item.
      *
      * @throws IllegalArgumentException naming the first wrong field, what it holds and what it should hold
+     */
+    public static ObjectNode check(ObjectNode request, int maxModelLen) {
+        ObjectNode checked = check(request);
+        modelLength(promptTokens(checked.get("prompt")), maxTokens(request), maxModelLen);
+        return checked;
+    }
+
+    /**
+     * Refuses a request whose prompt and {@code max_tokens} together exceed {@code maxModelLen} tokens.
+     *
+     * @throws ModelLengthException saying the limit and what to change
+     */
+    public static void modelLength(int promptTokens, int maxTokens, int maxModelLen) {
+        if ((long) promptTokens + maxTokens > maxModelLen) {
+            throw new ModelLengthException("this request is " + promptTokens + " prompt tokens and " + maxTokens
+                    + " max_tokens, " + ((long) promptTokens + maxTokens) + " in all, over the model length of "
+                    + maxModelLen + " tokens; shorten the prompt or lower max_tokens");
+        }
+    }
+
+    /**
+     * As {@link #check(ObjectNode, int)} with no model length beyond the schema's own bounds.
      */
     public static ObjectNode check(ObjectNode request) {
         ObjectNode checked = request.deepCopy();

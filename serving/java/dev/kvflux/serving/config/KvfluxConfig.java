@@ -41,7 +41,12 @@ import org.yaml.snakeyaml.error.YAMLException;
  * it should hold.
  */
 public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel,
-                           TraceExport tracing) {
+                           TraceExport tracing, Limits limits) {
+
+    /** A configuration with the default request limits. */
+    public KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel, TraceExport tracing) {
+        this(transfer, engine, ports, notifyChannel, tracing, Limits.DEFAULTS);
+    }
 
     /** A configuration whose notify channel has no secret. */
     public KvfluxConfig(Transfer transfer, Engine engine, Ports ports) {
@@ -136,6 +141,16 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         }
     }
 
+    /**
+     * What one request may cost at most: {@code maxModelLen} tokens of prompt and {@code max_tokens} together
+     * ({@code limits.max-model-len}, checked by the proxy and by both roles), and {@code maxRequestShare} of a role's
+     * KV blocks ({@code limits.max-request-share}, 0 to 1).
+     */
+    public record Limits(int maxModelLen, double maxRequestShare) {
+        /** 32,768 tokens (the simulated model's context), a quarter of a role's blocks. */
+        public static final Limits DEFAULTS = new Limits(32_768, 0.25);
+    }
+
     /** The classpath resource holding the defaults. */
     public static final String DEFAULT_RESOURCE = "kvflux.yaml";
 
@@ -146,7 +161,7 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             "engine.sim.copy-path", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
             "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret",
             "notify.max-connections", "notify.frame-read-timeout", "notify.idle-timeout", "notify.peer-budget-mib",
-            "tracing.otlp-endpoint", "tracing.sample-probability");
+            "tracing.otlp-endpoint", "tracing.sample-probability", "limits.max-model-len", "limits.max-request-share");
 
     /** The defaults alone. */
     public static KvfluxConfig defaults() {
@@ -276,9 +291,14 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         key(keys, "tracing.otlp-endpoint", v -> otlpEndpoint(String.valueOf(v))),
                         key(keys, "tracing.sample-probability", KvfluxConfig::probability))
                 .ap(TraceExport::new);
+        Validation<Seq<String>, Limits> requestLimits = Validation.combine(
+                        key(keys, "limits.max-model-len", v -> intIn(v, 1, 1 << 24)),
+                        key(keys, "limits.max-request-share", KvfluxConfig::share))
+                .ap(Limits::new);
         Seq<String> unknown = List.ofAll(keys.keySet()).filter(k -> !KEYS.contains(k)).sorted()
                 .map(k -> "unknown key " + k + "; known keys are " + List.ofAll(KEYS).sorted().mkString(", "));
-        Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports, notifyChannel, tracing)
+        Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports, notifyChannel, tracing,
+                        requestLimits)
                 .ap(KvfluxConfig::new).mapError(KvfluxConfig::flattenErrors);
         if (unknown.isEmpty()) {
             return config;
@@ -443,6 +463,21 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         }
         if (!(p >= 0 && p <= 1)) {
             throw new IllegalArgumentException("must be from 0 to 1 (1 keeps every trace), got " + v);
+        }
+        return p;
+    }
+
+    private static double share(Object v) {
+        double p;
+        try {
+            p = Double.parseDouble(String.valueOf(v).trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + v + "' is not a number; use more than 0 and at most 1 (0.25: a"
+                    + " quarter of the role's blocks)");
+        }
+        if (!(p > 0 && p <= 1)) {
+            throw new IllegalArgumentException("must be more than 0 and at most 1 (0.25: a quarter of the role's"
+                    + " blocks), got " + v);
         }
         return p;
     }

@@ -7,6 +7,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
@@ -17,7 +20,8 @@ import reactor.netty.http.server.HttpServerResponse;
 /** JSON bodies of the serving HTTP APIs: parsing requests and writing replies and OpenAI-style errors. */
 public final class HttpJson {
     /** The shared mapper; thread-safe once configured. */
-    public static final ObjectMapper MAPPER = new ObjectMapper();
+    public static final ObjectMapper MAPPER = new ObjectMapper()
+            .enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     /** The largest request body the serving APIs read: ample for a prompt of a million token ids. */
     public static final int MAX_BODY_BYTES = 16 << 20;
@@ -38,10 +42,36 @@ public final class HttpJson {
 
     /**
      * As {@link #withBody(HttpServerRequest, HttpServerResponse, Function)} with a limit of {@code maxBytes};
-     * the 413's message ends with {@code advice}.
+     * the 413's message ends with {@code advice}. A body that is not well-formed UTF-8 is answered 400.
      */
     public static Mono<Void> withBody(HttpServerRequest request, HttpServerResponse response, int maxBytes,
             String advice, Function<String, Publisher<Void>> handler) {
+        return withBytes(request, response, maxBytes, advice, bytes -> withText(response, bytes, handler));
+    }
+
+    /**
+     * Hands {@code bytes} as text to {@code handler}, or answers 400 ({@code invalid_utf8}) if they are not
+     * well-formed UTF-8: nothing malformed is replaced and passed on.
+     */
+    public static Publisher<Void> withText(HttpServerResponse response, byte[] bytes,
+            Function<String, Publisher<Void>> handler) {
+        String text;
+        try {
+            text = strictUtf8(bytes);
+        } catch (CharacterCodingException e) {
+            return error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_utf8",
+                    "request body is not well-formed UTF-8 (at byte " + firstBadByte(bytes) + "); send UTF-8 JSON");
+        }
+        return handler.apply(text);
+    }
+
+    /**
+     * Reads the request's body (up to {@code maxBytes}, else 413 ending with {@code advice}) and answers with what
+     * {@code handler} makes of its bytes. A body that stops arriving before it ends (the server's read timeout, or
+     * the client closing mid-body) is answered 408 when the connection is still open.
+     */
+    public static Mono<Void> withBytes(HttpServerRequest request, HttpServerResponse response, int maxBytes,
+            String advice, Function<byte[], Publisher<Void>> handler) {
         String declared = request.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
         if (declared != null && declaredLength(declared) > maxBytes) {
             return Mono.from(tooLarge(response, maxBytes, declared + " bytes declared", advice));
@@ -53,10 +83,34 @@ public final class HttpJson {
                     }
                     body.writeBytes(chunk);
                 })
-                .map(body -> body.toString(StandardCharsets.UTF_8))
-                .flatMap(body -> Mono.from(handler.apply(body)))
+                .onErrorMap(e -> !(e instanceof BodyTooLargeException), BodyIncompleteException::new)
+                .flatMap(body -> Mono.from(handler.apply(body.toByteArray())))
                 .onErrorResume(BodyTooLargeException.class, e -> Mono.from(tooLarge(response, maxBytes, "more was sent",
-                        advice)));
+                        advice)))
+                .onErrorResume(BodyIncompleteException.class, e -> response.hasSentHeaders() ? Mono.empty()
+                        : Mono.from(error(response, HttpResponseStatus.REQUEST_TIMEOUT, "invalid_request_error",
+                                "body_incomplete", "the request body did not arrive whole in time ("
+                                        + e.getCause().getClass().getSimpleName() + "); send the whole body at once")));
+    }
+
+    /** {@code bytes} as UTF-8, refusing malformed sequences instead of replacing them. */
+    private static String strictUtf8(byte[] bytes) throws CharacterCodingException {
+        return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
+    }
+
+    private static int firstBadByte(byte[] bytes) {
+        var decoder = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT);
+        ByteBuffer in = ByteBuffer.wrap(bytes);
+        decoder.decode(in, java.nio.CharBuffer.allocate(bytes.length), true);
+        return in.position();
+    }
+
+    /** The body stopped arriving before it ended; its cause says how. */
+    private static final class BodyIncompleteException extends RuntimeException {
+        BodyIncompleteException(Throwable cause) {
+            super(cause.toString(), cause, false, false);
+        }
     }
 
     private static long declaredLength(String header) {
@@ -96,7 +150,43 @@ public final class HttpJson {
         if (node == null || !node.isObject()) {
             throw new IllegalArgumentException("request body must be a JSON object, e.g. {\"prompt\": \"...\", \"max_tokens\": 16}");
         }
+        requireWellFormedText(node);
         return (ObjectNode) node;
+    }
+
+    /**
+     * Refuses a key or string value holding a lone UTF-16 surrogate (JSON can escape one, {@code "\\ud800"}, though
+     * no Unicode text contains one): such text cannot be written back as UTF-8 and would reach instances and logs.
+     */
+    private static void requireWellFormedText(JsonNode node) {
+        if (node.isTextual() && hasLoneSurrogate(node.textValue())) {
+            throw new IllegalArgumentException("request body holds a lone UTF-16 surrogate in a string; send"
+                    + " well-formed Unicode text");
+        }
+        for (var field : node.properties()) {
+            if (hasLoneSurrogate(field.getKey())) {
+                throw new IllegalArgumentException("request body holds a lone UTF-16 surrogate in a key; send"
+                        + " well-formed Unicode text");
+            }
+        }
+        for (JsonNode child : node) {
+            requireWellFormedText(child);
+        }
+    }
+
+    private static boolean hasLoneSurrogate(String text) {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c)) {
+                if (i + 1 == text.length() || !Character.isLowSurrogate(text.charAt(i + 1))) {
+                    return true;
+                }
+                i++;
+            } else if (Character.isLowSurrogate(c)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public static String write(JsonNode node) {

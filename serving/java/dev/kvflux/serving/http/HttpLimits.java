@@ -93,6 +93,23 @@ public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration re
      * it needs privileges, the address is not one of this host's, the host name is unknown, or the port is
      * out of range; else the error's own message.
      */
+    /**
+     * Whether {@code host} names only this machine: {@code localhost} or a loopback address. A name that does not
+     * resolve counts as not loopback.
+     */
+    public static boolean isLoopback(String host) {
+        try {
+            for (java.net.InetAddress address : java.net.InetAddress.getAllByName(host)) {
+                if (!address.isLoopbackAddress()) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (java.net.UnknownHostException e) {
+            return false;
+        }
+    }
+
     public static String bindFailure(String host, int port, Throwable error) {
         return BindFailures.describe(host, port, error);
     }

@@ -2,7 +2,6 @@ package dev.kvflux.serving.proxy;
 
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
-
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -45,7 +44,12 @@ public final class InstanceRegistry {
         /** A new instance refused: its role already has the most instances allowed. */
         FULL,
         /** A signed registration no newer than the instance's last one: refused as a replay. */
-        REPLAYED
+        REPLAYED,
+        /**
+         * Refused: it claims the HTTP or the notify address of another live instance without being that instance
+         * (another role, or the other address differs), as a hijack would; counted.
+         */
+        CLAIMED
     }
 
     private final Duration ttl;
@@ -54,6 +58,7 @@ public final class InstanceRegistry {
     private final Map<Instance, Seen> lastSeen = new LinkedHashMap<>();
     private final AtomicLong turns = new AtomicLong();
     private final AtomicLong refusedFull = new AtomicLong();
+    private final AtomicLong refusedClaims = new AtomicLong();
     /** When the last "refused, full" warning was logged (the registry's clock), and refusals since; guarded by this. */
     private long lastFullWarning = Long.MIN_VALUE;
     private long refusedSinceWarning;
@@ -61,8 +66,11 @@ public final class InstanceRegistry {
     /** Refusals of a full role are logged at most this often, each line with the count since the last. */
     private static final Duration FULL_WARNING_EVERY = Duration.ofSeconds(10);
 
-    /** When an instance was last seen (the registry's clock) and its last signing time, if signed. */
-    private record Seen(long atNanos, long signedAtMillis) {
+    /**
+     * When an instance was last seen (the registry's clock), its last signing time if signed, and the incarnation
+     * it registered with (0 when it did not say): the instance's identity, new at each of its starts.
+     */
+    private record Seen(long atNanos, long signedAtMillis, long incarnation) {
     }
 
     /** A registry that drops instances {@code ttl} after their last ping, on {@link Schedulers#parallel()}'s clock. */
@@ -104,26 +112,52 @@ public final class InstanceRegistry {
         return refusedFull.get();
     }
 
+    /** Registration refusals because they claimed another live instance's address. */
+    public long refusedClaims() {
+        return refusedClaims.get();
+    }
+
     /** Records an unsigned ping from {@code instance}: registers it, keeps it alive, or refuses it when full. */
     public Outcome ping(Instance instance) {
-        return ping(instance, Long.MIN_VALUE);
+        return ping(instance, Long.MIN_VALUE, 0);
+    }
+
+    /** As {@link #ping(Instance, long, long)} for an instance that names no incarnation. */
+    public Outcome ping(Instance instance, long signedAtMillis) {
+        return ping(instance, signedAtMillis, 0);
     }
 
     /**
-     * Records a ping from {@code instance} signed at {@code signedAtMillis} ({@link Long#MIN_VALUE} when
-     * unsigned): registers it, keeps it alive, or refuses it as full or as a replay.
+     * Records a ping from {@code instance}, signed at {@code signedAtMillis} ({@link Long#MIN_VALUE} when unsigned)
+     * by its incarnation {@code incarnation} (0: not said): registers it, keeps it alive, takes a newer incarnation
+     * at the same addresses as the instance's restart, or refuses it as full, as a replay (no newer signature, or
+     * an older incarnation), or as a claim on another live instance's address.
      */
-    public synchronized Outcome ping(Instance instance, long signedAtMillis) {
+    public synchronized Outcome ping(Instance instance, long signedAtMillis, long incarnation) {
         Objects.requireNonNull(instance, "instance");
+        expire();
         Seen before = lastSeen.get(instance);
         if (before != null) {
-            if (signedAtMillis != Long.MIN_VALUE && signedAtMillis <= before.signedAtMillis()) {
+            if (signedAtMillis != Long.MIN_VALUE && signedAtMillis <= before.signedAtMillis()
+                    || incarnation != 0 && incarnation < before.incarnation()) {
                 return Outcome.REPLAYED;
             }
-            lastSeen.put(instance, new Seen(now(), signedAtMillis));
+            if (incarnation != before.incarnation() && before.incarnation() != 0) {
+                LOG.info("{} instance http={} restarted (incarnation {} -> {})", instance.role().wireName(),
+                        Instance.hostPort(instance.httpAddress()), before.incarnation(), incarnation);
+            }
+            lastSeen.put(instance, new Seen(now(), signedAtMillis, incarnation));
             return Outcome.REFRESHED;
         }
-        expire();
+        Instance claimed = claimedBy(instance);
+        if (claimed != null) {
+            refusedClaims.incrementAndGet();
+            LOG.warn("refused a {} registration http={} notify={}: instance http={} notify={} holds {}", instance.role()
+                    .wireName(), Instance.hostPort(instance.httpAddress()), Instance.hostPort(instance.notifyAddress()),
+                    Instance.hostPort(claimed.httpAddress()), Instance.hostPort(claimed.notifyAddress()),
+                    claimed.httpAddress().equals(instance.httpAddress()) ? "that HTTP address" : "that notify address");
+            return Outcome.CLAIMED;
+        }
         if (count(instance.role()) >= maxPerRole) {
             refusedFull.incrementAndGet();
             refusedSinceWarning++;
@@ -139,10 +173,22 @@ public final class InstanceRegistry {
             }
             return Outcome.FULL;
         }
-        lastSeen.put(instance, new Seen(now(), signedAtMillis));
+        lastSeen.put(instance, new Seen(now(), signedAtMillis, incarnation));
         LOG.info("registered {} instance http={} notify={}", instance.role().wireName(),
                 Instance.hostPort(instance.httpAddress()), Instance.hostPort(instance.notifyAddress()));
         return Outcome.REGISTERED;
+    }
+
+    /** The live instance, other than {@code instance} itself, that holds one of its addresses; null if none. */
+    private Instance claimedBy(Instance instance) {
+        for (Instance other : lastSeen.keySet()) {
+            if (other.httpAddress().equals(instance.httpAddress()) || other.notifyAddress().equals(instance.notifyAddress())
+                    || other.httpAddress().equals(instance.notifyAddress())
+                    || other.notifyAddress().equals(instance.httpAddress())) {
+                return other;
+            }
+        }
+        return null;
     }
 
     private int count(Role role) {
@@ -169,11 +215,22 @@ public final class InstanceRegistry {
 
     /** The next live instance of {@code role}, round-robin; empty if none is live. */
     public Optional<Instance> pick(Role role) {
+        return pick(role, instance -> true);
+    }
+
+    /**
+     * The next live instance of {@code role} that is {@code usable}, round-robin; when none is, the next live one
+     * all the same (better a request on an instance that may have recovered than none at all); empty if none is
+     * live.
+     */
+    public Optional<Instance> pick(Role role, java.util.function.Predicate<Instance> usable) {
         List<Instance> live = live(role);
         if (live.isEmpty()) {
             return Optional.empty();
         }
-        return Optional.of(live.get(Math.floorMod(turns.getAndIncrement(), live.size())));
+        List<Instance> healthy = live.stream().filter(usable).toList();
+        List<Instance> from = healthy.isEmpty() ? live : healthy;
+        return Optional.of(from.get(Math.floorMod(turns.getAndIncrement(), from.size())));
     }
 
     private void expire() {

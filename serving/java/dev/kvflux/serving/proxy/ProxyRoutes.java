@@ -7,6 +7,7 @@ import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.KvTransferParams;
 import dev.kvflux.serving.api.RegistrationAuth;
+import dev.kvflux.serving.api.RequestAuth;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.metrics.RoleMetrics;
@@ -24,6 +25,7 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.timeout.ReadTimeoutException;
 import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -33,6 +35,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
+import reactor.core.scheduler.Schedulers;
 import reactor.netty.ByteBufFlux;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.http.server.HttpServerRequest;
@@ -65,6 +68,15 @@ final class ProxyRoutes {
         }
     }
 
+    /** Decode sent nothing within the first-byte bound: it holds the request without answering. */
+    private static final class FirstByteTimeoutException extends RuntimeException {
+        FirstByteTimeoutException(Instance decode, Duration within) {
+            super("decode instance " + decode.baseUrl() + " sent no answer within the proxy's first-byte timeout of "
+                    + within.toSeconds() + " s; check that it is alive and runs with a receive deadline", null, false,
+                    false);
+        }
+    }
+
     /** Too many requests already wait for a connection to an instance; the request was not sent. */
     private static final class OverloadedException extends RuntimeException {
         private final Role role;
@@ -86,11 +98,16 @@ final class ProxyRoutes {
     private static final int NOBODY = 0;
     private static final int DECODE_OWNS = 1;
     private static final int PREFILL_OWNS = 2;
+    /** How long prefill's 409 (decode aborted the transfer) gives decode's own answer to arrive first. */
+    private static final long DECODE_FIRST_GRACE_MILLIS = 500;
+    /** The roles' completions path, as the proxy signs it. */
+    private static final String COMPLETIONS = "/v1/completions";
 
     record Handlers(InstanceRegistry registry, HttpClient client, int maxConnections, int maxPending,
                             AtomicBoolean warnedOverloaded, RegistrationAuth registrationAuth,
-                            AtomicBoolean warnedRefusedRegistration, RoleMetrics meters,
-                            ObservationRegistry observations) {
+                            RequestAuth requestAuth, AtomicBoolean warnedRefusedRegistration, RoleMetrics meters,
+                            ObservationRegistry observations, InstanceHealth health, Duration firstByteTimeout,
+                            int maxModelLen) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             long start = System.nanoTime();
@@ -112,13 +129,16 @@ final class ProxyRoutes {
         private Publisher<Void> route(String body, HttpHeaders headers, HttpServerResponse response) {
             ObjectNode json;
             try {
-                json = CompletionSchema.check(HttpJson.object(body));
+                json = CompletionSchema.check(HttpJson.object(body), maxModelLen);
+            } catch (CompletionSchema.ModelLengthException e) {
+                return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                        "context_length_exceeded", e.getMessage());
             } catch (IllegalArgumentException e) {
                 return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                         "invalid_request", e.getMessage());
             }
-            Optional<Instance> prefill = registry.pick(Role.PREFILL);
-            Optional<Instance> decode = registry.pick(Role.DECODE);
+            Optional<Instance> prefill = registry.pick(Role.PREFILL, health::usable);
+            Optional<Instance> decode = registry.pick(Role.DECODE, health::usable);
             if (prefill.isEmpty() || decode.isEmpty()) {
                 String missing = prefill.isEmpty() ? "prefill" : "decode";
                 return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
@@ -154,20 +174,23 @@ final class ProxyRoutes {
             // request is cancelled at once instead of waiting for its receive deadline.
             // the prefill call's span ends when prefill has answered, not when the request ends
             Step prefillStep = Step.of(prefillCall);
-            Mono<Void> prefillFailed = post(prefill, toPrefill, Spans.traceparent(prefillCall))
+            Mono<Void> prefillFailed = post(prefill, toPrefill, transferId, Spans.traceparent(prefillCall))
                     .response((status, content) -> head(content)
                             .doOnNext(text -> {
+                                health.requested(prefill, true);
                                 if (status.status().code() == 200) {
                                     prefillStep.stop();
                                 }
                             })
                             .flatMap(text -> status.status().code() == 200
                                     ? Mono.<Void>never()
-                                    : Mono.<Void>error(new PrefillFailedException(prefill,
+                                    : failure(status.status().code(), Mono.<Void>error(new PrefillFailedException(prefill,
                                             status.status().code() + " " + LogText.escape(text),
-                                            status.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code()))))
+                                            status.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code())))))
                     .then()
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill))
+                    .doOnError(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
+                            e -> health.requested(prefill, false))
                     .onErrorMap(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
                             e -> new PrefillFailedException(prefill, e.toString()))
                     .doOnError(prefillStep::fail)
@@ -182,8 +205,9 @@ final class ProxyRoutes {
                     });
 
             response.header("x-kvflux-transfer-id", transferId);
-            Mono<Void> decoded = post(decode, toDecode, Spans.traceparent(decodeCall))
+            Mono<Void> decoded = post(decode, toDecode, transferId, Spans.traceparent(decodeCall))
                     .response((status, content) -> {
+                        health.requested(decode, true);
                         if (!owner.compareAndSet(NOBODY, DECODE_OWNS)) {
                             return Mono.never();
                         }
@@ -196,11 +220,19 @@ final class ProxyRoutes {
                     })
                     .then()
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.DECODE, decode))
+                    .doOnError(e -> !(e instanceof OverloadedException), e -> health.requested(decode, false))
                     .doOnError(decodeCall::error)
                     .doFinally(signal -> decodeCall.stop())
                     .onErrorResume(e -> owner.compareAndSet(NOBODY, DECODE_OWNS) || owner.get() == DECODE_OWNS
                             ? Mono.error(e) : Mono.never());
-            return Mono.firstWithSignal(decoded, prefillFailed)
+            // decode's first byte is bounded far below the upstream timeout: a decode that holds requests and never
+            // answers fails them in a minute, not ten, and is ejected
+            Mono<Void> firstByte = Mono.delay(firstByteTimeout, Schedulers.parallel())
+                    .then(Mono.defer(() -> owner.compareAndSet(NOBODY, DECODE_OWNS)
+                            ? Mono.<Void>error(new FirstByteTimeoutException(decode, firstByteTimeout))
+                            : Mono.<Void>never()))
+                    .doOnError(e -> health.requested(decode, false));
+            return Mono.firstWithSignal(decoded, prefillFailed, firstByte)
                     .doOnError(this::countUpstreamError)
                     .onErrorResume(error -> {
                         if (error instanceof PrefillFailedException) {
@@ -222,6 +254,11 @@ final class ProxyRoutes {
                             return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
                                     "prefill_failed", error.getMessage()));
                         }
+                        if (error instanceof FirstByteTimeoutException) {
+                            LOG.warn("transfer {}: {}", transferId, error.getMessage());
+                            return Mono.from(HttpJson.error(response, HttpResponseStatus.GATEWAY_TIMEOUT,
+                                    "upstream_error", "upstream_timeout", error.getMessage()));
+                        }
                         if (error instanceof ReadTimeoutException) {
                             LOG.warn("transfer {}: decode instance {} sent nothing for the upstream timeout", transferId,
                                     decode.baseUrl());
@@ -237,12 +274,24 @@ final class ProxyRoutes {
                     });
         }
 
+        /**
+         * Prefill's failure as it is to reach the client: at once, unless prefill answered 409 because decode aborted
+         * the transfer; then decode refused first and its answer (with decode's reason) is on its way, so prefill's
+         * waits {@value #DECODE_FIRST_GRACE_MILLIS} ms for it to take the response.
+         */
+        private static Mono<Void> failure(int status, Mono<Void> failed) {
+            return status == HttpResponseStatus.CONFLICT.code()
+                    ? Mono.delay(Duration.ofMillis(DECODE_FIRST_GRACE_MILLIS), Schedulers.parallel()).then(failed)
+                    : failed;
+        }
+
         private void countUpstreamError(Throwable error) {
             switch (error) {
                 case OverloadedException overloaded -> upstreamError(overloaded.role, "pool_full", 1);
                 case PrefillFailedException failed -> upstreamError(Role.PREFILL, failed.overloaded ? "overloaded"
                         : "failed", 1);
                 case ReadTimeoutException timeout -> upstreamError(Role.DECODE, "timeout", 1);
+                case FirstByteTimeoutException timeout -> upstreamError(Role.DECODE, "timeout", 1);
                 default -> upstreamError(Role.DECODE, "unreachable", 1);
             }
         }
@@ -272,16 +321,23 @@ final class ProxyRoutes {
             return e;
         }
 
-        /** POSTs {@code body} to the instance, with the {@code traceparent} header unless it is null. */
-        private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body, String traceparent) {
+        /**
+         * POSTs {@code body} to the instance, signed for {@code transferId} when the proxy has a secret, with the
+         * {@code traceparent} header unless it is null.
+         */
+        private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body, String transferId,
+                String traceparent) {
             byte[] bytes = HttpJson.write(body).getBytes(StandardCharsets.UTF_8);
             return client.headers(h -> {
                         h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
                         if (traceparent != null) {
                             h.set(Spans.TRACEPARENT, traceparent);
                         }
+                        if (requestAuth != null) {
+                            requestAuth.sign(h, "POST", COMPLETIONS, transferId, bytes);
+                        }
                     })
-                    .post().uri(instance.baseUrl() + "/v1/completions")
+                    .post().uri(instance.baseUrl() + COMPLETIONS)
                     .send(Mono.fromSupplier(() -> Unpooled.wrappedBuffer(bytes)));
         }
 
@@ -298,15 +354,17 @@ final class ProxyRoutes {
                     }
                 }
                 Instance instance;
+                long incarnation;
                 try {
                     ObjectNode json = HttpJson.object(body);
                     instance = new Instance(Role.of(text(json, "role")),
                             Instance.address(text(json, "http")), Instance.address(text(json, "notify")));
+                    incarnation = incarnation(json);
                 } catch (IllegalArgumentException e) {
                     return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
                             "invalid_request_error", "bad_registration", e.getMessage()));
                 }
-                return Mono.from(switch (registry.ping(instance, signedAt)) {
+                return Mono.from(switch (registry.ping(instance, signedAt, incarnation)) {
                     case REGISTERED, REFRESHED -> HttpJson.reply(response, HttpResponseStatus.OK,
                             HttpJson.MAPPER.createObjectNode().put("status", "registered"));
                     case FULL -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
@@ -315,6 +373,9 @@ final class ProxyRoutes {
                     case REPLAYED -> refuseRegistration(response, HttpResponseStatus.UNAUTHORIZED,
                             "replayed_registration", "the registration is no newer than the last one accepted for this"
                                     + " instance: a replay", request);
+                    case CLAIMED -> refuseRegistration(response, HttpResponseStatus.CONFLICT, "address_claimed",
+                            "another live instance holds this registration's HTTP or notify address; an instance"
+                                    + " registers the addresses it listens on, both of them", request);
                 });
             });
         }
@@ -341,6 +402,18 @@ final class ProxyRoutes {
                 }
             }
             return HttpJson.reply(response, HttpResponseStatus.OK, body);
+        }
+
+        /** The registration's {@code incarnation}: a positive integer, or 0 when it names none. */
+        private static long incarnation(JsonNode json) {
+            JsonNode value = json.get("incarnation");
+            if (value == null) {
+                return 0;
+            }
+            if (!value.canConvertToLong() || !value.isIntegralNumber() || value.asLong() <= 0) {
+                throw new IllegalArgumentException("registration's \"incarnation\" must be a positive integer");
+            }
+            return value.asLong();
         }
 
         private static String text(JsonNode json, String key) {

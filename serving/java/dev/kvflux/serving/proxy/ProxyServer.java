@@ -2,6 +2,7 @@ package dev.kvflux.serving.proxy;
 
 import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RegistrationAuth;
+import dev.kvflux.serving.api.RequestAuth;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.metrics.RoleMetrics;
@@ -15,6 +16,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
@@ -62,10 +64,12 @@ public final class ProxyServer implements AutoCloseable {
     private final DisposableServer discovery;
     private final ConnectionProvider connections;
     private final RoleMetrics meters;
+    private final Disposable healthChecks;
 
     private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections,
-            RoleMetrics meters) {
+            RoleMetrics meters, Disposable healthChecks) {
         this.meters = meters;
+        this.healthChecks = healthChecks;
         this.server = server;
         this.discovery = discovery;
         this.connections = connections;
@@ -82,6 +86,15 @@ public final class ProxyServer implements AutoCloseable {
 
     /** How long the proxy waits, by default, for the next bytes of an instance's answer. */
     public static final Duration DEFAULT_UPSTREAM_TIMEOUT = Duration.ofMinutes(10);
+    /**
+     * How long the proxy waits, by default, for the first byte of decode's answer: longer than decode's default
+     * receive deadline (45 s for the default 30 s transfer timeout), so a decode that is alive always answers first.
+     */
+    public static final Duration DEFAULT_FIRST_BYTE_TIMEOUT = Duration.ofSeconds(60);
+    /** The shortest time a health check may take before it counts as failed: a busy instance is not a dead one. */
+    private static final Duration MIN_PROBE_TIMEOUT = Duration.ofMillis(500);
+    /** How often the proxy checks every registered instance's {@code /health}, by default. */
+    public static final Duration DEFAULT_HEALTH_INTERVAL = Duration.ofSeconds(1);
 
     /**
      * A proxy's settings; {@link Builder#bindNow()} binds it. Only the registry must be set: the proxy listens
@@ -98,8 +111,13 @@ public final class ProxyServer implements AutoCloseable {
         private int discoveryPort = -1;
         private InstanceRegistry registry;
         private Duration upstreamTimeout = DEFAULT_UPSTREAM_TIMEOUT;
+        private Duration firstByteTimeout = DEFAULT_FIRST_BYTE_TIMEOUT;
+        private Duration healthInterval = DEFAULT_HEALTH_INTERVAL;
+        private InstanceHealth health = InstanceHealth.defaults();
+        private int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
         private int maxConnections = DEFAULT_MAX_CONNECTIONS;
         private RegistrationAuth registrationAuth;
+        private RequestAuth requestAuth;
         private HttpLimits httpLimits = HttpLimits.DEFAULT;
         private MeterRegistry meterRegistry;
         private ObservationRegistry observations = ObservationRegistry.NOOP;
@@ -175,6 +193,49 @@ public final class ProxyServer implements AutoCloseable {
         }
 
         /**
+         * The longest request, prompt and {@code max_tokens} together, in tokens: a longer one is answered 400
+         * ({@code context_length_exceeded}) before any instance sees it. Default
+         * {@value CompletionSchema#DEFAULT_MAX_MODEL_LEN}.
+         */
+        public Builder maxModelLen(int maxModelLen) {
+            if (maxModelLen < 1) {
+                throw new IllegalArgumentException("--max-model-len must be at least 1, got " + maxModelLen);
+            }
+            this.maxModelLen = maxModelLen;
+            return this;
+        }
+
+        /**
+         * How long decode may take to send the first byte of its answer before the client gets 504
+         * ({@code upstream_timeout}) and the request counts against that decode's health; default
+         * {@link #DEFAULT_FIRST_BYTE_TIMEOUT}. Keep it longer than decode's receive deadline.
+         */
+        public Builder firstByteTimeout(Duration firstByteTimeout) {
+            Objects.requireNonNull(firstByteTimeout, "firstByteTimeout");
+            if (firstByteTimeout.isZero() || firstByteTimeout.isNegative()) {
+                throw new IllegalArgumentException("first-byte timeout must be positive, got " + firstByteTimeout);
+            }
+            this.firstByteTimeout = firstByteTimeout;
+            return this;
+        }
+
+        /**
+         * How often every registered instance's {@code GET /health} is checked (each check may take half of it, and at
+         * least 500 ms);
+         * default {@link #DEFAULT_HEALTH_INTERVAL}. Failed checks and failed requests eject an instance as
+         * {@code health} says ({@link InstanceHealth#defaults()} unless set).
+         */
+        public Builder healthChecks(Duration interval, InstanceHealth health) {
+            Objects.requireNonNull(interval, "interval");
+            if (interval.toMillis() < 10) {
+                throw new IllegalArgumentException("health-check interval must be at least 10ms, got " + interval);
+            }
+            this.healthInterval = interval;
+            this.health = Objects.requireNonNull(health, "health");
+            return this;
+        }
+
+        /**
          * The most connections to one instance (default {@link #DEFAULT_MAX_CONNECTIONS}); up to
          * {@link #PENDING_PER_CONNECTION} times as many requests wait for one, and a request beyond that is
          * answered 503 ({@code proxy_overloaded}) at once.
@@ -189,12 +250,14 @@ public final class ProxyServer implements AutoCloseable {
         }
 
         /**
-         * Accept only registrations signed with the cluster's notify secret ({@link RegistrationAuth});
-         * {@code null} (the default) accepts unsigned ones, so the discovery port must then be reachable by
-         * the instances alone.
+         * The cluster's notify secret: only registrations signed with it are accepted ({@link RegistrationAuth}),
+         * and every completion the proxy sends to a role is signed with it ({@link RequestAuth}), which a role with
+         * the same secret requires. {@code null} (the default) accepts unsigned registrations and signs nothing, so
+         * the discovery port and the roles' HTTP ports must then be reachable by the cluster alone.
          */
         public Builder registrationSecret(NotifyAuth secret) {
             this.registrationAuth = secret == null ? null : RegistrationAuth.of(secret);
+            this.requestAuth = secret == null ? null : RequestAuth.of(secret);
             return this;
         }
 
@@ -213,6 +276,11 @@ public final class ProxyServer implements AutoCloseable {
          */
         public ProxyServer bindNow() {
             Objects.requireNonNull(registry, "set a registry before starting the proxy");
+            if (requestAuth == null && !HttpLimits.isLoopback(host)) {
+                throw new IllegalStateException("the proxy binds " + host + ", not a loopback address, without a notify"
+                        + " secret; give it the cluster's secret (registrationSecret(...), KVFLUX_NOTIFY_SECRET or"
+                        + " notify.secret) so that registrations and the requests it sends are signed");
+            }
             LogContext.enable();
             int maxPending = maxConnections * PENDING_PER_CONNECTION;
             ConnectionProvider connections = httpLimits.poolNamed("kvflux-proxy")
@@ -220,7 +288,8 @@ public final class ProxyServer implements AutoCloseable {
             HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
             RoleMetrics meters = RoleMetrics.of(meterRegistry, "proxy");
             ProxyRoutes.Handlers handlers = new ProxyRoutes.Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean(),
-                    registrationAuth, new AtomicBoolean(), meters, observations);
+                    registrationAuth, requestAuth, new AtomicBoolean(), meters, observations, health,
+                    firstByteTimeout, maxModelLen);
             DisposableServer server;
             try {
                 server = httpLimits.serverOn(host, port)
@@ -263,7 +332,18 @@ public final class ProxyServer implements AutoCloseable {
                 meters.gauge("kvflux.proxy.instances", "Live instances the proxy picks from", registry,
                         r -> r.live(role).size(), "upstream", role.wireName());
             }
-            return new ProxyServer(server, discovery, connections, meters);
+            meters.gauge("kvflux.proxy.instances.ejected", "Instances ejected for failed health checks or requests",
+                    health, InstanceHealth::ejected);
+            meters.functionCounter("kvflux.proxy.ejections", "Instances ejected so far", health,
+                    InstanceHealth::ejections);
+            meters.functionCounter("kvflux.proxy.registrations.claimed",
+                    "Registrations refused for claiming another live instance's address", registry,
+                    InstanceRegistry::refusedClaims);
+            Duration probeTimeout = healthInterval.dividedBy(2).compareTo(MIN_PROBE_TIMEOUT) > 0
+                    ? healthInterval.dividedBy(2) : MIN_PROBE_TIMEOUT;
+            Disposable checks = HealthChecks.start(registry, health, healthInterval, probeTimeout,
+                    HttpClient.create(connections).responseTimeout(probeTimeout));
+            return new ProxyServer(server, discovery, connections, meters, checks);
         }
     }
 
@@ -286,6 +366,7 @@ public final class ProxyServer implements AutoCloseable {
 
     @Override
     public void close() {
+        healthChecks.dispose();
         server.disposeNow();
         if (discovery != null) {
             discovery.disposeNow();

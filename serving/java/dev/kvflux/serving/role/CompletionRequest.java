@@ -18,8 +18,19 @@ record CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTran
      * @throws IllegalArgumentException saying what is wrong
      */
     static CompletionRequest parse(ObjectNode json, Role self) {
+        return parse(json, self, Integer.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #parse(ObjectNode, Role)}, refusing a request longer than {@code maxModelLen} tokens.
+     *
+     * @throws CompletionSchema.ModelLengthException if prompt and max_tokens exceed {@code maxModelLen}
+     */
+    static CompletionRequest parse(ObjectNode json, Role self, int maxModelLen) {
         KvTransferParams params = KvTransferParams.from(json, self);
-        return new CompletionRequest(CompletionSchema.promptTokens(json.get("prompt")), CompletionSchema.maxTokens(json),
-                CompletionSchema.stream(json), params);
+        CompletionRequest request = new CompletionRequest(CompletionSchema.promptTokens(json.get("prompt")),
+                CompletionSchema.maxTokens(json), CompletionSchema.stream(json), params);
+        CompletionSchema.modelLength(request.promptTokens(), request.maxTokens(), maxModelLen);
+        return request;
     }
 }

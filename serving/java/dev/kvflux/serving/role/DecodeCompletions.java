@@ -1,6 +1,8 @@
 package dev.kvflux.serving.role;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.serving.api.CompletionSchema;
+import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.observe.Spans;
@@ -37,26 +39,37 @@ final class DecodeCompletions {
     private final ServingModel model;
     private final DecodeSide side;
     private final ObservationRegistry observations;
+    private final RequestGate gate;
+    private final int maxModelLen;
 
-    DecodeCompletions(ServingModel model, DecodeSide side, ObservationRegistry observations) {
+    DecodeCompletions(ServingModel model, DecodeSide side, ObservationRegistry observations, RequestGate gate, int maxModelLen) {
+        this.gate = gate;
+        this.maxModelLen = maxModelLen;
         this.model = model;
         this.side = side;
         this.observations = observations;
     }
 
     Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
-        return HttpJson.withBody(request, response, body -> serve(body, request.requestHeaders(), response));
+        return gate.withBody(request, response, (body, signedFor) -> serve(body, signedFor, request.requestHeaders(),
+                response));
     }
 
-    private Publisher<Void> serve(String body, HttpHeaders headers, HttpServerResponse response) {
+    private Publisher<Void> serve(String body, String signedFor, HttpHeaders headers, HttpServerResponse response) {
         CompletionRequest request;
         try {
-            request = CompletionRequest.parse(HttpJson.object(body), Role.DECODE);
+            request = CompletionRequest.parse(HttpJson.object(body), Role.DECODE, maxModelLen);
+        } catch (CompletionSchema.ModelLengthException e) {
+            return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                    "context_length_exceeded", e.getMessage());
         } catch (IllegalArgumentException e) {
             return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "bad_request",
                     e.getMessage());
         }
         String id = request.params().transferId();
+        if (signedFor != null && !signedFor.equals(id)) {
+            return gate.mismatched(response, signedFor, id);
+        }
         Observation span = Spans.server(observations, "kvflux.decode.request", id, headers);
         String traceId = Spans.traceId(span);
         try (LogContext.Scope _ = LogContext.open(id, traceId)) {
@@ -91,7 +104,9 @@ final class DecodeCompletions {
     private static Publisher<Void> refused(HttpServerResponse response, TransferRefusedException e) {
         return switch (e.reason()) {
             case OUT_OF_BLOCKS -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
-                    "kv_blocks_exhausted", e.getMessage());
+                    "kv_blocks_exhausted", e.getMessage() + " (--kv-blocks)");
+            case TOO_LARGE -> HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                    "request_too_large", e.getMessage());
             case SHUTTING_DOWN -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
                     "decode_shutting_down", e.getMessage());
             case DUPLICATE, STALE_PEER -> HttpJson.error(response, HttpResponseStatus.CONFLICT, "invalid_request_error",

@@ -128,6 +128,7 @@ public final class DecodeServer implements AutoCloseable {
             if (model == null) {
                 throw new IllegalStateException("a decode instance needs a model; set it");
             }
+            requireSecretOffLoopback("decode");
             Blocking.requireBlockingAllowed("DecodeServer.bindNow");
             return DecodeServer.bind(this);
         }
@@ -142,9 +143,11 @@ public final class DecodeServer implements AutoCloseable {
         DecodeSide side = DecodeSide.builder().notifyAddress(where.host(), where.notifyPort()).auth(settings.auth)
                 .limits(settings.limits).notifyRecorder(notifyMeters).recorder(new DecodeStats(meters))
                 .blocks(settings.kvBlocks).receiveDeadline(settings.receiveDeadline).blockLease(settings.blockLease)
-                .contentCheck(KvChecksum.forLayers(model.layers())).bindNow();
+                .contentCheck(KvChecksum.forLayers(model.layers())).maxBlocksPerTransfer(settings.maxBlocksPerRequest())
+                .bindNow();
         try {
-            DecodeCompletions completions = new DecodeCompletions(model, side, settings.observations);
+            DecodeCompletions completions = new DecodeCompletions(model, side, settings.observations,
+                    RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
             DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
                     .route(routes -> routes.post("/v1/completions", completions::serve)
                             .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))

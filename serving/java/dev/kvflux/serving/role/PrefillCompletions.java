@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.pipeline.WriteOutcome;
+import dev.kvflux.serving.api.CompletionSchema;
+import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.observe.Spans;
@@ -40,10 +42,14 @@ final class PrefillCompletions {
     private final PrefillLoop loop;
     private final PrefillStats stats;
     private final ObservationRegistry observations;
+    private final RequestGate gate;
+    private final int maxModelLen;
     private volatile boolean closing;
 
     PrefillCompletions(ServingModel model, PrefillSide side, PrefillLoop loop, PrefillStats stats,
-            ObservationRegistry observations) {
+            ObservationRegistry observations, RequestGate gate, int maxModelLen) {
+        this.gate = gate;
+        this.maxModelLen = maxModelLen;
         this.model = model;
         this.side = side;
         this.loop = loop;
@@ -57,15 +63,21 @@ final class PrefillCompletions {
     }
 
     Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
-        return HttpJson.withBody(request, response, body -> {
+        return gate.withBody(request, response, (body, signedFor) -> {
             CompletionRequest parsed;
             try {
-                parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL);
+                parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL, maxModelLen);
+            } catch (CompletionSchema.ModelLengthException e) {
+                return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
+                        "invalid_request_error", "context_length_exceeded", e.getMessage()));
             } catch (IllegalArgumentException e) {
                 return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
                         "invalid_request_error", "bad_request", e.getMessage()));
             }
             String id = parsed.params().transferId();
+            if (signedFor != null && !signedFor.equals(id)) {
+                return gate.mismatched(response, signedFor, id);
+            }
             Observation span = Spans.server(observations, "kvflux.prefill.request", id, request.requestHeaders());
             String traceId = Spans.traceId(span);
             try (LogContext.Scope _ = LogContext.open(id, traceId)) {
@@ -121,7 +133,9 @@ final class PrefillCompletions {
             case STALE_PEER -> HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
                     "transfer_aborted", e.getMessage());
             case OUT_OF_BLOCKS -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
-                    "kv_blocks_exhausted", e.getMessage());
+                    "kv_blocks_exhausted", e.getMessage() + " (--kv-blocks)");
+            case TOO_LARGE -> HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                    "request_too_large", e.getMessage());
             case SHUTTING_DOWN -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
                     "prefill_shutting_down", e.getMessage());
         };

@@ -180,6 +180,7 @@ public final class PrefillServer implements AutoCloseable {
             if (model == null || engine == null) {
                 throw new IllegalStateException("a prefill instance needs a model and an engine; set both");
             }
+            requireSecretOffLoopback("prefill");
             Blocking.requireBlockingAllowed("PrefillServer.bindNow");
             return PrefillServer.bind(this);
         }
@@ -210,7 +211,8 @@ public final class PrefillServer implements AutoCloseable {
                 .layout(layout).sessions(DecodeSessions.of(settings.engine.createSession(local, remote)))
                 .pipeline(pipeline).blocks(settings.kvBlocks).transferTimeout(settings.transfer.timeout())
                 .decodeDeadline(DecodeSide.defaultReceiveDeadline(settings.transfer.timeout()))
-                .failureNotices(settings.policy.failureNotice()).contentCheck(KvChecksum.forLayers(model.layers()));
+                .failureNotices(settings.policy.failureNotice()).contentCheck(KvChecksum.forLayers(model.layers()))
+                .maxBlocksPerTransfer(settings.maxBlocksPerRequest());
         if (settings.notifyWithin != null) {
             side = side.notifyWithin(settings.notifyWithin);
         }
@@ -219,7 +221,8 @@ public final class PrefillServer implements AutoCloseable {
         PrefillLoop loop = new PrefillLoop(model, settings.steps(), loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
                 settings.maxQueuedPrompts);
         try {
-            PrefillCompletions completions = new PrefillCompletions(model, bound, loop, stats, settings.observations);
+            PrefillCompletions completions = new PrefillCompletions(model, bound, loop, stats, settings.observations,
+                    RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
             DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
                     .route(routes -> routes.post("/v1/completions", completions::serve)
                             .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
@@ -288,6 +291,11 @@ public final class PrefillServer implements AutoCloseable {
     /** Blocks per state, for tests and the chaos run. */
     BlockAllocator.Snapshot blocks() {
         return side.blocks();
+    }
+
+    /** Transfers opened and not yet ended (queued, waiting for decode's block list, writing or settling). */
+    int transfersRunning() {
+        return side.running();
     }
 
     /** Writes holding one of the WRITE pipeline's places now. */

@@ -1,5 +1,8 @@
 package dev.kvflux.serving.role;
 
+import dev.kvflux.serving.api.CompletionSchema;
+import dev.kvflux.serving.api.RequestGate;
+import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.metrics.RoleMetrics;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.transfer.notify.NotifyLimits;
@@ -23,6 +26,8 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     NotifyLimits limits = NotifyLimits.DEFAULTS;
     MeterRegistry meterRegistry;
     ObservationRegistry observations = ObservationRegistry.NOOP;
+    int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
+    double maxRequestShare = 1.0;
 
     RoleSettings(int defaultKvBlocks) {
         this.kvBlocks = defaultKvBlocks;
@@ -66,6 +71,55 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
         return self();
     }
 
+    /**
+     * The longest request, prompt and {@code max_tokens} together, in tokens: a longer one is refused with 400
+     * {@code context_length_exceeded}. Default {@value CompletionSchema#DEFAULT_MAX_MODEL_LEN}.
+     *
+     * @throws IllegalArgumentException if it is not positive
+     */
+    public B maxModelLen(int maxModelLen) {
+        if (maxModelLen < 1) {
+            throw new IllegalArgumentException("--max-model-len must be at least 1, got " + maxModelLen);
+        }
+        this.maxModelLen = maxModelLen;
+        return self();
+    }
+
+    /**
+     * The largest share of the role's KV blocks one request may hold (0 to 1): a request that needs more is refused
+     * with 400 {@code request_too_large}, so a handful of long prompts cannot take every block. Default 1 (no cap
+     * beyond the model length).
+     *
+     * @throws IllegalArgumentException if it is not in (0, 1]
+     */
+    public B maxRequestShare(double maxRequestShare) {
+        if (!(maxRequestShare > 0 && maxRequestShare <= 1)) {
+            throw new IllegalArgumentException("the largest share of KV blocks one request may hold must be in (0, 1],"
+                    + " got " + maxRequestShare);
+        }
+        this.maxRequestShare = maxRequestShare;
+        return self();
+    }
+
+    /**
+     * Refuses to bind a non-loopback address without a notify secret: the role would take unsigned requests from
+     * the network, and a request names where the role connects.
+     *
+     * @throws IllegalStateException saying what to set
+     */
+    void requireSecretOffLoopback(String role) {
+        if (auth == null && !HttpLimits.isLoopback(where.host())) {
+            throw new IllegalStateException(role + " binds " + where.host() + ", not a loopback address, without a"
+                    + " notify secret; give it the cluster's secret (auth(...), KVFLUX_NOTIFY_SECRET or notify.secret)"
+                    + " so that it serves only requests the proxy signed");
+        }
+    }
+
+    /** The most blocks one request may hold under {@link #maxRequestShare}: at least 1, no cap at a share of 1. */
+    int maxBlocksPerRequest() {
+        return maxRequestShare >= 1 ? Integer.MAX_VALUE : Math.max(1, (int) Math.floor(kvBlocks * maxRequestShare));
+    }
+
     /** What the notify channel grants peers; default {@link NotifyLimits#DEFAULTS}. */
     public B limits(NotifyLimits limits) {
         this.limits = Objects.requireNonNull(limits, "limits");
@@ -90,5 +144,23 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     public B observationRegistry(ObservationRegistry observations) {
         this.observations = Objects.requireNonNull(observations, "observations");
         return self();
+    }
+
+    /**
+     * The gate of a role's completions: with a notify secret only requests the proxy signed, each refusal counted
+     * in {@code kvflux.http.requests.unauthenticated} (tag {@code reason}: the refusal's code).
+     */
+    static RequestGate gate(NotifyAuth auth, RoleMetrics meters) {
+        for (String reason : new String[] {"unsigned_request", "malformed_signature", "stale_request", "bad_signature",
+                "replayed_request", "replay_window_full"}) {
+            refusals(meters, reason);
+        }
+        return RequestGate.of(auth, reason -> refusals(meters, reason).increment());
+    }
+
+    private static io.micrometer.core.instrument.Counter refusals(RoleMetrics meters, String reason) {
+        return meters.counter("kvflux.http.requests.unauthenticated",
+                "Completion requests refused before their body was parsed: unsigned, forged, replayed or stale",
+                "reason", reason);
     }
 }

@@ -35,7 +35,7 @@ class PrefillSideTest {
         MemoryRegion remote = new MemoryRegion("decode", 0, layout.regionBytes(), 1);
         return PrefillSide.builder().layout(layout).sessions(DecodeSessions.of(engine.createSession(local, remote)))
                 .pipeline(WritePipeline.builder().waitStrategy(CompletionWait.failFast(Duration.ofSeconds(2))).build())
-                .transferTimeout(Duration.ofSeconds(2)).decodeDeadline(decodeDeadline)
+                .blocks(1024).transferTimeout(Duration.ofSeconds(2)).decodeDeadline(decodeDeadline)
                 .recorder(new PrefillRecorder() {
                     @Override
                     public void record(Event event, String transferId) {
@@ -92,6 +92,31 @@ class PrefillSideTest {
     }
 
     @Test
+    void aTransferOpenedAndNeverWrittenIsAbortedAtItsDeadlineAndFreesItsBlocks() {
+        prefill.close(Duration.ZERO);
+        prefill = prefill(Duration.ofMillis(100));
+        PrefillTransfer forgotten = prefill.open("forgotten", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+
+        assertThat(forgotten.aborted().block(WAIT)).contains("not written by the transfer's deadline");
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (prefill.blocks().owners() != 0 && System.nanoTime() < until) {
+            Thread.onSpinWait();
+        }
+        assertThat(prefill.blocks().free()).isEqualTo(prefill.blockCapacity());
+        assertThat(prefill.running()).isZero();
+    }
+
+    @Test
+    void aSideWithMoreBlocksThanItsLayoutAddressesIsRefused() {
+        KvLayout small = KvLayout.rows(LAYERS, 16, 64);
+        MemoryRegion local = engine.registerMemory(small.regionBytes(), 0);
+        assertThatThrownBy(() -> PrefillSide.builder().layout(small)
+                .sessions(DecodeSessions.of(engine.createSession(local, local)))
+                .pipeline(WritePipeline.create()).blocks(17).bindNow())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("addresses 16");
+    }
+
+    @Test
     void anIdThatRanBeforeIsRefusedAsADuplicateWithNothingAllocated() {
         PrefillTransfer first = prefill.open("t-3", decodeAt(), 4, PrefillTransfer.Observer.NONE);
         first.close();
@@ -104,7 +129,7 @@ class PrefillSideTest {
 
     @Test
     void aTransferNeedingMoreBlocksThanAreFreeIsRefused() {
-        assertThatThrownBy(() -> prefill.open("huge", decodeAt(), PrefillSide.DEFAULT_BLOCKS + 1,
+        assertThatThrownBy(() -> prefill.open("huge", decodeAt(), prefill.blockCapacity() + 1,
                 PrefillTransfer.Observer.NONE)).isInstanceOfSatisfying(TransferRefusedException.class,
                         e -> assertThat(e.reason()).isEqualTo(TransferRefusedException.Reason.OUT_OF_BLOCKS));
         assertThat(prefill.blocks().owners()).isZero();

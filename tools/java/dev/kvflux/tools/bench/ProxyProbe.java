@@ -138,7 +138,7 @@ public final class ProxyProbe {
     private static String bogus(int i) {
         ObjectNode json = HttpJson.MAPPER.createObjectNode().put("role", "decode")
                 .put("http", "10." + (i >> 16 & 255) + "." + (i >> 8 & 255) + "." + (i & 255) + ":" + (1000 + i % 50_000))
-                .put("notify", "10.0.0.1:1");
+                .put("notify", "10." + (i >> 16 & 255) + "." + (i >> 8 & 255) + "." + (i & 255) + ":" + (60_000 + i % 5_000));
         return HttpJson.write(json);
     }
 

@@ -57,12 +57,14 @@ public final class DecodeCommand implements Callable<Integer> {
                 : receiveDeadline != null ? receiveDeadline : DecodeSide.defaultReceiveDeadline(config.transfer().timeout());
         ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
+        roleOptions.requireSecretOffLoopback(spec.commandLine(), auth);
         Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
         DecodeServer decode;
         try {
             decode = DecodeServer.builder()
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
+                    .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(config.limits().maxRequestShare())
                     .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))

@@ -111,4 +111,16 @@ final class OptionChecks {
         }
         return value;
     }
+
+    /**
+     * Refuses {@code host} when it is not a loopback address and no notify secret ({@code auth}) is set: the roles'
+     * and the proxy's ports would then take unsigned requests and registrations from the network.
+     */
+    static void secretOffLoopback(CommandLine cmd, String option, String host, Object auth) {
+        if (auth == null && !dev.kvflux.serving.http.HttpLimits.isLoopback(host)) {
+            throw new CommandLine.ParameterException(cmd, option + " " + host + " is not a loopback address and no"
+                    + " notify secret is set: set KVFLUX_NOTIFY_SECRET (or notify.secret) on the proxy and every"
+                    + " instance, so that only the cluster can send them requests");
+        }
+    }
 }

@@ -96,6 +96,7 @@ public final class PrefillCommand implements Callable<Integer> {
         SimulatedXgmiEngine engine = engineBuilder.build();
         ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
+        roleOptions.requireSecretOffLoopback(spec.commandLine(), auth);
         Tracing tracing = tracingOptions.start(config, "kvflux-prefill", spec.commandLine());
         PrefillServer prefill;
         try {
@@ -103,6 +104,7 @@ public final class PrefillCommand implements Callable<Integer> {
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
                     .model(model).policy(policy).engine(engine).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
+                    .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(config.limits().maxRequestShare())
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))
                     .bindNow();

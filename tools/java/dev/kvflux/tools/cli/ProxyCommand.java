@@ -4,6 +4,7 @@ import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.observe.Tracing;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
+import dev.kvflux.transfer.notify.NotifyAuth;
 import java.time.Duration;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -47,6 +48,16 @@ public final class ProxyCommand implements Callable<Integer> {
             description = "Answer 504 when an instance's answer sends nothing for this long (default 10m).")
     Duration upstreamTimeout = ProxyServer.DEFAULT_UPSTREAM_TIMEOUT;
 
+    @Option(names = "--max-model-len", paramLabel = "TOKENS",
+            description = "The longest request, prompt and max_tokens together; longer ones get 400 before any"
+                    + " instance sees them (default: limits.max-model-len, 32768).")
+    Integer maxModelLen;
+
+    @Option(names = "--first-byte-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Answer 504, and count it against the decode instance, when decode sends no first byte for"
+                    + " this long (default 60s; keep it above decode's receive deadline).")
+    Duration firstByteTimeout = ProxyServer.DEFAULT_FIRST_BYTE_TIMEOUT;
+
     @Option(names = "--max-instances-per-role", paramLabel = "N",
             description = "Hold at most N prefill and N decode instances; a new one beyond that is refused until a"
                     + " place frees (default ${DEFAULT-VALUE}).")
@@ -58,16 +69,23 @@ public final class ProxyCommand implements Callable<Integer> {
         OptionChecks.port(spec.commandLine(), "--discovery-port", discoveryPort);
         OptionChecks.positive(spec.commandLine(), "--instance-ttl", instanceTtl);
         OptionChecks.positive(spec.commandLine(), "--upstream-timeout", upstreamTimeout);
+        OptionChecks.positive(spec.commandLine(), "--first-byte-timeout", firstByteTimeout);
+        if (maxModelLen != null) {
+            OptionChecks.inRange(spec.commandLine(), "--max-model-len", maxModelLen, 1, 1 << 24);
+        }
         OptionChecks.inRange(spec.commandLine(), "--max-instances-per-role", maxInstancesPerRole, 1,
                 InstanceRegistry.MAX_PER_ROLE_LIMIT);
         KvfluxConfig config = configOptions.load(spec.commandLine());
+        NotifyAuth secret = NotifySecret.resolve(config, spec.commandLine());
+        OptionChecks.secretOffLoopback(spec.commandLine(), "--host", host, secret);
         ProxyServer.Builder settings;
         try {
             settings = ProxyServer.builder().host(host).port(port != null ? port : config.ports().proxy())
                     .discoveryPort(discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery())
                     .registry(new InstanceRegistry(instanceTtl, Schedulers.parallel(), maxInstancesPerRole))
-                    .upstreamTimeout(upstreamTimeout).meterRegistry(RoleRunner.processMeters())
-                    .registrationSecret(NotifySecret.resolve(config, spec.commandLine()));
+                    .upstreamTimeout(upstreamTimeout).firstByteTimeout(firstByteTimeout)
+                    .maxModelLen(maxModelLen != null ? maxModelLen : config.limits().maxModelLen())
+                    .meterRegistry(RoleRunner.processMeters()).registrationSecret(secret);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -3,9 +3,9 @@ package dev.kvflux.tools.cli;
 import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.role.RoleAddresses;
 import dev.kvflux.serving.role.ServingModel;
-import picocli.CommandLine;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 /**
  * Everything a simulated prefill or decode instance is told alike ({@code @Mixin RoleOptions}): its
@@ -28,6 +28,11 @@ public final class RoleOptions {
     @Option(names = "--notify-port", paramLabel = "PORT", description = "Notify port (default: the configuration's).")
     Integer notifyPort;
 
+    @Option(names = "--max-model-len", paramLabel = "TOKENS",
+            description = "The longest request, prompt and max_tokens together; longer ones get 400 (default:"
+                    + " limits.max-model-len, 32768).")
+    Integer maxModelLen;
+
     @Option(names = "--proxy", paramLabel = "URL",
             description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>).")
     String proxy;
@@ -42,11 +47,27 @@ public final class RoleOptions {
         return modelOptions.model(cmd);
     }
 
-    /** Checks the ports and the proxy URL given, before anything starts. */
+    /** Checks the ports, the model length and the proxy URL given, before anything starts. */
     void check(CommandLine cmd) {
         OptionChecks.port(cmd, "--http-port", httpPort);
         OptionChecks.port(cmd, "--notify-port", notifyPort);
         OptionChecks.httpUrl(cmd, "--proxy", proxy);
+        if (maxModelLen != null) {
+            OptionChecks.inRange(cmd, "--max-model-len", maxModelLen, 1, 1 << 24);
+        }
+    }
+
+    /** The model length: {@code --max-model-len}, else the configuration's. */
+    int maxModelLen(KvfluxConfig config) {
+        return maxModelLen != null ? maxModelLen : config.limits().maxModelLen();
+    }
+
+    /**
+     * Refuses to serve a non-loopback address without a notify secret: anyone who reached the role could then make
+     * it queue, allocate and connect where it is told.
+     */
+    void requireSecretOffLoopback(CommandLine cmd, Object auth) {
+        OptionChecks.secretOffLoopback(cmd, "--host", host, auth);
     }
 
     /** The addresses, with the given configured ports where none was given. */

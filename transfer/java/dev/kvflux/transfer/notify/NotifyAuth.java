@@ -27,7 +27,7 @@ import reactor.core.scheduler.Schedulers;
  * Time is read from the scheduler's clock ({@link Schedulers#parallel()} unless set). Thread-safe.
  */
 public final class NotifyAuth {
-    /** The environment variable that holds the secret; it takes precedence over {@code notify.secret}. */
+    /** The environment variable kvflux's command line reads the secret from (before its {@code notify.secret} key). */
     public static final String ENV = "KVFLUX_NOTIFY_SECRET";
     /** The shortest secret accepted. */
     public static final int MIN_SECRET_CHARS = 16;
@@ -107,8 +107,7 @@ public final class NotifyAuth {
         int body = payload.remaining() - ENVELOPE_BYTES;
         if (body <= 0) {
             throw new UnauthenticatedFrameException("a notify frame of " + payload.remaining() + " bytes is too short"
-                    + " to carry a tag: its sender has no notify secret. Give prefill and decode the same notify.secret"
-                    + " (or " + ENV + ")");
+                    + " to carry a tag: its sender has no notify secret. Give prefill and decode the same notify secret");
         }
         long ts = payload.getLong(start + body);
         byte[] expected = tag(DOMAIN, ts, payload.duplicate().limit(start + body));
@@ -116,8 +115,7 @@ public final class NotifyAuth {
         payload.get(start + body + Long.BYTES, actual);
         if (!MessageDigest.isEqual(expected, actual)) {
             throw new UnauthenticatedFrameException("a notify frame has a wrong tag: its sender has no notify secret"
-                    + " or another one, or the frame was altered. Give prefill and decode the same notify.secret"
-                    + " (or " + ENV + ")");
+                    + " or another one, or the frame was altered. Give prefill and decode the same notify secret");
         }
         long age = now() - ts;
         if (Math.abs(age) > maxAge.toMillis()) {

@@ -393,7 +393,7 @@ public final class NotifyServer implements AutoCloseable {
             if (warnedHandlerFailure.compareAndSet(false, true)) {
                 String text = "notify handler failed on {}: the message was acknowledged but not acted on, and the"
                         + " connection stays open. This is a bug in the handler; report it with this log."
-                        + " Later handler failures are counted (kvflux_notify_handler_failures_total in /metrics) and logged at debug"
+                        + " Later handler failures are counted (NotifyEvent.HANDLER_FAILED) and logged at debug"
                         + " level";
                 if (error instanceof Error) {
                     // an Error's trace (a stack overflow's above all) is too long for a log; its name is enough

@@ -64,7 +64,7 @@ final class RateLimitedLog implements AutoCloseable {
         }
         if (total > 0) {
             log.warn("notify: {} more rejected frames or connections in the last {} s were not logged ({});"
-                    + " the totals are in /metrics", total, periodMillis / 1000.0, counts);
+                    + " each is also reported to the notify recorder", total, periodMillis / 1000.0, counts);
         }
     }
 

@@ -156,6 +156,7 @@ class HttpLimitsTest {
     void anAddressOfNoInterfaceIsNamedAsSuch() {
         // 192.0.2.1 is TEST-NET-1: never an address of this host
         assertThatThrownBy(() -> ProxyServer.builder().host("192.0.2.1")
+                .registrationSecret(dev.kvflux.transfer.notify.NotifyAuth.of("http-limits-test-secret-0123456789"))
                 .registry(new InstanceRegistry(Duration.ofSeconds(1))).bindNow())
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("address 192.0.2.1 is not one of this host's addresses")

@@ -129,7 +129,8 @@ class RegistrationTest {
 
         List<String> flood = Flux.range(0, 200)
                 .flatMap(i -> Mono.fromCallable(() -> register("{\"role\": \"decode\", \"http\": \"10.0.0." + (i % 250)
-                        + ":" + (1000 + i) + "\", \"notify\": \"10.0.0.1:1\"}", new DefaultHttpHeaders())), 8)
+                        + ":" + (1000 + i) + "\", \"notify\": \"10.0.1." + (i % 250) + ":" + (1000 + i) + "\"}",
+                        new DefaultHttpHeaders())), 8)
                 .collectList().block(Duration.ofSeconds(60));
         String refresh = register(DECODE, new DefaultHttpHeaders());
 
@@ -140,6 +141,37 @@ class RegistrationTest {
         assertThat(registry.live(Role.DECODE)).hasSize(4)
                 .contains(new Instance(Role.DECODE, Instance.address("127.0.0.1:8200"), Instance.address("127.0.0.1:8201")));
         assertThat(registry.refusedFull()).isEqualTo(197);
+    }
+
+    @Test
+    void aRegistrationClaimingALiveInstancesAddressWithOtherPortsIsRefusedAndCounted() {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30), VirtualTimeScheduler.create(), 64);
+        proxy = ProxyServer.builder().discoveryPort(0).registry(registry).bindNow();
+        assertThat(register(DECODE, new DefaultHttpHeaders())).startsWith("200 ");
+
+        String sameHttp = register("{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"10.9.9.9:7\"}",
+                new DefaultHttpHeaders());
+        String sameNotify = register("{\"role\": \"prefill\", \"http\": \"10.9.9.9:8\", \"notify\": \"127.0.0.1:8201\"}",
+                new DefaultHttpHeaders());
+
+        assertThat(sameHttp).startsWith("409 ").contains("address_claimed");
+        assertThat(sameNotify).startsWith("409 ").contains("address_claimed");
+        assertThat(registry.live(Role.DECODE)).containsExactly(new Instance(Role.DECODE,
+                Instance.address("127.0.0.1:8200"), Instance.address("127.0.0.1:8201")));
+        assertThat(registry.live(Role.PREFILL)).isEmpty();
+        assertThat(registry.refusedClaims()).isEqualTo(2);
+    }
+
+    @Test
+    void aNewerIncarnationAtTheSameAddressesIsARestartAndAnOlderOneIsRefused() {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30), VirtualTimeScheduler.create(), 64);
+        Instance decode = new Instance(Role.DECODE, Instance.address("127.0.0.1:8200"), Instance.address("127.0.0.1:8201"));
+
+        assertThat(registry.ping(decode, Long.MIN_VALUE, 100)).isEqualTo(InstanceRegistry.Outcome.REGISTERED);
+        assertThat(registry.ping(decode, Long.MIN_VALUE, 200)).as("restarted").isEqualTo(InstanceRegistry.Outcome.REFRESHED);
+        assertThat(registry.ping(decode, Long.MIN_VALUE, 100)).as("its previous life")
+                .isEqualTo(InstanceRegistry.Outcome.REPLAYED);
+        assertThat(registry.live(Role.DECODE)).containsExactly(decode);
     }
 
     @Test

@@ -21,6 +21,23 @@ final class Completions {
                         .map(text -> res.status().code() + " " + text));
     }
 
+    /**
+     * Posts a completion signed as the proxy signs it (for the transfer id in the body), with {@code headers} adding
+     * or changing headers after signing; emits the answer as {@code "<status> <body>"}.
+     */
+    static Mono<String> postSigned(InetSocketAddress http, String body, String transferId,
+            dev.kvflux.serving.api.RequestAuth auth, java.util.function.Consumer<io.netty.handler.codec.http.HttpHeaders> headers) {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        return HttpClient.create().headers(h -> {
+                    auth.sign(h, "POST", "/v1/completions", transferId, bytes);
+                    headers.accept(h);
+                }).post()
+                .uri("http://127.0.0.1:" + http.getPort() + "/v1/completions")
+                .send(Mono.just(Unpooled.wrappedBuffer(bytes)))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .map(text -> res.status().code() + " " + text));
+    }
+
     /** The instance's {@code /metrics} body, read as Prometheus text. */
     static PrometheusText metrics(InetSocketAddress http) {
         return PrometheusText.parse(HttpClient.create().get().uri("http://127.0.0.1:" + http.getPort() + "/metrics")

@@ -105,16 +105,17 @@ class FailureHandlingTest {
              NotifyClient client = NotifyClient.create();
              SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              PrefillServer prefill = prefill(FAST, engine, 1000)) {
-            // decode never sends its block list: the write waits for it, holding a place
+            // decode never sends its block list: the write waits for it, and holds no place of the pipeline meanwhile
             String answer = Completions.post(prefill.httpAddress(), body("t-1", "a b c", decode.address()))
                     .block(Duration.ofSeconds(5));
             assertThat(answer).startsWith("200 ");
-            await("the write holds a place", () -> prefill.writesInFlight() == 1);
+            await("the transfer waits for its block list", () -> prefill.transfersRunning() == 1);
+            assertThat(prefill.writesInFlight()).as("a write without its block list takes no place").isZero();
 
             client.send(prefill.notifyAddress(), new NotifyMessage.Abort("t-1", "the client went away"),
                     Duration.ofSeconds(5)).block();
 
-            await("the write's place is free", () -> prefill.writesInFlight() == 0);
+            await("the transfer has ended", () -> prefill.transfersRunning() == 0);
             await("decode is sent release", () -> got(toDecode, NotifyMessage.Release.class, "t-1"));
             assertThat(toDecode).as("no outcome for an aborted transfer").noneMatch(
                     m -> m instanceof NotifyMessage.WriteDone || m instanceof NotifyMessage.WriteFailed);

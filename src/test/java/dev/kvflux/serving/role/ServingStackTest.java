@@ -36,7 +36,7 @@ class ServingStackTest {
                      .receiveDeadline(policy.decodeDeadline() ? Duration.ofSeconds(3) : null).auth(auth).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(SMALL).policy(policy).engine(engine)
                      .transferTimeout(Duration.ofMillis(300)).notifyWithin(Duration.ofSeconds(3)).auth(auth).bindNow();
-             ProxyServer proxy = ProxyServer.builder().registry(registry).bindNow()) {
+             ProxyServer proxy = ProxyServer.builder().registry(registry).registrationSecret(auth).bindNow()) {
             registry.ping(decode.instance());
             registry.ping(prefill.instance());
             LoadResult result = new LoadGenerator("http://127.0.0.1:" + proxy.address().getPort(), prompts, 2, 64, 3,

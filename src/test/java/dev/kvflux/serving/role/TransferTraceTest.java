@@ -209,7 +209,7 @@ class TransferTraceTest {
         registry.ping(new Instance(Role.PREFILL, new InetSocketAddress("127.0.0.1", prefill.port()),
                 new InetSocketAddress("127.0.0.1", 9)));
         registry.ping(new Instance(Role.DECODE, new InetSocketAddress("127.0.0.1", decode.port()),
-                new InetSocketAddress("127.0.0.1", 9)));
+                new InetSocketAddress("127.0.0.1", 10)));
         try (ProxyServer proxy = ProxyServer.builder().registry(registry).observationRegistry(observations).bindNow()) {
             HttpClient.create().headers(h -> h.set("traceparent", clientTraceparent))
                     .post().uri("http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions")

@@ -8,7 +8,6 @@ import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import org.junit.jupiter.api.Test;
-import picocli.CommandLine;
 
 /** The serving roles' answers to bad input and unusable ports: one clear line, no stack trace. */
 class RoleCommandsTest {
@@ -67,8 +66,20 @@ class RoleCommandsTest {
     }
 
     @Test
-    void anAddressOfNoInterfaceIsNamedAsSuchForTheHttpPort() {
+    void aNonLoopbackAddressWithoutANotifySecretIsRefusedBeforeAnythingBinds() {
         int code = run("proxy", "--host", "192.0.2.1", "--port", "0", "--discovery-port", "0");
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).contains("--host 192.0.2.1 is not a loopback address and no notify secret is set")
+                .contains("KVFLUX_NOTIFY_SECRET").doesNotContain("Exception");
+    }
+
+    @Test
+    void anAddressOfNoInterfaceIsNamedAsSuchForTheHttpPort() throws Exception {
+        java.nio.file.Path config = java.nio.file.Files.createTempFile("kvflux-secret", ".yaml");
+        java.nio.file.Files.writeString(config, "notify:\n  secret: role-commands-test-secret-0123456789\n");
+        int code = run("proxy", "--host", "192.0.2.1", "--port", "0", "--discovery-port", "0", "--config",
+                config.toString());
 
         assertThat(code).isEqualTo(1);
         assertThat(err.toString()).contains("address 192.0.2.1 is not one of this host's addresses")

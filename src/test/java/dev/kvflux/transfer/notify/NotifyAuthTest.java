@@ -36,11 +36,10 @@ class NotifyAuthTest {
     void unsignedFrameIsRejectedNamingTheMissingSecret() {
         assertThatThrownBy(() -> auth.verify(NotifyCodec.encode(new NotifyMessage.WriteDone("t-1"))))
                 .isInstanceOf(UnauthenticatedFrameException.class)
-                .hasMessageContaining("no notify secret").hasMessageContaining("notify.secret")
-                .hasMessageContaining(NotifyAuth.ENV);
+                .hasMessageContaining("no notify secret").hasMessageContaining("the same notify secret");
         assertThatThrownBy(() -> auth.verify(NotifyCodec.encode(new NotifyMessage.WriteDone("t-1-" + "x".repeat(64)))))
                 .isInstanceOf(UnauthenticatedFrameException.class)
-                .hasMessageContaining("no notify secret").hasMessageContaining(NotifyAuth.ENV);
+                .hasMessageContaining("no notify secret");
     }
 
     @Test

@@ -127,7 +127,7 @@ class NotifyChannelTest {
             assertThat(counts.count(NotifyEvent.HANDLER_FAILED)).isEqualTo(3);
             assertThat(appender.list).filteredOn(e -> e.getLevel() == ch.qos.logback.classic.Level.ERROR)
                     .singleElement().satisfies(e -> assertThat(e.getFormattedMessage()).contains("t-0")
-                            .contains("handler_failures"));
+                            .contains("HANDLER_FAILED"));
             assertThat(clientCounts.count(NotifyEvent.CLIENT_CONNECTION_OPENED)).as("the connection stays open").isEqualTo(1);
         } finally {
             logger.detachAppender(appender);

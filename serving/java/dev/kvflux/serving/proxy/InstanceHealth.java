@@ -1,0 +1,140 @@
+package dev.kvflux.serving.proxy;
+
+import dev.kvflux.serving.api.Instance;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Which registered instances earn traffic. An instance is ejected (not picked) when its health check fails
+ * {@code probeFailures} times in a row, or when {@code requestFailures} requests in a row fail on it (unreachable, or
+ * no first byte within the bound); it comes back once a health check succeeds, and a request-ejected one is probed
+ * no sooner than {@code cooldown} after its ejection. An instance that holds a registration but never answers
+ * (a blackhole) is so ejected within a few health-check intervals. Thread-safe.
+ */
+public final class InstanceHealth {
+    private static final Logger LOG = LoggerFactory.getLogger(InstanceHealth.class);
+
+    /** Health-check failures in a row that eject an instance, by default. */
+    public static final int DEFAULT_PROBE_FAILURES = 2;
+    /** Failed requests in a row that eject an instance, by default. */
+    public static final int DEFAULT_REQUEST_FAILURES = 3;
+    /** How long a request-ejected instance waits before a health check may bring it back, by default. */
+    public static final Duration DEFAULT_COOLDOWN = Duration.ofSeconds(5);
+
+    private final int probeFailures;
+    private final int requestFailures;
+    private final long cooldownNanos;
+    private final LongSupplier nanoClock;
+    private final Map<Instance, State> states = new ConcurrentHashMap<>();
+
+    private static final class State {
+        int failedProbes;
+        int failedRequests;
+        boolean ejected;
+        long ejectedAtNanos;
+        long ejections;
+    }
+
+    public InstanceHealth(int probeFailures, int requestFailures, Duration cooldown, LongSupplier nanoClock) {
+        if (probeFailures < 1 || requestFailures < 1) {
+            throw new IllegalArgumentException("ejection needs at least one failure in a row, got " + probeFailures
+                    + " health checks and " + requestFailures + " requests");
+        }
+        this.probeFailures = probeFailures;
+        this.requestFailures = requestFailures;
+        this.cooldownNanos = Objects.requireNonNull(cooldown, "cooldown").toNanos();
+        this.nanoClock = nanoClock;
+    }
+
+    /** The defaults: 2 failed health checks or 3 failed requests in a row eject; 5 s before a probe may restore. */
+    public static InstanceHealth defaults() {
+        return new InstanceHealth(DEFAULT_PROBE_FAILURES, DEFAULT_REQUEST_FAILURES, DEFAULT_COOLDOWN, System::nanoTime);
+    }
+
+    /** Whether {@code instance} may be picked. */
+    public boolean usable(Instance instance) {
+        State state = states.get(instance);
+        if (state == null) {
+            return true;
+        }
+        synchronized (state) {
+            return !state.ejected;
+        }
+    }
+
+    /** A health check of {@code instance} answered ({@code ok}) or failed. */
+    public void probed(Instance instance, boolean ok) {
+        State state = states.computeIfAbsent(instance, i -> new State());
+        synchronized (state) {
+            if (ok) {
+                state.failedProbes = 0;
+                if (state.ejected && nanoClock.getAsLong() - state.ejectedAtNanos >= cooldownNanos
+                        || state.ejected && state.failedRequests < requestFailures) {
+                    state.ejected = false;
+                    state.failedRequests = 0;
+                    LOG.info("{} instance {} answers its health check again: it takes requests again",
+                            instance.role().wireName(), instance.baseUrl());
+                }
+                return;
+            }
+            if (++state.failedProbes >= probeFailures && !state.ejected) {
+                eject(instance, state, state.failedProbes + " health checks in a row failed");
+            }
+        }
+    }
+
+    /** A request on {@code instance} was answered ({@code ok}), or failed in a way the instance is to blame for. */
+    public void requested(Instance instance, boolean ok) {
+        if (ok) {
+            State state = states.get(instance);
+            if (state != null) {
+                synchronized (state) {
+                    state.failedRequests = 0;
+                }
+            }
+            return;
+        }
+        State state = states.computeIfAbsent(instance, i -> new State());
+        synchronized (state) {
+            if (++state.failedRequests >= requestFailures && !state.ejected) {
+                eject(instance, state, state.failedRequests + " requests in a row failed on it");
+            }
+        }
+    }
+
+    private void eject(Instance instance, State state, String why) {
+        state.ejected = true;
+        state.ejectedAtNanos = nanoClock.getAsLong();
+        state.ejections++;
+        LOG.warn("ejected {} instance {}: {}; it gets no requests until a health check succeeds",
+                instance.role().wireName(), instance.baseUrl(), why);
+    }
+
+    /** Instances ejected now. */
+    public long ejected() {
+        return states.values().stream().filter(s -> {
+            synchronized (s) {
+                return s.ejected;
+            }
+        }).count();
+    }
+
+    /** Ejections so far, over every instance. */
+    public long ejections() {
+        return states.values().stream().mapToLong(s -> {
+            synchronized (s) {
+                return s.ejections;
+            }
+        }).sum();
+    }
+
+    /** Forgets an instance that left the registry. */
+    public void forget(Instance instance) {
+        states.remove(instance);
+    }
+}

@@ -1,0 +1,156 @@
+package dev.kvflux.serving.proxy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvflux.serving.api.Instance;
+import dev.kvflux.serving.api.Role;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+
+/**
+ * The proxy sends traffic only to instances that answer: a decode that takes connections and never answers is
+ * ejected by its failed health checks, one that answers its health check but holds requests is cut off by the
+ * first-byte bound, and a request over the model length never reaches an instance.
+ */
+class InstancesEarnTrafficTest {
+    private final List<AutoCloseable> open = new ArrayList<>();
+    private final AtomicInteger decodeCalls = new AtomicInteger();
+
+    @AfterEach
+    void close() throws Exception {
+        for (AutoCloseable c : open.reversed()) {
+            c.close();
+        }
+    }
+
+    private DisposableServer answering(String body, AtomicInteger calls) {
+        DisposableServer server = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
+                        .post("/v1/completions", (req, res) -> req.receive().then(Mono.defer(() -> {
+                            calls.incrementAndGet();
+                            return res.header("content-type", "application/json").sendString(Mono.just(body)).then();
+                        }))))
+                .bindNow();
+        open.add(server::disposeNow);
+        return server;
+    }
+
+    /** A server that accepts connections and never answers anything, as a blackholed instance does. */
+    private InetSocketAddress blackhole() throws IOException {
+        ServerSocket socket = new ServerSocket(0, 200, java.net.InetAddress.getLoopbackAddress());
+        List<Socket> held = new CopyOnWriteArrayList<>();
+        Thread.ofVirtual().start(() -> {
+            while (!socket.isClosed()) {
+                try {
+                    held.add(socket.accept());
+                } catch (IOException closed) {
+                    return;
+                }
+            }
+        });
+        open.add(() -> {
+            socket.close();
+            for (Socket s : held) {
+                s.close();
+            }
+        });
+        return new InetSocketAddress("127.0.0.1", socket.getLocalPort());
+    }
+
+    private static Instance instance(Role role, InetSocketAddress http, int notifyPort) {
+        return new Instance(role, http, new InetSocketAddress("127.0.0.1", notifyPort));
+    }
+
+    private static InetSocketAddress at(DisposableServer server) {
+        return new InetSocketAddress("127.0.0.1", ((InetSocketAddress) server.address()).getPort());
+    }
+
+    private String complete(ProxyServer proxy) {
+        return ProxyServerTest.post(proxy.address(), "/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 2}");
+    }
+
+    @Test
+    void blackholeDecodesAreEjectedByTheirHealthChecksAndTheLiveOneTakesTheTraffic() throws Exception {
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, at(answering("{}", new AtomicInteger())), 7001));
+        registry.ping(instance(Role.DECODE, at(answering("{\"choices\": []}", decodeCalls)), 7002));
+        for (int i = 0; i < 4; i++) {
+            registry.ping(instance(Role.DECODE, blackhole(), 7100 + i));
+        }
+        InstanceHealth health = InstanceHealth.defaults();
+        ProxyServer proxy = ProxyServer.builder().registry(registry).healthChecks(Duration.ofMillis(100), health)
+                .firstByteTimeout(Duration.ofSeconds(2)).bindNow();
+        open.add(proxy);
+
+        long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        while (health.ejected() < 4 && System.nanoTime() < until) {
+            Thread.sleep(20);
+        }
+        assertThat(health.ejected()).as("the four blackholes").isEqualTo(4);
+        List<String> answers = Flux.range(0, 20).map(i -> complete(proxy)).collectList().block();
+
+        assertThat(answers).allSatisfy(a -> assertThat(a).startsWith("200 "));
+        assertThat(decodeCalls).hasValue(20);
+    }
+
+    @Test
+    void aDecodeThatAnswersItsHealthCheckButHoldsRequestsIsCutOffAtTheFirstByteBoundAndEjected() throws Exception {
+        DisposableServer holding = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.get("/health", (req, res) -> res.sendString(Mono.just("{}")))
+                        .post("/v1/completions", (req, res) -> Mono.never()))
+                .bindNow();
+        open.add(holding::disposeNow);
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, at(answering("{}", new AtomicInteger())), 7001));
+        Instance held = instance(Role.DECODE, at(holding), 7002);
+        registry.ping(held);
+        InstanceHealth health = new InstanceHealth(2, 3, Duration.ofMinutes(1), System::nanoTime);
+        ProxyServer proxy = ProxyServer.builder().registry(registry).healthChecks(Duration.ofSeconds(10), health)
+                .firstByteTimeout(Duration.ofMillis(300)).bindNow();
+        open.add(proxy);
+
+        List<String> answers = Flux.range(0, 3).map(i -> complete(proxy)).collectList().block();
+
+        assertThat(answers).allSatisfy(a -> assertThat(a).startsWith("504 ").contains("first-byte timeout"));
+        assertThat(health.usable(held)).as("three requests in a row failed on it").isFalse();
+    }
+
+    @Test
+    void aRequestOverTheModelLengthIsRefusedBeforeAnyInstanceSeesIt() {
+        AtomicInteger prefillCalls = new AtomicInteger();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, at(answering("{}", prefillCalls)), 7001));
+        registry.ping(instance(Role.DECODE, at(answering("{}", decodeCalls)), 7002));
+        ProxyServer proxy = ProxyServer.builder().registry(registry).maxModelLen(100).bindNow();
+        open.add(proxy);
+
+        String huge = ProxyServerTest.post(proxy.address(), "/v1/completions", "{\"prompt\": \""
+                + "w ".repeat(99) + "\", \"max_tokens\": 2}");
+
+        assertThat(huge).startsWith("400 ").contains("context_length_exceeded").contains("model length of 100");
+        assertThat(prefillCalls).hasValue(0);
+        assertThat(decodeCalls).hasValue(0);
+    }
+
+    @Test
+    void aProxyOnANonLoopbackAddressWithoutASecretRefusesToStart() {
+        assertThatThrownBy(() -> ProxyServer.builder().host("0.0.0.0")
+                .registry(new InstanceRegistry(Duration.ofSeconds(30))).bindNow())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("not a loopback address")
+                .hasMessageContaining("secret");
+    }
+}
