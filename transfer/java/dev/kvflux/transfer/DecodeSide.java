@@ -2,11 +2,9 @@ package dev.kvflux.transfer;
 
 import dev.kvflux.bindings.DurationText;
 import dev.kvflux.transfer.notify.LogText;
-import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.transfer.notify.NotifyClient;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import dev.kvflux.transfer.notify.NotifyMessage;
-import dev.kvflux.transfer.notify.NotifyRecorder;
 import dev.kvflux.transfer.notify.NotifyServer;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -16,7 +14,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Consumer;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -357,87 +354,31 @@ public final class DecodeSide implements AutoCloseable {
      * the default receive deadline of a 30 s transfer timeout, a 60 s block lease, no content check, nothing
      * recorded.
      */
-    public static final class Builder {
-        private String host = "127.0.0.1";
-        private int port;
-        private NotifyAuth auth;
-        private NotifyLimits limits = NotifyLimits.DEFAULTS;
-        private NotifyRecorder notifyRecorder = NotifyRecorder.NOOP;
+    public static final class Builder extends SideSettings<Builder> {
         private DecodeRecorder recorder = DecodeRecorder.NOOP;
-        private int blocks = DEFAULT_BLOCKS;
         private Duration receiveDeadline = defaultReceiveDeadline(PrefillSide.DEFAULT_TRANSFER_TIMEOUT);
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
-        private ContentCheck contentCheck = ContentCheck.NONE;
-        private int maxBlocksPerTransfer = Integer.MAX_VALUE;
 
         private Builder() {
+            super("decode", DEFAULT_BLOCKS);
         }
 
         private Builder(Builder from) {
-            host = from.host;
-            port = from.port;
-            auth = from.auth;
-            limits = from.limits;
-            notifyRecorder = from.notifyRecorder;
+            super(from);
             recorder = from.recorder;
-            blocks = from.blocks;
             receiveDeadline = from.receiveDeadline;
             blockLease = from.blockLease;
-            contentCheck = from.contentCheck;
-            maxBlocksPerTransfer = from.maxBlocksPerTransfer;
         }
 
-        private Builder with(Consumer<Builder> change) {
-            Builder copy = new Builder(this);
-            change.accept(copy);
-            return copy;
-        }
-
-        /** Where the notify server listens; port 0 (the default) picks a free one. Default {@code 127.0.0.1}. */
-        public Builder notifyAddress(String host, int port) {
-            Objects.requireNonNull(host, "host");
-            if (port < 0 || port > 65535) {
-                throw new IllegalArgumentException("notify port " + port + " is not a TCP port (0..65535)");
-            }
-            return with(b -> {
-                b.host = host;
-                b.port = port;
-            });
-        }
-
-        /** Signs what it sends and takes only signed messages; {@code null} (the default) for neither. */
-        public Builder auth(NotifyAuth auth) {
-            return with(b -> b.auth = auth);
-        }
-
-        /** What the notify channel grants peers; default {@link NotifyLimits#DEFAULTS}. */
-        public Builder limits(NotifyLimits limits) {
-            Objects.requireNonNull(limits, "limits");
-            return with(b -> b.limits = limits);
-        }
-
-        /** Where the notify server, client and the expected notices report; default nothing. */
-        public Builder notifyRecorder(NotifyRecorder notifyRecorder) {
-            Objects.requireNonNull(notifyRecorder, "notifyRecorder");
-            return with(b -> b.notifyRecorder = notifyRecorder);
+        @Override
+        Builder copy() {
+            return new Builder(this);
         }
 
         /** Where what becomes of the transfers is reported; default nothing. */
         public Builder recorder(DecodeRecorder recorder) {
             Objects.requireNonNull(recorder, "recorder");
             return with(b -> b.recorder = recorder);
-        }
-
-        /**
-         * How many blocks the side grants from; default {@value #DEFAULT_BLOCKS}.
-         *
-         * @throws IllegalArgumentException if it is not positive
-         */
-        public Builder blocks(int blocks) {
-            if (blocks < 1) {
-                throw new IllegalArgumentException("a decode side needs at least 1 KV block, got " + blocks);
-            }
-            return with(b -> b.blocks = blocks);
         }
 
         /**
@@ -464,26 +405,6 @@ public final class DecodeSide implements AutoCloseable {
                         + "; the default is twice the transfer timeout");
             }
             return with(b -> b.blockLease = blockLease);
-        }
-
-        /**
-         * The most blocks one transfer may hold: {@link #open} refuses a larger one ({@code TOO_LARGE}), so a few
-         * huge requests cannot take every block. Default: no cap beyond the side's blocks.
-         *
-         * @throws IllegalArgumentException if it is not positive
-         */
-        public Builder maxBlocksPerTransfer(int maxBlocksPerTransfer) {
-            if (maxBlocksPerTransfer < 1) {
-                throw new IllegalArgumentException("the most blocks per transfer must be at least 1, got "
-                        + maxBlocksPerTransfer);
-            }
-            return with(b -> b.maxBlocksPerTransfer = maxBlocksPerTransfer);
-        }
-
-        /** The content check {@code write_done} is verified with; default {@link ContentCheck#NONE}. */
-        public Builder contentCheck(ContentCheck contentCheck) {
-            Objects.requireNonNull(contentCheck, "contentCheck");
-            return with(b -> b.contentCheck = contentCheck);
         }
 
         /**

@@ -3,17 +3,14 @@ package dev.kvflux.transfer;
 import dev.kvflux.bindings.DurationText;
 import dev.kvflux.pipeline.WritePipeline;
 import dev.kvflux.transfer.notify.LogText;
-import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.transfer.notify.NotifyClient;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import dev.kvflux.transfer.notify.NotifyMessage;
-import dev.kvflux.transfer.notify.NotifyRecorder;
 import dev.kvflux.transfer.notify.NotifyServer;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
-import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -282,79 +279,35 @@ public final class PrefillSide implements AutoCloseable {
      * {@link NotifyLimits#DEFAULTS}, {@value #DEFAULT_BLOCKS} blocks, a 30 s transfer timeout, decode's default
      * receive deadline for that timeout, failure notices on, no content check, nothing recorded.
      */
-    public static final class Builder {
-        private String host = "127.0.0.1";
-        private int port;
-        private NotifyAuth auth;
-        private NotifyLimits limits = NotifyLimits.DEFAULTS;
-        private NotifyRecorder notifyRecorder = NotifyRecorder.NOOP;
+    public static final class Builder extends SideSettings<Builder> {
         private PrefillRecorder recorder = PrefillRecorder.NOOP;
         private KvLayout layout;
         private DecodeSessions sessions;
         private WritePipeline pipeline;
-        private int blocks = DEFAULT_BLOCKS;
         private Duration transferTimeout = DEFAULT_TRANSFER_TIMEOUT;
         private Duration decodeDeadline;
         private Duration notifyWithin;
         private boolean failureNotices = true;
-        private ContentCheck contentCheck = ContentCheck.NONE;
-        private int maxBlocksPerTransfer = Integer.MAX_VALUE;
 
         private Builder() {
+            super("prefill", DEFAULT_BLOCKS);
         }
 
         private Builder(Builder from) {
-            host = from.host;
-            port = from.port;
-            auth = from.auth;
-            limits = from.limits;
-            notifyRecorder = from.notifyRecorder;
+            super(from);
             recorder = from.recorder;
             layout = from.layout;
             sessions = from.sessions;
             pipeline = from.pipeline;
-            blocks = from.blocks;
             transferTimeout = from.transferTimeout;
             decodeDeadline = from.decodeDeadline;
             notifyWithin = from.notifyWithin;
             failureNotices = from.failureNotices;
-            contentCheck = from.contentCheck;
-            maxBlocksPerTransfer = from.maxBlocksPerTransfer;
         }
 
-        private Builder with(Consumer<Builder> change) {
-            Builder copy = new Builder(this);
-            change.accept(copy);
-            return copy;
-        }
-
-        /** Where the notify server listens; port 0 (the default) picks a free one. Default {@code 127.0.0.1}. */
-        public Builder notifyAddress(String host, int port) {
-            Objects.requireNonNull(host, "host");
-            if (port < 0 || port > 65535) {
-                throw new IllegalArgumentException("notify port " + port + " is not a TCP port (0..65535)");
-            }
-            return with(b -> {
-                b.host = host;
-                b.port = port;
-            });
-        }
-
-        /** Signs what it sends and takes only signed messages; {@code null} (the default) for neither. */
-        public Builder auth(NotifyAuth auth) {
-            return with(b -> b.auth = auth);
-        }
-
-        /** What the notify channel grants peers; default {@link NotifyLimits#DEFAULTS}. */
-        public Builder limits(NotifyLimits limits) {
-            Objects.requireNonNull(limits, "limits");
-            return with(b -> b.limits = limits);
-        }
-
-        /** Where the notify server, client and block-list board report; default nothing. */
-        public Builder notifyRecorder(NotifyRecorder notifyRecorder) {
-            Objects.requireNonNull(notifyRecorder, "notifyRecorder");
-            return with(b -> b.notifyRecorder = notifyRecorder);
+        @Override
+        Builder copy() {
+            return new Builder(this);
         }
 
         /** Where what becomes of the transfers is reported; default nothing. */
@@ -379,18 +332,6 @@ public final class PrefillSide implements AutoCloseable {
         public Builder pipeline(WritePipeline pipeline) {
             Objects.requireNonNull(pipeline, "pipeline");
             return with(b -> b.pipeline = pipeline);
-        }
-
-        /**
-         * How many source blocks the side allocates from; default {@value #DEFAULT_BLOCKS}.
-         *
-         * @throws IllegalArgumentException if it is not positive
-         */
-        public Builder blocks(int blocks) {
-            if (blocks < 1) {
-                throw new IllegalArgumentException("a prefill side needs at least 1 KV block, got " + blocks);
-            }
-            return with(b -> b.blocks = blocks);
         }
 
         /**
@@ -424,26 +365,6 @@ public final class PrefillSide implements AutoCloseable {
          */
         public Builder failureNotices(boolean failureNotices) {
             return with(b -> b.failureNotices = failureNotices);
-        }
-
-        /**
-         * The most blocks one transfer may hold: {@link #open} refuses a larger one ({@code TOO_LARGE}), so a few
-         * huge requests cannot take every block. Default: no cap beyond the side's blocks.
-         *
-         * @throws IllegalArgumentException if it is not positive
-         */
-        public Builder maxBlocksPerTransfer(int maxBlocksPerTransfer) {
-            if (maxBlocksPerTransfer < 1) {
-                throw new IllegalArgumentException("the most blocks per transfer must be at least 1, got "
-                        + maxBlocksPerTransfer);
-            }
-            return with(b -> b.maxBlocksPerTransfer = maxBlocksPerTransfer);
-        }
-
-        /** The content check {@code write_done} carries; default {@link ContentCheck#NONE}. */
-        public Builder contentCheck(ContentCheck contentCheck) {
-            Objects.requireNonNull(contentCheck, "contentCheck");
-            return with(b -> b.contentCheck = contentCheck);
         }
 
         /**

@@ -27,6 +27,8 @@ public final class RegistrationAuth {
     public static final String SIGNATURE_HEADER = "x-kvflux-signature";
 
     private static final byte[] DOMAIN = "kvflux-register-v1".getBytes(StandardCharsets.US_ASCII);
+    /** The domain of member records in etcd ({@link MemberRecord}): a registration's tag never passes for one. */
+    private static final byte[] MEMBER_DOMAIN = "kvflux-member-v1".getBytes(StandardCharsets.US_ASCII);
     private static final HexFormat HEX = HexFormat.of();
 
     private final NotifyAuth secret;
@@ -83,6 +85,54 @@ public final class RegistrationAuth {
                     + " hosts' clocks differ (synchronise them, e.g. with NTP)");
         }
         return ts;
+    }
+
+    /** A member record's signing time (milliseconds since the epoch) and tag (64 lower-case hex digits). */
+    public record Signature(long signedAtMillis, String hex) {
+    }
+
+    /**
+     * Signs a member record's bytes now: HMAC-SHA256 under the secret over {@code "kvflux-member-v1"}, the time as 8
+     * big-endian bytes and the record's bytes, the registration's primitive under a domain of its own.
+     */
+    public Signature signRecord(byte[] record) {
+        long ts = secret.nowMillis();
+        return new Signature(ts, HEX.formatHex(secret.tag(MEMBER_DOMAIN, ts, record)));
+    }
+
+    /**
+     * Checks a member record's tag (not its time: see {@link #checkFresh}).
+     *
+     * @throws RefusedException saying why, if the tag is malformed or wrong
+     */
+    public void verifyRecord(Signature signature, byte[] record) {
+        byte[] tag;
+        try {
+            tag = signature.hex().length() == 64 ? HEX.parseHex(signature.hex()) : null;
+        } catch (IllegalArgumentException e) {
+            tag = null;
+        }
+        if (tag == null) {
+            throw new RefusedException("the record's signature is malformed: expected 64 hex digits");
+        }
+        if (!NotifyAuth.tagsEqual(secret.tag(MEMBER_DOMAIN, signature.signedAtMillis(), record), tag)) {
+            throw new RefusedException("the record's signature is wrong: its writer uses another notify secret, or the"
+                    + " record was altered");
+        }
+    }
+
+    /**
+     * Checks that something signed at {@code signedAtMillis} was signed within the secret's max age (30 s) of this
+     * clock, as a record just written must be.
+     *
+     * @throws RefusedException saying by how much it is not
+     */
+    public void checkFresh(long signedAtMillis) {
+        if (!secret.fresh(signedAtMillis)) {
+            throw new RefusedException("it was signed " + (secret.nowMillis() - signedAtMillis) + " ms from the proxy's"
+                    + " clock, beyond the " + secret.maxAge().toMillis() + " ms allowed for a record just written: a"
+                    + " replay, or the hosts' clocks differ (synchronise them, e.g. with NTP)");
+        }
     }
 
     /** A registration refused by its signature; the message says why, for the instance's log. */

@@ -6,6 +6,7 @@ import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.WaitSpec;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import io.vavr.collection.List;
 import io.vavr.collection.Seq;
@@ -41,7 +42,13 @@ import org.yaml.snakeyaml.error.YAMLException;
  * it should hold.
  */
 public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel,
-                           TraceExport tracing, Limits limits) {
+                           TraceExport tracing, Limits limits, Discovery discovery) {
+
+    /** A configuration with the built-in registry for membership. */
+    public KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel, TraceExport tracing,
+                        Limits limits) {
+        this(transfer, engine, ports, notifyChannel, tracing, limits, Discovery.BUILT_IN);
+    }
 
     /** A configuration with the default request limits. */
     public KvfluxConfig(Transfer transfer, Engine engine, Ports ports, NotifyChannel notifyChannel, TraceExport tracing) {
@@ -151,6 +158,22 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         public static final Limits DEFAULTS = new Limits(32_768, 0.25);
     }
 
+    /**
+     * Where the cluster's membership lives: {@code etcd} empty for the built-in registry (instances ping the proxy's
+     * discovery port), or etcd's endpoints ({@code discovery.etcd: etcd://HOST:PORT[,HOST:PORT...]}); the cluster's
+     * name ({@code discovery.cluster}) and the instances' lease TTL ({@code discovery.lease-ttl}) apply to etcd.
+     */
+    public record Discovery(Optional<EtcdDiscovery> etcd, String cluster, Duration leaseTtl) {
+        /** The built-in registry. */
+        public static final Discovery BUILT_IN = new Discovery(Optional.empty(), EtcdDiscovery.DEFAULT_CLUSTER,
+                EtcdDiscovery.DEFAULT_LEASE_TTL);
+
+        /** The configured etcd discovery, with the configured cluster and lease TTL. */
+        public Discovery {
+            etcd = etcd.map(e -> e.withCluster(cluster).withLeaseTtl(leaseTtl));
+        }
+    }
+
     /** The classpath resource holding the defaults. */
     public static final String DEFAULT_RESOURCE = "kvflux.yaml";
 
@@ -161,7 +184,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             "engine.sim.copy-path", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
             "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret",
             "notify.max-connections", "notify.frame-read-timeout", "notify.idle-timeout", "notify.peer-budget-mib",
-            "tracing.otlp-endpoint", "tracing.sample-probability", "limits.max-model-len", "limits.max-request-share");
+            "tracing.otlp-endpoint", "tracing.sample-probability", "limits.max-model-len", "limits.max-request-share",
+            "discovery.etcd", "discovery.cluster", "discovery.lease-ttl");
 
     /** The defaults alone. */
     public static KvfluxConfig defaults() {
@@ -295,10 +319,15 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         key(keys, "limits.max-model-len", v -> intIn(v, 1, 1 << 24)),
                         key(keys, "limits.max-request-share", KvfluxConfig::share))
                 .ap(Limits::new);
+        Validation<Seq<String>, Discovery> discovery = Validation.combine(
+                        key(keys, "discovery.etcd", KvfluxConfig::etcd),
+                        key(keys, "discovery.cluster", v -> EtcdDiscovery.checkCluster(String.valueOf(v).trim())),
+                        durationKey(keys, "discovery.lease-ttl", EtcdDiscovery::checkLeaseTtl))
+                .ap(Discovery::new);
         Seq<String> unknown = List.ofAll(keys.keySet()).filter(k -> !KEYS.contains(k)).sorted()
                 .map(k -> "unknown key " + k + "; known keys are " + List.ofAll(KEYS).sorted().mkString(", "));
         Validation<Seq<String>, KvfluxConfig> config = Validation.combine(transfer, engine, ports, notifyChannel, tracing,
-                        requestLimits)
+                        requestLimits, discovery)
                 .ap(KvfluxConfig::new).mapError(KvfluxConfig::flattenErrors);
         if (unknown.isEmpty()) {
             return config;
@@ -432,6 +461,12 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                     + " the output of `openssl rand -hex 32`), or \"\" for no secret");
         }
         return secret;
+    }
+
+    /** Empty for "" (the built-in registry), else etcd's endpoints. */
+    private static Optional<EtcdDiscovery> etcd(Object v) {
+        String text = String.valueOf(v).trim();
+        return text.isEmpty() ? Optional.empty() : Optional.of(EtcdDiscovery.parse(text));
     }
 
     /** Empty for "" (no export), else an http or https URL with a host. */

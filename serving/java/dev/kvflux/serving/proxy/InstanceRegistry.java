@@ -9,8 +9,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.scheduler.Scheduler;
@@ -18,7 +20,9 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * The proxy's list of live instances. Each instance pings with its registration; one that has not pinged
- * for the time-to-live is dropped. Picks are round-robin per role among the live ones. Time is read from
+ * for the time-to-live is dropped. An instance a membership store vouches for (etcd, through {@link #hold}) is kept
+ * whatever its pings until it is {@link #remove removed}: the store, not the ping TTL, says when it is gone, so the
+ * last members known stay listed while the store is unreachable. Picks are round-robin per role among the live ones. Time is read from
  * the registry's scheduler ({@link Schedulers#parallel()} unless set), so virtual time drives expiry.
  *
  * <p>At most {@code maxPerRole} instances of each role are held ({@link #DEFAULT_MAX_PER_ROLE} unless set): a
@@ -59,6 +63,8 @@ public final class InstanceRegistry {
     private final AtomicLong turns = new AtomicLong();
     private final AtomicLong refusedFull = new AtomicLong();
     private final AtomicLong refusedClaims = new AtomicLong();
+    /** Told of every instance that leaves: expired or removed. */
+    private final List<Consumer<Instance>> dropListeners = new CopyOnWriteArrayList<>();
     /** When the last "refused, full" warning was logged (the registry's clock), and refusals since; guarded by this. */
     private long lastFullWarning = Long.MIN_VALUE;
     private long refusedSinceWarning;
@@ -67,10 +73,11 @@ public final class InstanceRegistry {
     private static final Duration FULL_WARNING_EVERY = Duration.ofSeconds(10);
 
     /**
-     * When an instance was last seen (the registry's clock), its last signing time if signed, and the incarnation
-     * it registered with (0 when it did not say): the instance's identity, new at each of its starts.
+     * When an instance was last seen (the registry's clock), its last signing time if signed, the incarnation
+     * it registered with (0 when it did not say): the instance's identity, new at each of its starts, and whether a
+     * membership store holds it (then it does not expire).
      */
-    private record Seen(long atNanos, long signedAtMillis, long incarnation) {
+    private record Seen(long atNanos, long signedAtMillis, long incarnation, boolean held) {
     }
 
     /** A registry that drops instances {@code ttl} after their last ping, on {@link Schedulers#parallel()}'s clock. */
@@ -107,6 +114,24 @@ public final class InstanceRegistry {
         return maxPerRole;
     }
 
+    /**
+     * Tells {@code listener} of every instance that leaves the registry (its pings stopped, or it was removed), on the
+     * thread that noticed, while the registry is locked: keep it short.
+     *
+     * @return what stops telling it
+     */
+    public Runnable onDropped(Consumer<Instance> listener) {
+        Objects.requireNonNull(listener, "listener");
+        dropListeners.add(listener);
+        return () -> dropListeners.remove(listener);
+    }
+
+    private void dropped(Instance instance) {
+        for (Consumer<Instance> listener : dropListeners) {
+            listener.accept(instance);
+        }
+    }
+
     /** New instances refused so far because their role was full. */
     public long refusedFull() {
         return refusedFull.get();
@@ -133,7 +158,43 @@ public final class InstanceRegistry {
      * at the same addresses as the instance's restart, or refuses it as full, as a replay (no newer signature, or
      * an older incarnation), or as a claim on another live instance's address.
      */
-    public synchronized Outcome ping(Instance instance, long signedAtMillis, long incarnation) {
+    public Outcome ping(Instance instance, long signedAtMillis, long incarnation) {
+        return register(instance, signedAtMillis, incarnation, false);
+    }
+
+    /**
+     * Records {@code instance} as a membership store holds it (its record signed at {@code signedAtMillis},
+     * {@link Long#MIN_VALUE} when unsigned, by incarnation {@code incarnation}), under the same rules as a
+     * {@linkplain #ping(Instance, long, long) ping}: the cap, the replay and the claim rules. Once held it does not
+     * expire by the time-to-live; only {@link #remove} drops it.
+     */
+    public Outcome hold(Instance instance, long signedAtMillis, long incarnation) {
+        return register(instance, signedAtMillis, incarnation, true);
+    }
+
+    /**
+     * Drops {@code instance} at once, as when its record left the membership store.
+     *
+     * @return whether it was registered
+     */
+    public synchronized boolean remove(Instance instance) {
+        Objects.requireNonNull(instance, "instance");
+        if (lastSeen.remove(instance) == null) {
+            return false;
+        }
+        dropped(instance);
+        LOG.info("removed {} instance http={}: its membership record is gone", instance.role().wireName(),
+                Instance.hostPort(instance.httpAddress()));
+        return true;
+    }
+
+    /** Whether a membership store holds {@code instance} ({@link #hold}). */
+    public synchronized boolean held(Instance instance) {
+        Seen seen = lastSeen.get(instance);
+        return seen != null && seen.held();
+    }
+
+    private synchronized Outcome register(Instance instance, long signedAtMillis, long incarnation, boolean held) {
         Objects.requireNonNull(instance, "instance");
         expire();
         Seen before = lastSeen.get(instance);
@@ -146,7 +207,7 @@ public final class InstanceRegistry {
                 LOG.info("{} instance http={} restarted (incarnation {} -> {})", instance.role().wireName(),
                         Instance.hostPort(instance.httpAddress()), before.incarnation(), incarnation);
             }
-            lastSeen.put(instance, new Seen(now(), signedAtMillis, incarnation));
+            lastSeen.put(instance, new Seen(now(), signedAtMillis, incarnation, held || before.held()));
             return Outcome.REFRESHED;
         }
         Instance claimed = claimedBy(instance);
@@ -173,9 +234,10 @@ public final class InstanceRegistry {
             }
             return Outcome.FULL;
         }
-        lastSeen.put(instance, new Seen(now(), signedAtMillis, incarnation));
-        LOG.info("registered {} instance http={} notify={}", instance.role().wireName(),
-                Instance.hostPort(instance.httpAddress()), Instance.hostPort(instance.notifyAddress()));
+        lastSeen.put(instance, new Seen(now(), signedAtMillis, incarnation, held));
+        LOG.info("registered {} instance http={} notify={}{}", instance.role().wireName(),
+                Instance.hostPort(instance.httpAddress()), Instance.hostPort(instance.notifyAddress()),
+                held ? " (from etcd)" : "");
         return Outcome.REGISTERED;
     }
 
@@ -236,10 +298,11 @@ public final class InstanceRegistry {
     private void expire() {
         long now = now();
         lastSeen.entrySet().removeIf(entry -> {
-            boolean stale = now - entry.getValue().atNanos() > ttl.toNanos();
+            boolean stale = !entry.getValue().held() && now - entry.getValue().atNanos() > ttl.toNanos();
             if (stale) {
                 LOG.warn("dropped {} instance {}: no ping for {} ms", entry.getKey().role().wireName(),
                         Instance.hostPort(entry.getKey().httpAddress()), ttl.toMillis());
+                dropped(entry.getKey());
             }
             return stale;
         });

@@ -107,7 +107,7 @@ final class ProxyRoutes {
                             AtomicBoolean warnedOverloaded, RegistrationAuth registrationAuth,
                             RequestAuth requestAuth, AtomicBoolean warnedRefusedRegistration, RoleMetrics meters,
                             ObservationRegistry observations, InstanceHealth health, Duration firstByteTimeout,
-                            int maxModelLen) {
+                            int maxModelLen, EtcdMembers members) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             long start = System.nanoTime();
@@ -394,11 +394,14 @@ final class ProxyRoutes {
 
         Publisher<Void> health(HttpServerRequest request, HttpServerResponse response) {
             ObjectNode body = HttpJson.MAPPER.createObjectNode().put("status", "ok");
+            body.set("membership", members != null ? members.describe()
+                    : HttpJson.MAPPER.createObjectNode().put("source", "registrations"));
             for (Role role : Role.values()) {
                 ArrayNode list = body.putArray(role.wireName());
                 for (Instance instance : registry.live(role)) {
                     list.addObject().put("http", Instance.hostPort(instance.httpAddress()))
-                            .put("notify", Instance.hostPort(instance.notifyAddress()));
+                            .put("notify", Instance.hostPort(instance.notifyAddress()))
+                            .put("ejected", !health.usable(instance));
                 }
             }
             return HttpJson.reply(response, HttpResponseStatus.OK, body);

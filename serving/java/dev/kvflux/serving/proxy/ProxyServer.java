@@ -4,6 +4,8 @@ import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RegistrationAuth;
 import dev.kvflux.serving.api.RequestAuth;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.etcd.EtcdClient;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.metrics.RoleMetrics;
 import dev.kvflux.transfer.LogContext;
@@ -17,6 +19,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
@@ -42,14 +45,26 @@ import reactor.netty.resources.ConnectionProvider;
  *       ping, {@code {"role", "http", "notify"}} with {@code host:port} addresses, signed with the cluster's
  *       notify secret when the proxy has one ({@link RegistrationAuth}; 401 otherwise); 503
  *       ({@code instance_cap}) for a new instance when its role is full ({@link InstanceRegistry}).</li>
- *   <li>{@code GET /health}: 200 with the live instances.</li>
+ *   <li>{@code GET /health}: 200 with the live instances (each with {@code "ejected"}: whether its health checks or
+ *       requests took it out of the picks) and where they come from: {@code "membership"} is
+ *       {@code {"source": "registrations"}} for the built-in registry, or, with {@link Builder#membership etcd},
+ *       {@code {"source": "etcd", "cluster", "endpoints", "connected", "since", "records"}} (and {@code "problem"}
+ *       while etcd cannot be reached; the proxy then routes to the members it last knew).</li>
  *   <li>{@code GET /metrics}, on the clients' port: the proxy's meters as Prometheus text ({@link RoleMetrics}),
  *       all tagged {@code role=proxy}: the timer {@code kvflux.proxy.requests} from a completion's arrival to
  *       the end of its answer (tag {@code status}: the HTTP status, or {@code cancelled} when the client went
  *       away first), {@code kvflux.proxy.upstream.errors} (tags {@code upstream}: prefill or decode, and
  *       {@code reason}: failed, overloaded, unreachable, timeout, pool_full) and the gauge
- *       {@code kvflux.proxy.instances} (live instances, tag {@code upstream}).</li>
+ *       {@code kvflux.proxy.instances} (live instances, tag {@code upstream}); with etcd, the gauge
+ *       {@code kvflux.proxy.membership.connected} (1 while etcd answers and the watch runs, else 0; tag
+ *       {@code source=etcd}), {@code kvflux.proxy.membership.reads} (reads of the whole prefix: one at start, one per
+ *       reconnection) and {@code kvflux.proxy.membership.records.refused} (tag {@code reason}).</li>
  * </ul>
+ *
+ * <p>Membership: instances register by {@code POST /register} (the built-in registry, always on when there is a
+ * discovery port), or, with {@link Builder#membership(EtcdDiscovery)}, by their records in etcd, which the proxy
+ * reads before it binds its ports and then watches ({@link EtcdMembers}), so a proxy started again routes as soon as it
+ * listens, and any number of proxies route the same cluster.
  *
  * <p>With an {@link Builder#observationRegistry ObservationRegistry} that traces, each completion is span
  * {@code kvflux.proxy.completion} (continuing the client's {@code traceparent} header if it sent one) with a
@@ -65,9 +80,13 @@ public final class ProxyServer implements AutoCloseable {
     private final ConnectionProvider connections;
     private final RoleMetrics meters;
     private final Disposable healthChecks;
+    private final EtcdMembers members;
+    private final EtcdClient etcd;
 
     private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections,
-            RoleMetrics meters, Disposable healthChecks) {
+            RoleMetrics meters, Disposable healthChecks, EtcdMembers members, EtcdClient etcd) {
+        this.members = members;
+        this.etcd = etcd;
         this.meters = meters;
         this.healthChecks = healthChecks;
         this.server = server;
@@ -95,6 +114,8 @@ public final class ProxyServer implements AutoCloseable {
     private static final Duration MIN_PROBE_TIMEOUT = Duration.ofMillis(500);
     /** How often the proxy checks every registered instance's {@code /health}, by default. */
     public static final Duration DEFAULT_HEALTH_INTERVAL = Duration.ofSeconds(1);
+    /** The longest the proxy waits for its first read of etcd before it binds its ports without it. */
+    private static final Duration FIRST_READ_WAIT = Duration.ofSeconds(5);
 
     /**
      * A proxy's settings; {@link Builder#bindNow()} binds it. Only the registry must be set: the proxy listens
@@ -121,8 +142,31 @@ public final class ProxyServer implements AutoCloseable {
         private HttpLimits httpLimits = HttpLimits.DEFAULT;
         private MeterRegistry meterRegistry;
         private ObservationRegistry observations = ObservationRegistry.NOOP;
+        private EtcdDiscovery membership;
+        private Duration etcdHeartbeat = EtcdMembers.DEFAULT_HEARTBEAT;
 
         private Builder() {
+        }
+
+        /**
+         * Takes the cluster's members from etcd as well as from registrations: the records under
+         * {@code /kvflux/<cluster>/instances/} are read before the ports are bound (waiting at most 5 s, then binding
+         * without them if etcd does not answer) and watched from then on; see {@link EtcdMembers}. Records are checked
+         * with the {@link #registrationSecret} when there is one. {@code null} (the default): registrations only.
+         */
+        public Builder membership(EtcdDiscovery membership) {
+            this.membership = membership;
+            return this;
+        }
+
+        /** How often etcd's status is checked while its watch runs (default 1 s), so a hung etcd is noticed. */
+        public Builder etcdHeartbeat(Duration heartbeat) {
+            Objects.requireNonNull(heartbeat, "heartbeat");
+            if (heartbeat.toMillis() < 10) {
+                throw new IllegalArgumentException("etcd heartbeat must be at least 10ms, got " + heartbeat);
+            }
+            this.etcdHeartbeat = heartbeat;
+            return this;
         }
 
         /**
@@ -287,9 +331,28 @@ public final class ProxyServer implements AutoCloseable {
                     .maxConnections(maxConnections).pendingAcquireMaxCount(maxPending).build();
             HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
             RoleMetrics meters = RoleMetrics.of(meterRegistry, "proxy");
+            EtcdClient etcd = null;
+            EtcdMembers members = null;
+            if (membership != null) {
+                etcd = EtcdClient.of(membership.endpoints());
+                members = EtcdMembers.start(etcd, membership.cluster(), registry, registrationAuth, etcdHeartbeat);
+                Boolean read = members.firstRead().timeout(FIRST_READ_WAIT, Mono.just(false)).block();
+                if (!Boolean.TRUE.equals(read)) {
+                    LOG.warn("etcd ({}) did not answer the first read of cluster {}: starting without its members;"
+                            + " they are taken as soon as it answers", etcd.endpointsText(), membership.cluster());
+                }
+            }
+            EtcdMembers started = members;
+            EtcdClient startedEtcd = etcd;
+            Runnable stopMembership = () -> {
+                if (started != null) {
+                    started.dispose();
+                    startedEtcd.close();
+                }
+            };
             ProxyRoutes.Handlers handlers = new ProxyRoutes.Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean(),
                     registrationAuth, requestAuth, new AtomicBoolean(), meters, observations, health,
-                    firstByteTimeout, maxModelLen);
+                    firstByteTimeout, maxModelLen, members);
             DisposableServer server;
             try {
                 server = httpLimits.serverOn(host, port)
@@ -300,6 +363,7 @@ public final class ProxyServer implements AutoCloseable {
                         .bindNow();
             } catch (RuntimeException e) {
                 connections.dispose();
+                stopMembership.run();
                 throw new IllegalStateException("cannot start the proxy on " + host + ":" + port + ": "
                         + HttpLimits.bindFailure(host, port, e), e);
             }
@@ -312,14 +376,17 @@ public final class ProxyServer implements AutoCloseable {
                 } catch (RuntimeException e) {
                     server.disposeNow();
                     connections.dispose();
+                    stopMembership.run();
                     throw new IllegalStateException("cannot start the proxy's discovery port on " + host + ":"
                             + discoveryPort + ": " + HttpLimits.bindFailure(host, discoveryPort, e), e);
                 }
             }
-            LOG.info("proxy listening on http://{}:{}{}", host, ((InetSocketAddress) server.address()).getPort(),
+            LOG.info("proxy listening on http://{}:{}{}{}", host, ((InetSocketAddress) server.address()).getPort(),
                     discovery == null ? "" : ", registrations on port "
                             + ((InetSocketAddress) discovery.address()).getPort()
-                            + (registrationAuth == null ? " (unsigned accepted)" : " (signed only)"));
+                            + (registrationAuth == null ? " (unsigned accepted)" : " (signed only)"),
+                    membership == null ? "" : "; members from etcd " + membership.url() + ", cluster "
+                            + membership.cluster());
             // every failure kind is exported from the start, so a rate over them exists before the first one
             handlers.upstreamError(Role.PREFILL, "failed", 0);
             handlers.upstreamError(Role.PREFILL, "overloaded", 0);
@@ -336,14 +403,33 @@ public final class ProxyServer implements AutoCloseable {
                     health, InstanceHealth::ejected);
             meters.functionCounter("kvflux.proxy.ejections", "Instances ejected so far", health,
                     InstanceHealth::ejections);
+            if (members != null) {
+                meters.gauge("kvflux.proxy.membership.connected", "1 while etcd answers and its watch runs, else 0",
+                        members, m -> m.connected() ? 1 : 0, "source", "etcd");
+                meters.functionCounter("kvflux.proxy.membership.reads",
+                        "Reads of the cluster's whole prefix in etcd: one at start, one per reconnection", members,
+                        EtcdMembers::reads);
+                for (String reason : new String[] {"malformed_key", "oversized", "malformed", "mismatch", "unsigned",
+                        "bad_signature", "stale", "instance_cap", "address_claimed", "replayed"}) {
+                    meters.functionCounter("kvflux.proxy.membership.records.refused",
+                            "Membership records in etcd the proxy refused, by reason", members, m -> m.refused(reason),
+                            "reason", reason);
+                }
+            }
             meters.functionCounter("kvflux.proxy.registrations.claimed",
                     "Registrations refused for claiming another live instance's address", registry,
                     InstanceRegistry::refusedClaims);
             Duration probeTimeout = healthInterval.dividedBy(2).compareTo(MIN_PROBE_TIMEOUT) > 0
                     ? healthInterval.dividedBy(2) : MIN_PROBE_TIMEOUT;
-            Disposable checks = HealthChecks.start(registry, health, healthInterval, probeTimeout,
+            Disposable probes = HealthChecks.start(registry, health, healthInterval, probeTimeout,
                     HttpClient.create(connections).responseTimeout(probeTimeout));
-            return new ProxyServer(server, discovery, connections, meters, checks);
+            // an instance that left is forgotten, so that the ejected count is of listed instances only
+            Runnable forgetting = registry.onDropped(health::forget);
+            Disposable checks = () -> {
+                probes.dispose();
+                forgetting.run();
+            };
+            return new ProxyServer(server, discovery, connections, meters, checks, members, etcd);
         }
     }
 
@@ -367,6 +453,10 @@ public final class ProxyServer implements AutoCloseable {
     @Override
     public void close() {
         healthChecks.dispose();
+        if (members != null) {
+            members.dispose();
+            etcd.close();
+        }
         server.disposeNow();
         if (discovery != null) {
             discovery.disposeNow();

@@ -179,6 +179,19 @@ public final class DecodeServer implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Registers in etcd instead of pinging a proxy: this instance's membership record, under {@code discovery}'s
+     * cluster, held with a lease of its TTL and kept alive every third of it, signed with the notify secret when there
+     * is one ({@link EtcdRegistration}). Every proxy watching the cluster routes to it; closing the instance revokes
+     * the lease, so they drop it at once.
+     */
+    public DecodeServer registerIn(dev.kvflux.serving.etcd.EtcdDiscovery discovery) {
+        java.util.Objects.requireNonNull(discovery, "discovery");
+        pinger.dispose();
+        pinger = EtcdRegistration.start(discovery, instance(), incarnation(), auth);
+        return this;
+    }
+
     /** This instance's incarnation, new at every start. */
     public long incarnation() {
         return side.incarnation();
@@ -207,8 +220,8 @@ public final class DecodeServer implements AutoCloseable {
         return notifyMeters;
     }
 
-    /** Blocks per state, for tests and the chaos run. */
-    BlockAllocator.Snapshot blocks() {
+    /** The KV blocks per state now. */
+    public BlockAllocator.Snapshot blocks() {
         return side.blocks();
     }
 

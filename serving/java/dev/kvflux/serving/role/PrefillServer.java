@@ -74,10 +74,13 @@ public final class PrefillServer implements AutoCloseable {
     private final String host;
     private final NotifyAuth auth;
     private final RoleMetrics meters;
+    private final MicrometerNotifyRecorder notifyMeters;
     private Disposable pinger = Disposables.disposed();
 
     private PrefillServer(DisposableServer http, PrefillSide side, PrefillCompletions completions, PrefillLoop loop,
-            Scheduler loopScheduler, PrefillStats stats, String host, NotifyAuth auth, RoleMetrics meters) {
+            Scheduler loopScheduler, PrefillStats stats, String host, NotifyAuth auth, RoleMetrics meters,
+            MicrometerNotifyRecorder notifyMeters) {
+        this.notifyMeters = notifyMeters;
         this.http = http;
         this.side = side;
         this.completions = completions;
@@ -199,6 +202,7 @@ public final class PrefillServer implements AutoCloseable {
         LogContext.enable();
         RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "prefill");
         PrefillStats stats = new PrefillStats(meters);
+        MicrometerNotifyRecorder notifyMeters = MicrometerNotifyRecorder.of(meters.registry(), meters.tags());
         KvLayout layout = KvLayout.rows(model.layers(), ServingModel.ROW_BLOCKS, model.blockBytes());
         MemoryRegion local = settings.engine.registerMemory(layout.regionBytes(), 0);
         // until decodes hand over their memory descriptors, every transfer writes into one stand-in region
@@ -207,7 +211,7 @@ public final class PrefillServer implements AutoCloseable {
                 MicrometerWaitRecorder.of(meters.registry(), meters.tags()).histograms(true));
         PrefillSide.Builder side = PrefillSide.builder().notifyAddress(where.host(), where.notifyPort())
                 .auth(settings.auth).limits(settings.limits)
-                .notifyRecorder(MicrometerNotifyRecorder.of(meters.registry(), meters.tags())).recorder(stats)
+                .notifyRecorder(notifyMeters).recorder(stats)
                 .layout(layout).sessions(DecodeSessions.of(settings.engine.createSession(local, remote)))
                 .pipeline(pipeline).blocks(settings.kvBlocks).transferTimeout(settings.transfer.timeout())
                 .decodeDeadline(DecodeSide.defaultReceiveDeadline(settings.transfer.timeout()))
@@ -239,7 +243,7 @@ public final class PrefillServer implements AutoCloseable {
             meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", bound,
                     PrefillSide::notifyConnections);
             PrefillServer server = new PrefillServer(http, bound, completions, loop, loopScheduler, stats, where.host(),
-                    settings.auth, meters);
+                    settings.auth, meters, notifyMeters);
             LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, engine {}, model {}",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     settings.auth == null ? "unsigned" : "signed", settings.policy.wireName(),
@@ -267,6 +271,19 @@ public final class PrefillServer implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Registers in etcd instead of pinging a proxy: this instance's membership record, under {@code discovery}'s
+     * cluster, held with a lease of its TTL and kept alive every third of it, signed with the notify secret when there
+     * is one ({@link EtcdRegistration}). Every proxy watching the cluster routes to it; closing the instance revokes
+     * the lease, so they drop it at once.
+     */
+    public PrefillServer registerIn(dev.kvflux.serving.etcd.EtcdDiscovery discovery) {
+        java.util.Objects.requireNonNull(discovery, "discovery");
+        pinger.dispose();
+        pinger = EtcdRegistration.start(discovery, instance(), incarnation(), auth);
+        return this;
+    }
+
     public Instance instance() {
         return new Instance(Role.PREFILL, httpAddress(), notifyAddress());
     }
@@ -288,19 +305,24 @@ public final class PrefillServer implements AutoCloseable {
         return stats;
     }
 
-    /** Blocks per state, for tests and the chaos run. */
-    BlockAllocator.Snapshot blocks() {
+    /** The KV blocks per state now. */
+    public BlockAllocator.Snapshot blocks() {
         return side.blocks();
     }
 
     /** Transfers opened and not yet ended (queued, waiting for decode's block list, writing or settling). */
-    int transfersRunning() {
+    public int transfersRunning() {
         return side.running();
     }
 
     /** Writes holding one of the WRITE pipeline's places now. */
-    int writesInFlight() {
+    public int writesInFlight() {
         return side.pipeline().requestsInFlight();
+    }
+
+    /** The notify channel's counters (sends, retries, connections, undeliverable). */
+    public MicrometerNotifyRecorder notifyMeters() {
+        return notifyMeters;
     }
 
     /** The registry the role's meters are in ({@link Builder#meterRegistry}). */

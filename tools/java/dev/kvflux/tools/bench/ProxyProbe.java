@@ -5,6 +5,7 @@ import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.http.HttpLimits;
+import dev.kvflux.serving.proxy.InstanceHealth;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.serving.role.DecodeServer;
@@ -44,6 +45,9 @@ import reactor.netty.resources.ConnectionProvider;
  *       whether clients are still served;</li>
  *   <li>a flood of registrations on an unsigned proxy with the default instance cap: answers by status and the
  *       instances it holds;</li>
+ *   <li>with {@code directRequests}: requests straight to the roles (unsigned, forged, replayed, stale) while
+ *       clients use the proxy; four prompts over the model length; a registration claiming the live decode's
+ *       address; four decodes registered with the secret that never answer ({@link RoleAttacks});</li>
  *   <li>idle connections to the client port: the process's open files while they are held, how long
  *       {@code /health} takes meanwhile, and when the proxy closes them (at its idle timeout).</li>
  * </ol>
@@ -61,7 +65,13 @@ public final class ProxyProbe {
      * @param idleConnections idle connections opened to the client port
      * @param idleTimeout the proxy's idle timeout for this run (its default is 60 s)
      */
-    public record Settings(int invalidRequests, int registrations, int idleConnections, Duration idleTimeout) {
+    public record Settings(int invalidRequests, int registrations, int idleConnections, Duration idleTimeout,
+            int directRequests) {
+        /** Without the attacks on the roles. */
+        public Settings(int invalidRequests, int registrations, int idleConnections, Duration idleTimeout) {
+            this(invalidRequests, registrations, idleConnections, idleTimeout, 0);
+        }
+
         public Settings {
             Objects.requireNonNull(idleTimeout, "idleTimeout");
             if (invalidRequests < 1 || registrations < 1 || idleConnections < 1) {
@@ -87,10 +97,14 @@ public final class ProxyProbe {
     public Map<String, Object> run() throws IOException {
         NotifyAuth secret = NotifyAuth.of(HexFormat.of().formatHex(new SecureRandom().generateSeed(16)));
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        InstanceHealth health = InstanceHealth.defaults();
         HttpLimits limits = new HttpLimits(settings.idleTimeout(), HttpLimits.DEFAULT.readTimeout(),
                 HttpLimits.DEFAULT.requestTimeout(), HttpLimits.DEFAULT.poolMaxIdleTime(),
                 HttpLimits.DEFAULT.poolEvictEvery(), HttpLimits.DEFAULT.maxConnections());
-        ConnectionProvider pool = ConnectionProvider.builder("kvflux-probe").maxConnections(64).build();
+        ConnectionProvider pool = ConnectionProvider.builder("kvflux-probe").maxConnections(64)
+                // never reuse a connection the proxy may be closing at its idle timeout: a 2 MiB body written
+                // onto it is reset
+                .maxIdleTime(settings.idleTimeout().dividedBy(2)).build();
         HttpClient client = HttpClient.create(pool);
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
              DecodeServer decode = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(5))
@@ -98,7 +112,7 @@ public final class ProxyProbe {
              PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine)
                      .transferTimeout(Duration.ofSeconds(2)).notifyWithin(Duration.ofSeconds(5)).auth(secret).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry).registrationSecret(secret)
-                     .httpLimits(limits).bindNow()) {
+                     .httpLimits(limits).healthChecks(Duration.ofSeconds(1), health).bindNow()) {
             String discovery = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();
             String completions = "http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions";
             decode.pingProxy(discovery, Duration.ofSeconds(1));
@@ -122,6 +136,13 @@ public final class ProxyProbe {
                         "cap", open.maxPerRole()));
             }
 
+            if (settings.directRequests() > 0) {
+                RoleAttacks attacks = new RoleAttacks(client, completions, secret);
+                step("direct_requests_to_roles", attacks.directRequests(prefill, decode, settings.directRequests(), 50));
+                step("huge_prompts", attacks.hugePrompts(4, 1 << 20, 20));
+                step("hijack_registration", attacks.hijack(discovery, registry, decode));
+                step("blackhole_decodes", attacks.blackholeDecodes(discovery, health, 4, 20));
+            }
             idle(client, proxy.address().getPort());
         } finally {
             pool.dispose();

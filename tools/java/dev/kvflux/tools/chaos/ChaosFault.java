@@ -14,7 +14,7 @@ import java.util.Optional;
  * load runs, how each request is sent, and what the results must show beyond what every fault must (no
  * request unfinished or failed without a reason, nothing held, no corrupt output, some completed).
  */
-sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure {
+sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure, ChaosFault.Membership {
 
     /** How a killed or stopped role's restart is awaited. */
     Duration HEALTHY_WITHIN = Duration.ofSeconds(60);
@@ -86,16 +86,25 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure {
         /** Exactly the {@link Request#INVALID} requests failed cleanly. */
         INVALID_FAIL_CLEANLY,
         /** Every request completed or was given up by its client, and every other request completed. */
-        OTHERS_COMPLETE
+        OTHERS_COMPLETE,
+        /**
+         * The requests in flight on the killed proxy are cut with its connections (failed without a reason, at most
+         * the concurrency); every request through the other proxy completed.
+         */
+        CUT_WITH_THE_PROXY
     }
 
-    /** Every fault, in the order they run: the role and client faults, one per status failure code, the rest. */
+    /**
+     * Every fault, in the order they run: the role and client faults, one per status failure code, the rest, then the
+     * membership faults on etcd.
+     */
     static List<ChaosFault> all() {
         List<ChaosFault> all = new ArrayList<>();
         List<Fixed> fixed = Arrays.asList(Fixed.values());
         all.addAll(fixed.subList(0, Fixed.BURST.ordinal() + 1));
         Arrays.stream(StatusCode.values()).filter(StatusCode::isFailure).map(StatusFailure::new).forEach(all::add);
         all.addAll(fixed.subList(Fixed.BURST.ordinal() + 1, fixed.size()));
+        all.addAll(Arrays.asList(Membership.values()));
         return List.copyOf(all);
     }
 
@@ -135,11 +144,15 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure {
             }
         },
         BURST("burst", Expectation.SOME_FAIL_CLEANLY) {
-            /** About a quarter of the burst fits in prefill's blocks. */
+            /**
+             * About a quarter of the burst fits in prefill's blocks; one request may take them all (in a small run a
+             * single request's worth is all there is), so what is measured is running out of blocks, not the share.
+             */
             @Override
             public List<String> prefillArgs(ChaosRun.Settings s) {
                 int burstBlocks = (s.promptWords() * 16 + 63) / 64;
-                return List.of("--kv-blocks", Integer.toString(Math.max(burstBlocks, burstBlocks * (s.requests() / 3) / 4)));
+                return List.of("--kv-blocks", Integer.toString(Math.max(burstBlocks, burstBlocks * (s.requests() / 3) / 4)),
+                        "--max-request-share", "1");
             }
 
             @Override
@@ -239,6 +252,63 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure {
             Thread.sleep(downtime.toMillis());
             role.start();
             role.awaitHealthy(HEALTHY_WITHIN);
+        }
+    }
+
+    /**
+     * The faults of membership in etcd, run on an {@link EtcdCluster} (etcd, a prefill, two decodes and two proxies,
+     * each its own process, with one notify secret) while the load goes to both proxies in turn, a client moving to the
+     * other proxy when one refuses its connection. Each one measures its own recovery ({@link #strike}).
+     */
+    enum Membership implements ChaosFault {
+        /** One proxy killed ({@code kill -9}), down for the downtime, started again: it routes as soon as it is up. */
+        PROXY_KILL("proxy-kill", Expectation.CUT_WITH_THE_PROXY) {
+            @Override
+            EtcdCluster.Figures strike(EtcdCluster cluster, Duration downtime) throws Exception {
+                return cluster.proxyKill(downtime);
+            }
+        },
+        /** etcd killed ({@code kill -9}) and started again: the proxies route to their last members meanwhile. */
+        ETCD_RESTART("etcd-restart", Expectation.ALL_COMPLETE) {
+            @Override
+            EtcdCluster.Figures strike(EtcdCluster cluster, Duration downtime) throws Exception {
+                return cluster.etcdRestart(downtime);
+            }
+        },
+        /** A decode paused ({@code kill -STOP}) past its lease, dropped by both proxies, resumed ({@code kill -CONT}). */
+        INSTANCE_PAUSE("instance-pause", Expectation.NONE) {
+            @Override
+            EtcdCluster.Figures strike(EtcdCluster cluster, Duration downtime) throws Exception {
+                return cluster.instancePause();
+            }
+        },
+        /** A decode that accepts connections and never answers, registered in etcd: the health checks eject it. */
+        BLACKHOLE_INSTANCE("blackhole-instance", Expectation.NONE) {
+            @Override
+            EtcdCluster.Figures strike(EtcdCluster cluster, Duration downtime) throws Exception {
+                return cluster.blackholeInstance();
+            }
+        };
+
+        private final String label;
+        private final Expectation expectation;
+
+        Membership(String label, Expectation expectation) {
+            this.label = label;
+            this.expectation = expectation;
+        }
+
+        /** Does the fault to {@code cluster} once a third of the requests have started, and measures its recovery. */
+        abstract EtcdCluster.Figures strike(EtcdCluster cluster, Duration downtime) throws Exception;
+
+        @Override
+        public String label() {
+            return label;
+        }
+
+        @Override
+        public Expectation expectation() {
+            return expectation;
         }
     }
 

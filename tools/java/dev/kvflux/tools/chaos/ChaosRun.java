@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -35,7 +36,8 @@ import reactor.netty.resources.ConnectionProvider;
  * The fault matrix: for each fault, a prefill and a decode, each its own JVM on loopback (shared by the
  * faults whose prefill takes the same options, and settled between them), behind a fresh in-process proxy; a closed-loop load of {@code requests} requests through the proxy while the fault is
  * injected; then, once both roles have had time to settle (the receive deadline and the block lease plus a margin), what each role
- * still holds.
+ * still holds. The membership faults ({@link ChaosFault.Membership}) run instead on an {@link EtcdCluster}: a real
+ * etcd, a prefill, two decodes and two proxies, each its own JVM, the load going to both proxies in turn.
  *
  * <p>Per fault it counts, from the client's side: {@code completed} (200 with exactly the expected tokens),
  * {@code failed_cleanly} (an error status with a JSON error naming a reason), {@code failed_without_reason}
@@ -45,7 +47,10 @@ import reactor.netty.resources.ConnectionProvider;
  * prefill plus decode) and {@code leaked_handles} (transfers, write places and requests still held).
  * {@code recovery_s}: after a restart, the time from the restarted role being healthy until the first
  * request started after it succeeds (-1 when none did); for an interleaved fault (disconnects, rejections,
- * a burst, status failures, stalls and late statuses, scatter/gather under load, mistreated notifications), the longest time from a disturbed request's end until the next success.
+ * a burst, status failures, stalls and late statuses, scatter/gather under load, mistreated notifications), the longest time from a disturbed request's end until the next success;
+ * for a membership fault, what the fault measured ({@link EtcdCluster}: a restarted proxy's first routed request after
+ * it is up, both proxies connected again after etcd is back, a paused decode listed again after it resumed, a blackhole
+ * ejected by both proxies), with its other figures in {@link FaultResult#figures()}.
  */
 public final class ChaosRun {
     /** Decode's checks of write_done's checksum; {@code result="corrupt"} counts KV that failed it. */
@@ -55,6 +60,9 @@ public final class ChaosRun {
 
     /** The faults, in the order they run. */
     public static final List<String> FAULTS = ChaosFault.all().stream().map(ChaosFault::label).toList();
+    /** The faults that run on a real etcd ({@link EtcdProcess}), last. */
+    public static final List<String> MEMBERSHIP_FAULTS = java.util.Arrays.stream(ChaosFault.Membership.values())
+            .map(ChaosFault::label).toList();
 
     /** What to run. */
     public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
@@ -102,12 +110,25 @@ public final class ChaosRun {
     /** One fault's figures. */
     public record FaultResult(String fault, int requests, int completed, int failedCleanly, int neverFinished,
                               long leakedBlocks, long leakedHandles, int corruptOutputs, double recoverySeconds,
-                              int failedWithoutReason, int cancelledByClient, Map<String, Integer> reasons) {
+                              int failedWithoutReason, int cancelledByClient, Map<String, Integer> reasons,
+                              Map<String, Double> figures) {
+        /** The figures a fault measures beyond the columns (the membership faults'), by name; empty for the others. */
+        public FaultResult {
+            figures = Collections.unmodifiableMap(new LinkedHashMap<>(figures));
+        }
     }
 
     enum Outcome { COMPLETED, FAILED_CLEANLY, FAILED_WITHOUT_REASON, CANCELLED, NEVER_FINISHED, CORRUPT }
 
-    private record Result(int index, long startNanos, long endNanos, Outcome outcome, String reason) {
+    /** One request's outcome; {@code via}: the proxy that answered it (0 unless there are several). */
+    private record Result(int index, long startNanos, long endNanos, Outcome outcome, String reason, int via) {
+        Result(int index, long startNanos, long endNanos, Outcome outcome, String reason) {
+            this(index, startNanos, endNanos, outcome, reason, 0);
+        }
+
+        Result via(int proxy) {
+            return new Result(index, startNanos, endNanos, outcome, reason, proxy);
+        }
     }
 
     private final Settings settings;
@@ -115,6 +136,8 @@ public final class ChaosRun {
     private final Map<List<String>, RoleProcess[]> pairs = new java.util.HashMap<>();
     /** A port nothing listens on, for the roles' --proxy (the harness registers them itself). */
     private int deadProxy;
+    /** The cluster of the membership faults, started at the first of them. */
+    private EtcdCluster etcdCluster;
 
     public ChaosRun(Settings settings) {
         this.settings = Objects.requireNonNull(settings, "settings");
@@ -139,6 +162,9 @@ public final class ChaosRun {
             for (RoleProcess[] pair : pairs.values()) {
                 pair[0].close();
                 pair[1].close();
+            }
+            if (etcdCluster != null) {
+                etcdCluster.close();
             }
         }
         return results;
@@ -168,18 +194,69 @@ public final class ChaosRun {
         }
     }
 
+    /** The options both roles run with, beyond their membership. */
+    private static final List<String> COMMON = List.of("--layers", Integer.toString(LAYERS), "--decode-step", "5ms");
+
+    private List<String> decodeArgs(List<String> membership) {
+        List<String> args = new ArrayList<>(membership);
+        args.addAll(COMMON);
+        args.addAll(List.of("--receive-deadline", settings.receiveDeadline().toMillis() + "ms",
+                "--block-lease", settings.blockLease().toMillis() + "ms"));
+        return args;
+    }
+
+    private List<String> prefillArgs(List<String> membership, ChaosFault fault) {
+        List<String> args = new ArrayList<>(membership);
+        args.addAll(COMMON);
+        args.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
+        args.addAll(fault.prefillArgs(settings));
+        return args;
+    }
+
+    /**
+     * A membership fault: on the etcd cluster (started at the first such fault, shared by the rest), the load through
+     * both proxies while the fault strikes; its recovery is what the fault measured.
+     */
+    private FaultResult runOnEtcd(ChaosFault.Membership fault) throws Exception {
+        if (etcdCluster == null) {
+            // the proxies give up on a decode's first byte before the load gives up on its answer
+            etcdCluster = EtcdCluster.start(settings.logDir(), prefillArgs(List.of(), fault), decodeArgs(List.of()),
+                    List.of("--first-byte-timeout", settings.receiveDeadline().plusSeconds(2).toMillis() + "ms"),
+                    settings.requestTimeout());
+        }
+        List<RoleProcess> roles = etcdCluster.roles();
+        long corruptBefore = 0;
+        for (RoleProcess decode : roles.subList(1, roles.size())) {
+            corruptBefore += decode.metrics().count(CORRUPT_KV, "result", "corrupt");
+        }
+        EtcdCluster.Figures[] figures = new EtcdCluster.Figures[1];
+        List<Result> results;
+        try {
+            results = load(fault, etcdCluster.bases(), () -> figures[0] = fault.strike(etcdCluster, downtime()));
+        } finally {
+            etcdCluster.afterFault();
+        }
+        Leaks leaks = settle(roles).corruptSince(corruptBefore);
+        Map<String, Double> all = new java.util.LinkedHashMap<>(figures[0].figures());
+        for (int p = 0; p < etcdCluster.bases().size(); p++) {
+            int proxy = p;
+            all.put("requests_via_proxy_" + p, (double) results.stream().filter(r -> r.via == proxy).count());
+            all.put("completed_via_proxy_" + p, (double) results.stream()
+                    .filter(r -> r.via == proxy && r.outcome == Outcome.COMPLETED).count());
+        }
+        return summarise(fault, results, Long.MIN_VALUE, leaks, figures[0].recoverySeconds(), all);
+    }
+
     private FaultResult runFault(ChaosFault fault) throws Exception {
+        if (fault instanceof ChaosFault.Membership membership) {
+            return runOnEtcd(membership);
+        }
         if (deadProxy == 0) {
             deadProxy = freePort();
         }
-        String proxyUrl = "http://127.0.0.1:" + deadProxy;
-        List<String> common = List.of("--proxy", proxyUrl, "--layers", Integer.toString(LAYERS), "--decode-step", "5ms");
-        List<String> decodeArgs = new ArrayList<>(common);
-        decodeArgs.addAll(List.of("--receive-deadline", settings.receiveDeadline().toMillis() + "ms",
-                "--block-lease", settings.blockLease().toMillis() + "ms"));
-        List<String> prefillArgs = new ArrayList<>(common);
-        prefillArgs.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
-        prefillArgs.addAll(fault.prefillArgs(settings));
+        List<String> toProxy = List.of("--proxy", "http://127.0.0.1:" + deadProxy);
+        List<String> decodeArgs = decodeArgs(toProxy);
+        List<String> prefillArgs = prefillArgs(toProxy, fault);
         InstanceRegistry registry = new InstanceRegistry(Duration.ofHours(1));
         List<NotifyRelay> relays = new ArrayList<>();
         try (AutoCloseable closeRelays = () -> {
@@ -206,12 +283,12 @@ public final class ChaosRun {
             }
             String base = "http://127.0.0.1:" + proxy.address().getPort();
             long[] faultEnd = {Long.MIN_VALUE};
-            List<Result> results = load(fault, base, () -> {
+            List<Result> results = load(fault, List.of(base), () -> {
                 fault.act(prefill, decode, downtime());
                 faultEnd[0] = System.nanoTime();
             });
-            Leaks leaks = settle(prefill, decode).corruptSince(corruptBefore);
-            return summarise(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks);
+            Leaks leaks = settle(List.of(prefill, decode)).corruptSince(corruptBefore);
+            return summarise(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks, Double.NaN, Map.of());
         }
     }
 
@@ -226,7 +303,8 @@ public final class ChaosRun {
         void run() throws Exception;
     }
 
-    private List<Result> load(ChaosFault fault, String base, FaultAction action) throws InterruptedException {
+    /** The load: request {@code i} goes to {@code bases.get(i % bases.size())}. */
+    private List<Result> load(ChaosFault fault, List<String> bases, FaultAction action) throws InterruptedException {
         int n = settings.requests();
         int burstFrom = n / 3;
         int burstTo = fault.bursts() ? 2 * n / 3 : burstFrom;
@@ -236,6 +314,8 @@ public final class ChaosRun {
         List<Result> results = Collections.synchronizedList(new ArrayList<>());
         long t0 = System.nanoTime();
         Thread[] faulting = new Thread[1];
+        java.util.concurrent.atomic.AtomicReference<IllegalStateException> failed =
+                new java.util.concurrent.atomic.AtomicReference<>();
         Sinks.Empty<Void> faultDone = Sinks.empty();
         int afterFault = Math.max(burstTo, 2 * n / 3);
         Flux<Integer> steady = Flux.range(0, n).filter(i -> i < burstFrom || i >= burstTo);
@@ -244,20 +324,20 @@ public final class ChaosRun {
                 faulting[0] = Thread.ofPlatform().name("kvflux-chaos-fault").start(() -> {
                     try {
                         action.run();
-                    } catch (Exception e) {
-                        throw new IllegalStateException("fault " + fault.label() + " could not be injected: "
-                                + e.getMessage(), e);
+                    } catch (Exception | Error e) {
+                        failed.set(new IllegalStateException("fault " + fault.label() + " could not be injected: "
+                                + e.getMessage(), e));
                     } finally {
                         faultDone.tryEmitEmpty();
                     }
                 });
             }
-            Mono<Result> one = Mono.defer(() -> request(http, base, fault, i)).doOnNext(results::add);
+            Mono<Result> one = Mono.defer(() -> request(http, bases, fault, i)).doOnNext(results::add);
             // the last third goes out only once the fault is over, so there is an "after" to measure
             return i >= afterFault ? faultDone.asMono().then(one) : one;
         }, settings.concurrency()).then();
         Mono<Void> burstLoad = Flux.range(burstFrom, burstTo - burstFrom)
-                .flatMap(i -> request(http, base, fault, i).doOnNext(results::add), Math.max(1, burstTo - burstFrom))
+                .flatMap(i -> request(http, bases, fault, i).doOnNext(results::add), Math.max(1, burstTo - burstFrom))
                 .then()
                 .doFinally(signal -> {
                     if (burstTo > burstFrom) {
@@ -272,7 +352,25 @@ public final class ChaosRun {
             faulting[0].join();
         }
         pool.dispose();
+        if (failed.get() != null) {
+            throw failed.get();
+        }
         return new ArrayList<>(results);
+    }
+
+    /**
+     * Request {@code i} through proxy {@code i % bases.size()}; when that proxy refuses the connection (it is down), the
+     * next one, as a client behind a load balancer would be sent on. A request cut after it was sent is not sent again.
+     */
+    private Mono<Result> request(HttpClient http, List<String> bases, ChaosFault fault, int i) {
+        int first = i % bases.size();
+        Mono<Result> answer = request(http, bases.get(first), fault, i).map(r -> r.via(first));
+        for (int k = 1; k < bases.size(); k++) {
+            int next = (first + k) % bases.size();
+            answer = answer.flatMap(r -> r.outcome == Outcome.FAILED_WITHOUT_REASON && "ConnectRefused".equals(r.reason)
+                    ? request(http, bases.get(next), fault, i).map(again -> again.via(next)) : Mono.just(r));
+        }
+        return answer;
     }
 
     private Mono<Result> request(HttpClient http, String base, ChaosFault fault, int i) {
@@ -290,7 +388,8 @@ public final class ChaosRun {
                 .timeout(settings.requestTimeout(), Schedulers.parallel())
                 .onErrorResume(e -> Mono.just(new Result(i, start, System.nanoTime(),
                         e instanceof TimeoutException ? Outcome.NEVER_FINISHED : Outcome.FAILED_WITHOUT_REASON,
-                        e instanceof TimeoutException ? "no answer" : e.getClass().getSimpleName())));
+                        e instanceof TimeoutException ? "no answer" : e instanceof java.net.ConnectException
+                                ? "ConnectRefused" : e.getClass().getSimpleName())));
         if (disconnect) {
             Duration after = Duration.ofMillis(ThreadLocalRandom.current().nextInt(1, 30));
             return Mono.firstWithSignal(answer, Mono.delay(after, Schedulers.parallel())
@@ -349,18 +448,24 @@ public final class ChaosRun {
      * quarantine, plus the transfer timeout plus 5 s), then reads what they still hold; -1 blocks and
      * handles if their metrics could not be read.
      */
-    private Leaks settle(RoleProcess prefill, RoleProcess decode) throws InterruptedException {
+    /** As described above, for a prefill ({@code roles.get(0)}) and its decodes (the rest). */
+    private Leaks settle(List<RoleProcess> roles) throws InterruptedException {
         long until = System.nanoTime() + settings.receiveDeadline().plus(settings.blockLease())
                 .plus(settings.transferTimeout()).plusSeconds(5).toNanos();
         Leaks held = new Leaks(-1, -1, 0);
         while (System.nanoTime() - until < 0) {
             try {
-                PrometheusText p = prefill.metrics();
-                PrometheusText d = decode.metrics();
-                held = new Leaks(Math.toIntExact(heldBlocks(p) + heldBlocks(d)),
-                        Math.toIntExact(p.count("kvflux_prefill_transfers_running")
-                                + p.count("kvflux_prefill_writes_in_flight") + d.count("kvflux_decode_requests_running")),
-                        d.count(CORRUPT_KV, "result", "corrupt"));
+                PrometheusText p = roles.get(0).metrics();
+                long blocks = heldBlocks(p);
+                long handles = p.count("kvflux_prefill_transfers_running") + p.count("kvflux_prefill_writes_in_flight");
+                long corrupt = 0;
+                for (RoleProcess decode : roles.subList(1, roles.size())) {
+                    PrometheusText d = decode.metrics();
+                    blocks += heldBlocks(d);
+                    handles += d.count("kvflux_decode_requests_running");
+                    corrupt += d.count(CORRUPT_KV, "result", "corrupt");
+                }
+                held = new Leaks(Math.toIntExact(blocks), Math.toIntExact(handles), corrupt);
                 if (held.blocks() == 0 && held.handles() == 0) {
                     break;
                 }
@@ -377,7 +482,12 @@ public final class ChaosRun {
         return metrics.count("kvflux_blocks_capacity") - metrics.count("kvflux_blocks", "state", "free");
     }
 
-    private static FaultResult summarise(ChaosFault fault, List<Result> results, long faultEnd, Leaks leaks) {
+    /**
+     * The fault's figures; {@code measuredRecovery} (seconds), when not NaN, is the recovery the fault measured itself,
+     * and {@code figures} go with it.
+     */
+    private static FaultResult summarise(ChaosFault fault, List<Result> results, long faultEnd, Leaks leaks,
+            double measuredRecovery, Map<String, Double> figures) {
         Map<Outcome, Integer> counts = new java.util.EnumMap<>(Outcome.class);
         Map<String, Integer> reasons = new TreeMap<>();
         for (Result r : results) {
@@ -387,7 +497,9 @@ public final class ChaosRun {
             }
         }
         double recovery;
-        if (faultEnd != Long.MIN_VALUE) {
+        if (!Double.isNaN(measuredRecovery)) {
+            recovery = measuredRecovery;
+        } else if (faultEnd != Long.MIN_VALUE) {
             // a restart: until the first request started after it succeeds
             recovery = results.stream().filter(r -> r.outcome == Outcome.COMPLETED && r.startNanos >= faultEnd)
                     .mapToLong(r -> r.endNanos - faultEnd).min().orElse(-1_000_000_000L) / 1e9;
@@ -413,6 +525,6 @@ public final class ChaosRun {
                 leaks.blocks(), leaks.handles(), counts.getOrDefault(Outcome.CORRUPT, 0) + (int) leaks.corrupt(),
                 Math.round(recovery * 1000) / 1000.0,
                 counts.getOrDefault(Outcome.FAILED_WITHOUT_REASON, 0), counts.getOrDefault(Outcome.CANCELLED, 0),
-                reasons);
+                reasons, figures);
     }
 }

@@ -14,13 +14,15 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One serving role run as its own JVM ({@code kvflux prefill} or {@code kvflux decode}) with the same java
- * and classpath as this process and a role's JVM options ({@link RoleJvm}), on fixed loopback ports so that a
- * restart comes back at the same address. Its output is appended to a log file. Not thread-safe: one fault driver uses it at a time.
+ * One serving role run as its own JVM ({@code kvflux prefill}, {@code kvflux decode}, or {@code kvflux proxy} for the
+ * faults that kill a proxy) with the same java and classpath as this process and a role's JVM options
+ * ({@link RoleJvm}), on fixed loopback ports so that a restart comes back at the same address. Its output is appended
+ * to a log file. Not thread-safe: one fault driver uses it at a time.
  */
 final class RoleProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
@@ -32,25 +34,98 @@ final class RoleProcess implements AutoCloseable {
                 "kvflux-chaos-reaper"));
     }
 
+    /** The role, or null for a proxy. */
     private final Role role;
     private final int httpPort;
     private final int notifyPort;
-    private final List<String> extraArgs;
+    private final List<String> args;
+    private final Map<String, String> environment;
     private final Path log;
     private Process process;
 
     RoleProcess(Role role, int httpPort, int notifyPort, List<String> extraArgs, Path log) {
-        this.role = Objects.requireNonNull(role, "role");
+        this(Objects.requireNonNull(role, "role"), httpPort, notifyPort, roleArgs(role, httpPort, notifyPort, extraArgs),
+                Map.of(), log);
+    }
+
+    private RoleProcess(Role role, int httpPort, int notifyPort, List<String> args, Map<String, String> environment,
+            Path log) {
+        this.role = role;
         this.httpPort = httpPort;
         this.notifyPort = notifyPort;
-        this.extraArgs = List.copyOf(extraArgs);
+        this.args = List.copyOf(args);
+        this.environment = Map.copyOf(environment);
         this.log = Objects.requireNonNull(log, "log");
+    }
+
+    private static List<String> roleArgs(Role role, int httpPort, int notifyPort, List<String> extraArgs) {
+        List<String> args = new ArrayList<>(List.of(role.wireName(), "--host", "127.0.0.1", "--http-port",
+                Integer.toString(httpPort), "--notify-port", Integer.toString(notifyPort)));
+        args.addAll(extraArgs);
+        return args;
+    }
+
+    /** This role process with {@code environment} added to its process's (e.g. the notify secret). */
+    RoleProcess withEnvironment(Map<String, String> environment) {
+        return new RoleProcess(role, httpPort, notifyPort, args, environment, log);
+    }
+
+    /**
+     * {@code kvflux proxy} on {@code port}, its discovery port on {@code discoveryPort}, with {@code extraArgs} (its
+     * membership, say).
+     */
+    static RoleProcess proxy(int port, int discoveryPort, List<String> extraArgs, Path log) {
+        List<String> args = new ArrayList<>(List.of("proxy", "--host", "127.0.0.1", "--port", Integer.toString(port),
+                "--discovery-port", Integer.toString(discoveryPort)));
+        args.addAll(extraArgs);
+        return new RoleProcess(null, port, discoveryPort, args, Map.of(), log);
     }
 
     /** The instance as the proxy knows it. */
     Instance instance() {
+        if (role == null) {
+            throw new IllegalStateException("a proxy is no instance");
+        }
         return new Instance(role, InetSocketAddress.createUnresolved("127.0.0.1", httpPort),
                 InetSocketAddress.createUnresolved("127.0.0.1", notifyPort));
+    }
+
+    /** {@code http://127.0.0.1:PORT}: where clients (a proxy) or the proxy (an instance) send requests. */
+    String baseUrl() {
+        return "http://127.0.0.1:" + httpPort;
+    }
+
+    private String name() {
+        return role == null ? "proxy" : role.wireName();
+    }
+
+    /** Kills {@code process} if this JVM exits first. */
+    static void track(Process process) {
+        RUNNING.add(process);
+        process.onExit().thenRun(() -> RUNNING.remove(process));
+    }
+
+    /** Sends {@code signal} ({@code STOP}, {@code CONT}) to {@code process}, as {@code kill -STOP pid} does. */
+    static void signal(Process process, String signal) throws IOException, InterruptedException {
+        if (process == null || !process.isAlive()) {
+            throw new IllegalStateException("no running process to send SIG" + signal + " to");
+        }
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(process.pid())).redirectErrorStream(true)
+                .start();
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new IllegalStateException("kill -" + signal + " " + process.pid() + " failed: "
+                    + new String(kill.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).trim());
+        }
+    }
+
+    /** SIGSTOP ({@code kill -STOP pid}): the role is frozen, its sockets open, until {@link #resume()}. */
+    void pause() throws IOException, InterruptedException {
+        signal(process, "STOP");
+    }
+
+    /** SIGCONT ({@code kill -CONT pid}) after {@link #pause()}. */
+    void resume() throws IOException, InterruptedException {
+        signal(process, "CONT");
     }
 
     /**
@@ -65,14 +140,12 @@ final class RoleProcess implements AutoCloseable {
     /** Starts the role's process; returns at once (see {@link #awaitHealthy}). */
     void start() throws IOException {
         List<String> command = new ArrayList<>(kvfluxCommand());
-        command.addAll(List.of(role.wireName(), "--host", "127.0.0.1", "--http-port", Integer.toString(httpPort),
-                "--notify-port", Integer.toString(notifyPort)));
-        command.addAll(extraArgs);
-        process = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
-        Process started = process;
-        RUNNING.add(started);
-        started.onExit().thenRun(() -> RUNNING.remove(started));
+        command.addAll(args);
+        ProcessBuilder builder = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        builder.environment().putAll(environment);
+        process = builder.start();
+        track(process);
     }
 
     /**
@@ -84,7 +157,7 @@ final class RoleProcess implements AutoCloseable {
         long until = System.nanoTime() + within.toNanos();
         while (System.nanoTime() - until < 0) {
             if (!process.isAlive()) {
-                throw new IllegalStateException(role.wireName() + " exited with " + process.exitValue()
+                throw new IllegalStateException(name() + " exited with " + process.exitValue()
                         + " before it was healthy; see " + log);
             }
             try {
@@ -98,8 +171,19 @@ final class RoleProcess implements AutoCloseable {
             }
             Thread.sleep(50);
         }
-        throw new IllegalStateException(role.wireName() + " was not healthy within " + within.toMillis() + " ms; see "
+        throw new IllegalStateException(name() + " was not healthy within " + within.toMillis() + " ms; see "
                 + log);
+    }
+
+    /** {@code GET /health}'s body, or null when it cannot be read within a second. */
+    String health() throws InterruptedException {
+        try {
+            HttpResponse<String> res = HTTP.send(HttpRequest.newBuilder(url("/health")).timeout(Duration.ofSeconds(1))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            return res.statusCode() == 200 ? res.body() : null;
+        } catch (IOException e) {
+            return null;
+        }
     }
 
     /**
@@ -113,7 +197,7 @@ final class RoleProcess implements AutoCloseable {
         try {
             return PrometheusText.parse(res.body());
         } catch (IllegalArgumentException e) {
-            throw new IOException(role.wireName() + "'s /metrics answered " + res.statusCode() + " without Prometheus"
+            throw new IOException(name() + "'s /metrics answered " + res.statusCode() + " without Prometheus"
                     + " text: " + e.getMessage(), e);
         }
     }

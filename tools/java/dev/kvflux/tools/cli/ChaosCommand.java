@@ -3,6 +3,7 @@ package dev.kvflux.tools.cli;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.tools.chaos.ChaosRun;
+import dev.kvflux.tools.chaos.EtcdProcess;
 import dev.kvflux.serving.http.HttpJson;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -20,8 +21,12 @@ import picocli.CommandLine.Spec;
                 + " restarted, prefill SIGTERM,"
                 + " clients disconnecting, requests rejected by validation, a burst beyond capacity, injected status"
                 + " failures (one fault per failure code), stalls and late statuses, scatter/gather copies under"
-                + " prefill's load, notifications lost, duplicated, delayed and reordered. Per fault it prints requests, completed, failed_cleanly, never_finished,"
-                + " leaked_blocks, leaked_handles, corrupt_outputs and recovery_s."})
+                + " prefill's load, notifications lost, duplicated, delayed and reordered; then, on a real etcd"
+                + " (/usr/bin/etcd, or KVFLUX_ETCD) with a prefill, two decodes and two proxies as processes of their own:"
+                + " a proxy killed and restarted, etcd restarted, a decode paused past its lease, a blackhole decode"
+                + " registered. Per fault it prints requests, completed, failed_cleanly, never_finished,"
+                + " leaked_blocks, leaked_handles, corrupt_outputs and recovery_s (and each membership fault's own"
+                + " figures)."})
 public final class ChaosCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -57,6 +62,16 @@ public final class ChaosCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
+        List<String> onEtcd = ChaosRun.MEMBERSHIP_FAULTS.stream().filter(settings.faults()::contains).toList();
+        if (!onEtcd.isEmpty()) {
+            try {
+                EtcdProcess.binary();
+            } catch (IllegalStateException e) {
+                spec.commandLine().getErr().println("kvflux chaos: " + e.getMessage() + "; or leave out the faults on"
+                        + " etcd (" + String.join(", ", onEtcd) + ") with --faults");
+                return 1;
+            }
+        }
         List<ChaosRun.FaultResult> results = new ChaosRun(settings)
                 .run(line -> spec.commandLine().getErr().println(line));
         if (json) {
@@ -72,7 +87,8 @@ public final class ChaosCommand implements Callable<Integer> {
             }
             for (ChaosRun.FaultResult r : results) {
                 spec.commandLine().getOut().println(r.fault() + ": failed_without_reason " + r.failedWithoutReason()
-                        + ", cancelled_by_client " + r.cancelledByClient() + ", reasons " + r.reasons());
+                        + ", cancelled_by_client " + r.cancelledByClient() + ", reasons " + r.reasons()
+                        + (r.figures().isEmpty() ? "" : ", figures " + r.figures()));
             }
             spec.commandLine().getOut().println("role logs: " + settings.logDir());
         }
@@ -90,6 +106,9 @@ public final class ChaosCommand implements Callable<Integer> {
                     .put("recovery_s", r.recoverySeconds()).put("failed_without_reason", r.failedWithoutReason())
                     .put("cancelled_by_client", r.cancelledByClient());
             f.set("reasons", HttpJson.MAPPER.valueToTree(r.reasons()));
+            if (!r.figures().isEmpty()) {
+                f.set("figures", HttpJson.MAPPER.valueToTree(new java.util.TreeMap<>(r.figures())));
+            }
         }
         return root;
     }

@@ -6,7 +6,9 @@ import dev.kvflux.serving.role.DecodeServer;
 import dev.kvflux.serving.role.ServingModel;
 import dev.kvflux.transfer.DecodeSide;
 import dev.kvflux.transfer.notify.NotifyAuth;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -18,7 +20,8 @@ import picocli.CommandLine;
 @Command(name = "decode", mixinStandardHelpOptions = true,
         description = {"Runs a simulated decode instance: it waits for each request's write_done from prefill, then"
                 + " decodes one token per decode step; a write_failed or its receive deadline fails the request"
-                + " with a clear error. Registers with the proxy every 3s."})
+                + " with a clear error. Registers with the proxy every 3s, or keeps a leased record in etcd"
+                + " (--discovery etcd://HOST:PORT)."})
 public final class DecodeCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -58,13 +61,14 @@ public final class DecodeCommand implements Callable<Integer> {
         ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         roleOptions.requireSecretOffLoopback(spec.commandLine(), auth);
+        Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
         Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
         DecodeServer decode;
         try {
             decode = DecodeServer.builder()
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
-                    .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(config.limits().maxRequestShare())
+                    .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
                     .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))
@@ -76,7 +80,11 @@ public final class DecodeCommand implements Callable<Integer> {
             RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
-        decode.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
+        if (etcd.isPresent()) {
+            decode.registerIn(etcd.get());
+        } else {
+            decode.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
+        }
         return RoleRunner.runUntilStopped(() -> {
             decode.close();
             RoleRunner.close(tracing);

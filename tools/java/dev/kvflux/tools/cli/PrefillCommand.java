@@ -11,7 +11,9 @@ import dev.kvflux.serving.role.PrefillServer;
 import dev.kvflux.serving.role.ServingModel;
 import dev.kvflux.transfer.DecodeSide;
 import dev.kvflux.transfer.notify.NotifyAuth;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -24,7 +26,7 @@ import picocli.CommandLine;
         description = {"Runs a simulated prefill instance: prompts go through a simulated model, each layer's KV"
                 + " is written to decode through the WRITE pipeline on the simulated xGMI engine, and the outcome"
                 + " is sent to decode (write_done, or write_failed under the kvflux policy). Registers with the"
-                + " proxy every 3s."})
+                + " proxy every 3s, or keeps a leased record in etcd (--discovery etcd://HOST:PORT)."})
 public final class PrefillCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -87,6 +89,7 @@ public final class PrefillCommand implements Callable<Integer> {
         OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
         roleOptions.check(spec.commandLine());
         KvfluxConfig config = roleOptions.config(spec.commandLine());
+        Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         SimulatedXgmiEngine.Builder engineBuilder = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
                 .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath());
@@ -104,7 +107,7 @@ public final class PrefillCommand implements Callable<Integer> {
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
                     .model(model).policy(policy).engine(engine).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
-                    .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(config.limits().maxRequestShare())
+                    .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))
                     .bindNow();
@@ -117,7 +120,11 @@ public final class PrefillCommand implements Callable<Integer> {
             RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
-        prefill.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
+        if (etcd.isPresent()) {
+            prefill.registerIn(etcd.get());
+        } else {
+            prefill.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));
+        }
         return RoleRunner.runUntilStopped(() -> {
             prefill.close();
             engine.close();

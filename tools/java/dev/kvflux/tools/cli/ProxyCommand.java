@@ -5,7 +5,9 @@ import dev.kvflux.serving.observe.Tracing;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.transfer.notify.NotifyAuth;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -19,7 +21,9 @@ import reactor.core.scheduler.Schedulers;
         description = {"Runs the disaggregated-serving proxy: POST /v1/completions goes to a prefill (max_tokens=1)"
                 + " and a decode instance, decode's answer streams back. Instances register on the discovery"
                 + " port only, signed with the notify secret when one is set (notify.secret or KVFLUX_NOTIFY_SECRET), and"
-                + " are dropped when they stop pinging. Ports default to the configuration's."})
+                + " are dropped when they stop pinging; with --discovery etcd://HOST:PORT the proxy also reads and watches"
+                + " the cluster's records in etcd, so several proxies route the same cluster and a restarted one routes"
+                + " at once. Ports default to the configuration's."})
 public final class ProxyCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -29,6 +33,9 @@ public final class ProxyCommand implements Callable<Integer> {
 
     @Mixin
     TracingOptions tracingOptions;
+
+    @Mixin
+    DiscoveryOptions discoveryOptions;
 
     @Option(names = "--host", description = "Address to bind (default ${DEFAULT-VALUE}).")
     String host = "127.0.0.1";
@@ -78,6 +85,7 @@ public final class ProxyCommand implements Callable<Integer> {
         KvfluxConfig config = configOptions.load(spec.commandLine());
         NotifyAuth secret = NotifySecret.resolve(config, spec.commandLine());
         OptionChecks.secretOffLoopback(spec.commandLine(), "--host", host, secret);
+        Optional<EtcdDiscovery> etcd = discoveryOptions.resolve(spec.commandLine(), config, null);
         ProxyServer.Builder settings;
         try {
             settings = ProxyServer.builder().host(host).port(port != null ? port : config.ports().proxy())
@@ -85,7 +93,8 @@ public final class ProxyCommand implements Callable<Integer> {
                     .registry(new InstanceRegistry(instanceTtl, Schedulers.parallel(), maxInstancesPerRole))
                     .upstreamTimeout(upstreamTimeout).firstByteTimeout(firstByteTimeout)
                     .maxModelLen(maxModelLen != null ? maxModelLen : config.limits().maxModelLen())
-                    .meterRegistry(RoleRunner.processMeters()).registrationSecret(secret);
+                    .meterRegistry(RoleRunner.processMeters()).registrationSecret(secret)
+                    .membership(etcd.orElse(null));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

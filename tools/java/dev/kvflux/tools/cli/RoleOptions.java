@@ -1,8 +1,11 @@
 package dev.kvflux.tools.cli;
 
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.role.RoleAddresses;
 import dev.kvflux.serving.role.ServingModel;
+import java.time.Duration;
+import java.util.Optional;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine;
@@ -10,7 +13,7 @@ import picocli.CommandLine;
 /**
  * Everything a simulated prefill or decode instance is told alike ({@code @Mixin RoleOptions}): its
  * configuration and logging ({@link ConfigOptions}), its simulated model ({@link ModelOptions}), where it
- * listens and which proxy it registers with.
+ * listens and where it registers: a proxy's discovery port, or etcd ({@link DiscoveryOptions}).
  */
 public final class RoleOptions {
     @Mixin
@@ -33,9 +36,23 @@ public final class RoleOptions {
                     + " limits.max-model-len, 32768).")
     Integer maxModelLen;
 
+    @Option(names = "--max-request-share", paramLabel = "SHARE",
+            description = "The largest share of this instance's KV blocks one request may hold, more than 0 and at"
+                    + " most 1; larger requests get 400 (default: limits.max-request-share, 0.25).")
+    Double maxRequestShare;
+
     @Option(names = "--proxy", paramLabel = "URL",
-            description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>).")
+            description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>); not with"
+                    + " --discovery etcd://.")
     String proxy;
+
+    @Mixin
+    DiscoveryOptions discoveryOptions;
+
+    @Option(names = "--lease-ttl", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "With etcd: how long this instance's record outlives its last keep-alive, kept alive every"
+                    + " third of it (whole seconds; default: discovery.lease-ttl, 10s).")
+    Duration leaseTtl;
 
     /** As {@link ConfigOptions#load}: applies {@code --logback}, then loads the configuration. */
     KvfluxConfig config(CommandLine cmd) {
@@ -55,6 +72,15 @@ public final class RoleOptions {
         if (maxModelLen != null) {
             OptionChecks.inRange(cmd, "--max-model-len", maxModelLen, 1, 1 << 24);
         }
+        if (maxRequestShare != null && !(maxRequestShare > 0 && maxRequestShare <= 1)) {
+            throw new CommandLine.ParameterException(cmd, "--max-request-share must be more than 0 and at most 1, got "
+                    + maxRequestShare);
+        }
+    }
+
+    /** The largest share of blocks per request: {@code --max-request-share}, else the configuration's. */
+    double maxRequestShare(KvfluxConfig config) {
+        return maxRequestShare != null ? maxRequestShare : config.limits().maxRequestShare();
     }
 
     /** The model length: {@code --max-model-len}, else the configuration's. */
@@ -74,6 +100,31 @@ public final class RoleOptions {
     RoleAddresses addresses(int configuredHttp, int configuredNotify) {
         return new RoleAddresses(host, httpPort != null ? httpPort : configuredHttp,
                 notifyPort != null ? notifyPort : configuredNotify);
+    }
+
+    /**
+     * Where the instance registers: etcd (with {@code --lease-ttl}), or empty for the proxy's discovery port.
+     *
+     * @throws CommandLine.ParameterException one line, for a bad value, or both {@code --proxy} and etcd
+     */
+    Optional<EtcdDiscovery> etcd(CommandLine cmd, KvfluxConfig config) {
+        if (leaseTtl != null) {
+            try {
+                EtcdDiscovery.checkLeaseTtl(leaseTtl);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(cmd, "--lease-ttl: " + e.getMessage());
+            }
+        }
+        Optional<EtcdDiscovery> etcd = discoveryOptions.resolve(cmd, config, leaseTtl);
+        if (etcd.isPresent() && proxy != null) {
+            throw new CommandLine.ParameterException(cmd, "--proxy registers with a proxy's discovery port and"
+                    + " --discovery (or discovery.etcd) in etcd; give one of them");
+        }
+        if (etcd.isEmpty() && leaseTtl != null) {
+            throw new CommandLine.ParameterException(cmd, "--lease-ttl is the lease of a record in etcd; give"
+                    + " --discovery etcd://HOST:PORT too (or discovery.etcd)");
+        }
+        return etcd;
     }
 
     String proxyUrl(KvfluxConfig config) {

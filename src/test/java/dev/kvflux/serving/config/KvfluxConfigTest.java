@@ -180,6 +180,39 @@ class KvfluxConfigTest {
     }
 
     @Test
+    void membershipIsTheBuiltInRegistryByDefaultAndEtcdWhenConfigured() throws IOException {
+        assertThat(KvfluxConfig.defaults().discovery().etcd()).isEmpty();
+
+        KvfluxConfig config = KvfluxConfig.load(Optional.of(file("""
+                discovery:
+                  etcd: etcd://10.0.0.1:2379,10.0.0.2:2379
+                  cluster: prod
+                  lease-ttl: 6s
+                """))).get();
+
+        assertThat(config.discovery().etcd()).hasValueSatisfying(etcd -> {
+            assertThat(etcd.url()).isEqualTo("etcd://10.0.0.1:2379,10.0.0.2:2379");
+            assertThat(etcd.cluster()).isEqualTo("prod");
+            assertThat(etcd.leaseTtl()).isEqualTo(Duration.ofSeconds(6));
+        });
+    }
+
+    @Test
+    void aBadDiscoveryKeyIsOneLineEachNamingTheKey() throws IOException {
+        Validation<Seq<String>, KvfluxConfig> bad = KvfluxConfig.load(Optional.of(file("""
+                discovery:
+                  etcd: http://10.0.0.1:2379
+                  cluster: a/b
+                  lease-ttl: 500ms
+                """)));
+
+        assertThat(bad.getError().toJavaList()).hasSize(3).satisfiesExactlyInAnyOrder(
+                e -> assertThat(e).startsWith("discovery.etcd: 'http://10.0.0.1:2379' is not an etcd URL"),
+                e -> assertThat(e).startsWith("discovery.cluster: cluster name 'a/b' must be 1 to 64"),
+                e -> assertThat(e).startsWith("discovery.lease-ttl: the lease TTL must be whole seconds"));
+    }
+
+    @Test
     void notifyLimitsDefaultAndOverrideKeyByKeyAndAreCheckedAtOnce() throws IOException {
         assertThat(KvfluxConfig.defaults().notifyChannel().limits()).isEqualTo(NotifyLimits.DEFAULTS);
 

@@ -3,16 +3,16 @@ package dev.kvflux.serving.proxy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.tools.bench.Blackhole;
 import java.io.IOException;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -51,24 +51,9 @@ class InstancesEarnTrafficTest {
 
     /** A server that accepts connections and never answers anything, as a blackholed instance does. */
     private InetSocketAddress blackhole() throws IOException {
-        ServerSocket socket = new ServerSocket(0, 200, java.net.InetAddress.getLoopbackAddress());
-        List<Socket> held = new CopyOnWriteArrayList<>();
-        Thread.ofVirtual().start(() -> {
-            while (!socket.isClosed()) {
-                try {
-                    held.add(socket.accept());
-                } catch (IOException closed) {
-                    return;
-                }
-            }
-        });
-        open.add(() -> {
-            socket.close();
-            for (Socket s : held) {
-                s.close();
-            }
-        });
-        return new InetSocketAddress("127.0.0.1", socket.getLocalPort());
+        Blackhole hole = Blackhole.open(200);
+        open.add(hole);
+        return hole.address();
     }
 
     private static Instance instance(Role role, InetSocketAddress http, int notifyPort) {
@@ -101,6 +86,12 @@ class InstancesEarnTrafficTest {
             Thread.sleep(20);
         }
         assertThat(health.ejected()).as("the four blackholes").isEqualTo(4);
+        String listed = reactor.netty.http.client.HttpClient.create().get()
+                .uri("http://127.0.0.1:" + proxy.address().getPort() + "/health")
+                .responseContent().aggregate().asString().block(Duration.ofSeconds(10));
+        JsonNode decodes = HttpJson.MAPPER.readTree(listed).get("decode");
+        assertThat(decodes).hasSize(5);
+        assertThat(decodes).filteredOn(d -> d.get("ejected").asBoolean()).as("ejected in /health").hasSize(4);
         List<String> answers = Flux.range(0, 20).map(i -> complete(proxy)).collectList().block();
 
         assertThat(answers).allSatisfy(a -> assertThat(a).startsWith("200 "));

@@ -269,8 +269,14 @@ class ProxyServerTest {
     }
 
     private DisposableServer answering(int status, String body, java.util.concurrent.atomic.AtomicInteger requests) {
+        return answering(status, body, requests, Duration.ZERO);
+    }
+
+    /** A fake instance that answers every completion {@code status} with {@code body}, {@code after} its body came. */
+    private DisposableServer answering(int status, String body, java.util.concurrent.atomic.AtomicInteger requests,
+            Duration after) {
         return HttpServer.create().host("127.0.0.1").port(0)
-                .route(r -> r.post("/v1/completions", (req, res) -> req.receive().then(Mono.defer(() -> {
+                .route(r -> r.post("/v1/completions", (req, res) -> req.receive().then(Mono.delay(after)).then(Mono.defer(() -> {
                     requests.incrementAndGet();
                     return res.status(status).header("content-type", "application/json").sendString(Mono.just(body)).then();
                 }))))
@@ -304,7 +310,8 @@ class ProxyServerTest {
     void whenBothInstancesRefuseAValidRequestEachClientGetsExactlyOneWholeAnswer() {
         var reached = new java.util.concurrent.atomic.AtomicInteger();
         String refusal = "{\"error\":{\"message\":\"refused\",\"code\":\"bad_request\"}}";
-        prefill = answering(400, refusal, reached);
+        // prefill refuses a little later than decode, so that decode's refusal is the first the proxy sees
+        prefill = answering(400, refusal, reached, Duration.ofMillis(200));
         decode = answering(400, refusal, reached);
         startProxyOver(prefill, decode);
 

@@ -120,6 +120,10 @@ class SignedRequestsTest {
             signedHeaders[1] = h.get(RequestAuth.TS_HEADER);
             signedHeaders[2] = h.get(RequestAuth.SIGNATURE_HEADER);
         }).toFuture();
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (decode.blocks().owners() == 0 && System.nanoTime() < until) {
+            Thread.onSpinWait(); // the original has reached decode and holds its blocks
+        }
         String replay = Completions.postSigned(decode.httpAddress(), body("once"), "once", proxy, h -> h
                 .set(RequestAuth.TS_HEADER, signedHeaders[1]).set(RequestAuth.SIGNATURE_HEADER, signedHeaders[2]))
                 .block(WAIT);

@@ -17,7 +17,7 @@ class ProxyProbeTest {
     void aSmallProbeRunShowsInvalidRequestsRefusedFloodsBoundedAndIdleConnectionsClosed() throws IOException {
         ByteArrayOutputStream lines = new ByteArrayOutputStream();
 
-        Map<String, Object> figures = new ProxyProbe(new ProxyProbe.Settings(20, 100, 10, Duration.ofMillis(500)),
+        Map<String, Object> figures = new ProxyProbe(new ProxyProbe.Settings(20, 100, 10, Duration.ofMillis(500), 40),
                 new PrintStream(lines, true)).run();
 
         Map<String, Object> invalid = (Map<String, Object>) figures.get("invalid_requests");
@@ -28,6 +28,15 @@ class ProxyProbeTest {
         Map<String, Object> unsigned = (Map<String, Object>) figures.get("registrations_on_unsigned_proxy");
         assertThat(unsigned).containsEntry("answers", Map.of("200", 64L, "503", 36L))
                 .containsEntry("live_decode_instances", 64);
+        Map<String, Object> direct = (Map<String, Object>) figures.get("direct_requests_to_roles");
+        assertThat(direct).containsEntry("answers", Map.of("401", 80L)).containsEntry("max_blocks_held_during", 0)
+                .containsEntry("max_write_places_during", 0).containsEntry("outbound_connections_and_messages_during", 0L);
+        assertThat((Map<String, Object>) figures.get("huge_prompts")).containsEntry("answers", Map.of("400", 4L))
+                .containsEntry("legitimate_answers_after", Map.of("200", 20L));
+        assertThat((Map<String, Object>) figures.get("hijack_registration")).containsEntry("answer", "409")
+                .containsEntry("real_decode_still_registered", true);
+        assertThat((Map<String, Object>) figures.get("blackhole_decodes")).containsEntry("ejected", 4L)
+                .containsEntry("answers", Map.of("200", 20L));
         Map<String, Object> idle = (Map<String, Object>) figures.get("idle_connections");
         assertThat(idle).containsEntry("opened", 10).containsEntry("closed_by_proxy", 10);
         assertThat(lines.toString()).contains("invalid_requests: ").contains("idle_connections: ");

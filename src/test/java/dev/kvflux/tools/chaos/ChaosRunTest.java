@@ -27,7 +27,7 @@ class ChaosRunTest {
 
     /** The faults that share one prefill and decode, those whose prefill takes options of its own, and a status failure per code. */
     static final List<List<String>> GROUPS = List.of(
-            labels(f -> f.prefillArgs(SETTINGS).isEmpty()),
+            labels(f -> f instanceof ChaosFault.Fixed && f.prefillArgs(SETTINGS).isEmpty()),
             labels(f -> f instanceof ChaosFault.Fixed && !f.prefillArgs(SETTINGS).isEmpty()),
             labels(f -> f instanceof ChaosFault.StatusFailure));
 
@@ -42,9 +42,13 @@ class ChaosRunTest {
                 java.util.Arrays.stream(StatusCode.values()).filter(StatusCode::isFailure).toList());
     }
 
+    /** The faults on etcd, run on a cluster of their own (a real etcd, a prefill, two decodes, two proxies). */
+    static final List<String> ON_ETCD = labels(ChaosFault.Membership.class::isInstance);
+
     @Test
     void theGroupsCoverEveryFault() {
-        assertThat(GROUPS.stream().flatMap(List::stream)).containsExactlyInAnyOrderElementsOf(ChaosRun.FAULTS);
+        assertThat(java.util.stream.Stream.concat(GROUPS.stream().flatMap(List::stream), ON_ETCD.stream()))
+                .containsExactlyInAnyOrderElementsOf(ChaosRun.FAULTS);
     }
 
     @Test
@@ -52,9 +56,10 @@ class ChaosRunTest {
         assertThat(ChaosRun.FAULTS.subList(0, 6)).containsExactly("decode-restart", "prefill-kill", "prefill-sigterm",
                 "client-disconnect", "validation-rejects", "burst");
         assertThat(ChaosRun.FAULTS.get(6)).startsWith("status-fail-");
-        assertThat(ChaosRun.FAULTS.subList(ChaosRun.FAULTS.size() - 7, ChaosRun.FAULTS.size())).containsExactly(
+        assertThat(ChaosRun.FAULTS.subList(ChaosRun.FAULTS.size() - 11, ChaosRun.FAULTS.size())).containsExactly(
                 "status-stall", "status-slow", "sg-under-load", "notify-loss", "notify-duplicate", "notify-delay",
-                "notify-reorder");
+                "notify-reorder", "proxy-kill", "etcd-restart", "instance-pause", "blackhole-instance");
+        assertThat(ChaosRun.MEMBERSHIP_FAULTS).isEqualTo(ON_ETCD);
         assertThat(ChaosFault.named("status-fail-invalid-args")).isEqualTo(
                 new ChaosFault.StatusFailure(StatusCode.ERR_INVALID_ARGS));
     }
@@ -75,11 +80,38 @@ class ChaosRunTest {
         results.forEach(ChaosRunTest::check);
     }
 
+    /**
+     * The faults on etcd: a proxy killed and restarted routes again at once while the other answers everything, etcd
+     * restarted fails nothing, a paused decode is dropped and comes back, a blackhole is ejected by both proxies.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 5, unit = java.util.concurrent.TimeUnit.MINUTES)
+    void theFaultsOnEtcdLeaveNoRequestUnfinishedAndNothingHeld(@TempDir Path logs) throws Exception {
+        List<ChaosRun.FaultResult> results = new ChaosRun(new ChaosRun.Settings(6, 3, Duration.ofSeconds(1), 64, 2,
+                ON_ETCD, logs)).run(line -> { });
+
+        assertThat(results).extracting(ChaosRun.FaultResult::fault).containsExactlyElementsOf(ON_ETCD);
+        results.forEach(ChaosRunTest::check);
+        ChaosRun.FaultResult kill = results.get(0);
+        assertThat(kill.figures()).containsKeys("restart_to_healthy_s", "healthy_to_first_routed_s");
+        assertThat(kill.figures().get("completed_via_proxy_1")).as("the other proxy answered every request")
+                .isEqualTo(kill.figures().get("requests_via_proxy_1"));
+        assertThat(results.get(1).figures()).containsKeys("kill_to_both_report_down_s", "serving_to_both_connected_s");
+        assertThat(results.get(2).figures().get("pause_to_dropped_by_both_s")).as("dropped when its lease ended")
+                .isGreaterThanOrEqualTo(1.0);
+        assertThat(results.get(3).figures()).containsKey("registered_to_ejected_by_both_s");
+    }
+
     private static void check(ChaosRun.FaultResult r) {
         String fault = r.fault();
         assertThat(r.requests()).as(fault).isEqualTo(6);
         assertThat(r.neverFinished()).as(fault + " never finished").isZero();
-        assertThat(r.failedWithoutReason()).as(fault + " failed without a reason " + r.reasons()).isZero();
+        if (ChaosFault.named(fault).expectation() == ChaosFault.Expectation.CUT_WITH_THE_PROXY) {
+            assertThat(r.failedWithoutReason()).as(fault + ": only requests in flight on the killed proxy are cut "
+                    + r.reasons()).isLessThanOrEqualTo(3);
+        } else {
+            assertThat(r.failedWithoutReason()).as(fault + " failed without a reason " + r.reasons()).isZero();
+        }
         assertThat(r.leakedBlocks()).as(fault + " leaked blocks").isZero();
         assertThat(r.leakedHandles()).as(fault + " leaked handles").isZero();
         assertThat(r.corruptOutputs()).as(fault + " corrupt outputs").isZero();
@@ -97,6 +129,8 @@ class ChaosRunTest {
             }
             case INVALID_FAIL_CLEANLY -> assertThat(r.failedCleanly()).as(fault + ": the invalid requests were rejected")
                     .isEqualTo(count(chaosFault, ChaosFault.Request.INVALID, r.requests()));
+            case CUT_WITH_THE_PROXY -> assertThat(r.completed() + r.failedWithoutReason()).as(fault + " " + r.reasons())
+                    .isEqualTo(r.requests());
             case OTHERS_COMPLETE -> {
                 // the clients that hang up do so 1-30 ms in; one whose answer came sooner counts as completed
                 assertThat(r.cancelledByClient() + r.completed()).as(fault + " " + r.reasons()).isEqualTo(r.requests());

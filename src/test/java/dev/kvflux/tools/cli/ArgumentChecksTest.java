@@ -82,6 +82,21 @@ class ArgumentChecksTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
+        "proxy --discovery http://127.0.0.1:2379                                | --discovery 'http://127.0.0.1:2379' is not an etcd URL",
+        "decode --discovery etcd://127.0.0.1                                    | is not etcd://HOST:PORT[,HOST:PORT...]",
+        "prefill --discovery etcd://127.0.0.1:2379/v3                           | has no numeric port",
+        "proxy --discovery etcd://127.0.0.1:2379 --cluster a/b                  | --cluster: cluster name 'a/b'",
+        "decode --cluster prod                                                  | --cluster names a cluster in etcd",
+        "decode --discovery etcd://127.0.0.1:2379 --proxy http://127.0.0.1:1    | give one of them",
+        "decode --discovery etcd://127.0.0.1:2379 --lease-ttl 1500ms            | --lease-ttl: the lease TTL must be whole seconds",
+        "prefill --lease-ttl 5s                                                 | --lease-ttl is the lease of a record in etcd",
+    })
+    void aBadMembershipOptionIsOneLineBeforeAnythingStarts(String args, String message) {
+        assertOneLineUsageError(run(args.trim().split("\\s+")), message);
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
         "'- a\n- b\n'                         | holds a list at its top level",
         "'transfer:\n  timeout: 3s\ntransfer:\n  slice: 1ms\n' | holds a duplicate key transfer",
     })
