@@ -3,6 +3,7 @@ package dev.kvflux.tools.bench;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.transfer.notify.NotifyCodec;
+import dev.kvflux.tools.RoleJvm;
 import dev.kvflux.tools.Stats;
 import dev.kvflux.transfer.notify.NotifyMessage;
 import java.io.DataInputStream;
@@ -89,7 +90,11 @@ public final class HostileProbe {
         List<String> command = new ArrayList<>(launcher);
         command.addAll(List.of("decode", "--http-port", Integer.toString(httpPort), "--notify-port",
                 Integer.toString(notifyPort), "--proxy", "http://127.0.0.1:" + freePort()));
-        Process decode = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        int classPath = command.indexOf("-cp");
+        progress.printf("decode's java options: %s%n", String.join(" ", classPath > 0 ? command.subList(1, classPath)
+                : command));
+        Process decode = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
+                .redirectOutput(log.toFile()).start();
         try {
             HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
             URI health = URI.create("http://127.0.0.1:" + httpPort + "/health");
@@ -120,6 +125,10 @@ public final class HostileProbe {
             floodPhase(notify, http, health, pid, fdsBase);
             figures.put("decode_log_lines_during_flood", lines(log) - floodLinesBase);
             figures.put("decode_alive_at_end", decode.isAlive());
+            // absolute figures after the stable ones: what one decode took at most, not only what the attack added
+            figures.put("decode_rss_peak_mib", (double) figures.get("decode_rss_baseline_mib")
+                    + (double) figures.get("decode_rss_peak_growth_mib"));
+            figures.put("decode_rss_at_end_mib", rssKiB(pid) / 1024.0);
             figures.putAll(notifyFigures(metrics(http, httpPort)));
             return new Figures(figures);
         } finally {
@@ -133,7 +142,9 @@ public final class HostileProbe {
 
     private void hostilePhase(InetSocketAddress notify, long pid, long rssBase)
             throws InterruptedException, IOException {
-        List<byte[]> frames = hostileFrames(settings.maxFrameBytes());
+        // framed once, so that sending 1.9 GB makes no garbage in this JVM: its collector would pause the
+        // acknowledgement timer and count against decode
+        List<byte[]> frames = hostileFrames(settings.maxFrameBytes()).stream().map(HostileProbe::framed).toList();
         AtomicInteger next = new AtomicInteger();
         AtomicLong bytesSent = new AtomicLong();
         AtomicInteger acked = new AtomicInteger();
@@ -162,7 +173,7 @@ public final class HostileProbe {
                                 socket = connect(notify);
                             }
                             byte[] frame = frames.get(i % frames.size());
-                            bytesSent.addAndGet(frame.length);
+                            bytesSent.addAndGet(frame.length - 4);
                             if (exchange(socket, frame)) {
                                 acked.incrementAndGet();
                             } else {
@@ -308,7 +319,7 @@ public final class HostileProbe {
         List<Long> nanos = new ArrayList<>();
         try (Socket socket = connect(notify)) {
             for (int i = 0; i < count && running.get(); i++) {
-                byte[] frame = NotifyCodec.encode(new NotifyMessage.WriteDone("probe-" + tag + "-" + i));
+                byte[] frame = framed(NotifyCodec.encode(new NotifyMessage.WriteDone("probe-" + tag + "-" + i)));
                 long start = System.nanoTime();
                 if (!exchange(socket, frame)) {
                     throw new IOException("decode closed the probe's valid connection");
@@ -364,11 +375,15 @@ public final class HostileProbe {
         return socket;
     }
 
-    /** Sends one frame; true when decode acknowledged it, false when it closed the connection. */
-    private static boolean exchange(Socket socket, byte[] payload) throws IOException {
+    /** {@code payload} behind its 4-byte length, as the notify channel frames it. */
+    private static byte[] framed(byte[] payload) {
+        return ByteBuffer.allocate(4 + payload.length).putInt(payload.length).put(payload).array();
+    }
+
+    /** Sends one {@link #framed} frame; true when decode acknowledged it, false when it closed the connection. */
+    private static boolean exchange(Socket socket, byte[] frame) throws IOException {
         try {
-            socket.getOutputStream().write(ByteBuffer.allocate(4 + payload.length).putInt(payload.length)
-                    .put(payload).array());
+            socket.getOutputStream().write(frame);
             DataInputStream in = new DataInputStream(socket.getInputStream());
             in.readNBytes(in.readInt());
             return true;

@@ -3,6 +3,7 @@ package dev.kvflux.tools.chaos;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.tools.RoleJvm;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -19,9 +20,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One serving role run as its own JVM ({@code kvflux prefill}, {@code kvflux decode}, or {@code kvflux proxy} for the
- * faults that kill a proxy) with the same java and classpath as this process, on fixed loopback ports so that a
- * restart comes back at the same address. Its output is appended to a log file. Not thread-safe: one fault driver
- * uses it at a time.
+ * faults that kill a proxy) with the same java and classpath as this process and a role's JVM options
+ * ({@link RoleJvm}), on fixed loopback ports so that a restart comes back at the same address. Its output is appended
+ * to a log file. Not thread-safe: one fault driver uses it at a time.
  */
 final class RoleProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
@@ -127,19 +128,20 @@ final class RoleProcess implements AutoCloseable {
         signal(process, "CONT");
     }
 
-    /** The command that runs {@code kvflux} in a new JVM like this one. */
+    /**
+     * The command that runs {@code kvflux} in a role's JVM ({@link RoleJvm}), as {@code ./kvflux} runs a role, but
+     * with C1 alone: chaos starts and restarts roles many times on small hosts, where C2's compilations took the
+     * fault matrix past its time (over 60 s a group on 2 shared cores, 42 s with C1).
+     */
     static List<String> kvfluxCommand() {
-        String java = ProcessHandle.current().info().command().orElse("java");
-        return List.of(java, "--enable-native-access=ALL-UNNAMED", "-Xmx256m", "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1", "-cp", System.getProperty("java.class.path"),
-                "dev.kvflux.tools.cli.KvfluxCli");
+        return RoleJvm.command(System.getenv(), List.of("-XX:TieredStopAtLevel=1"), "dev.kvflux.tools.cli.KvfluxCli");
     }
 
     /** Starts the role's process; returns at once (see {@link #awaitHealthy}). */
     void start() throws IOException {
         List<String> command = new ArrayList<>(kvfluxCommand());
         command.addAll(args);
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+        ProcessBuilder builder = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
         builder.environment().putAll(environment);
         process = builder.start();

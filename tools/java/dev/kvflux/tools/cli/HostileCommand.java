@@ -1,5 +1,6 @@
 package dev.kvflux.tools.cli;
 
+import dev.kvflux.tools.RoleJvm;
 import dev.kvflux.tools.bench.HostileProbe;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -43,7 +44,8 @@ public final class HostileCommand implements Callable<Integer> {
     int ackSamples = 2_000;
 
     @Option(names = "--decode-java-option", paramLabel = "OPTION",
-            description = "A JVM option for the decode process, e.g. -Xmx512m; repeatable (default: none).")
+            description = "A JVM option for the decode process, after the roles' defaults (config/role-jvm.options)"
+                    + " and KVFLUX_JAVA_OPTS, so that it wins, e.g. -Xmx1g; repeatable (default: none).")
     List<String> decodeJavaOptions = new ArrayList<>();
 
     @Override
@@ -68,13 +70,11 @@ public final class HostileCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** This JVM's java command and class path with {@code options}, to start {@code kvflux decode} the same way. */
+    /**
+     * The java command that starts {@code kvflux decode} as the launcher does ({@link RoleJvm}: this JVM's java and
+     * class path, the roles' defaults and {@code KVFLUX_JAVA_OPTS}), then {@code options}.
+     */
     private static List<String> launcher(List<String> options) {
-        List<String> command = new ArrayList<>();
-        command.add(ProcessHandle.current().info().command().orElse("java"));
-        command.addAll(options);
-        command.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                KvfluxCli.class.getName()));
-        return command;
+        return RoleJvm.command(System.getenv(), options, KvfluxCli.class.getName());
     }
 }

@@ -3,6 +3,8 @@ package dev.kvflux.transfer.notify;
 import dev.kvflux.bindings.DurationText;
 import dev.kvflux.transfer.LogContext;
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -22,6 +24,7 @@ import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.NettyInbound;
 import reactor.netty.NettyOutbound;
+import reactor.netty.resources.LoopResources;
 import reactor.netty.tcp.TcpServer;
 
 /**
@@ -54,6 +57,19 @@ public final class NotifyServer implements AutoCloseable {
     public static final Duration DEFAULT_FRAME_READ_TIMEOUT = Duration.ofSeconds(10);
     /** Default time a connection may stay silent; longer than {@link NotifyClient}'s idle limit. */
     public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(120);
+    /**
+     * The default of the most bytes read from one connection per turn of its event loop: a peer streaming large
+     * frames then yields to the other connections on that loop after every 64 KiB instead of after Netty's 16 reads
+     * of up to 64 KiB each (1 MiB).
+     */
+    public static final int DEFAULT_READ_BUDGET_BYTES = 64 << 10;
+    /**
+     * The event loops of every notify server of this process, apart from the HTTP servers' and clients': a
+     * peer's frames cannot delay completions, and the HTTP traffic cannot delay acknowledgements. Two threads
+     * (daemon), or half the cores when there are more than four.
+     */
+    private static final LoopResources LOOPS = LoopResources.create("kvflux-notify",
+            Math.max(2, Runtime.getRuntime().availableProcessors() / 2), true);
 
     /** How long {@link Builder#bindNow()} waits for the port. */
     private static final Duration BIND_WITHIN = Duration.ofSeconds(10);
@@ -111,6 +127,7 @@ public final class NotifyServer implements AutoCloseable {
         private Duration frameReadTimeout = DEFAULT_FRAME_READ_TIMEOUT;
         private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
         private Duration warnPeriod = RateLimitedLog.DEFAULT_PERIOD;
+        private int readBudgetBytes = DEFAULT_READ_BUDGET_BYTES;
         private NotifyRecorder recorder = NotifyRecorder.NOOP;
         private Consumer<NotifyMessage> handler;
         private NotifyAuth auth;
@@ -128,6 +145,7 @@ public final class NotifyServer implements AutoCloseable {
             frameReadTimeout = from.frameReadTimeout;
             idleTimeout = from.idleTimeout;
             warnPeriod = from.warnPeriod;
+            readBudgetBytes = from.readBudgetBytes;
             recorder = from.recorder;
             handler = from.handler;
             auth = from.auth;
@@ -219,6 +237,19 @@ public final class NotifyServer implements AutoCloseable {
             return with(b -> b.idleTimeout = checked);
         }
 
+        /**
+         * The most bytes read from one connection before the other connections of its event loop get their turn;
+         * a frame longer than this arrives over several turns. Default 64 KiB; 4 KiB to 1 MiB.
+         */
+        public Builder readBudgetBytes(int readBudgetBytes) {
+            if (readBudgetBytes < 4096 || readBudgetBytes > 1 << 20) {
+                throw new IllegalArgumentException("notify read budget " + readBudgetBytes
+                        + " bytes is out of range; use 4096 to 1048576 (the default is " + DEFAULT_READ_BUDGET_BYTES
+                        + ")");
+            }
+            return with(b -> b.readBudgetBytes = readBudgetBytes);
+        }
+
         /** The period of the rate limit on warnings about rejected frames. Default 10 s. */
         public Builder warnPeriod(Duration warnPeriod) {
             Duration checked = positive(warnPeriod, "warning period");
@@ -249,7 +280,12 @@ public final class NotifyServer implements AutoCloseable {
                 Connections guard = new Connections(handler, recorder, maxFrameBytes, maxConnections,
                         maxBufferedBytes, frameReadTimeout, idleTimeout, decoder(auth, accepted),
                         new RateLimitedLog(LOG, warnPeriod, null));
+                // one read of at most the budget per turn: the allocator's buffers grow to it, never past
+                var reads = new AdaptiveRecvByteBufAllocator(64, Math.min(2048, readBudgetBytes), readBudgetBytes);
+                reads.maxMessagesPerRead(1);
                 return TcpServer.create()
+                        .runOn(LOOPS)
+                        .childOption(ChannelOption.RECVBUF_ALLOCATOR, reads)
                         .host(host)
                         .port(port)
                         .doOnConnection(guard::accepted)

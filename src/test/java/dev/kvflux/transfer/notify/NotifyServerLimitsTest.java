@@ -1,6 +1,7 @@
 package dev.kvflux.transfer.notify;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -16,7 +17,9 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.msgpack.core.MessageBufferPacker;
@@ -349,5 +352,38 @@ class NotifyServerLimitsTest {
                 throw new AssertionError(e);
             }
         }
+    }
+
+    /**
+     * A frame many times the read budget still arrives whole (over several turns of its loop), and the handler
+     * runs on the notify servers' own event loops, not on those of the HTTP servers.
+     */
+    @Test
+    void aFrameLargerThanTheReadBudgetArrivesWholeOnTheNotifyLoops() {
+        List<NotifyMessage> received = new CopyOnWriteArrayList<>();
+        List<String> threads = new CopyOnWriteArrayList<>();
+        NotifyServer server = NotifyServer.builder().port(0).readBudgetBytes(4096).handler(m -> {
+            threads.add(Thread.currentThread().getName());
+            received.add(m);
+        }).bindNow();
+        open.add(server);
+        List<Long> blocks = LongStream.range(1_000_000_000L, 1_000_000_000L + 60_000).boxed().toList();
+        NotifyMessage big = new NotifyMessage.RemoteBlocks("r", "big", blocks, 0);
+        assertThat(NotifyCodec.encode(big).length).as("the frame is at least 64 read budgets").isGreaterThan(64 * 4096);
+
+        assertThat(client(null).send(server.address(), big, WAIT).block(WAIT)).isTrue();
+
+        assertThat(received).containsExactly(big);
+        assertThat(threads).allMatch(name -> name.startsWith("kvflux-notify"), "a notify loop thread");
+    }
+
+    @Test
+    void aReadBudgetOutOfRangeIsRefusedWithTheRange() {
+        assertThatIllegalArgumentException()
+                .isThrownBy(() -> NotifyServer.builder().readBudgetBytes(100))
+                .withMessageContaining("use 4096 to 1048576");
+        assertThatIllegalArgumentException()
+                .isThrownBy(() -> NotifyServer.builder().readBudgetBytes(2 << 20))
+                .withMessageContaining("the default is 65536");
     }
 }
