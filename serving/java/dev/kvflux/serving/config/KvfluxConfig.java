@@ -5,7 +5,6 @@ import dev.kvflux.bindings.sim.CopyTiming;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.PushWait;
-import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import io.vavr.collection.List;
@@ -15,13 +14,11 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.URI;
-import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -76,7 +73,7 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
 
         /** These settings exporting to {@code endpoint} (checked as {@code tracing.otlp-endpoint} is). */
         public TraceExport withEndpoint(String endpoint) {
-            return new TraceExport(KvfluxConfig.otlpEndpoint(endpoint), sampleProbability);
+            return new TraceExport(ConfigValues.otlpEndpoint(endpoint), sampleProbability);
         }
     }
 
@@ -266,13 +263,13 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
     /** Parses flat dotted keys ({@code transfer.timeout: 30s}). */
     public static Validation<Seq<String>, KvfluxConfig> parse(Map<String, ?> keys) {
         Validation<Seq<String>, Transfer> transfer = Validation.combine(
-                        durationKey(keys, "transfer.timeout", KvfluxConfig::transferTimeout),
-                        durationKey(keys, "transfer.slice", KvfluxConfig::positive),
-                        key(keys, "transfer.fail-mode", KvfluxConfig::failMode),
-                        key(keys, "transfer.max-in-flight", v -> intIn(v, 1, 1 << 20)),
-                        durationKey(keys, "transfer.event-poll", KvfluxConfig::positive),
-                        durationKey(keys, "transfer.event-timeout", KvfluxConfig::transferTimeout),
-                        key(keys, "transfer.stall-after", KvfluxConfig::stallAfter))
+                        durationKey(keys, "transfer.timeout", ConfigValues::transferTimeout),
+                        durationKey(keys, "transfer.slice", ConfigValues::positive),
+                        key(keys, "transfer.fail-mode", ConfigValues::failMode),
+                        key(keys, "transfer.max-in-flight", v -> ConfigValues.intIn(v, 1, 1 << 20)),
+                        durationKey(keys, "transfer.event-poll", ConfigValues::positive),
+                        durationKey(keys, "transfer.event-timeout", ConfigValues::transferTimeout),
+                        key(keys, "transfer.stall-after", ConfigValues::stallAfter))
                 .ap(Transfer::new)
                 .flatMap(t -> t.slice().compareTo(t.timeout()) < 0 ? Validation.valid(t)
                         : Validation.invalid(List.of("transfer.slice (" + Durations.format(t.slice())
@@ -286,41 +283,41 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         durationKey(keys, "engine.sim.post-cost-per-block", Function.identity()),
                         durationKey(keys, "engine.sim.per-block-overhead", Function.identity()),
                         durationKey(keys, "engine.sim.kernel-launch", Function.identity()),
-                        key(keys, "engine.sim.bandwidth-gbps", KvfluxConfig::bandwidth),
-                        key(keys, "engine.sim.copy-path", KvfluxConfig::copyPath))
+                        key(keys, "engine.sim.bandwidth-gbps", ConfigValues::bandwidth),
+                        key(keys, "engine.sim.copy-path", ConfigValues::copyPath))
                 .ap(Sim::new);
         Validation<Seq<String>, Engine> engine = Validation.combine(
-                        key(keys, "engine.backend", KvfluxConfig::backend).mapError(List::of), sim)
+                        key(keys, "engine.backend", ConfigValues::backend).mapError(List::of), sim)
                 .ap(Engine::new)
                 .mapError(KvfluxConfig::flattenErrors);
         Validation<Seq<String>, Ports> ports = Validation.combine(
-                        key(keys, "ports.proxy", KvfluxConfig::port),
-                        key(keys, "ports.proxy-discovery", KvfluxConfig::port),
-                        key(keys, "ports.prefill-http", KvfluxConfig::port),
-                        key(keys, "ports.decode-http", KvfluxConfig::port),
-                        key(keys, "ports.prefill-notify", KvfluxConfig::port),
-                        key(keys, "ports.decode-notify", KvfluxConfig::port))
+                        key(keys, "ports.proxy", ConfigValues::port),
+                        key(keys, "ports.proxy-discovery", ConfigValues::port),
+                        key(keys, "ports.prefill-http", ConfigValues::port),
+                        key(keys, "ports.decode-http", ConfigValues::port),
+                        key(keys, "ports.prefill-notify", ConfigValues::port),
+                        key(keys, "ports.decode-notify", ConfigValues::port))
                 .ap(Ports::new);
         Validation<Seq<String>, NotifyLimits> limits = Validation.combine(
-                        key(keys, "notify.max-connections", v -> intIn(v, 1, 1 << 20)),
-                        durationKey(keys, "notify.frame-read-timeout", KvfluxConfig::positive),
-                        durationKey(keys, "notify.idle-timeout", KvfluxConfig::positive),
-                        key(keys, "notify.peer-budget-mib", v -> (long) intIn(v, 1, 65_536) << 20))
+                        key(keys, "notify.max-connections", v -> ConfigValues.intIn(v, 1, 1 << 20)),
+                        durationKey(keys, "notify.frame-read-timeout", ConfigValues::positive),
+                        durationKey(keys, "notify.idle-timeout", ConfigValues::positive),
+                        key(keys, "notify.peer-budget-mib", v -> (long) ConfigValues.intIn(v, 1, 65_536) << 20))
                 .ap(NotifyLimits::new);
         Validation<Seq<String>, NotifyChannel> notifyChannel = Validation.combine(
-                        key(keys, "notify.secret", KvfluxConfig::secret).mapError(List::of), limits)
+                        key(keys, "notify.secret", ConfigValues::secret).mapError(List::of), limits)
                 .ap(NotifyChannel::new)
                 .mapError(KvfluxConfig::flattenErrors);
         Validation<Seq<String>, TraceExport> tracing = Validation.combine(
-                        key(keys, "tracing.otlp-endpoint", v -> otlpEndpoint(String.valueOf(v))),
-                        key(keys, "tracing.sample-probability", KvfluxConfig::probability))
+                        key(keys, "tracing.otlp-endpoint", v -> ConfigValues.otlpEndpoint(String.valueOf(v))),
+                        key(keys, "tracing.sample-probability", ConfigValues::probability))
                 .ap(TraceExport::new);
         Validation<Seq<String>, Limits> requestLimits = Validation.combine(
-                        key(keys, "limits.max-model-len", v -> intIn(v, 1, 1 << 24)),
-                        key(keys, "limits.max-request-share", KvfluxConfig::share))
+                        key(keys, "limits.max-model-len", v -> ConfigValues.intIn(v, 1, 1 << 24)),
+                        key(keys, "limits.max-request-share", ConfigValues::share))
                 .ap(Limits::new);
         Validation<Seq<String>, Discovery> discovery = Validation.combine(
-                        key(keys, "discovery.etcd", KvfluxConfig::etcd),
+                        key(keys, "discovery.etcd", ConfigValues::etcd),
                         key(keys, "discovery.cluster", v -> EtcdDiscovery.checkCluster(String.valueOf(v).trim())),
                         durationKey(keys, "discovery.lease-ttl", EtcdDiscovery::checkLeaseTtl))
                 .ap(Discovery::new);
@@ -377,147 +374,5 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
     private static Validation<String, Duration> durationKey(Map<String, ?> keys, String key,
                                                            Function<Duration, Duration> check) {
         return key(keys, key, v -> check.apply(Durations.parse(String.valueOf(v))));
-    }
-
-    /** {@code off} (which YAML also reads as {@code false}) or a positive duration. */
-    private static Optional<Duration> stallAfter(Object v) {
-        String text = String.valueOf(v).trim().toLowerCase(Locale.ROOT);
-        if (text.equals("off") || text.equals("false")) {
-            return Optional.empty();
-        }
-        return Optional.of(positive(Durations.parse(text)));
-    }
-
-    private static Duration positive(Duration d) {
-        if (d.isZero() || d.isNegative()) {
-            throw new IllegalArgumentException("must be greater than zero, got " + Durations.format(d));
-        }
-        return d;
-    }
-
-    private static Duration transferTimeout(Duration d) {
-        positive(d);
-        if (d.compareTo(WaitSpec.MAX_TRANSFER_TIMEOUT) > 0) {
-            throw new IllegalArgumentException("must be at most 24h, got " + Durations.format(d)
-                    + "; a stalled transfer would hold its request that long");
-        }
-        return d;
-    }
-
-    private static FailMode failMode(Object v) {
-        return switch (String.valueOf(v).toLowerCase(Locale.ROOT)) {
-            case "fail-fast" -> FailMode.FAIL_FAST;
-            case "drain" -> FailMode.DRAIN;
-            default -> throw new IllegalArgumentException("'" + v + "' is not a fail mode; use fail-fast or drain");
-        };
-    }
-
-    private static CopyPath copyPath(Object v) {
-        return switch (String.valueOf(v).toLowerCase(Locale.ROOT)) {
-            case "default" -> CopyPath.DEFAULT;
-            case "scatter-gather" -> CopyPath.SCATTER_GATHER;
-            default -> throw new IllegalArgumentException("'" + v + "' is not a copy path; use default or scatter-gather");
-        };
-    }
-
-    private static String backend(Object v) {
-        String name = String.valueOf(v).trim();
-        if (name.isEmpty()) {
-            throw new IllegalArgumentException("is empty; name a backend, such as sim-xgmi");
-        }
-        return name;
-    }
-
-    private static double bandwidth(Object v) {
-        double gbps;
-        try {
-            gbps = Double.parseDouble(String.valueOf(v));
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("'" + v + "' is not a number of GB/s");
-        }
-        if (!(gbps > 0) || Double.isInfinite(gbps)) {
-            throw new IllegalArgumentException("must be a positive number of GB/s, got " + v);
-        }
-        return gbps;
-    }
-
-    private static int intIn(Object v, int min, int max) {
-        int n;
-        try {
-            n = Integer.parseInt(String.valueOf(v).trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("'" + v + "' is not a whole number");
-        }
-        if (n < min || n > max) {
-            throw new IllegalArgumentException("must be between " + min + " and " + max + ", got " + n);
-        }
-        return n;
-    }
-
-    private static String secret(Object v) {
-        String secret = String.valueOf(v);
-        if (!secret.isEmpty() && secret.length() < 16) {
-            throw new IllegalArgumentException("is " + secret.length() + " characters; use at least 16 (for example"
-                    + " the output of `openssl rand -hex 32`), or \"\" for no secret");
-        }
-        return secret;
-    }
-
-    /** Empty for "" (the built-in registry), else etcd's endpoints. */
-    private static Optional<EtcdDiscovery> etcd(Object v) {
-        String text = String.valueOf(v).trim();
-        return text.isEmpty() ? Optional.empty() : Optional.of(EtcdDiscovery.parse(text));
-    }
-
-    /** Empty for "" (no export), else an http or https URL with a host. */
-    private static Optional<URI> otlpEndpoint(String text) {
-        String trimmed = text.trim();
-        if (trimmed.isEmpty()) {
-            return Optional.empty();
-        }
-        URI uri;
-        try {
-            uri = new URI(trimmed);
-        } catch (URISyntaxException e) {
-            throw new IllegalArgumentException("'" + trimmed + "' is not a URL; give the collector's OTLP/HTTP traces"
-                    + " URL, such as http://127.0.0.1:4318/v1/traces, or \"\" for no export");
-        }
-        if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null) {
-            throw new IllegalArgumentException("'" + trimmed + "' is not an http or https URL with a host; give the"
-                    + " collector's OTLP/HTTP traces URL, such as http://127.0.0.1:4318/v1/traces");
-        }
-        return Optional.of(uri);
-    }
-
-    private static double probability(Object v) {
-        double p;
-        try {
-            p = Double.parseDouble(String.valueOf(v).trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("'" + v + "' is not a number; use 0 to 1 (1 keeps every trace)");
-        }
-        if (!(p >= 0 && p <= 1)) {
-            throw new IllegalArgumentException("must be from 0 to 1 (1 keeps every trace), got " + v);
-        }
-        return p;
-    }
-
-    private static double share(Object v) {
-        double p;
-        try {
-            p = Double.parseDouble(String.valueOf(v).trim());
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("'" + v + "' is not a number; use more than 0 and at most 1 (0.25: a"
-                    + " quarter of the role's blocks)");
-        }
-        if (!(p > 0 && p <= 1)) {
-            throw new IllegalArgumentException("must be more than 0 and at most 1 (0.25: a quarter of the role's"
-                    + " blocks), got " + v);
-        }
-        return p;
-    }
-
-    private static int port(Object v) {
-        return intIn(v, 1, 65535);
     }
 }

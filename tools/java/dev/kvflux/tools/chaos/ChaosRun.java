@@ -1,17 +1,13 @@
 package dev.kvflux.tools.chaos;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
-import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
-import io.netty.buffer.Unpooled;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -22,15 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
-import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
-import reactor.core.publisher.Sinks;
-import reactor.core.scheduler.Schedulers;
-import reactor.netty.http.client.HttpClient;
-import reactor.netty.resources.ConnectionProvider;
 
 /**
  * The fault matrix: for each fault, a prefill and a decode, each its own JVM on loopback (shared by the
@@ -118,20 +106,8 @@ public final class ChaosRun {
         }
     }
 
-    enum Outcome { COMPLETED, FAILED_CLEANLY, FAILED_WITHOUT_REASON, CANCELLED, NEVER_FINISHED, CORRUPT }
-
-    /** One request's outcome; {@code via}: the proxy that answered it (0 unless there are several). */
-    private record Result(int index, long startNanos, long endNanos, Outcome outcome, String reason, int via) {
-        Result(int index, long startNanos, long endNanos, Outcome outcome, String reason) {
-            this(index, startNanos, endNanos, outcome, reason, 0);
-        }
-
-        Result via(int proxy) {
-            return new Result(index, startNanos, endNanos, outcome, reason, proxy);
-        }
-    }
-
     private final Settings settings;
+    private final ChaosLoad load;
     /** Running role pairs by prefill options. */
     private final Map<List<String>, RoleProcess[]> pairs = new java.util.HashMap<>();
     /** A port nothing listens on, for the roles' --proxy (the harness registers them itself). */
@@ -141,6 +117,7 @@ public final class ChaosRun {
 
     public ChaosRun(Settings settings) {
         this.settings = Objects.requireNonNull(settings, "settings");
+        this.load = new ChaosLoad(settings);
     }
 
     /**
@@ -230,9 +207,9 @@ public final class ChaosRun {
             corruptBefore += decode.metrics().count(CORRUPT_KV, "result", "corrupt");
         }
         EtcdCluster.Figures[] figures = new EtcdCluster.Figures[1];
-        List<Result> results;
+        List<ChaosLoad.Result> results;
         try {
-            results = load(fault, etcdCluster.bases(), () -> figures[0] = fault.strike(etcdCluster, downtime()));
+            results = load.run(fault, etcdCluster.bases(), () -> figures[0] = fault.strike(etcdCluster, downtime()));
         } finally {
             etcdCluster.afterFault();
         }
@@ -240,9 +217,9 @@ public final class ChaosRun {
         Map<String, Double> all = new java.util.LinkedHashMap<>(figures[0].figures());
         for (int p = 0; p < etcdCluster.bases().size(); p++) {
             int proxy = p;
-            all.put("requests_via_proxy_" + p, (double) results.stream().filter(r -> r.via == proxy).count());
+            all.put("requests_via_proxy_" + p, (double) results.stream().filter(r -> r.via() == proxy).count());
             all.put("completed_via_proxy_" + p, (double) results.stream()
-                    .filter(r -> r.via == proxy && r.outcome == Outcome.COMPLETED).count());
+                    .filter(r -> r.via() == proxy && r.outcome() == ChaosLoad.Outcome.COMPLETED).count());
         }
         return summarise(fault, results, Long.MIN_VALUE, leaks, figures[0].recoverySeconds(), all);
     }
@@ -283,7 +260,7 @@ public final class ChaosRun {
             }
             String base = "http://127.0.0.1:" + proxy.address().getPort();
             long[] faultEnd = {Long.MIN_VALUE};
-            List<Result> results = load(fault, List.of(base), () -> {
+            List<ChaosLoad.Result> results = load.run(fault, List.of(base), () -> {
                 fault.act(prefill, decode, downtime());
                 faultEnd[0] = System.nanoTime();
             });
@@ -296,143 +273,6 @@ public final class ChaosRun {
     private Duration downtime() {
         Duration half = settings.transferTimeout().dividedBy(2);
         return half.compareTo(Duration.ofSeconds(1)) < 0 ? half : Duration.ofSeconds(1);
-    }
-
-    /** A blocking fault action, run once a third of the requests have started. */
-    private interface FaultAction {
-        void run() throws Exception;
-    }
-
-    /** The load: request {@code i} goes to {@code bases.get(i % bases.size())}. */
-    private List<Result> load(ChaosFault fault, List<String> bases, FaultAction action) throws InterruptedException {
-        int n = settings.requests();
-        int burstFrom = n / 3;
-        int burstTo = fault.bursts() ? 2 * n / 3 : burstFrom;
-        ConnectionProvider pool = ConnectionProvider.builder("kvflux-chaos").maxConnections(n + 16)
-                .pendingAcquireMaxCount(-1).build();
-        HttpClient http = HttpClient.create(pool);
-        List<Result> results = Collections.synchronizedList(new ArrayList<>());
-        long t0 = System.nanoTime();
-        Thread[] faulting = new Thread[1];
-        java.util.concurrent.atomic.AtomicReference<IllegalStateException> failed =
-                new java.util.concurrent.atomic.AtomicReference<>();
-        Sinks.Empty<Void> faultDone = Sinks.empty();
-        int afterFault = Math.max(burstTo, 2 * n / 3);
-        Flux<Integer> steady = Flux.range(0, n).filter(i -> i < burstFrom || i >= burstTo);
-        Mono<Void> steadyLoad = steady.flatMap(i -> {
-            if (i == burstFrom && faulting[0] == null) {
-                faulting[0] = Thread.ofPlatform().name("kvflux-chaos-fault").start(() -> {
-                    try {
-                        action.run();
-                    } catch (Exception | Error e) {
-                        failed.set(new IllegalStateException("fault " + fault.label() + " could not be injected: "
-                                + e.getMessage(), e));
-                    } finally {
-                        faultDone.tryEmitEmpty();
-                    }
-                });
-            }
-            Mono<Result> one = Mono.defer(() -> request(http, bases, fault, i)).doOnNext(results::add);
-            // the last third goes out only once the fault is over, so there is an "after" to measure
-            return i >= afterFault ? faultDone.asMono().then(one) : one;
-        }, settings.concurrency()).then();
-        Mono<Void> burstLoad = Flux.range(burstFrom, burstTo - burstFrom)
-                .flatMap(i -> request(http, bases, fault, i).doOnNext(results::add), Math.max(1, burstTo - burstFrom))
-                .then()
-                .doFinally(signal -> {
-                    if (burstTo > burstFrom) {
-                        faultDone.tryEmitEmpty();
-                    }
-                });
-        // the burst goes out all at once when the steady load reaches it
-        Mono<Void> delayedBurst = Mono.defer(() -> burstLoad).delaySubscription(Flux.interval(Duration.ofMillis(5))
-                .filter(tick -> results.size() >= burstFrom || faulting[0] != null).next());
-        Mono.when(steadyLoad, delayedBurst).block();
-        if (faulting[0] != null) {
-            faulting[0].join();
-        }
-        pool.dispose();
-        if (failed.get() != null) {
-            throw failed.get();
-        }
-        return new ArrayList<>(results);
-    }
-
-    /**
-     * Request {@code i} through proxy {@code i % bases.size()}; when that proxy refuses the connection (it is down), the
-     * next one, as a client behind a load balancer would be sent on. A request cut after it was sent is not sent again.
-     */
-    private Mono<Result> request(HttpClient http, List<String> bases, ChaosFault fault, int i) {
-        int first = i % bases.size();
-        Mono<Result> answer = request(http, bases.get(first), fault, i).map(r -> r.via(first));
-        for (int k = 1; k < bases.size(); k++) {
-            int next = (first + k) % bases.size();
-            answer = answer.flatMap(r -> r.outcome == Outcome.FAILED_WITHOUT_REASON && "ConnectRefused".equals(r.reason)
-                    ? request(http, bases.get(next), fault, i).map(again -> again.via(next)) : Mono.just(r));
-        }
-        return answer;
-    }
-
-    private Mono<Result> request(HttpClient http, String base, ChaosFault fault, int i) {
-        boolean invalid = fault.request(i) == ChaosFault.Request.INVALID;
-        boolean disconnect = fault.request(i) == ChaosFault.Request.DISCONNECT;
-        boolean burst = fault.bursts() && i >= settings.requests() / 3 && i < 2 * settings.requests() / 3;
-        String body = invalid ? invalidBody(i) : HttpJson.write(HttpJson.MAPPER.createObjectNode()
-                .put("prompt", "w ".repeat(burst ? settings.promptWords() * 16 : settings.promptWords()).trim())
-                .put("max_tokens", settings.maxTokens()).put("stream", false));
-        long start = System.nanoTime();
-        Mono<Result> answer = http.post().uri(base + "/v1/completions")
-                .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
-                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
-                        .map(text -> classify(i, start, res.status().code(), text)))
-                .timeout(settings.requestTimeout(), Schedulers.parallel())
-                .onErrorResume(e -> Mono.just(new Result(i, start, System.nanoTime(),
-                        e instanceof TimeoutException ? Outcome.NEVER_FINISHED : Outcome.FAILED_WITHOUT_REASON,
-                        e instanceof TimeoutException ? "no answer" : e instanceof java.net.ConnectException
-                                ? "ConnectRefused" : e.getClass().getSimpleName())));
-        if (disconnect) {
-            Duration after = Duration.ofMillis(ThreadLocalRandom.current().nextInt(1, 30));
-            return Mono.firstWithSignal(answer, Mono.delay(after, Schedulers.parallel())
-                    .map(tick -> new Result(i, start, System.nanoTime(), Outcome.CANCELLED, "client went away")));
-        }
-        return answer;
-    }
-
-    private static String invalidBody(int i) {
-        return switch ((i / 3) % 4) {
-            case 0 -> "{\"max_tokens\": 4}";
-            case 1 -> "{\"prompt\": \"a b\", \"max_tokens\": -1}";
-            case 2 -> "{\"prompt\": ";
-            default -> "{\"prompt\": 42}";
-        };
-    }
-
-    private Result classify(int i, long start, int status, String text) {
-        long end = System.nanoTime();
-        if (status == 200) {
-            try {
-                JsonNode json = HttpJson.MAPPER.readTree(text);
-                String got = json.path("choices").path(0).path("text").asText(null);
-                StringBuilder expected = new StringBuilder();
-                for (int t = 0; t < settings.maxTokens(); t++) {
-                    expected.append(" t").append(t);
-                }
-                return new Result(i, start, end, expected.toString().equals(got) ? Outcome.COMPLETED : Outcome.CORRUPT,
-                        "200");
-            } catch (IOException e) {
-                return new Result(i, start, end, Outcome.CORRUPT, "200 with a body that is not JSON");
-            }
-        }
-        try {
-            JsonNode error = HttpJson.MAPPER.readTree(text).path("error");
-            String message = error.path("message").asText("");
-            if (!message.isBlank()) {
-                return new Result(i, start, end, Outcome.FAILED_CLEANLY, status + " " + error.path("code").asText("?"));
-            }
-        } catch (IOException e) {
-            // no JSON: no reason
-        }
-        return new Result(i, start, end, Outcome.FAILED_WITHOUT_REASON, status + " without a reason");
     }
 
     /** What both roles still held after settling: KV blocks, handles, and KV that failed decode's content check. */
@@ -486,14 +326,14 @@ public final class ChaosRun {
      * The fault's figures; {@code measuredRecovery} (seconds), when not NaN, is the recovery the fault measured itself,
      * and {@code figures} go with it.
      */
-    private static FaultResult summarise(ChaosFault fault, List<Result> results, long faultEnd, Leaks leaks,
+    private static FaultResult summarise(ChaosFault fault, List<ChaosLoad.Result> results, long faultEnd, Leaks leaks,
             double measuredRecovery, Map<String, Double> figures) {
-        Map<Outcome, Integer> counts = new java.util.EnumMap<>(Outcome.class);
+        Map<ChaosLoad.Outcome, Integer> counts = new java.util.EnumMap<>(ChaosLoad.Outcome.class);
         Map<String, Integer> reasons = new TreeMap<>();
-        for (Result r : results) {
-            counts.merge(r.outcome, 1, Integer::sum);
-            if (r.outcome != Outcome.COMPLETED) {
-                reasons.merge(r.reason, 1, Integer::sum);
+        for (ChaosLoad.Result r : results) {
+            counts.merge(r.outcome(), 1, Integer::sum);
+            if (r.outcome() != ChaosLoad.Outcome.COMPLETED) {
+                reasons.merge(r.reason(), 1, Integer::sum);
             }
         }
         double recovery;
@@ -501,30 +341,30 @@ public final class ChaosRun {
             recovery = measuredRecovery;
         } else if (faultEnd != Long.MIN_VALUE) {
             // a restart: until the first request started after it succeeds
-            recovery = results.stream().filter(r -> r.outcome == Outcome.COMPLETED && r.startNanos >= faultEnd)
-                    .mapToLong(r -> r.endNanos - faultEnd).min().orElse(-1_000_000_000L) / 1e9;
+            recovery = results.stream().filter(r -> r.outcome() == ChaosLoad.Outcome.COMPLETED && r.startNanos() >= faultEnd)
+                    .mapToLong(r -> r.endNanos() - faultEnd).min().orElse(-1_000_000_000L) / 1e9;
         } else {
             // an interleaved fault: the longest wait from a disturbed request's end to the next success
-            long[] successes = results.stream().filter(r -> r.outcome == Outcome.COMPLETED)
-                    .mapToLong(Result::endNanos).sorted().toArray();
+            long[] successes = results.stream().filter(r -> r.outcome() == ChaosLoad.Outcome.COMPLETED)
+                    .mapToLong(ChaosLoad.Result::endNanos).sorted().toArray();
             long worst = 0;
-            for (Result r : results) {
-                if (r.outcome == Outcome.COMPLETED) {
+            for (ChaosLoad.Result r : results) {
+                if (r.outcome() == ChaosLoad.Outcome.COMPLETED) {
                     continue;
                 }
-                int at = java.util.Arrays.binarySearch(successes, r.endNanos);
+                int at = java.util.Arrays.binarySearch(successes, r.endNanos());
                 int next = at >= 0 ? at : -at - 1;
                 if (next < successes.length) {
-                    worst = Math.max(worst, successes[next] - r.endNanos);
+                    worst = Math.max(worst, successes[next] - r.endNanos());
                 }
             }
             recovery = worst / 1e9;
         }
-        return new FaultResult(fault.label(), results.size(), counts.getOrDefault(Outcome.COMPLETED, 0),
-                counts.getOrDefault(Outcome.FAILED_CLEANLY, 0), counts.getOrDefault(Outcome.NEVER_FINISHED, 0),
-                leaks.blocks(), leaks.handles(), counts.getOrDefault(Outcome.CORRUPT, 0) + (int) leaks.corrupt(),
+        return new FaultResult(fault.label(), results.size(), counts.getOrDefault(ChaosLoad.Outcome.COMPLETED, 0),
+                counts.getOrDefault(ChaosLoad.Outcome.FAILED_CLEANLY, 0), counts.getOrDefault(ChaosLoad.Outcome.NEVER_FINISHED, 0),
+                leaks.blocks(), leaks.handles(), counts.getOrDefault(ChaosLoad.Outcome.CORRUPT, 0) + (int) leaks.corrupt(),
                 Math.round(recovery * 1000) / 1000.0,
-                counts.getOrDefault(Outcome.FAILED_WITHOUT_REASON, 0), counts.getOrDefault(Outcome.CANCELLED, 0),
+                counts.getOrDefault(ChaosLoad.Outcome.FAILED_WITHOUT_REASON, 0), counts.getOrDefault(ChaosLoad.Outcome.CANCELLED, 0),
                 reasons, figures);
     }
 }
