@@ -3,6 +3,7 @@ package dev.kvflux.serving.role;
 import dev.kvflux.micrometer.MicrometerNotifyRecorder;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.metrics.RoleMetrics;
 import dev.kvflux.transfer.BlockAllocator;
@@ -16,8 +17,6 @@ import java.time.Duration;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.Disposable;
-import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 
@@ -57,17 +56,16 @@ public final class DecodeServer implements AutoCloseable {
     private final DisposableServer http;
     private final DecodeSide side;
     private final String host;
-    private final NotifyAuth auth;
+    private final Listing listing;
     private final RoleMetrics meters;
     private final MicrometerNotifyRecorder notifyMeters;
-    private Disposable pinger = Disposables.disposed();
 
     private DecodeServer(DisposableServer http, DecodeSide side, String host, NotifyAuth auth, RoleMetrics meters,
             MicrometerNotifyRecorder notifyMeters) {
         this.http = http;
         this.side = side;
         this.host = host;
-        this.auth = auth;
+        this.listing = new Listing(auth);
         this.meters = meters;
         this.notifyMeters = notifyMeters;
     }
@@ -174,8 +172,7 @@ public final class DecodeServer implements AutoCloseable {
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public DecodeServer pingProxy(String proxyBaseUrl, Duration interval) {
-        pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth, incarnation());
+        listing.pingProxy(proxyBaseUrl, instance(), interval, incarnation());
         return this;
     }
 
@@ -185,10 +182,8 @@ public final class DecodeServer implements AutoCloseable {
      * is one ({@link EtcdRegistration}). Every proxy watching the cluster routes to it; closing the instance revokes
      * the lease, so they drop it at once.
      */
-    public DecodeServer registerIn(dev.kvflux.serving.etcd.EtcdDiscovery discovery) {
-        java.util.Objects.requireNonNull(discovery, "discovery");
-        pinger.dispose();
-        pinger = EtcdRegistration.start(discovery, instance(), incarnation(), auth);
+    public DecodeServer registerIn(EtcdDiscovery discovery) {
+        listing.registerIn(discovery, instance(), incarnation());
         return this;
     }
 
@@ -232,7 +227,7 @@ public final class DecodeServer implements AutoCloseable {
      */
     @Override
     public void close() {
-        pinger.dispose();
+        listing.dispose();
         side.close();
         http.disposeNow();
         meters.close();

@@ -9,6 +9,7 @@ import dev.kvflux.pipeline.WritePipeline;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.metrics.RoleMetrics;
 import dev.kvflux.transfer.BlockAllocator;
@@ -25,8 +26,6 @@ import java.time.Duration;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.Disposable;
-import reactor.core.Disposables;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
@@ -72,10 +71,9 @@ public final class PrefillServer implements AutoCloseable {
     private final Scheduler loopScheduler;
     private final PrefillStats stats;
     private final String host;
-    private final NotifyAuth auth;
+    private final Listing listing;
     private final RoleMetrics meters;
     private final MicrometerNotifyRecorder notifyMeters;
-    private Disposable pinger = Disposables.disposed();
 
     private PrefillServer(DisposableServer http, PrefillSide side, PrefillCompletions completions, PrefillLoop loop,
             Scheduler loopScheduler, PrefillStats stats, String host, NotifyAuth auth, RoleMetrics meters,
@@ -88,7 +86,7 @@ public final class PrefillServer implements AutoCloseable {
         this.loopScheduler = loopScheduler;
         this.stats = stats;
         this.host = host;
-        this.auth = auth;
+        this.listing = new Listing(auth);
         this.meters = meters;
     }
 
@@ -266,8 +264,7 @@ public final class PrefillServer implements AutoCloseable {
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */
     public PrefillServer pingProxy(String proxyBaseUrl, Duration interval) {
-        pinger.dispose();
-        pinger = InstancePinger.start(proxyBaseUrl, instance(), interval, auth, incarnation());
+        listing.pingProxy(proxyBaseUrl, instance(), interval, incarnation());
         return this;
     }
 
@@ -277,10 +274,8 @@ public final class PrefillServer implements AutoCloseable {
      * is one ({@link EtcdRegistration}). Every proxy watching the cluster routes to it; closing the instance revokes
      * the lease, so they drop it at once.
      */
-    public PrefillServer registerIn(dev.kvflux.serving.etcd.EtcdDiscovery discovery) {
-        java.util.Objects.requireNonNull(discovery, "discovery");
-        pinger.dispose();
-        pinger = EtcdRegistration.start(discovery, instance(), incarnation(), auth);
+    public PrefillServer registerIn(EtcdDiscovery discovery) {
+        listing.registerIn(discovery, instance(), incarnation());
         return this;
     }
 
@@ -344,7 +339,7 @@ public final class PrefillServer implements AutoCloseable {
 
     /** As {@link #close()}, giving running transfers {@code grace} to finish. */
     public void close(Duration grace) {
-        pinger.dispose();
+        listing.dispose();
         completions.closing();
         side.close(grace);
         http.disposeNow();
