@@ -140,10 +140,9 @@ public final class WritePipeline {
     }
 
     private Mono<TransferStatus> post(WriteRequest request, LayerWrite layer, Scheduler on) {
-        return Polls.layerReady(layer.event(), eventPollPeriod, on)
-                .timeout(eventTimeout, on)
+        return Polls.layerReady(layer.event(), eventPollPeriod, eventTimeout, on)
                 .onErrorMap(e -> new TransferException(StatusCode.ERR_GPU_OP, "layer " + layer.layer()
-                        + "'s event " + (e instanceof TimeoutException
+                        + "'s event " + (e.getCause() instanceof TimeoutException
                                 ? "was not ready after " + DurationText.of(eventTimeout) : "failed: " + e.getMessage())))
                 .then(Mono.fromCallable(() -> {
                     TransferStatus status;

@@ -154,9 +154,9 @@ public final class ReproRun {
         Duration eventTimeout = settings.transferTimeout();
         for (int layer = 0; layer < geometry.layers(); layer++) {
             int l = layer;
-            Polls.layerReady(target.layerEvent(request, layer))
-                    .timeout(eventTimeout)
-                    .onErrorMap(TimeoutException.class, e -> new IllegalStateException("layer " + l + "'s event of "
+            Polls.layerReady(target.layerEvent(request, layer), Polls.DEFAULT_EVENT_POLL, eventTimeout, null)
+                    .onErrorMap(e -> e.getCause() instanceof TimeoutException, e -> new IllegalStateException("layer "
+                            + l + "'s event of "
                             + label + " request " + request + " was not ready after "
                             + Durations.format(eventTimeout) + " (the transfer timeout); the target's layer events"
                             + " must turn ready"))
