@@ -15,13 +15,15 @@
  * <p>The FFM code calls native functions: on the module path, run with
  * {@code --enable-native-access=dev.kvflux.bindings}; on the class path,
  * {@code --enable-native-access=ALL-UNNAMED}. msgpack-core is optional: only the MoRI and GPU memory
- * descriptors need it, and without it those calls throw an {@code IllegalStateException} that says so.
+ * descriptors need it, and without it those calls throw an {@code IllegalStateException} that says so. It is
+ * not required here: its jar has no module name of its own, only one guessed from the file name, and a
+ * published descriptor must not depend on such a name. The module reads msgpack-core at run time instead,
+ * from the module path or the class path, once {@code Msgpack.require} has found it.
  */
-@SuppressWarnings({"requires-automatic", "requires-transitive-automatic"}) // reactor-core, msgpack-core
+@SuppressWarnings({"requires-automatic", "requires-transitive-automatic"}) // reactor-core
 module dev.kvflux.bindings {
     // PushedStatus.pushed() returns a Mono, and the simulator keeps time on a Scheduler: see above.
     requires transitive reactor.core;
-    requires static msgpack.core;
 
     exports dev.kvflux.bindings;
     exports dev.kvflux.bindings.gpu;

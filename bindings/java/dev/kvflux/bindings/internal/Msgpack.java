@@ -5,10 +5,15 @@ package dev.kvflux.bindings.internal;
  * engine's memory descriptors are msgpack, so an application that uses the operators or the pipeline alone
  * does not get it. The classes that read or write descriptors keep their msgpack calls in a nested class
  * that is loaded only after {@link #require} has passed.
+ *
+ * <p>The module descriptor does not require msgpack-core (its jar names no module, so the name would be guessed
+ * from the file's), so when this class finds msgpack-core it makes {@code dev.kvflux.bindings} read msgpack-core's
+ * module: the automatic one where msgpack-core is on the module path, the unnamed one where it is on the class
+ * path and the bindings are not. Where both are on the class path it changes nothing.
  */
 public final class Msgpack {
     private static final String PROBE = "org.msgpack.core.MessagePack";
-    private static final boolean PRESENT = present(Msgpack.class.getClassLoader());
+    private static final boolean PRESENT = readIfPresent(Msgpack.class.getClassLoader());
 
     private Msgpack() {
     }
@@ -25,9 +30,10 @@ public final class Msgpack {
         }
     }
 
-    private static boolean present(ClassLoader loader) {
+    private static boolean readIfPresent(ClassLoader loader) {
         try {
-            Class.forName(PROBE, false, loader);
+            Module msgpack = Class.forName(PROBE, false, loader).getModule();
+            Msgpack.class.getModule().addReads(msgpack);
             return true;
         } catch (ClassNotFoundException | LinkageError e) {
             return false;

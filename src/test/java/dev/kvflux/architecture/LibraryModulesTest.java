@@ -117,6 +117,49 @@ class LibraryModulesTest {
         }
     }
 
+    /**
+     * The bindings' descriptor does not require msgpack-core (its jar has no module name but the one its file name
+     * gives), yet the GPU descriptors pack and unpack with msgpack-core on the module path beside the bindings or
+     * on the class path under them: the bindings read its module, named or not, once they have found it.
+     */
+    @Test
+    void theBindingsReadMsgpackCoreWithoutRequiringItFromTheModulePathOrTheClassPath() throws Exception {
+        assertThat(descriptor("dev.kvflux.bindings").requires().stream().map(ModuleDescriptor.Requires::name))
+                .containsExactlyInAnyOrder("java.base", "reactor.core");
+        Path msgpackJar = location(org.msgpack.core.MessagePack.class);
+        ModuleFinder msgpackFinder = ModuleFinder.of(msgpackJar);
+        String msgpackName = msgpackFinder.findAll().iterator().next().descriptor().name();
+        Configuration besideTheBindings = ModuleLayer.boot().configuration().resolve(
+                ModuleFinder.compose(MODULE_PATH, msgpackFinder), ModuleFinder.of(), Set.of("dev.kvflux.bindings", msgpackName));
+        Module onTheModulePath = roundTripsAGpuDescriptor(ModuleLayer.boot()
+                .defineModulesWithOneLoader(besideTheBindings, ClassLoader.getPlatformClassLoader()));
+        assertThat(onTheModulePath.getName()).isEqualTo(msgpackName);
+
+        try (java.net.URLClassLoader classPath = new java.net.URLClassLoader(
+                new java.net.URL[] {msgpackJar.toUri().toURL()}, ClassLoader.getPlatformClassLoader())) {
+            Module onTheClassPath = roundTripsAGpuDescriptor(ModuleLayer.boot()
+                    .defineModulesWithOneLoader(resolve(), classPath));
+            assertThat(onTheClassPath.isNamed()).isFalse();
+        }
+    }
+
+    /** Packs and unpacks a GPU memory descriptor in the layer's bindings; returns msgpack-core's module, which they read. */
+    private static Module roundTripsAGpuDescriptor(ModuleLayer layer) throws Exception {
+        Module bindings = layer.findModule("dev.kvflux.bindings").orElseThrow();
+        ClassLoader loader = bindings.getClassLoader();
+        Class<?> handle = loader.loadClass("dev.kvflux.bindings.gpu.IpcMemHandle");
+        Class<?> descriptor = loader.loadClass("dev.kvflux.bindings.gpu.GpuMemoryDescriptor");
+        Object ipc = handle.getConstructor(byte[].class).newInstance((Object) new byte[handle.getField("SIZE").getInt(null)]);
+        Object written = descriptor.getConstructor(String.class, int.class, int.class, long.class, long.class, handle)
+                .newInstance("module-path", 3, 0, 4096L, 1L << 20, ipc);
+        byte[] bytes = (byte[]) descriptor.getMethod("pack").invoke(written);
+
+        assertThat(descriptor.getMethod("unpack", byte[].class).invoke(null, (Object) bytes)).isEqualTo(written);
+        Module msgpack = Class.forName("org.msgpack.core.MessagePack", false, loader).getModule();
+        assertThat(bindings.canRead(msgpack)).isTrue();
+        return msgpack;
+    }
+
     @Test
     void theInternalPackagesAreNotReadableFromOutsideTheModule() {
         ModuleLayer layer = ModuleLayer.boot().defineModulesWithOneLoader(resolve(), ClassLoader.getPlatformClassLoader());
