@@ -12,6 +12,8 @@ import dev.kvflux.pipeline.WriteOutcome.WriteDone;
 import dev.kvflux.pipeline.WriteOutcome.WriteFailed;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -66,6 +68,8 @@ public final class WritePipeline {
     private final Duration layerTimeout;
     private final Scheduler scheduler;
     private final InFlightGate gate;
+    /** The transfer ids being written now: a second write of one of them posts nothing. */
+    private final Set<String> writing = ConcurrentHashMap.newKeySet();
 
     private WritePipeline(Builder b) {
         this.waitStrategy = b.recorder != null ? b.waitStrategy.recorder(b.recorder) : b.waitStrategy;
@@ -105,10 +109,23 @@ public final class WritePipeline {
         return gate.waiting();
     }
 
-    /** The request's one outcome (see the class comment). Nothing happens until subscribed. */
+    /**
+     * The request's one outcome (see the class comment). Nothing happens until subscribed; each subscription
+     * writes the request. A subscription while the same transfer id is being written (a second subscriber, a
+     * {@code repeat()}) posts nothing and ends at once in {@link WriteFailed} ERR_BAD_STATE saying so, so no layer
+     * is posted twice at the same time; once the first outcome is out the id may be written again.
+     */
     public Mono<WriteOutcome> write(WriteRequest request) {
         Objects.requireNonNull(request, "request");
-        return gate.run(Mono.defer(() -> run(request)));
+        String id = request.transferId();
+        return Mono.defer(() -> {
+            if (!writing.add(id)) {
+                return Mono.just((WriteOutcome) new WriteFailed(id, StatusCode.ERR_BAD_STATE, "transfer " + id
+                        + " is already being written by this pipeline; subscribe to its write once (cache() the"
+                        + " outcome to share it)"));
+            }
+            return gate.run(Mono.defer(() -> run(request))).doFinally(signal -> writing.remove(id));
+        });
     }
 
     /**

@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
@@ -352,7 +353,7 @@ class WritePipelineTest {
     @Test
     void theSubscribersContextReachesTheWaitStrategyThroughThePipeline() {
         TransferSession session = session(SimulatedXgmiEngine.builder());
-        List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<String> seen = new CopyOnWriteArrayList<>();
         WritePipeline pipeline = WritePipeline.builder().scheduler(clock).waitStrategy(contextReading(seen)).build();
 
         pipeline.write(request("r", session)).contextWrite(reactor.util.context.Context.of("transfer", "t-1"))
@@ -366,7 +367,7 @@ class WritePipelineTest {
     @Test
     void aQueuedRequestKeepsItsOwnSubscribersContext() {
         TransferSession session = session(SimulatedXgmiEngine.builder());
-        List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<String> seen = new CopyOnWriteArrayList<>();
         WritePipeline serial = WritePipeline.builder().scheduler(clock).maxInFlight(1)
                 .waitStrategy(contextReading(seen)).build();
         // the first request's layers come only after a second, so the second request waits in the queue
@@ -405,5 +406,31 @@ class WritePipelineTest {
         assertThat(recorder.lags).singleElement().satisfies(lag -> assertThat(lag)
                 .isBetween(Duration.ZERO, WaitSpec.DEFAULT_SLICE));
         assertThat(recorder.inFlight()).isZero();
+    }
+
+    @Test
+    void aSecondSubscriptionWhileTheFirstRunsPostsNothingAndSaysSo() {
+        SimulatedXgmiEngine.Builder builder = SimulatedXgmiEngine.builder();
+        SimulatedXgmiEngine engine = builder.scheduler(clock).build();
+        long bytes = SeedGeometry.SEED.regionBytes();
+        TransferSession session = engine.createSession(engine.registerMemory(bytes, 0), engine.registerMemory(bytes, 1));
+        Mono<WriteOutcome> write = pipeline().build().write(request("twice", session,
+                layer -> SimulatedLayerEvent.readyAfter(clock, Duration.ofMillis(5))));
+        List<WriteOutcome> seen = new CopyOnWriteArrayList<>();
+
+        write.subscribe(seen::add);
+        write.subscribe(seen::add);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+
+        assertThat(engine.batchesPosted()).as("batches posted for 4 layers").isEqualTo(LAYERS);
+        assertThat(seen).hasSize(2).contains(new WriteDone("twice"));
+        assertThat(seen).filteredOn(o -> o instanceof WriteFailed).singleElement()
+                .satisfies(o -> assertThat(((WriteFailed) o).reason()).contains("already being written"));
+
+        write.subscribe(seen::add);
+        clock.advanceTimeBy(Duration.ofSeconds(1));
+        assertThat(seen).as("once the first outcome is out the id may be written again").hasSize(3)
+                .last().isEqualTo(new WriteDone("twice"));
+        assertThat(engine.batchesPosted()).isEqualTo(2L * LAYERS);
     }
 }
