@@ -2,6 +2,7 @@ package dev.kvflux.serving.etcd;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.transfer.notify.LogText;
@@ -66,7 +67,8 @@ public final class EtcdClient implements AutoCloseable {
         }
         Objects.requireNonNull(requestTimeout, "requestTimeout");
         if (requestTimeout.isZero() || requestTimeout.isNegative()) {
-            throw new IllegalArgumentException("the etcd request timeout must be positive, got " + requestTimeout);
+            throw new IllegalArgumentException("the etcd request timeout must be positive, got "
+                    + DurationText.of(requestTimeout));
         }
         this.requestTimeout = requestTimeout;
         // a watch holds one connection for its life; the calls beside it need a few more

@@ -1,5 +1,6 @@
 package dev.kvflux.serving.proxy;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
 import java.time.Duration;
@@ -98,7 +99,7 @@ public final class InstanceRegistry {
     public InstanceRegistry(Duration ttl, Scheduler clock, int maxPerRole) {
         Objects.requireNonNull(ttl, "ttl");
         if (ttl.isNegative() || ttl.isZero()) {
-            throw new IllegalArgumentException("instance time-to-live must be positive, got " + ttl);
+            throw new IllegalArgumentException("instance time-to-live must be positive, got " + DurationText.of(ttl));
         }
         if (maxPerRole < 1 || maxPerRole > MAX_PER_ROLE_LIMIT) {
             throw new IllegalArgumentException("the instance cap per role must be from 1 to " + MAX_PER_ROLE_LIMIT

@@ -1,5 +1,6 @@
 package dev.kvflux.serving.proxy;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RegistrationAuth;
 import dev.kvflux.serving.api.RequestAuth;
@@ -230,7 +231,8 @@ public final class ProxyServer implements AutoCloseable {
         public Builder upstreamTimeout(Duration upstreamTimeout) {
             Objects.requireNonNull(upstreamTimeout, "upstreamTimeout");
             if (upstreamTimeout.isZero() || upstreamTimeout.isNegative()) {
-                throw new IllegalArgumentException("upstream timeout must be positive, got " + upstreamTimeout);
+                throw new IllegalArgumentException("upstream timeout must be positive, got "
+                        + DurationText.of(upstreamTimeout));
             }
             this.upstreamTimeout = upstreamTimeout;
             return this;
@@ -257,7 +259,8 @@ public final class ProxyServer implements AutoCloseable {
         public Builder firstByteTimeout(Duration firstByteTimeout) {
             Objects.requireNonNull(firstByteTimeout, "firstByteTimeout");
             if (firstByteTimeout.isZero() || firstByteTimeout.isNegative()) {
-                throw new IllegalArgumentException("first-byte timeout must be positive, got " + firstByteTimeout);
+                throw new IllegalArgumentException("first-byte timeout must be positive, got "
+                        + DurationText.of(firstByteTimeout));
             }
             this.firstByteTimeout = firstByteTimeout;
             return this;
@@ -272,7 +275,8 @@ public final class ProxyServer implements AutoCloseable {
         public Builder healthChecks(Duration interval, InstanceHealth health) {
             Objects.requireNonNull(interval, "interval");
             if (interval.toMillis() < 10) {
-                throw new IllegalArgumentException("health-check interval must be at least 10ms, got " + interval);
+                throw new IllegalArgumentException("health-check interval must be at least 10ms, got "
+                        + DurationText.of(interval));
             }
             this.healthInterval = interval;
             this.health = Objects.requireNonNull(health, "health");

@@ -1,5 +1,6 @@
 package dev.kvflux.serving.role;
 
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.micrometer.MicrometerNotifyRecorder;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
@@ -91,7 +92,8 @@ public final class DecodeServer implements AutoCloseable {
         /** How long a request waits for its transfer's notice; {@code null} for no deadline. */
         public Builder receiveDeadline(Duration receiveDeadline) {
             if (receiveDeadline != null && (receiveDeadline.isZero() || receiveDeadline.isNegative())) {
-                throw new IllegalArgumentException("the receive deadline must be positive, got " + receiveDeadline);
+                throw new IllegalArgumentException("the receive deadline must be positive, got "
+                        + DurationText.of(receiveDeadline));
             }
             this.receiveDeadline = receiveDeadline;
             return this;

@@ -1,6 +1,7 @@
 package dev.kvflux.tools.bench;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
@@ -79,7 +80,8 @@ public final class ProxyProbe {
                         + registrations + ", " + idleConnections);
             }
             if (idleTimeout.isZero() || idleTimeout.isNegative()) {
-                throw new IllegalArgumentException("the idle timeout must be greater than zero, got " + idleTimeout);
+                throw new IllegalArgumentException("the idle timeout must be greater than zero, got "
+                        + DurationText.of(idleTimeout));
             }
         }
     }
