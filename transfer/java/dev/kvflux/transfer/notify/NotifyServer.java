@@ -65,8 +65,8 @@ public final class NotifyServer implements AutoCloseable {
     public static final int DEFAULT_READ_BUDGET_BYTES = 64 << 10;
     /**
      * The event loops of every notify server of this process, apart from the HTTP servers' and clients': a
-     * peer's frames cannot delay completions, and the HTTP traffic cannot delay acknowledgements. Two threads
-     * (daemon), or half the cores when there are more than four.
+     * peer's frames cannot delay completions, and the HTTP traffic cannot delay acknowledgements. Half the
+     * cores, and at least two threads (daemon).
      */
     private static final LoopResources LOOPS = LoopResources.create("kvflux-notify",
             Math.max(2, Runtime.getRuntime().availableProcessors() / 2), true);
