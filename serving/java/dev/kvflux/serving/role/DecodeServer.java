@@ -18,7 +18,6 @@ import java.time.Duration;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 
 /**
@@ -148,11 +147,7 @@ public final class DecodeServer implements AutoCloseable {
         try {
             DecodeCompletions completions = new DecodeCompletions(model, side, settings.observations,
                     RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
-            DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
-                    .route(routes -> routes.post("/v1/completions", completions::serve)
-                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                            .get("/metrics", (req, res) -> meters.serve(res)))
-                    .bindNow();
+            DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, side::blocks, side.blockCapacity());
             BlockMetrics.registerIncarnation(meters, side.incarnation());
             meters.gauge("kvflux.decode.requests.running", "Requests from their arrival to their end", side,

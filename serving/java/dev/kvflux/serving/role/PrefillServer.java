@@ -26,7 +26,6 @@ import java.time.Duration;
 import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.DisposableServer;
@@ -225,11 +224,7 @@ public final class PrefillServer implements AutoCloseable {
         try {
             PrefillCompletions completions = new PrefillCompletions(model, bound, loop, stats, settings.observations,
                     RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
-            DisposableServer http = HttpLimits.server(where.host(), where.httpPort())
-                    .route(routes -> routes.post("/v1/completions", completions::serve)
-                            .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                            .get("/metrics", (req, res) -> meters.serve(res)))
-                    .bindNow();
+            DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, bound::blocks, bound.blockCapacity());
             BlockMetrics.registerIncarnation(meters, bound.incarnation());
             meters.gauge("kvflux.prefill.transfers.running", "Transfers from their request's arrival until settled",

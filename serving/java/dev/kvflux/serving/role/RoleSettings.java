@@ -9,6 +9,12 @@ import dev.kvflux.transfer.notify.NotifyLimits;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import java.util.Objects;
+import java.util.function.BiFunction;
+import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
 
 /**
  * The settings prefill and decode share: where they listen, their model, notify signing and limits, their KV
@@ -156,6 +162,19 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
             refusals(meters, reason);
         }
         return RequestGate.of(auth, reason -> refusals(meters, reason).increment());
+    }
+
+    /**
+     * A role's HTTP server on {@code host:port} with kvflux's HTTP bounds: {@code POST /v1/completions} to
+     * {@code completions}, {@code GET /health} and {@code GET /metrics} (Prometheus text of {@code meters}).
+     */
+    static DisposableServer http(String host, int port,
+            BiFunction<HttpServerRequest, HttpServerResponse, Publisher<Void>> completions, RoleMetrics meters) {
+        return HttpLimits.server(host, port)
+                .route(routes -> routes.post("/v1/completions", completions)
+                        .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
+                        .get("/metrics", (req, res) -> meters.serve(res)))
+                .bindNow();
     }
 
     private static io.micrometer.core.instrument.Counter refusals(RoleMetrics meters, String reason) {
