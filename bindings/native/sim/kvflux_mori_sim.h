@@ -38,6 +38,18 @@ KVFLUX_MORI_API int kvflux_sim_set_timing(uint64_t engine, uint64_t block_overhe
  */
 KVFLUX_MORI_API int kvflux_sim_fail_nth(uint64_t engine, uint32_t nth, int32_t code, const char *message);
 
+#define KVFLUX_SIM_FAULT_FAIL 0
+#define KVFLUX_SIM_FAULT_HANG 1
+#define KVFLUX_SIM_FAULT_SLOW 2
+
+/*
+ * A fault on every batch whose number (1-based) is a multiple of every: KVFLUX_SIM_FAULT_FAIL fails it with code
+ * and message, KVFLUX_SIM_FAULT_HANG makes it never complete, KVFLUX_SIM_FAULT_SLOW copies it on time but lets
+ * it succeed only slow_ns after its modelled finish. Counts against KVFLUX_SIM_MAX_FAULTS.
+ */
+KVFLUX_MORI_API int kvflux_sim_fault_every(uint64_t engine, uint32_t every, int32_t kind, int32_t code, int64_t slow_ns,
+                                           const char *message);
+
 /* Makes the nth batch posted on this engine never complete: it stays IN_PROGRESS and copies nothing. */
 KVFLUX_MORI_API int kvflux_sim_hang_nth(uint64_t engine, uint32_t nth);
 
@@ -49,6 +61,18 @@ KVFLUX_MORI_API int kvflux_sim_status_finish_ns(uint64_t status, int64_t *out_ns
 
 /* CLOCK_MONOTONIC now, in nanoseconds (the simulator's clock). */
 KVFLUX_MORI_API int kvflux_sim_now_ns(int64_t *out_ns);
+
+/*
+ * Allocates size zeroed bytes of host memory that a peer engine in another process can reach, as xGMI
+ * reaches a peer GPU through an IPC handle: a registration inside it packs an IPC handle naming it, and
+ * a session of another process whose remote descriptor carries that handle maps it (see sim_share.c).
+ * Free it with kvflux_sim_host_free after deregistering what was registered in it.
+ */
+KVFLUX_MORI_API int kvflux_sim_host_alloc(uint64_t size, void **out_ptr);
+KVFLUX_MORI_API int kvflux_sim_host_free(void *ptr);
+
+/* How many peer processes' memories are mapped into this one for sessions: >= 0. */
+KVFLUX_MORI_API int kvflux_sim_open_mappings(void);
 
 #ifdef __cplusplus
 }

@@ -266,6 +266,33 @@ static int add_fault(uint64_t engine, uint32_t nth, int hang, int32_t code, cons
     return rc;
 }
 
+int kvflux_sim_fault_every(uint64_t engine, uint32_t every, int32_t kind, int32_t code, int64_t slow_ns,
+                           const char *message) {
+    static const char *call = "kvflux_sim_fault_every";
+    if (kind < KVFLUX_SIM_FAULT_FAIL || kind > KVFLUX_SIM_FAULT_SLOW) {
+        return fail(KVFLUX_MORI_E_INVALID_ARG, "%s: kind %d is not fail (0), hang (1) or slow (2)", call, kind);
+    }
+    if (kind == KVFLUX_SIM_FAULT_SLOW && slow_ns <= 0) {
+        return fail(KVFLUX_MORI_E_INVALID_ARG, "%s: a slow fault needs a positive delay, got %lld ns", call,
+                    (long long)slow_ns);
+    }
+    int rc = add_fault(engine, every, kind == KVFLUX_SIM_FAULT_HANG, kind == KVFLUX_SIM_FAULT_FAIL ? code
+                       : KVFLUX_MORI_STATUS_ERR_GPU_OP, message, call);
+    if (rc == KVFLUX_MORI_OK) {
+        struct obj *o = get(engine, K_ENGINE, call);
+        if (o != NULL) {
+            struct engine *e = ENGINE(o);
+            pthread_mutex_lock(&e->mu);
+            struct fault *f = &e->faults[e->fault_count - 1];
+            f->every = 1;
+            f->slow_ns = kind == KVFLUX_SIM_FAULT_SLOW ? slow_ns : 0;
+            pthread_mutex_unlock(&e->mu);
+            obj_put(o);
+        }
+    }
+    return rc;
+}
+
 int kvflux_sim_fail_nth(uint64_t engine, uint32_t nth, int32_t code, const char *message) {
     return add_fault(engine, nth, 0, code, message, "kvflux_sim_fail_nth");
 }

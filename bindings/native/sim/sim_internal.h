@@ -75,7 +75,9 @@ struct obj {
 };
 
 struct fault {
-    uint32_t nth;
+    uint32_t nth;   /* the batch it hits, or with every, the period */
+    int every;      /* hits every nth batch instead of the nth only */
+    int64_t slow_ns; /* a slow fault: the batch succeeds this long after its copy */
     int hang;
     int32_t code;
     char message[256];
@@ -133,6 +135,8 @@ struct mem {
     char *vpod_ppod;
     uint64_t fabric_offset;
     uint64_t fabric_alloc_size;
+    void *map_base; /* a peer process's memory mapped here for a session (sim_share.c); NULL otherwise */
+    size_t map_len;
 };
 
 struct session {
@@ -169,6 +173,20 @@ struct job {
 #define MEM(o) ((struct mem *)(o))
 #define SESSION(o) ((struct session *)(o))
 #define STATUS(o) ((struct status *)(o))
+
+/* ---- memory another process reaches (sim_share.c) ---------------------------------------------- */
+
+/* Fills m's IPC handle and offset when its bytes lie in one kvflux_sim_host_alloc allocation. */
+void share_describe(struct mem *m);
+/*
+ * A registration of engine e standing for the peer process's memory that desc's IPC handle names, mapped
+ * into this process, with one reference; NULL with the error set if the handle names none or it cannot be
+ * mapped. Its mapping is closed when the last reference goes (mem_destroy_obj calls share_unmap).
+ */
+/* A new memory object of owner (local: registered here), with no references yet (sim_mem.c). */
+struct mem *mem_new(struct engine *owner, int local);
+struct mem *share_map_peer(struct engine *e, const struct mem *desc, const char *call);
+void share_unmap(struct mem *m);
 
 /* ---- the handle table (sim_handles.c) ------------------------------------------------------------ */
 

@@ -53,6 +53,7 @@ struct mem *resolve_registration(const struct mem *desc) {
 
 static void mem_destroy_obj(struct obj *o) {
     struct mem *m = MEM(o);
+    share_unmap(m);
     pthread_rwlock_destroy(&m->use);
     free(m->engine_key);
     free(m->bus_id);
@@ -73,7 +74,7 @@ void mem_release(struct mem *m) {
     obj_put(&m->o);
 }
 
-static struct mem *mem_new(struct engine *owner, int local) {
+struct mem *mem_new(struct engine *owner, int local) {
     struct mem *m = calloc(1, sizeof *m);
     if (m == NULL) {
         return NULL;
@@ -129,6 +130,7 @@ int kvflux_mori_mem_register(uint64_t engine, void *data, uint64_t size, int32_t
     m->size = size;
     m->loc = location;
     m->registered = 1;
+    share_describe(m);
 
     pthread_mutex_lock(&registry_mu);
     int rc = KVFLUX_MORI_OK;

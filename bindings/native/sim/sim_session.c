@@ -61,10 +61,9 @@ int kvflux_mori_session_create(uint64_t engine, uint64_t local_mem, uint64_t rem
         } else if (MEM(ro)->local) {
             target = MEM(ro);
             atomic_fetch_add(&target->o.refs, 1);
-        } else if ((target = resolve_registration(MEM(ro))) == NULL) {
-            rc = fail(KVFLUX_MORI_E_NOT_FOUND, "%s: memory %u of engine '%s' is not registered in this process; the "
-                      "simulator reaches only memory registered by an engine of the same process", call,
-                      MEM(ro)->id, MEM(ro)->engine_key);
+        } else if ((target = resolve_registration(MEM(ro))) == NULL &&
+                   (target = share_map_peer(e, MEM(ro), call)) == NULL) {
+            rc = KVFLUX_MORI_E_NOT_FOUND;
         }
     }
     if (rc == KVFLUX_MORI_OK) {
@@ -185,7 +184,12 @@ static int batch(uint64_t session, const uint64_t *local_offsets, size_t n_local
         st->code = KVFLUX_MORI_STATUS_IN_PROGRESS;
         int skip_copy = 0;
         for (size_t i = 0; i < e->fault_count; i++) {
-            if (e->faults[i].nth == nth) {
+            const struct fault *f = &e->faults[i];
+            if (f->every ? nth % f->nth == 0 : f->nth == nth) {
+                if (f->slow_ns > 0) {
+                    st->finish_ns += f->slow_ns; /* copied on time, seen late */
+                    continue;
+                }
                 skip_copy = 1;
                 if (e->faults[i].hang) {
                     st->hang = 1;

@@ -5,6 +5,7 @@ import dev.kvflux.bindings.mori.internal.NativeLibraries;
 import java.nio.file.Path;
 import java.util.Objects;
 import java.util.Optional;
+import dev.kvflux.bindings.mori.internal.SimControls;
 
 /**
  * MoRI IO through kvflux's C ABI ({@code bindings/native/kvflux_mori.h}), over one of its two libraries:
@@ -50,6 +51,11 @@ public final class MoriIo {
     /** The library's path, or its name when the dynamic loader found it. */
     public String library() {
         return lib.library();
+    }
+
+    /** The simulator's raw controls; empty over the real MoRI. */
+    Optional<SimControls> sim() {
+        return lib.sim();
     }
 
     /** The simulator's fault injection and timing controls; empty over the real MoRI. */

@@ -49,4 +49,25 @@ public final class MoriSimulator {
     public long nowNanos() {
         return sim.nowNanos();
     }
+
+    /** How many other processes' memories are mapped into this one for sessions (each closed with its last session). */
+    public int openMappings() {
+        return sim.openMappings();
+    }
+
+    /** Fails every {@code every}-th batch of the engine (counted from its creation) with code and message. */
+    public void failEvery(MoriEngine engine, int every, StatusCode code, String message) {
+        Objects.requireNonNull(code, "code");
+        sim.faultEvery(engine.handle(), every, 0, code.value(), 0, Objects.requireNonNull(message, "message"));
+    }
+
+    /** Makes every {@code every}-th batch of the engine never complete. */
+    public void hangEvery(MoriEngine engine, int every) {
+        sim.faultEvery(engine.handle(), every, 1, 0, 0, "");
+    }
+
+    /** Lets every {@code every}-th batch of the engine succeed only {@code late} after its copy finished. */
+    public void slowEvery(MoriEngine engine, int every, Duration late) {
+        sim.faultEvery(engine.handle(), every, 2, 0, late.toNanos(), "");
+    }
 }

@@ -20,9 +20,13 @@ public final class SimControls {
     private final MethodHandle hangNth;
     private final MethodHandle statusFinishNs;
     private final MethodHandle nowNs;
+    private final MethodHandle hostAlloc;
+    private final MethodHandle hostFree;
+    private final MethodHandle openMappings;
+    private final MethodHandle faultEvery;
 
     private SimControls(MoriNative lib, MethodHandle liveHandles, MethodHandle setTiming, MethodHandle failNth,
-            MethodHandle hangNth, MethodHandle statusFinishNs, MethodHandle nowNs) {
+            MethodHandle hangNth, MethodHandle statusFinishNs, MethodHandle nowNs, MethodHandle[] shared) {
         this.lib = lib;
         this.liveHandles = liveHandles;
         this.setTiming = setTiming;
@@ -30,6 +34,10 @@ public final class SimControls {
         this.hangNth = hangNth;
         this.statusFinishNs = statusFinishNs;
         this.nowNs = nowNs;
+        this.hostAlloc = shared[0];
+        this.hostFree = shared[1];
+        this.openMappings = shared[2];
+        this.faultEvery = shared[3];
     }
 
     /** The controls if the library has all of them (it is the simulator), else null. */
@@ -44,10 +52,18 @@ public final class SimControls {
         MethodHandle finish = MoriNative.bindOptional(lookup, "kvflux_sim_status_finish_ns",
                 FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
         MethodHandle now = MoriNative.bindOptional(lookup, "kvflux_sim_now_ns", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        if (live == null || timing == null || fail == null || hang == null || finish == null || now == null) {
+        MethodHandle[] shared = {
+            MoriNative.bindOptional(lookup, "kvflux_sim_host_alloc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS)),
+            MoriNative.bindOptional(lookup, "kvflux_sim_host_free", FunctionDescriptor.of(JAVA_INT, ADDRESS)),
+            MoriNative.bindOptional(lookup, "kvflux_sim_open_mappings", FunctionDescriptor.of(JAVA_INT)),
+            MoriNative.bindOptional(lookup, "kvflux_sim_fault_every",
+                    FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS)),
+        };
+        if (live == null || timing == null || fail == null || hang == null || finish == null || now == null
+                || java.util.Arrays.asList(shared).contains(null)) {
             return null;
         }
-        return new SimControls(lib, live, timing, fail, hang, finish, now);
+        return new SimControls(lib, live, timing, fail, hang, finish, now, shared);
     }
 
     public int liveHandles() {
@@ -97,6 +113,42 @@ public final class SimControls {
             MemorySegment out = arena.allocate(JAVA_LONG);
             lib.check((int) nowNs.invokeExact(out), "kvflux_sim_now_ns");
             return out.get(JAVA_LONG, 0);
+        } catch (Throwable t) {
+            throw Downcalls.rethrow(t);
+        }
+    }
+
+    /** {@code size} zeroed bytes of host memory that an engine of another process can reach through its descriptor. */
+    public MemorySegment hostAlloc(long size) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            lib.check((int) hostAlloc.invokeExact(size, out), "kvflux_sim_host_alloc");
+            return out.get(ADDRESS, 0).reinterpret(size);
+        } catch (Throwable t) {
+            throw Downcalls.rethrow(t);
+        }
+    }
+
+    public void hostFree(MemorySegment buffer) {
+        try {
+            lib.check((int) hostFree.invokeExact(buffer), "kvflux_sim_host_free");
+        } catch (Throwable t) {
+            throw Downcalls.rethrow(t);
+        }
+    }
+
+    public int openMappings() {
+        try {
+            return lib.check((int) openMappings.invokeExact(), "kvflux_sim_open_mappings");
+        } catch (Throwable t) {
+            throw Downcalls.rethrow(t);
+        }
+    }
+
+    public void faultEvery(long engine, int every, int kind, int code, long slowNanos, String message) {
+        try (Arena arena = Arena.ofConfined()) {
+            lib.check((int) faultEvery.invokeExact(engine, every, kind, code, slowNanos, arena.allocateFrom(message)),
+                    "kvflux_sim_fault_every");
         } catch (Throwable t) {
             throw Downcalls.rethrow(t);
         }
