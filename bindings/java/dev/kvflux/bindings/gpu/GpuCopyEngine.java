@@ -1,6 +1,7 @@
 package dev.kvflux.bindings.gpu;
 
 import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.DescribedEngine;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.PushedStatus;
@@ -9,6 +10,7 @@ import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.bindings.internal.MoriWaitAll;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -33,7 +35,7 @@ import java.util.function.Consumer;
  *
  * <p>Thread-safe. Posting never blocks on the copies.
  */
-public final class GpuCopyEngine implements TransferEngine {
+public final class GpuCopyEngine implements DescribedEngine {
 
     /**
      * Pool sizes (MoRI's xGMI backend defaults to 64 streams and 64 events per device), the copy path and
@@ -234,6 +236,44 @@ public final class GpuCopyEngine implements TransferEngine {
     /** Registers a region the peer described; its IPC handle is opened when a session first needs it. */
     public MemoryRegion registerRemote(GpuMemoryDescriptor remote) {
         return regions.registerRemote(remote);
+    }
+
+    /** The engine's key: a GPU copy engine needs nothing more of its peer than the region's descriptor. */
+    @Override
+    public byte[] engineDescriptor() {
+        return key.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public byte[] memoryDescriptor(MemoryRegion local) {
+        return describe(local).pack();
+    }
+
+    @Override
+    public MemoryRegion importPeer(byte[] engineDescriptor, byte[] memoryDescriptor) {
+        Objects.requireNonNull(engineDescriptor, "engineDescriptor");
+        GpuMemoryDescriptor remote = GpuMemoryDescriptor.unpack(memoryDescriptor);
+        if (!remote.engineKey().equals(new String(engineDescriptor, StandardCharsets.UTF_8))) {
+            throw new IllegalArgumentException("the memory descriptor names engine '" + remote.engineKey()
+                    + "', not the engine described");
+        }
+        return registerRemote(remote);
+    }
+
+    /** Closes the IPC mapping of the peer's buffer behind {@code remote}, if it was opened. */
+    @Override
+    public void forgetPeer(MemoryRegion remote) {
+        regions.forget(remote);
+    }
+
+    @Override
+    public int peersImported() {
+        return regions.remoteCount();
+    }
+
+    /** How many peers' buffers are mapped here through IPC now. */
+    public int openMappings() {
+        return regions.openCount();
     }
 
     @Override

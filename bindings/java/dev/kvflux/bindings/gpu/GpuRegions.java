@@ -87,6 +87,24 @@ final class GpuRegions {
         return opened.computeIfAbsent(remoteKey, k -> runtime.openIpc(theirs.ipcHandle(), device, theirs.size()));
     }
 
+    /** Unmaps the peer's buffer behind {@code remote} if it was opened, and forgets its descriptor. */
+    void forget(MemoryRegion remote) {
+        String remoteKey = remoteKey(remote.engineKey(), remote.id());
+        remotes.remove(remoteKey);
+        PeerBuffer mapped = opened.remove(remoteKey);
+        if (mapped != null) {
+            mapped.close();
+        }
+    }
+
+    int remoteCount() {
+        return remotes.size();
+    }
+
+    int openCount() {
+        return opened.size();
+    }
+
     /**
      * Unmaps every peer buffer opened, then frees every buffer registered, a failure not stopping the others;
      * forgets both, then throws the first failure, if any.

@@ -1,5 +1,6 @@
 package dev.kvflux.bindings.mori;
 
+import dev.kvflux.bindings.DescribedEngine;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferEngine;
@@ -8,11 +9,14 @@ import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.bindings.mori.internal.HostMemory;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
  * A {@link TransferEngine} over a native MoRI IO library through FFM: the simulator
@@ -25,12 +29,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@link #registerMemory(long, int)} is allocated (zeroed) and freed by this engine. Statuses are
  * {@link MoriStatus}es; {@link #close()} releases every native handle it still has, statuses included.
  */
-public final class NativeTransferEngine implements TransferEngine {
+public final class NativeTransferEngine implements DescribedEngine {
     private final MoriIo io;
     private final MoriEngine engine;
     private final String backend;
     private final Map<MemoryRegion, Local> locals = new ConcurrentHashMap<>();
     private final Map<MemoryRegion, MoriMemory> remotes = new ConcurrentHashMap<>();
+    /** Sessions into each imported region, closed when it is forgotten. */
+    private final Map<MemoryRegion, List<MoriSession>> sessions = new ConcurrentHashMap<>();
+    /** Peer engines registered through {@link #importPeer}, by their packed descriptor. */
+    private final Set<String> peerEngines = ConcurrentHashMap.newKeySet();
 
     private record Local(MoriMemory memory, MemorySegment buffer, boolean owned) {
     }
@@ -67,6 +75,14 @@ public final class NativeTransferEngine implements TransferEngine {
         return engine;
     }
 
+    /**
+     * How many native handles (engines, memory, sessions, statuses) are open in the library, every engine of this
+     * process together; empty if the library keeps no count.
+     */
+    public java.util.OptionalLong liveHandles() {
+        return io.liveHandles();
+    }
+
     /** The simulator's controls when this engine runs on it. */
     public Optional<MoriSimulator> simulator() {
         return io.simulatorControls();
@@ -85,11 +101,11 @@ public final class NativeTransferEngine implements TransferEngine {
                     + device + "; allocate device memory with the GPU runtime binding and pass it to"
                     + " registerMemory(MemorySegment, device, MemoryLocation.GPU)");
         }
-        MemorySegment buffer = HostMemory.allocate(size);
+        MemorySegment buffer = allocateHost(size);
         try {
             return register(buffer, device, MemoryLocation.CPU, true);
         } catch (RuntimeException e) {
-            HostMemory.free(buffer);
+            freeHost(buffer);
             throw e;
         }
     }
@@ -152,7 +168,55 @@ public final class NativeTransferEngine implements TransferEngine {
             throw new IllegalArgumentException("remote region " + remote + " is not known to engine '" + engine.key()
                     + "'; pass the peer's packed MemoryDesc (exportMemory on its side) to importMemory first");
         }
-        return engine.createSession(local(local).memory(), remoteMemory);
+        MoriSession session = engine.createSession(local(local).memory(), remoteMemory);
+        if (remotes.containsKey(remote)) {
+            sessions.computeIfAbsent(remote, r -> new CopyOnWriteArrayList<>()).add(session);
+        }
+        return session;
+    }
+
+    @Override
+    public byte[] engineDescriptor() {
+        return exportEngine();
+    }
+
+    @Override
+    public byte[] memoryDescriptor(MemoryRegion local) {
+        return exportMemory(local);
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws MoriIoException if the library refuses a descriptor (its text says why)
+     */
+    @Override
+    public MemoryRegion importPeer(byte[] engineDescriptor, byte[] memoryDescriptor) {
+        Objects.requireNonNull(engineDescriptor, "engineDescriptor");
+        Objects.requireNonNull(memoryDescriptor, "memoryDescriptor");
+        String key = HexFormat.of().formatHex(engineDescriptor);
+        if (!peerEngines.contains(key)) {
+            importEngine(engineDescriptor);
+            peerEngines.add(key);
+        }
+        return importMemory(memoryDescriptor);
+    }
+
+    @Override
+    public void forgetPeer(MemoryRegion remote) {
+        List<MoriSession> into = sessions.remove(remote);
+        if (into != null) {
+            into.forEach(MoriSession::close);
+        }
+        MoriMemory memory = remotes.remove(remote);
+        if (memory != null) {
+            memory.close();
+        }
+    }
+
+    @Override
+    public int peersImported() {
+        return remotes.size();
     }
 
     /**
@@ -180,11 +244,21 @@ public final class NativeTransferEngine implements TransferEngine {
         engine.close();
         for (Local local : locals.values()) {
             if (local.owned()) {
-                HostMemory.free(local.buffer());
+                freeHost(local.buffer());
             }
         }
         locals.clear();
         remotes.clear();
+        sessions.clear();
+    }
+
+    /** On the simulator, host memory an engine of another process can reach (as a GPU's through IPC). */
+    private MemorySegment allocateHost(long size) {
+        return io.sim().isPresent() ? io.sim().get().hostAlloc(size) : HostMemory.allocate(size);
+    }
+
+    private void freeHost(MemorySegment buffer) {
+        io.sim().ifPresentOrElse(sim -> sim.hostFree(buffer), () -> HostMemory.free(buffer));
     }
 
     private Local local(MemoryRegion region) {

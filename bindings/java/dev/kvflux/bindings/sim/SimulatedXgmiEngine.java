@@ -1,6 +1,7 @@
 package dev.kvflux.bindings.sim;
 
 import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.DescribedEngine;
 import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.StatusCode;
@@ -8,6 +9,7 @@ import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.bindings.internal.MoriWaitAll;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -15,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -70,7 +73,7 @@ import reactor.core.scheduler.Scheduler;
  *
  * <p>Thread-safe: sessions may post from any thread, statuses may be queried from any thread.
  */
-public final class SimulatedXgmiEngine implements TransferEngine {
+public final class SimulatedXgmiEngine implements DescribedEngine {
     /** The backend name reports print. */
     public static final String BACKEND = "sim-xgmi";
 
@@ -83,6 +86,8 @@ public final class SimulatedXgmiEngine implements TransferEngine {
     private final Map<Long, Fault> faults;
     private final Map<Integer, MemoryRegion> regions = new ConcurrentHashMap<>();
     private final AtomicInteger nextRegion = new AtomicInteger();
+    /** Peers' regions imported through {@link #importPeer}. */
+    private final Set<MemoryRegion> peers = ConcurrentHashMap.newKeySet();
     private final AtomicLong nextUid = new AtomicLong();
     private final List<long[]> prefillSteps = new ArrayList<>();
     private long ordinals;
@@ -151,6 +156,65 @@ public final class SimulatedXgmiEngine implements TransferEngine {
                     + engineKey + "; register it with this engine's registerMemory first");
         }
         return new SimSession(this, local, remote);
+    }
+
+    /** {@code sim-xgmi KEY}: the simulator's engine descriptor. */
+    @Override
+    public byte[] engineDescriptor() {
+        return (BACKEND + " " + engineKey).getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** {@code sim-xgmi KEY ID SIZE DEVICE}: the simulator's memory descriptor (no bytes exist to map). */
+    @Override
+    public byte[] memoryDescriptor(MemoryRegion local) {
+        Objects.requireNonNull(local, "local");
+        if (!local.equals(regions.get(local.id())) || !local.engineKey().equals(engineKey)) {
+            throw new IllegalArgumentException("region " + local + " was not registered with engine " + engineKey);
+        }
+        return (BACKEND + " " + engineKey + " " + local.id() + " " + local.size() + " " + local.device())
+                .getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public MemoryRegion importPeer(byte[] engineDescriptor, byte[] memoryDescriptor) {
+        String[] engine = fields(engineDescriptor, 2, "engine");
+        String[] memory = fields(memoryDescriptor, 5, "memory");
+        if (!engine[1].equals(memory[1])) {
+            throw new IllegalArgumentException("the memory descriptor names engine '" + memory[1]
+                    + "', not the engine described, '" + engine[1] + "'");
+        }
+        try {
+            MemoryRegion region = new MemoryRegion(memory[1], Integer.parseInt(memory[2]), Long.parseLong(memory[3]),
+                    Integer.parseInt(memory[4]));
+            peers.add(region);
+            return region;
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a sim-xgmi memory descriptor: " + e.getMessage(), e);
+        }
+    }
+
+    private static String[] fields(byte[] descriptor, int count, String what) {
+        Objects.requireNonNull(descriptor, what + "Descriptor");
+        if (descriptor.length > 512) {
+            throw new IllegalArgumentException("a sim-xgmi " + what + " descriptor is at most 512 bytes, got "
+                    + descriptor.length);
+        }
+        String[] fields = new String(descriptor, StandardCharsets.UTF_8).split(" ", -1);
+        if (fields.length != count || !fields[0].equals(BACKEND)) {
+            throw new IllegalArgumentException("not a sim-xgmi " + what + " descriptor (" + count
+                    + " fields starting with 'sim-xgmi'); was it made by another backend?");
+        }
+        return fields;
+    }
+
+    @Override
+    public void forgetPeer(MemoryRegion remote) {
+        peers.remove(remote);
+    }
+
+    @Override
+    public int peersImported() {
+        return peers.size();
     }
 
     /**
