@@ -1,6 +1,7 @@
 package dev.kvflux.transfer;
 
 import dev.kvflux.bindings.DurationText;
+import dev.kvflux.transfer.notify.KvRegion;
 import dev.kvflux.transfer.notify.LogText;
 import dev.kvflux.transfer.notify.NotifyClient;
 import dev.kvflux.transfer.notify.NotifyLimits;
@@ -169,7 +170,7 @@ public final class DecodeSide implements AutoCloseable {
         Mono<Void> askForKv = Mono.defer(() -> {
                     blocks.writing(id);
                     return client.send(t.prefill(), new NotifyMessage.RemoteBlocks(id, id, t.blocks(), 0,
-                            settings.incarnation), blocksWithin);
+                            settings.incarnation, settings.region), blocksWithin);
                 })
                 .flatMap(delivered -> delivered || settings.receiveDeadline == null ? Mono.<Void>empty()
                         : Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.UNDELIVERABLE, null,
@@ -341,7 +342,7 @@ public final class DecodeSide implements AutoCloseable {
 
     /** What a side was built with. */
     private record Settings(Duration receiveDeadline, Duration blockLease, ContentCheck contentCheck,
-            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer) {
+            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvRegion region) {
         /** How long remote_blocks is retried: half the receive deadline (prefill needs the rest to write and notify). */
         Duration blocksWithin() {
             return receiveDeadline != null ? receiveDeadline.dividedBy(2) : NO_DEADLINE_BLOCKS_WITHIN;
@@ -358,6 +359,7 @@ public final class DecodeSide implements AutoCloseable {
         private DecodeRecorder recorder = DecodeRecorder.NOOP;
         private Duration receiveDeadline = defaultReceiveDeadline(PrefillSide.DEFAULT_TRANSFER_TIMEOUT);
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
+        private KvRegion region;
 
         private Builder() {
             super("decode", DEFAULT_BLOCKS);
@@ -368,6 +370,16 @@ public final class DecodeSide implements AutoCloseable {
             recorder = from.recorder;
             receiveDeadline = from.receiveDeadline;
             blockLease = from.blockLease;
+            region = from.region;
+        }
+
+        /**
+         * Where this decode's KV lives: its engine's and its registered region's packed descriptors, sent to
+         * prefill with every block list (the handshake; prefill's {@link HandshakeSessions} opens its session from
+         * them). Default none: prefill then writes through whatever sessions it was given.
+         */
+        public Builder region(KvRegion region) {
+            return with(b -> b.region = region);
         }
 
         @Override
@@ -414,7 +426,7 @@ public final class DecodeSide implements AutoCloseable {
          */
         public DecodeSide bindNow() {
             Settings settings = new Settings(receiveDeadline, blockLease, contentCheck, recorder, Incarnation.next(),
-                    maxBlocksPerTransfer);
+                    maxBlocksPerTransfer, region);
             ExpectedTransfers expected = (receiveDeadline == null ? ExpectedTransfers.withoutDeadline()
                     : ExpectedTransfers.withDeadline(receiveDeadline)).recorder(notifyRecorder)
                     .earlyBudget(limits.peerBudgetBytes());

@@ -37,6 +37,20 @@ public interface KvLayout {
     BatchPlan layerPlan(int layer, List<Long> localBlocks, List<Long> remoteBlocks);
 
     /**
+     * The copies of one layer from this layout's blocks into another side's region laid out as {@code remote}
+     * (a decode whose rows are of another length). By default only {@code remote} equal to this layout is
+     * supported.
+     *
+     * @throws IllegalArgumentException if this layout cannot address {@code remote}'s region
+     */
+    default BatchPlan layerPlan(int layer, List<Long> localBlocks, KvLayout remote, List<Long> remoteBlocks) {
+        if (remote != null && !remote.equals(this)) {
+            throw new IllegalArgumentException("this KV layout cannot write into a region laid out as " + remote);
+        }
+        return layerPlan(layer, localBlocks, remoteBlocks);
+    }
+
+    /**
      * MoRIIO's layout: {@code layers} rows of {@code rowBlocks} blocks of {@code blockBytes} bytes, one copy per
      * block.
      *
@@ -85,6 +99,35 @@ public interface KvLayout {
                 sizes[i] = blockBytes;
             }
             return BatchPlan.of(local, remote, sizes);
+        }
+
+        /** Between rows of any lengths, as long as both have this layout's layers and block size. */
+        @Override
+        public BatchPlan layerPlan(int layer, List<Long> localBlocks, KvLayout remote, List<Long> remoteBlocks) {
+            if (remote == null || remote.equals(this)) {
+                return layerPlan(layer, localBlocks, remoteBlocks);
+            }
+            if (!(remote instanceof Rows theirs) || theirs.layers != layers || theirs.blockBytes != blockBytes) {
+                throw new IllegalArgumentException("prefill's KV of " + layers + " layers of " + blockBytes
+                        + "-byte blocks cannot be written into a region laid out as " + remote);
+            }
+            Objects.checkIndex(layer, layers);
+            int n = Math.min(localBlocks.size(), remoteBlocks.size());
+            long[] local = new long[n];
+            long[] remoteOffsets = new long[n];
+            long[] sizes = new long[n];
+            for (int i = 0; i < n; i++) {
+                local[i] = ((long) layer * rowBlocks + block(localBlocks.get(i))) * blockBytes;
+                remoteOffsets[i] = ((long) layer * theirs.rowBlocks + theirs.block(remoteBlocks.get(i))) * blockBytes;
+                sizes[i] = blockBytes;
+            }
+            return BatchPlan.of(local, remoteOffsets, sizes);
+        }
+
+        /** Where block {@code id} of {@code layer} starts in the region. */
+        public long offset(int layer, long id) {
+            Objects.checkIndex(layer, layers);
+            return ((long) layer * rowBlocks + block(id)) * blockBytes;
         }
 
         private long block(long id) {

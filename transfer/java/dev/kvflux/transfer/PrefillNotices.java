@@ -59,8 +59,18 @@ final class PrefillNotices {
             switch (message) {
                 case NotifyMessage.Abort abort -> aborted(abort, t);
                 case NotifyMessage.RemoteBlocks list when list.incarnation() != 0 -> {
+                    if (list.region() != null) {
+                        side.sessions().described(list.incarnation(), list.region());
+                    }
                     if (t == null) {
                         earlyIncarnations.put(list.transferId(), list.incarnation());
+                        // the transfer may have opened since it was looked up, without seeing the entry: whoever
+                        // takes the entry out learns the incarnation from it
+                        PrefillTransfer opened = transfers.get(list.transferId());
+                        Long early = opened == null ? null : earlyIncarnations.remove(list.transferId());
+                        if (early != null && !learned(opened, early)) {
+                            return;
+                        }
                     } else if (!learned(t, list.incarnation())) {
                         return;
                     }

@@ -214,6 +214,11 @@ public final class PrefillSide implements AutoCloseable {
         writes.write(t, events);
     }
 
+    /** The sessions into decodes' memory this side writes through. */
+    DecodeSessions sessions() {
+        return settings.sessions;
+    }
+
     void settle(PrefillTransfer t) {
         writes.settle(t);
     }

@@ -101,6 +101,7 @@ public final class PrefillTransfer {
     private volatile boolean releaseDecode = true;
     /** Decode's blocks this transfer's layers are written into (empty until its block list came). */
     private volatile List<Long> decodeBlocks = List.of();
+    private volatile boolean sessionTaken;
     private Disposable write;
     private String abortReason;
     private boolean writing;
@@ -208,6 +209,15 @@ public final class PrefillTransfer {
         this.decodeBlocks = List.copyOf(blocks);
     }
 
+    /** This transfer took a session from the side's {@code DecodeSessions}; settling gives it back, once. */
+    void sessionTaken() {
+        sessionTaken = true;
+    }
+
+    boolean tookSession() {
+        return sessionTaken;
+    }
+
     void decodeIncarnation(long incarnation) {
         this.decodeIncarnation = incarnation;
     }
@@ -304,7 +314,13 @@ public final class PrefillTransfer {
         return new TransferSession() {
             @Override
             public long allocateTransferUid() {
-                return session.allocateTransferUid();
+                synchronized (PrefillTransfer.this) {
+                    if (abortReason != null || ended) {
+                        throw new TransferException(StatusCode.ERR_BAD_STATE, "transfer " + id
+                                + " was aborted; not posting further layers");
+                    }
+                    return session.allocateTransferUid();
+                }
             }
 
             @Override

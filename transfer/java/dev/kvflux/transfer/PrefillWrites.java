@@ -79,8 +79,14 @@ final class PrefillWrites {
                     .flatMap(remoteBlocks -> {
                         List<Long> local = t.localBlocks();
                         t.decodeBlocks(remoteBlocks.subList(0, Math.min(local.size(), remoteBlocks.size())));
+                        KvLayout remote;
+                        try {
+                            remote = settings.sessions().layout(t.decode(), t.decodeIncarnation());
+                        } catch (RuntimeException e) {
+                            return Mono.error(new TransferException(StatusCode.ERR_BAD_STATE, e.getMessage()));
+                        }
                         Flux<LayerWrite> layerWrites = Flux.range(0, layers).map(l -> new LayerWrite(l, events.get(l),
-                                settings.layout().layerPlan(l, local, remoteBlocks)));
+                                settings.layout().layerPlan(l, local, remote, remoteBlocks)));
                         return settings.pipeline().write(new WriteRequest(id, t.recording(session(t), afterPost),
                                 layerWrites));
                     })
@@ -112,7 +118,11 @@ final class PrefillWrites {
      * layer is posted, once decode's block list (and with it decode's incarnation) has come.
      */
     private TransferSession session(PrefillTransfer t) {
-        return new LazySession(() -> settings.sessions().session(t.decode(), t.decodeIncarnation()));
+        return new LazySession(() -> {
+            TransferSession session = settings.sessions().session(t.decode(), t.decodeIncarnation());
+            t.sessionTaken();
+            return session;
+        });
     }
 
     private void finish(WriteOutcome outcome, PrefillTransfer t) {
@@ -168,9 +178,28 @@ final class PrefillWrites {
                     }
                     return Mono.empty();
                 })
-                .doFinally(signal -> settling.decrementAndGet())
+                .doFinally(signal -> {
+                    closeStatuses(posted);
+                    if (t.tookSession()) {
+                        settings.sessions().released(t.decode(), t.decodeIncarnation());
+                    }
+                    settling.decrementAndGet();
+                })
                 .contextWrite(LogContext.context(t.id(), t.observer().traceId()))
                 .subscribe();
+    }
+
+    /** Releases what the engine keeps for each status (native handles): nothing queries them once drained. */
+    private static void closeStatuses(List<TransferStatus> posted) {
+        for (TransferStatus status : posted) {
+            if (status instanceof AutoCloseable closeable) {
+                try {
+                    closeable.close();
+                } catch (Exception e) {
+                    LOG.debug("releasing a status failed: {}", e.toString());
+                }
+            }
+        }
     }
 
     /** Whether any status may still be in flight; one that cannot be queried counts as in flight. */

@@ -102,6 +102,22 @@ final class FlatMapReader {
         }
 
         /**
+         * The binary field {@code key}, at most {@code maxBytes} long, copied out.
+         *
+         * @throws MalformedFrameException if it is missing, not a binary, or longer
+         */
+        byte[] binary(String key, int maxBytes) {
+            Field field = required(key, Kind.BINARY, "a binary");
+            if (field.length() > maxBytes) {
+                throw new MalformedFrameException("notify message key '" + key + "' is " + field.length()
+                        + " bytes, over its limit of " + maxBytes);
+            }
+            byte[] copy = new byte[field.length()];
+            bytes.get(field.offset(), copy);
+            return copy;
+        }
+
+        /**
          * The string field {@code key} cut to at most {@code maxBytes} of UTF-8 (at a character boundary), with
          * a note of how many bytes were cut; nothing larger than the cut is allocated.
          */

@@ -5,7 +5,7 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Writes the one shape every notify message has on the wire: a flat msgpack map of string keys whose values are
- * strings, integers or arrays of integers. Each value takes msgpack's shortest form (fixint, fixstr, str8, ...),
+ * strings, integers, binaries or arrays of integers. Each value takes msgpack's shortest form (fixint, fixstr, str8, ...),
  * as msgpack's reference packers write it, so a MoRIIO peer reads what it would read from Python.
  * {@link FlatMapReader} reads the same shape back.
  */
@@ -30,6 +30,24 @@ final class FlatMapWriter {
     /** One string key and its integer value. */
     FlatMapWriter entry(String key, long value) {
         return string(key).integer(value);
+    }
+
+    /** One string key and its binary value. */
+    FlatMapWriter entry(String key, byte[] value) {
+        string(key);
+        int n = value.length;
+        if (n < 1 << 8) {
+            out.write(0xc4);
+            out.write(n);
+        } else if (n < 1 << 16) {
+            out.write(0xc5);
+            bigEndian(n, 2);
+        } else {
+            out.write(0xc6);
+            bigEndian(n, 4);
+        }
+        out.write(value, 0, n);
+        return this;
     }
 
     FlatMapWriter string(String value) {

@@ -17,7 +17,9 @@ import java.util.stream.Collectors;
  * ({@link NotifyMessage}); absent, they read as 0. Outcomes may add {@code traceparent}, a string of at most
  * {@value Traceparent#MAX_BYTES} bytes (a longer one, or one that is not a string, makes the frame malformed);
  * one that is not a valid version-00 {@link Traceparent} reads as absent. Unknown keys with scalar values are
- * ignored, so newer senders stay readable.
+ * ignored, so newer senders stay readable. A kvflux decode's {@code remote_blocks} adds its {@link KvRegion} as
+ * {@code kv_backend}, {@code kv_engine_desc} and {@code kv_memory_desc} (binaries), {@code kv_row_blocks} and
+ * {@code kv_block_bytes}.
  *
  * <p>Decoding is bounded before anything is allocated: {@link FlatMapReader} checks the frame's structure
  * and every length against the bytes present, then each field is checked against its own limit
@@ -31,6 +33,9 @@ public final class NotifyCodec {
     public static final int MAX_BLOCKS = 65_536;
     /** Longest {@code reason} kept, in UTF-8 bytes; a longer one is cut. */
     public static final int MAX_REASON_BYTES = 1024;
+    /** How many keys a {@code remote_blocks}'s KV region adds ({@code kv_backend}, {@code kv_engine_desc},
+     * {@code kv_memory_desc}, {@code kv_row_blocks}, {@code kv_block_bytes}). */
+    private static final int REGION_KEYS = 5;
     /** Longest {@code type} accepted, in UTF-8 bytes. */
     private static final int MAX_TYPE_BYTES = 32;
 
@@ -44,13 +49,20 @@ public final class NotifyCodec {
         FlatMapWriter packer = new FlatMapWriter();
         switch (message) {
             case NotifyMessage.RemoteBlocks blocks -> {
-                packer.map(5 + extra).entry("type", blocks.type().wireName()).entry("req_id", blocks.reqId())
+                KvRegion region = blocks.region();
+                packer.map(5 + extra + (region == null ? 0 : REGION_KEYS))
+                        .entry("type", blocks.type().wireName()).entry("req_id", blocks.reqId())
                         .entry("transfer_id", blocks.transferId())
                         .string("block_notify_list").array(blocks.blockNotifyList().size());
                 for (long block : blocks.blockNotifyList()) {
                     packer.integer(block);
                 }
                 packer.entry("decode_rank", blocks.decodeRank());
+                if (region != null) {
+                    packer.entry("kv_backend", region.backend()).entry("kv_engine_desc", region.engineDescriptor())
+                            .entry("kv_memory_desc", region.memoryDescriptor())
+                            .entry("kv_row_blocks", region.rowBlocks()).entry("kv_block_bytes", region.blockBytes());
+                }
             }
             case NotifyMessage.WriteFailed failed -> packer.map(4 + extra).entry("type", failed.type().wireName())
                     .entry("transfer_id", failed.transferId()).entry("code", failed.code().value())
@@ -160,8 +172,27 @@ public final class NotifyCodec {
                     fields.truncatedString("reason", MAX_REASON_BYTES), incarnation, to, traceparent(fields));
             case REMOTE_BLOCKS -> new NotifyMessage.RemoteBlocks(fields.string("req_id", MAX_ID_BYTES), transferId,
                     fields.integers("block_notify_list", MAX_BLOCKS), intIn(fields, "decode_rank", 0, Integer.MAX_VALUE),
-                    incarnation);
+                    incarnation, region(fields));
         };
+    }
+
+    /**
+     * The optional KV region of a {@code remote_blocks}: all five {@code kv_*} keys or none; each descriptor checked
+     * against {@link KvRegion#MAX_DESCRIPTOR_BYTES} before it is copied.
+     */
+    private static KvRegion region(FlatMapReader.Fields fields) {
+        if (fields.get("kv_memory_desc") == null && fields.get("kv_engine_desc") == null) {
+            return null;
+        }
+        long rows = fields.integer("kv_row_blocks");
+        long blockBytes = fields.integer("kv_block_bytes");
+        if (rows < 1 || rows > Integer.MAX_VALUE || blockBytes < 1 || blockBytes > Integer.MAX_VALUE) {
+            throw new MalformedFrameException("remote_blocks carries a KV region of " + rows + " blocks per row of "
+                    + blockBytes + " bytes; each must lie in 1.." + Integer.MAX_VALUE);
+        }
+        return new KvRegion(fields.string("kv_backend", KvRegion.MAX_BACKEND_BYTES),
+                fields.binary("kv_engine_desc", KvRegion.MAX_DESCRIPTOR_BYTES),
+                fields.binary("kv_memory_desc", KvRegion.MAX_DESCRIPTOR_BYTES), rows, blockBytes);
     }
 
     /**

@@ -104,13 +104,21 @@ public sealed interface NotifyMessage {
         };
     }
 
-    /** D → P: the blocks D allocated for the request ({@code type: remote_blocks}). */
-    record RemoteBlocks(String reqId, String transferId, List<Long> blockNotifyList, int decodeRank, long incarnation)
-            implements NotifyMessage {
+    /**
+     * D → P: the blocks D allocated for the request ({@code type: remote_blocks}), and, from a kvflux decode that
+     * has registered its KV with an engine, where that KV lives ({@code region}, null when not sent).
+     */
+    record RemoteBlocks(String reqId, String transferId, List<Long> blockNotifyList, int decodeRank, long incarnation,
+            KvRegion region) implements NotifyMessage {
         public RemoteBlocks {
             Objects.requireNonNull(reqId, "reqId");
             Objects.requireNonNull(transferId, "transferId");
             blockNotifyList = List.copyOf(blockNotifyList);
+        }
+
+        public RemoteBlocks(String reqId, String transferId, List<Long> blockNotifyList, int decodeRank,
+                long incarnation) {
+            this(reqId, transferId, blockNotifyList, decodeRank, incarnation, null);
         }
 
         public RemoteBlocks(String reqId, String transferId, List<Long> blockNotifyList, int decodeRank) {

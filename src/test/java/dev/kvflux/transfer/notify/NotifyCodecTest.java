@@ -59,6 +59,52 @@ class NotifyCodecTest {
     }
 
     @Test
+    void aDecodesKvRegionTravelsWithItsBlockListAsBinariesAndIntegers() throws Exception {
+        byte[] engine = {(byte) 0x96, 1, 2, 3};
+        byte[] memory = new byte[200];
+        java.util.Arrays.fill(memory, (byte) 0xc1);
+        KvRegion region = new KvRegion("native-sim", engine, memory, 4096, 73_728);
+        NotifyMessage.RemoteBlocks blocks = new NotifyMessage.RemoteBlocks("t-1", "t-1", List.of(3L, 4L), 0, 77, region);
+
+        byte[] frame = NotifyCodec.encode(blocks);
+
+        NotifyMessage.RemoteBlocks back = (NotifyMessage.RemoteBlocks) NotifyCodec.decode(frame);
+        assertThat(back).isEqualTo(blocks);
+        assertThat(back.region().memoryDescriptor()).isEqualTo(memory);
+        assertThat(keys(frame)).containsEntry("kv_backend", "native-sim").containsEntry("kv_row_blocks", "4096")
+                .containsEntry("kv_block_bytes", "73728").containsKeys("kv_engine_desc", "kv_memory_desc");
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.RemoteBlocks("t-1", "t-1", List.of(3L), 0, 77))))
+                .as("a block list without a region is MoRIIO's, plus the incarnation")
+                .doesNotContainKeys("kv_backend", "kv_engine_desc", "kv_memory_desc");
+    }
+
+    /** A remote_blocks whose region's engine descriptor is one byte over the limit, with or without kv_block_bytes. */
+    private static byte[] regionFrame(boolean withBlockBytes) throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(withBlockBytes ? 10 : 9).packString("type").packString("remote_blocks")
+                    .packString("req_id").packString("r").packString("transfer_id").packString("t")
+                    .packString("block_notify_list").packArrayHeader(0).packString("decode_rank").packInt(0)
+                    .packString("kv_backend").packString("native-sim")
+                    .packString("kv_engine_desc").packBinaryHeader(KvRegion.MAX_DESCRIPTOR_BYTES + 1)
+                    .writePayload(new byte[KvRegion.MAX_DESCRIPTOR_BYTES + 1])
+                    .packString("kv_memory_desc").packBinaryHeader(1).writePayload(new byte[1])
+                    .packString("kv_row_blocks").packInt(8);
+            if (withBlockBytes) {
+                packer.packString("kv_block_bytes").packInt(64);
+            }
+            return packer.toByteArray();
+        }
+    }
+
+    @Test
+    void aKvRegionWithADescriptorOverItsLimitOrMissingKeysIsAMalformedFrame() throws Exception {
+        assertThatThrownBy(() -> NotifyCodec.decode(regionFrame(false))).isInstanceOf(MalformedFrameException.class)
+                .hasMessageContaining("kv_block_bytes");
+        assertThatThrownBy(() -> NotifyCodec.decode(regionFrame(true))).isInstanceOf(MalformedFrameException.class)
+                .hasMessageContaining("kv_engine_desc").hasMessageContaining("over its limit of 4096");
+    }
+
+    @Test
     void anIncarnationThatIsNotAnIntegerIsAMalformedFrame() throws Exception {
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
             packer.packMapHeader(3).packString("type").packString("write_done")
