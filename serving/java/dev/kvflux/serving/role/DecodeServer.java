@@ -1,6 +1,8 @@
 package dev.kvflux.serving.role;
 
+import dev.kvflux.bindings.DescribedEngine;
 import dev.kvflux.bindings.DurationText;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.micrometer.MicrometerNotifyRecorder;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
@@ -8,8 +10,10 @@ import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.metrics.RoleMetrics;
 import dev.kvflux.transfer.BlockAllocator;
+import dev.kvflux.transfer.ContentCheck;
 import dev.kvflux.transfer.DecodeSide;
 import dev.kvflux.transfer.LogContext;
+import dev.kvflux.transfer.notify.KvRegion;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -59,9 +63,12 @@ public final class DecodeServer implements AutoCloseable {
     private final Listing listing;
     private final RoleMetrics meters;
     private final MicrometerNotifyRecorder notifyMeters;
+    /** Closes the engine when the instance made its own. */
+    private final Runnable ownedEngine;
 
     private DecodeServer(DisposableServer http, DecodeSide side, String host, NotifyAuth auth, RoleMetrics meters,
-            MicrometerNotifyRecorder notifyMeters) {
+            MicrometerNotifyRecorder notifyMeters, Runnable ownedEngine) {
+        this.ownedEngine = ownedEngine;
         this.http = http;
         this.side = side;
         this.host = host;
@@ -83,9 +90,21 @@ public final class DecodeServer implements AutoCloseable {
     public static final class Builder extends RoleSettings<Builder> {
         private Duration receiveDeadline;
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
+        private DescribedEngine engine;
 
         private Builder() {
             super(DEFAULT_KV_BLOCKS);
+        }
+
+        /**
+         * The engine decode's KV region is registered with; prefill writes into it through the descriptors decode
+         * sends with every block list ({@link KvRegion}). The caller closes it after the instance. Default: a
+         * simulated xGMI engine of the instance's own, closed with it. Over the C simulator or a GPU, decode checks
+         * every block's bytes before it decodes.
+         */
+        public Builder engine(DescribedEngine engine) {
+            this.engine = Objects.requireNonNull(engine, "engine");
+            return this;
         }
 
         /** How long a request waits for its transfer's notice; {@code null} for no deadline. */
@@ -139,11 +158,24 @@ public final class DecodeServer implements AutoCloseable {
         LogContext.enable();
         RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "decode");
         MicrometerNotifyRecorder notifyMeters = MicrometerNotifyRecorder.of(meters.registry(), meters.tags());
-        DecodeSide side = DecodeSide.builder().notifyAddress(where.host(), where.notifyPort()).auth(settings.auth)
-                .limits(settings.limits).notifyRecorder(notifyMeters).recorder(new DecodeStats(meters))
-                .blocks(settings.kvBlocks).receiveDeadline(settings.receiveDeadline).blockLease(settings.blockLease)
-                .contentCheck(KvChecksum.forLayers(model.layers())).maxBlocksPerTransfer(settings.maxBlocksPerRequest())
-                .bindNow();
+        DescribedEngine engine = settings.engine != null ? settings.engine : SimulatedXgmiEngine.create();
+        Runnable owned = settings.engine != null ? () -> { } : engine::close;
+        RoleMemory memory;
+        DecodeSide side;
+        try {
+            memory = RoleMemory.register(engine, RoleMemory.layout(model, settings.kvBlocks), settings.gpu);
+            ContentCheck check = memory.bytes() != null ? memory.bytes().check()
+                    : KvChecksum.forLayers(model.layers());
+            side = DecodeSide.builder().region(memory.describe(engine))
+                    .notifyAddress(where.host(), where.notifyPort()).auth(settings.auth)
+                    .limits(settings.limits).notifyRecorder(notifyMeters).recorder(new DecodeStats(meters))
+                    .blocks(settings.kvBlocks).receiveDeadline(settings.receiveDeadline).blockLease(settings.blockLease)
+                    .contentCheck(check).maxBlocksPerTransfer(settings.maxBlocksPerRequest())
+                    .bindNow();
+        } catch (RuntimeException e) {
+            owned.run();
+            throw e;
+        }
         try {
             DecodeCompletions completions = new DecodeCompletions(model, side, settings.observations,
                     RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
@@ -154,14 +186,27 @@ public final class DecodeServer implements AutoCloseable {
                     DecodeSide::running);
             meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", side,
                     DecodeSide::notifyConnections);
-            DecodeServer server = new DecodeServer(http, side, where.host(), settings.auth, meters, notifyMeters);
-            LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}",
+            EngineMeters.register(meters, engine);
+            if (memory.bytes() != null) {
+                KvBytes bytes = memory.bytes();
+                meters.gauge("kvflux.decode.kv.checked.bytes", "KV bytes decode read back and compared before"
+                        + " decoding", bytes, KvBytes::checkedBytes);
+                meters.gauge("kvflux.decode.kv.check.seconds", "Time decode spent reading back and comparing KV",
+                        bytes, b -> b.checkNanos() / 1e9);
+                meters.gauge("kvflux.decode.kv.mismatched.blocks", "Blocks whose bytes were not the transfer's KV",
+                        bytes, KvBytes::mismatchedBlocks);
+            }
+            DecodeServer server = new DecodeServer(http, side, where.host(), settings.auth, meters, notifyMeters,
+                    owned);
+            LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}, KV on {} ({} bytes{})",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     settings.auth == null ? "unsigned" : "signed", model,
-                    settings.receiveDeadline == null ? "none" : settings.receiveDeadline.toMillis() + " ms");
+                    settings.receiveDeadline == null ? "none" : settings.receiveDeadline.toMillis() + " ms",
+                    engine.backend(), memory.region().size(), memory.bytes() != null ? ", every block checked" : "");
             return server;
         } catch (RuntimeException e) {
             side.close();
+            owned.run();
             throw new IllegalStateException("cannot start decode's HTTP server on " + where.host() + ":"
                     + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
         }
@@ -228,5 +273,6 @@ public final class DecodeServer implements AutoCloseable {
         side.close();
         http.disposeNow();
         meters.close();
+        ownedEngine.run();
     }
 }

@@ -26,18 +26,28 @@ final class KvChecksum {
 
     /** The check of {@code transferId}'s KV in {@code layers} layers written into {@code decodeBlocks}, in order. */
     static long of(String transferId, int layers, List<Long> decodeBlocks) {
+        long idHash = idHash(transferId);
+        long h = idHash;
+        for (int l = 0; l < layers; l++) {
+            for (int i = 0; i < decodeBlocks.size(); i++) {
+                h = mixIn(mixIn(h, tag(idHash, l, i)), decodeBlocks.get(i));
+            }
+        }
+        return h == 0 ? 1 : h;
+    }
+
+    /** The FNV-1a hash of the transfer id, the seed of its blocks' tags. */
+    static long idHash(String transferId) {
         long h = FNV_OFFSET;
         for (byte b : transferId.getBytes(StandardCharsets.UTF_8)) {
             h = (h ^ (b & 0xff)) * FNV_PRIME;
         }
-        long idHash = h;
-        for (int l = 0; l < layers; l++) {
-            for (int i = 0; i < decodeBlocks.size(); i++) {
-                long tag = mix(idHash + 31L * l + 1_000_003L * i);
-                h = mixIn(mixIn(h, tag), decodeBlocks.get(i));
-            }
-        }
-        return h == 0 ? 1 : h;
+        return h;
+    }
+
+    /** The tag of block {@code i} (its place in the transfer's block list) of layer {@code l}. */
+    static long tag(long idHash, int l, int i) {
+        return mix(idHash + 31L * l + 1_000_003L * i);
     }
 
     private static long mixIn(long h, long value) {

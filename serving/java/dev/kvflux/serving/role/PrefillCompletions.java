@@ -38,6 +38,8 @@ import reactor.netty.http.server.HttpServerResponse;
  */
 final class PrefillCompletions {
     private final ServingModel model;
+    /** The KV's bytes, where the engine's memory holds them; null on the simulated xGMI engine. */
+    private final KvBytes bytes;
     private final PrefillSide side;
     private final PrefillLoop loop;
     private final PrefillStats stats;
@@ -46,8 +48,9 @@ final class PrefillCompletions {
     private final int maxModelLen;
     private volatile boolean closing;
 
-    PrefillCompletions(ServingModel model, PrefillSide side, PrefillLoop loop, PrefillStats stats,
+    PrefillCompletions(ServingModel model, PrefillSide side, PrefillLoop loop, PrefillStats stats, KvBytes bytes,
             ObservationRegistry observations, RequestGate gate, int maxModelLen) {
+        this.bytes = bytes;
         this.gate = gate;
         this.maxModelLen = maxModelLen;
         this.model = model;
@@ -141,9 +144,21 @@ final class PrefillCompletions {
         };
     }
 
-    /** Called when the prompt's last prefill step is queued: its layers finish across the step. */
+    /**
+     * Called when the prompt's last prefill step is queued: its layers finish across the step. Where the engine's
+     * memory holds bytes, the stand-in forward pass writes every layer's blocks first, on the prefill loop's thread
+     * (so a later owner of the same blocks writes only after it).
+     */
     private void startWrite(PrefillTransfer t, Traced traced, Duration startsIn, Duration stepLength) {
         traced.queue.stop();
+        if (bytes != null) {
+            try {
+                bytes.write(t.id(), t.localBlocks());
+            } catch (RuntimeException e) {
+                t.abort("prefill's forward pass could not write the KV into its memory: " + e.getMessage());
+                return;
+            }
+        }
         int layers = model.layers();
         List<LayerEvent> events = new ArrayList<>(layers);
         for (int l = 0; l < layers; l++) {

@@ -1,6 +1,6 @@
 package dev.kvflux.serving.role;
 
-import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.DescribedEngine;
 import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.micrometer.MicrometerNotifyRecorder;
@@ -13,8 +13,8 @@ import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.metrics.RoleMetrics;
 import dev.kvflux.transfer.BlockAllocator;
-import dev.kvflux.transfer.DecodeSessions;
 import dev.kvflux.transfer.DecodeSide;
+import dev.kvflux.transfer.HandshakeSessions;
 import dev.kvflux.transfer.KvLayout;
 import dev.kvflux.transfer.LogContext;
 import dev.kvflux.transfer.PrefillSide;
@@ -73,11 +73,13 @@ public final class PrefillServer implements AutoCloseable {
     private final Listing listing;
     private final RoleMetrics meters;
     private final MicrometerNotifyRecorder notifyMeters;
+    private final HandshakeSessions sessions;
 
     private PrefillServer(DisposableServer http, PrefillSide side, PrefillCompletions completions, PrefillLoop loop,
             Scheduler loopScheduler, PrefillStats stats, String host, NotifyAuth auth, RoleMetrics meters,
-            MicrometerNotifyRecorder notifyMeters) {
+            MicrometerNotifyRecorder notifyMeters, HandshakeSessions sessions) {
         this.notifyMeters = notifyMeters;
+        this.sessions = sessions;
         this.http = http;
         this.side = side;
         this.completions = completions;
@@ -102,7 +104,7 @@ public final class PrefillServer implements AutoCloseable {
      */
     public static final class Builder extends RoleSettings<Builder> {
         private Policy policy = Policy.KVFLUX;
-        private TransferEngine engine;
+        private DescribedEngine engine;
         private PrefillLoop.StepListener steps;
         private KvfluxConfig.Transfer transfer = KvfluxConfig.defaults().transfer();
         private Duration notifyWithin;
@@ -119,11 +121,13 @@ public final class PrefillServer implements AutoCloseable {
         }
 
         /**
-         * The engine the KV cache is written through. The simulated engine ({@link SimulatedXgmiEngine}) hears of
-         * each prefill step ({@link SimulatedXgmiEngine#prefillStepQueued}), so its copies contend with the
-         * forward pass as real copies do.
+         * The engine the KV cache is written through; prefill registers its KV region with it and imports each
+         * decode's from the descriptors decode sends ({@link HandshakeSessions}). The simulated engine
+         * ({@link SimulatedXgmiEngine}) hears of each prefill step ({@link SimulatedXgmiEngine#prefillStepQueued}),
+         * so its copies contend with the forward pass as real copies do; over the C simulator or a GPU, the
+         * stand-in forward pass writes every block's bytes and decode checks them.
          */
-        public Builder engine(TransferEngine engine) {
+        public Builder engine(DescribedEngine engine) {
             this.engine = Objects.requireNonNull(engine, "engine");
             return this;
         }
@@ -200,16 +204,15 @@ public final class PrefillServer implements AutoCloseable {
         RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "prefill");
         PrefillStats stats = new PrefillStats(meters);
         MicrometerNotifyRecorder notifyMeters = MicrometerNotifyRecorder.of(meters.registry(), meters.tags());
-        KvLayout layout = KvLayout.rows(model.layers(), ServingModel.ROW_BLOCKS, model.blockBytes());
-        MemoryRegion local = settings.engine.registerMemory(layout.regionBytes(), 0);
-        // until decodes hand over their memory descriptors, every transfer writes into one stand-in region
-        MemoryRegion remote = new MemoryRegion("decode", 0, layout.regionBytes(), 1);
+        KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks);
+        RoleMemory memory = RoleMemory.register(settings.engine, layout, settings.gpu);
+        HandshakeSessions sessions = HandshakeSessions.of(settings.engine, memory.region(), layout);
         WritePipeline pipeline = settings.policy.writePipeline(settings.engine, settings.transfer,
                 MicrometerWaitRecorder.of(meters.registry(), meters.tags()).histograms(true));
         PrefillSide.Builder side = PrefillSide.builder().notifyAddress(where.host(), where.notifyPort())
                 .auth(settings.auth).limits(settings.limits)
                 .notifyRecorder(notifyMeters).recorder(stats)
-                .layout(layout).sessions(DecodeSessions.of(settings.engine.createSession(local, remote)))
+                .layout(layout).sessions(sessions)
                 .pipeline(pipeline).blocks(settings.kvBlocks).transferTimeout(settings.transfer.timeout())
                 .decodeDeadline(DecodeSide.defaultReceiveDeadline(settings.transfer.timeout()))
                 .failureNotices(settings.policy.failureNotice()).contentCheck(KvChecksum.forLayers(model.layers()))
@@ -222,8 +225,8 @@ public final class PrefillServer implements AutoCloseable {
         PrefillLoop loop = new PrefillLoop(model, settings.steps(), loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
                 settings.maxQueuedPrompts);
         try {
-            PrefillCompletions completions = new PrefillCompletions(model, bound, loop, stats, settings.observations,
-                    RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
+            PrefillCompletions completions = new PrefillCompletions(model, bound, loop, stats, memory.bytes(),
+                    settings.observations, RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
             DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, bound::blocks, bound.blockCapacity());
             BlockMetrics.registerIncarnation(meters, bound.incarnation());
@@ -235,8 +238,11 @@ public final class PrefillServer implements AutoCloseable {
                     pipeline, WritePipeline::requestsQueued);
             meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", bound,
                     PrefillSide::notifyConnections);
+            meters.gauge("kvflux.prefill.decode.sessions.open", "Engine sessions open into decodes' KV regions, one"
+                    + " per decode incarnation", sessions, HandshakeSessions::openSessions);
+            EngineMeters.register(meters, settings.engine);
             PrefillServer server = new PrefillServer(http, bound, completions, loop, loopScheduler, stats, where.host(),
-                    settings.auth, meters, notifyMeters);
+                    settings.auth, meters, notifyMeters, sessions);
             LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, engine {}, model {}",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     settings.auth == null ? "unsigned" : "signed", settings.policy.wireName(),
@@ -245,6 +251,7 @@ public final class PrefillServer implements AutoCloseable {
         } catch (RuntimeException e) {
             // whatever failed after the notify server was bound must not leave its port, connections or thread
             bound.close(Duration.ZERO);
+            sessions.close();
             loop.close();
             loopScheduler.dispose();
             throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
@@ -337,6 +344,7 @@ public final class PrefillServer implements AutoCloseable {
         listing.dispose();
         completions.closing();
         side.close(grace);
+        sessions.close();
         http.disposeNow();
         loop.close();
         loopScheduler.dispose();

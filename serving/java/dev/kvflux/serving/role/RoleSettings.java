@@ -34,6 +34,7 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     ObservationRegistry observations = ObservationRegistry.NOOP;
     int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
     double maxRequestShare = 1.0;
+    int gpu;
 
     RoleSettings(int defaultKvBlocks) {
         this.kvBlocks = defaultKvBlocks;
@@ -74,6 +75,19 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
                     + kvBlocks);
         }
         this.kvBlocks = kvBlocks;
+        return self();
+    }
+
+    /**
+     * The GPU the role keeps its KV on, for engines on GPUs (default 0); host-memory engines ignore it.
+     *
+     * @throws IllegalArgumentException if {@code gpu} is negative
+     */
+    public B gpu(int gpu) {
+        if (gpu < 0) {
+            throw new IllegalArgumentException("--gpu must be 0 or more, got " + gpu);
+        }
+        this.gpu = gpu;
         return self();
     }
 

@@ -18,10 +18,9 @@ public record ServingModel(String name, double prefillTokensPerSecond, int maxBa
                            Duration decodeStep, int blockTokens, int kvBytesPerTokenPerLayer) {
 
     /**
-     * Blocks per layer row of the roles' KV layout ({@code KvLayout.rows}): the most KV blocks a role may have
-     * (2^24, as the command line allows), the same on both roles so that prefill can address decode's blocks
-     * whatever either role's {@code --kv-blocks}. The simulated engine allocates nothing for a region, so the
-     * layout's size costs nothing.
+     * The most KV blocks a role may have (2^24, as the command line allows). Each role's KV region has one row of
+     * its own {@code --kv-blocks} per layer ({@code KvLayout.rows}); prefill learns the length of decode's rows
+     * from the region decode describes with each block list.
      */
     public static final int ROW_BLOCKS = 1 << 24;
 

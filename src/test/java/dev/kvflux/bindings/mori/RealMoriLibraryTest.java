@@ -6,12 +6,16 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.transfer.notify.KvRegion;
+import dev.kvflux.transfer.notify.NotifyCodec;
+import dev.kvflux.transfer.notify.NotifyMessage;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -131,6 +135,27 @@ class RealMoriLibraryTest {
                 assertThat(unpacked.isRemote()).isTrue();
                 assertThat(unpacked.pack()).isEqualTo(packed);
                 assertThat(unpacked.region()).isEqualTo(new MemoryRegion("real-mem-owner", memory.region().id(), 300, -1));
+            }
+        }
+    }
+
+    @Test
+    void theHandshakesDescriptorsCrossTheNotifyChannelAndAreUnpackedByMoRIsOwnCode() {
+        try (Arena arena = Arena.ofConfined();
+                MoriEngine decode = io.createEngine("real-handshake-decode", "127.0.0.1", 0);
+                MoriEngine prefill = io.createEngine("real-handshake-prefill", "127.0.0.1", 0)) {
+            MemorySegment kv = arena.allocate(4 * 64);
+            try (MoriMemory memory = decode.registerMemory(kv, -1, MemoryLocation.CPU)) {
+                KvRegion region = new KvRegion("mori", decode.packDescriptor(), memory.pack(), 2, 64);
+                NotifyMessage.RemoteBlocks sent = new NotifyMessage.RemoteBlocks("t", "t", List.of(1L), 0, 5, region);
+
+                NotifyMessage.RemoteBlocks got = (NotifyMessage.RemoteBlocks) NotifyCodec.decode(NotifyCodec.encode(sent));
+                prefill.registerRemoteEngine(got.region().engineDescriptor());
+                try (MoriMemory remote = prefill.unpackMemory(got.region().memoryDescriptor())) {
+                    assertThat(remote.region()).isEqualTo(memory.region());
+                    assertThat(remote.pack()).isEqualTo(memory.pack());
+                }
+                prefill.deregisterRemoteEngine(got.region().engineDescriptor());
             }
         }
     }

@@ -350,7 +350,7 @@ class FailureHandlingTest {
              PrefillServer prefill = PrefillServer.builder().model(FAST).engine(engine)
                      .transfer(KvfluxConfig.defaults().transfer().withTimeout(Duration.ofMillis(500)))
                      .notifyWithin(Duration.ofSeconds(2)).maxQueuedPrompts(16).kvBlocks(1000).bindNow()) {
-            client.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks("t-1", "t-1", List.of(7L), 0),
+            client.send(prefill.notifyAddress(), DescribedDecode.blocks(FAST, "t-1", List.of(7L)),
                     Duration.ofSeconds(5)).block();
             assertThat(Completions.post(prefill.httpAddress(), body("t-1", "a b c", decode.address()))
                     .block(Duration.ofSeconds(5))).startsWith("200 ");

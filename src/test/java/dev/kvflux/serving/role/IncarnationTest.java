@@ -56,7 +56,7 @@ class IncarnationTest {
             int port = decode.address().getPort();
             long old = Incarnation.next();
             // t-0 completes against the old incarnation: prefill now knows it
-            asDecode.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks("t-0", "t-0", List.of(1L), 0, old),
+            asDecode.send(prefill.notifyAddress(), DescribedDecode.blocks(FAST, "t-0", List.of(1L), old),
                     Duration.ofSeconds(5)).block();
             assertThat(Completions.post(prefill.httpAddress(), body("t-0", port)).block(Duration.ofSeconds(5)))
                     .startsWith("200 ");
@@ -69,7 +69,7 @@ class IncarnationTest {
             await("t-1 waits for its block list", () -> prefill.transfersRunning() == 1);
 
             long current = later(old);
-            asDecode.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks("t-2", "t-2", List.of(2L), 0, current),
+            asDecode.send(prefill.notifyAddress(), DescribedDecode.blocks(FAST, "t-2", List.of(2L), current),
                     Duration.ofSeconds(5)).block();
             assertThat(Completions.post(prefill.httpAddress(), body("t-2", port)).block(Duration.ofSeconds(5)))
                     .startsWith("200 ");
@@ -81,7 +81,7 @@ class IncarnationTest {
             assertThat(toDecode).as("the new incarnation is not sent release for the old one's transfer")
                     .noneMatch(m -> m instanceof NotifyMessage.Release && m.transferId().equals("t-1"));
 
-            asDecode.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks("t-3", "t-3", List.of(3L), 0, old),
+            asDecode.send(prefill.notifyAddress(), DescribedDecode.blocks(FAST, "t-3", List.of(3L), old),
                     Duration.ofSeconds(5)).block();
             String stale = Completions.post(prefill.httpAddress(), body("t-3", port)).block(Duration.ofSeconds(5));
 

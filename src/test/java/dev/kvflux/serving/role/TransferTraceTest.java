@@ -256,7 +256,7 @@ class TransferTraceTest {
                     .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
                     .responseSingle((res, content) -> content.asString());
             assertThat(answer.block(Duration.ofSeconds(5))).contains("text_completion");
-            asDecode.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks(id, id, List.of(1L), 0),
+            asDecode.send(prefill.notifyAddress(), DescribedDecode.blocks(SMALL, id, List.of(1L)),
                     Duration.ofSeconds(5)).block();
             await(() -> received.stream().anyMatch(m -> m instanceof NotifyMessage.WriteDone));
             return received.stream().filter(m -> m instanceof NotifyMessage.WriteDone).findFirst().orElseThrow();

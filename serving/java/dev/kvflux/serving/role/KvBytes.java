@@ -1,0 +1,149 @@
+package dev.kvflux.serving.role;
+
+import dev.kvflux.transfer.ContentCheck;
+import dev.kvflux.transfer.KvLayout;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The stand-in model's KV as bytes, for engines whose memory holds them (the C simulator's shared host memory):
+ * prefill's forward pass writes every block, and decode checks every block it received before it decodes.
+ *
+ * <p>Word {@code k} of block {@code i} (its place in the transfer's block list) of layer {@code l} is
+ * {@code tag(t, l, i) ^ (k × φ)}, with {@link KvChecksum}'s tag, so every word of every block depends on the
+ * transfer, the layer, the block's place and the word's place: KV that landed in another block, came for another
+ * transfer, or was not written at all does not pass. Decode copies each block where it granted it into host memory
+ * (from host memory, or from its GPU) and compares it word by word; the cost is counted ({@link #checkedBytes()},
+ * {@link #checkNanos()}).
+ */
+final class KvBytes {
+    private static final long PHI = 0x9E3779B97F4A7C15L;
+    private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED;
+
+    /** Where a side's KV bytes are: host memory read in place, or a GPU's, copied through host memory. */
+    interface BlockIo {
+        /** Copies {@code block} to {@code offset} of the region. */
+        void write(long offset, MemorySegment block);
+
+        /** Copies {@code into.byteSize()} bytes at {@code offset} of the region into {@code into}. */
+        void read(long offset, MemorySegment into);
+
+        /** Host memory: {@code region} itself. */
+        static BlockIo host(MemorySegment region) {
+            return new BlockIo() {
+                @Override
+                public void write(long offset, MemorySegment block) {
+                    MemorySegment.copy(block, 0, region, offset, block.byteSize());
+                }
+
+                @Override
+                public void read(long offset, MemorySegment into) {
+                    MemorySegment.copy(region, offset, into, 0, into.byteSize());
+                }
+            };
+        }
+    }
+
+    private final BlockIo io;
+    private final KvLayout.Rows layout;
+    private final LongAdder checkedBytes = new LongAdder();
+    private final LongAdder checkNanos = new LongAdder();
+    private final LongAdder mismatchedBlocks = new LongAdder();
+
+    /** The KV in a side's registered memory, reached through {@code io}, laid out as {@code layout}. */
+    KvBytes(BlockIo io, KvLayout.Rows layout) {
+        this.io = io;
+        this.layout = layout;
+    }
+
+    /** Writes every layer of {@code transferId}'s KV into {@code blocks}, as prefill's forward pass. */
+    void write(String transferId, List<Long> blocks) {
+        long idHash = KvChecksum.idHash(transferId);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment block = arena.allocate(layout.blockBytes(), Long.BYTES);
+            for (int l = 0; l < layout.layers(); l++) {
+                for (int i = 0; i < blocks.size(); i++) {
+                    fill(block, KvChecksum.tag(idHash, l, i));
+                    io.write(layout.offset(l, blocks.get(i)), block);
+                }
+            }
+        }
+    }
+
+    /** How many of {@code transferId}'s blocks (over all layers) at {@code blocks} do not hold its KV. */
+    int mismatches(String transferId, List<Long> blocks) {
+        long began = System.nanoTime();
+        long idHash = KvChecksum.idHash(transferId);
+        int bad = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment block = arena.allocate(layout.blockBytes(), Long.BYTES);
+            for (int l = 0; l < layout.layers(); l++) {
+                for (int i = 0; i < blocks.size(); i++) {
+                    io.read(layout.offset(l, blocks.get(i)), block);
+                    if (!holds(block, KvChecksum.tag(idHash, l, i))) {
+                        bad++;
+                    }
+                }
+            }
+        }
+        checkedBytes.add((long) layout.layers() * blocks.size() * layout.blockBytes());
+        checkNanos.add(System.nanoTime() - began);
+        mismatchedBlocks.add(bad);
+        return bad;
+    }
+
+    private static void fill(MemorySegment block, long tag) {
+        long words = block.byteSize() / Long.BYTES;
+        for (long k = 0; k < words; k++) {
+            block.set(WORD, k * Long.BYTES, tag ^ (k * PHI));
+        }
+        for (long b = words * Long.BYTES; b < block.byteSize(); b++) {
+            block.set(ValueLayout.JAVA_BYTE, b, (byte) tag);
+        }
+    }
+
+    private static boolean holds(MemorySegment block, long tag) {
+        long words = block.byteSize() / Long.BYTES;
+        for (long k = 0; k < words; k++) {
+            if (block.get(WORD, k * Long.BYTES) != (tag ^ (k * PHI))) {
+                return false;
+            }
+        }
+        for (long b = words * Long.BYTES; b < block.byteSize(); b++) {
+            if (block.get(ValueLayout.JAVA_BYTE, b) != (byte) tag) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Decode's content check: {@link KvChecksum}'s value (what prefill sends with {@code write_done}) when every
+     * block holds the transfer's KV, another value when one does not, so decode fails the request as corrupt.
+     */
+    ContentCheck check() {
+        return (transferId, decodeBlocks) -> {
+            long expected = KvChecksum.of(transferId, layout.layers(), decodeBlocks);
+            if (mismatches(transferId, decodeBlocks) == 0) {
+                return expected;
+            }
+            long other = expected ^ PHI;
+            return other == 0 ? 2 : other;
+        };
+    }
+
+    long checkedBytes() {
+        return checkedBytes.sum();
+    }
+
+    long checkNanos() {
+        return checkNanos.sum();
+    }
+
+    long mismatchedBlocks() {
+        return mismatchedBlocks.sum();
+    }
+}

@@ -1,0 +1,79 @@
+package dev.kvflux.serving.role;
+
+import dev.kvflux.bindings.DescribedEngine;
+import dev.kvflux.bindings.MemoryRegion;
+import dev.kvflux.bindings.gpu.DeviceBuffer;
+import dev.kvflux.bindings.gpu.GpuCopyEngine;
+import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.bindings.mori.NativeTransferEngine;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.transfer.KvLayout;
+import dev.kvflux.transfer.notify.KvRegion;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A role's KV region registered with its engine: rows of the role's {@code --kv-blocks} blocks per layer, and,
+ * where the engine's memory holds bytes, the bytes themselves ({@link KvBytes}). The simulated xGMI engine keeps no
+ * bytes (its region is bookkeeping); the C simulator's region is host memory another process maps; a GPU copy
+ * engine's is device memory on the role's GPU, read and written through host copies.
+ */
+record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes) {
+
+    /** The rows of a role of {@code blocks} blocks running {@code model}. */
+    static KvLayout.Rows layout(ServingModel model, int blocks) {
+        return new KvLayout.Rows(model.layers(), blocks, model.blockBytes());
+    }
+
+    /**
+     * Registers the region with {@code engine} on {@code gpu} (where the engine runs on GPUs).
+     *
+     * @throws IllegalStateException if the engine's memory is not one the roles can keep KV in, or it cannot hold
+     *     the region, saying what to do
+     */
+    static RoleMemory register(DescribedEngine engine, KvLayout.Rows layout, int gpu) {
+        long size = layout.regionBytes();
+        try {
+            return switch (engine) {
+                case SimulatedXgmiEngine sim -> new RoleMemory(sim.registerMemory(size, gpu), layout, null);
+                case NativeTransferEngine n when n.simulator().isPresent() -> {
+                    MemoryRegion region = n.registerMemory(size, -1);
+                    yield new RoleMemory(region, layout, new KvBytes(KvBytes.BlockIo.host(n.buffer(region)), layout));
+                }
+                case GpuCopyEngine g -> {
+                    MemoryRegion region = g.registerMemory(size, g.device());
+                    yield new RoleMemory(region, layout, new KvBytes(device(g.runtime(), g.buffer(region)), layout));
+                }
+                default -> throw new IllegalStateException("the roles cannot keep their KV on backend '"
+                        + engine.backend() + "' yet; run them with --backend sim-xgmi, native-sim, cuda or hip");
+            };
+        } catch (RuntimeException e) {
+            if (e instanceof IllegalStateException) {
+                throw e;
+            }
+            throw new IllegalStateException("cannot register a KV region of " + size + " bytes (" + layout.layers()
+                    + " layers x " + layout.rowBlocks() + " blocks x " + layout.blockBytes() + " bytes) with the "
+                    + engine.backend() + " engine: " + e.getMessage() + "; lower --kv-blocks", e);
+        }
+    }
+
+    /** What decode sends prefill with every block list: its engine's and this region's descriptors and rows. */
+    KvRegion describe(DescribedEngine engine) {
+        return new KvRegion(engine.backend(), engine.engineDescriptor(), engine.memoryDescriptor(region),
+                layout.rowBlocks(), layout.blockBytes());
+    }
+
+    private static KvBytes.BlockIo device(GpuRuntime runtime, DeviceBuffer buffer) {
+        long base = buffer.address();
+        return new KvBytes.BlockIo() {
+            @Override
+            public void write(long offset, MemorySegment block) {
+                runtime.copyFromHost(block, base + offset);
+            }
+
+            @Override
+            public void read(long offset, MemorySegment into) {
+                runtime.copyToHost(base + offset, into);
+            }
+        };
+    }
+}

@@ -1,0 +1,66 @@
+package dev.kvflux.serving.role;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.transfer.KvLayout;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The stand-in model's KV bytes: what prefill's forward pass writes is what decode's check accepts, and only that. */
+class KvBytesTest {
+    private static final KvLayout.Rows LAYOUT = new KvLayout.Rows(3, 8, 1028);
+
+    private static KvBytes over(MemorySegment region) {
+        return new KvBytes(KvBytes.BlockIo.host(region), LAYOUT);
+    }
+
+    /** Copies {@code blocks} of every layer from {@code from} to {@code to}, as an engine's copies would. */
+    private static void copy(MemorySegment from, List<Long> src, MemorySegment to, List<Long> dst) {
+        for (int l = 0; l < LAYOUT.layers(); l++) {
+            for (int i = 0; i < src.size(); i++) {
+                MemorySegment.copy(from, LAYOUT.offset(l, src.get(i)), to, LAYOUT.offset(l, dst.get(i)),
+                        LAYOUT.blockBytes());
+            }
+        }
+    }
+
+    /** Transfer t-1's KV written by prefill into its blocks 0 and 5, copied into decode's blocks 7 and 2. */
+    private static KvBytes written(Arena arena, MemorySegment decode) {
+        MemorySegment prefill = arena.allocate(LAYOUT.regionBytes());
+        over(prefill).write("t-1", List.of(0L, 5L));
+        copy(prefill, List.of(0L, 5L), decode, List.of(7L, 2L));
+        return over(decode);
+    }
+
+    @Test
+    void blocksCopiedWhereDecodeGrantedThemPassItsCheck() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment decode = arena.allocate(LAYOUT.regionBytes());
+            KvBytes check = written(arena, decode);
+
+            assertThat(check.mismatches("t-1", List.of(7L, 2L))).isZero();
+            assertThat(check.check().of("t-1", List.of(7L, 2L))).isEqualTo(KvChecksum.of("t-1", 3, List.of(7L, 2L)));
+            assertThat(check.checkedBytes()).isEqualTo(2L * 3 * 2 * 1028);
+        }
+    }
+
+    @Test
+    void kvInTheWrongBlocksOfAnotherTransferUnwrittenOrWithOneByteChangedFailsTheCheck() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment decode = arena.allocate(LAYOUT.regionBytes());
+            KvBytes check = written(arena, decode);
+
+            assertThat(check.mismatches("t-1", List.of(2L, 7L))).as("swapped").isEqualTo(6);
+            assertThat(check.mismatches("t-2", List.of(7L, 2L))).as("another transfer").isEqualTo(6);
+            assertThat(check.mismatches("t-1", List.of(7L, 3L))).as("one block never written").isEqualTo(3);
+            decode.set(ValueLayout.JAVA_BYTE, LAYOUT.offset(2, 2) + 1027, (byte) 0x55);
+            assertThat(check.mismatches("t-1", List.of(7L, 2L))).as("the last byte of one block").isEqualTo(1);
+            long expected = KvChecksum.of("t-1", 3, List.of(7L, 2L));
+            assertThat(check.check().of("t-1", List.of(7L, 2L))).isNotEqualTo(expected).isNotZero();
+            assertThat(check.mismatchedBlocks()).isEqualTo(6 + 6 + 3 + 1 + 1);
+        }
+    }
+}
