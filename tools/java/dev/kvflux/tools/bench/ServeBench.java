@@ -1,5 +1,7 @@
 package dev.kvflux.tools.bench;
 
+import dev.kvflux.bindings.DescribedEngine;
+import dev.kvflux.bindings.mori.NativeTransferEngine;
 import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
@@ -26,7 +28,8 @@ import reactor.core.scheduler.Schedulers;
 /**
  * The serving benchmark: for each policy and each concurrency, a fresh proxy, prefill and decode on
  * loopback (in this process, talking HTTP and the notify channel over TCP as separate processes would),
- * a fresh simulated engine, and the {@link LoadGenerator}. Runs one after another; each ends within its
+ * fresh engines (the simulated xGMI engine, or the C simulator through FFM, whose copies move every block's bytes
+ * and whose decode checks them), and the {@link LoadGenerator}. Runs one after another; each ends within its
  * request bound.
  */
 public final class ServeBench {
@@ -42,8 +45,31 @@ public final class ServeBench {
     public record Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts,
                            int inputTokens, int outputTokens, Duration transferTimeout, Duration receiveDeadline,
                            boolean sgUnderLoad, FaultPlan faults, ServingModel model, Duration requestTimeout,
-                           long seed, int warmupRequests, NotifyAuth notifyAuth) {
+                           long seed, int warmupRequests, NotifyAuth notifyAuth, String backend) {
+        /** The backends serve-bench runs its roles on, in this process. */
+        public static final List<String> BACKENDS = List.of(SimulatedXgmiEngine.BACKEND, "native-sim");
+
+        /** On the simulated xGMI engine. */
+        public Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts, int inputTokens,
+                int outputTokens, Duration transferTimeout, Duration receiveDeadline, boolean sgUnderLoad,
+                FaultPlan faults, ServingModel model, Duration requestTimeout, long seed, int warmupRequests,
+                NotifyAuth notifyAuth) {
+            this(policies, concurrencies, numPrompts, inputTokens, outputTokens, transferTimeout, receiveDeadline,
+                    sgUnderLoad, faults, model, requestTimeout, seed, warmupRequests, notifyAuth,
+                    SimulatedXgmiEngine.BACKEND);
+        }
+
         public Settings {
+            Objects.requireNonNull(backend, "backend");
+            if (!BACKENDS.contains(backend)) {
+                throw new IllegalArgumentException("serve-bench runs its roles in one process, on " + String.join(" or ",
+                        BACKENDS) + "; backend '" + backend + "' needs them in processes of their own: run kvflux"
+                        + " proxy, prefill and decode with --backend " + backend);
+            }
+            if (!backend.equals(SimulatedXgmiEngine.BACKEND) && (sgUnderLoad || !faults.equals(FaultPlan.NONE))) {
+                throw new IllegalArgumentException("--sg-under-load and --inject-failures act on the simulated xGMI"
+                        + " engine; leave them out with --backend " + backend);
+            }
             Objects.requireNonNull(policies, "policies");
             Objects.requireNonNull(transferTimeout, "transferTimeout");
             Objects.requireNonNull(faults, "faults");
@@ -85,6 +111,8 @@ public final class ServeBench {
         }
     }
 
+    private static final java.util.concurrent.atomic.AtomicInteger RUNS = new java.util.concurrent.atomic.AtomicInteger();
+
     private final Settings settings;
     private final PrintStream progress;
 
@@ -110,14 +138,22 @@ public final class ServeBench {
 
     private BenchRow runOne(Policy policy, int concurrency, int prompts, FaultPlan faultPlan, boolean report) {
         List<Fault> faults = faultPlan.faults(prompts, settings.model().layers(), settings.seed());
-        SimulatedXgmiEngine.Builder engineSettings = SimulatedXgmiEngine.builder()
-                .copyPath(settings.sgUnderLoad() ? CopyPath.SCATTER_GATHER : CopyPath.DEFAULT);
-        faults.forEach(engineSettings::fault);
-        SimulatedXgmiEngine engine = engineSettings.build();
+        DescribedEngine engine;
+        DescribedEngine decodeEngine;
+        if (settings.backend().equals(SimulatedXgmiEngine.BACKEND)) {
+            SimulatedXgmiEngine.Builder engineSettings = SimulatedXgmiEngine.builder()
+                    .copyPath(settings.sgUnderLoad() ? CopyPath.SCATTER_GATHER : CopyPath.DEFAULT);
+            faults.forEach(engineSettings::fault);
+            engine = engineSettings.build();
+            decodeEngine = SimulatedXgmiEngine.create();
+        } else {
+            engine = NativeTransferEngine.simulated("serve-bench-prefill-" + RUNS.incrementAndGet());
+            decodeEngine = NativeTransferEngine.simulated("serve-bench-decode-" + RUNS.get());
+        }
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(10));
         String label = String.format(Locale.ROOT, "[%s c=%d]", report ? policy.wireName() : "warm-up", concurrency);
-        try (engine;
-             DecodeServer decode = DecodeServer.builder().model(settings.model())
+        try (engine; decodeEngine;
+             DecodeServer decode = DecodeServer.builder().model(settings.model()).engine(decodeEngine)
                      .receiveDeadline(policy.decodeDeadline() ? settings.kvfluxDeadline() : null)
                      .auth(settings.notifyAuth()).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(settings.model()).policy(policy).engine(engine)

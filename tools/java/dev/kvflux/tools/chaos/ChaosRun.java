@@ -32,7 +32,8 @@ import java.util.function.Consumer;
  * (a connection cut or a body without a reason), {@code cancelled_by_client} (the load's own disconnects),
  * {@code never_finished} (no answer within the request timeout), {@code corrupt_outputs} (200 with other
  * tokens, plus the KV decode's content check caught, whose requests failed instead); and from the roles' {@code /metrics} after settling: {@code leaked_blocks} (KV blocks not free,
- * prefill plus decode) and {@code leaked_handles} (transfers, write places and requests still held).
+ * prefill plus decode) and {@code leaked_handles} (transfers, write places and requests still held, and on the C
+ * simulator the engines' native handles, sessions and mappings of the other role's memory beyond what they keep at rest).
  * {@code recovery_s}: after a restart, the time from the restarted role being healthy until the first
  * request started after it succeeds (-1 when none did); for an interleaved fault (disconnects, rejections,
  * a burst, status failures, stalls and late statuses, scatter/gather under load, mistreated notifications), the longest time from a disturbed request's end until the next success;
@@ -54,10 +55,11 @@ public final class ChaosRun {
 
     /** What to run. */
     public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
-                           List<String> faults, Path logDir) {
+                           List<String> faults, Path logDir, String backend) {
         public Settings {
             Objects.requireNonNull(transferTimeout, "transferTimeout");
             Objects.requireNonNull(logDir, "logDir");
+            Objects.requireNonNull(backend, "backend");
             faults = List.copyOf(faults);
             if (requests < 3) {
                 throw new IllegalArgumentException("--requests must be at least 3 (one third before, during and"
@@ -67,6 +69,12 @@ public final class ChaosRun {
                 throw new IllegalArgumentException("--concurrency must be at least 1, got " + concurrency);
             }
             faults.forEach(ChaosFault::named);
+        }
+
+        /** On the default backend, the simulated xGMI engine. */
+        public Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
+                List<String> faults, Path logDir) {
+            this(requests, concurrency, transferTimeout, promptWords, maxTokens, faults, logDir, "sim-xgmi");
         }
 
         /** The faults to run, in order. */
@@ -174,9 +182,15 @@ public final class ChaosRun {
     /** The options both roles run with, beyond their membership. */
     private static final List<String> COMMON = List.of("--layers", Integer.toString(LAYERS), "--decode-step", "5ms");
 
+    private List<String> common() {
+        List<String> args = new ArrayList<>(COMMON);
+        args.addAll(List.of("--backend", settings.backend()));
+        return args;
+    }
+
     private List<String> decodeArgs(List<String> membership) {
         List<String> args = new ArrayList<>(membership);
-        args.addAll(COMMON);
+        args.addAll(common());
         args.addAll(List.of("--receive-deadline", settings.receiveDeadline().toMillis() + "ms",
                 "--block-lease", settings.blockLease().toMillis() + "ms"));
         return args;
@@ -184,7 +198,7 @@ public final class ChaosRun {
 
     private List<String> prefillArgs(List<String> membership, ChaosFault fault) {
         List<String> args = new ArrayList<>(membership);
-        args.addAll(COMMON);
+        args.addAll(common());
         args.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
         args.addAll(fault.prefillArgs(settings));
         return args;
@@ -297,12 +311,14 @@ public final class ChaosRun {
             try {
                 PrometheusText p = roles.get(0).metrics();
                 long blocks = heldBlocks(p);
-                long handles = p.count("kvflux_prefill_transfers_running") + p.count("kvflux_prefill_writes_in_flight");
+                int decodes = roles.size() - 1;
+                long handles = p.count("kvflux_prefill_transfers_running") + p.count("kvflux_prefill_writes_in_flight")
+                        + prefillEngineLeaks(p, decodes);
                 long corrupt = 0;
                 for (RoleProcess decode : roles.subList(1, roles.size())) {
                     PrometheusText d = decode.metrics();
                     blocks += heldBlocks(d);
-                    handles += d.count("kvflux_decode_requests_running");
+                    handles += d.count("kvflux_decode_requests_running") + decodeEngineLeaks(d);
                     corrupt += d.count(CORRUPT_KV, "result", "corrupt");
                 }
                 held = new Leaks(Math.toIntExact(blocks), Math.toIntExact(handles), corrupt);
@@ -315,6 +331,27 @@ public final class ChaosRun {
             Thread.sleep(50);
         }
         return held;
+    }
+
+    /**
+     * What prefill's engine holds beyond what it needs at rest, where it counts it: its own engine and region (2
+     * native handles) plus a session and the imported region (2 more) per decode session, at most one session per
+     * running decode, and no more mappings of decodes' memory than sessions. Statuses are released when their
+     * transfer drains, so any handle beyond that is a leak.
+     */
+    private static long prefillEngineLeaks(PrometheusText p, int decodes) {
+        long sessions = p.count("kvflux_prefill_decode_sessions_open");
+        long leaks = Math.max(0, sessions - decodes)
+                + Math.max(0, p.count("kvflux_engine_peer_mappings_open") - sessions);
+        if (p.sum("kvflux_engine_handles_open") > 0) {
+            leaks += Math.max(0, p.count("kvflux_engine_handles_open") - 2 - 2 * sessions);
+        }
+        return leaks;
+    }
+
+    /** What decode's engine holds beyond its engine and its region (2 native handles), where it counts it. */
+    private static long decodeEngineLeaks(PrometheusText d) {
+        return d.sum("kvflux_engine_handles_open") > 0 ? Math.max(0, d.count("kvflux_engine_handles_open") - 2) : 0;
     }
 
     /** KV blocks not free (allocated, writing or quarantined). */

@@ -43,7 +43,8 @@ public final class ChaosCommand implements Callable<Integer> {
     Duration transferTimeout = Duration.ofSeconds(2);
 
     @Option(names = "--faults", paramLabel = "LIST", split = ",",
-            description = "Faults to run, comma-separated (default: all of ${DEFAULT-VALUE}).")
+            description = "Faults to run, comma-separated (default: all of ${DEFAULT-VALUE}; sg-under-load only on"
+                    + " sim-xgmi).")
     List<String> faults = ChaosRun.FAULTS;
 
     @Option(names = "--logs", paramLabel = "DIR", description = "Where the roles' logs go (default: a new temporary"
@@ -53,12 +54,22 @@ public final class ChaosCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print {\"faults\": [...]} as JSON instead of a table.")
     boolean json;
 
+    @Option(names = "--backend", paramLabel = "NAME",
+            description = "The roles' transfer engine: sim-xgmi (default), native-sim (the C simulator through FFM,"
+                    + " decode's KV in shared host memory, every block checked), cuda or hip (on --gpu 0).")
+    String backend = "sim-xgmi";
+
     @Override
     public Integer call() throws Exception {
         ChaosRun.Settings settings;
         try {
+            if (!EngineOptions.BACKENDS.contains(backend)) {
+                throw new IllegalArgumentException("unknown backend '" + backend + "'; the roles run on "
+                        + String.join(", ", EngineOptions.BACKENDS));
+            }
+            faults = faultsOn(backend, faults, faults == ChaosRun.FAULTS);
             settings = new ChaosRun.Settings(requests, concurrency, transferTimeout, 256, 4, faults,
-                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"));
+                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"), backend);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -93,6 +104,32 @@ public final class ChaosCommand implements Callable<Integer> {
             spec.commandLine().getOut().println("role logs: " + settings.logDir());
         }
         return 0;
+    }
+
+    /**
+     * The faults that apply to {@code backend}: the simulated xGMI engine's copy path only there, the simulators'
+     * injected status faults not on GPUs. Those the backend lacks are left out of the default list; asked for by
+     * name, they are a usage error.
+     */
+    static List<String> faultsOn(String backend, List<String> faults, boolean byDefault) {
+        java.util.Set<String> lacking = new java.util.LinkedHashSet<>();
+        if (!backend.equals("sim-xgmi")) {
+            lacking.add("sg-under-load");
+        }
+        if (backend.equals("cuda") || backend.equals("hip")) {
+            for (String fault : ChaosRun.FAULTS) {
+                if (fault.startsWith("status-")) {
+                    lacking.add(fault);
+                }
+            }
+        }
+        List<String> missing = faults.stream().filter(lacking::contains).toList();
+        if (!missing.isEmpty() && !byDefault) {
+            throw new IllegalArgumentException("fault" + (missing.size() == 1 ? " " : "s ") + String.join(", ", missing)
+                    + " act on a simulated engine that backend " + backend + " does not have; leave "
+                    + (missing.size() == 1 ? "it" : "them") + " out of --faults");
+        }
+        return faults.stream().filter(f -> !lacking.contains(f)).toList();
     }
 
     static ObjectNode toJson(List<ChaosRun.FaultResult> results) {

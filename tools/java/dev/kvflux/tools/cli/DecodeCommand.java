@@ -1,12 +1,13 @@
 package dev.kvflux.tools.cli;
 
+import dev.kvflux.bindings.DescribedEngine;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.observe.Tracing;
 import dev.kvflux.serving.role.DecodeServer;
 import dev.kvflux.serving.role.ServingModel;
 import dev.kvflux.transfer.DecodeSide;
 import dev.kvflux.transfer.notify.NotifyAuth;
-import dev.kvflux.serving.etcd.EtcdDiscovery;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -18,7 +19,9 @@ import picocli.CommandLine;
 
 /** {@code kvflux decode}: a simulated decode instance. */
 @Command(name = "decode", mixinStandardHelpOptions = true,
-        description = {"Runs a simulated decode instance: it waits for each request's write_done from prefill, then"
+        description = {"Runs a simulated decode instance: it registers its KV region with the --backend engine and"
+                + " sends prefill its descriptors with each block list, waits for each request's write_done, checks"
+                + " the KV (every block's bytes, where the engine holds them), then"
                 + " decodes one token per decode step; a write_failed or its receive deadline fails the request"
                 + " with a clear error. Registers with the proxy every 3s, or keeps a leased record in etcd"
                 + " (--discovery etcd://HOST:PORT)."})
@@ -31,6 +34,9 @@ public final class DecodeCommand implements Callable<Integer> {
 
     @Mixin
     RoleOptions roleOptions;
+
+    @Mixin
+    EngineOptions engineOptions;
 
     @Option(names = "--receive-deadline", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "How long a request waits for its notice (default: transfer.timeout plus half, at least 5s more).")
@@ -62,10 +68,17 @@ public final class DecodeCommand implements Callable<Integer> {
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         roleOptions.requireSecretOffLoopback(spec.commandLine(), auth);
         Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
+        engineOptions.check(spec.commandLine(), config);
+        DescribedEngine engine;
+        try {
+            engine = engineOptions.open(config, "decode", null, false);
+        } catch (IllegalStateException e) {
+            return RoleRunner.cannotStart(spec.commandLine(), e);
+        }
         Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
         DecodeServer decode;
         try {
-            decode = DecodeServer.builder()
+            decode = DecodeServer.builder().engine(engine).gpu(engineOptions.gpu())
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
@@ -74,9 +87,11 @@ public final class DecodeCommand implements Callable<Integer> {
                     .observationRegistry(TracingOptions.registry(tracing))
                     .bindNow();
         } catch (IllegalArgumentException e) {
+            engine.close();
             RoleRunner.close(tracing);
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {
+            engine.close();
             RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
@@ -87,6 +102,7 @@ public final class DecodeCommand implements Callable<Integer> {
         }
         return RoleRunner.runUntilStopped(() -> {
             decode.close();
+            engine.close();
             RoleRunner.close(tracing);
         });
     }

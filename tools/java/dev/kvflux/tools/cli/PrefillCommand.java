@@ -1,17 +1,14 @@
 package dev.kvflux.tools.cli;
 
-import dev.kvflux.bindings.StatusCode;
-import dev.kvflux.bindings.sim.CopyPath;
-import dev.kvflux.bindings.sim.Fault;
-import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.bindings.DescribedEngine;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.observe.Tracing;
 import dev.kvflux.serving.role.Policy;
 import dev.kvflux.serving.role.PrefillServer;
 import dev.kvflux.serving.role.ServingModel;
 import dev.kvflux.transfer.DecodeSide;
 import dev.kvflux.transfer.notify.NotifyAuth;
-import dev.kvflux.serving.etcd.EtcdDiscovery;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.Callable;
@@ -21,10 +18,11 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine;
 
-/** {@code kvflux prefill}: a simulated prefill instance writing KV through the simulated xGMI engine. */
+/** {@code kvflux prefill}: a simulated prefill instance writing KV through the transfer engine {@code --backend} names. */
 @Command(name = "prefill", mixinStandardHelpOptions = true,
         description = {"Runs a simulated prefill instance: prompts go through a simulated model, each layer's KV"
-                + " is written to decode through the WRITE pipeline on the simulated xGMI engine, and the outcome"
+                + " is written into decode's KV region through the WRITE pipeline on the --backend engine (the simulated"
+                + " xGMI engine by default), and the outcome"
                 + " is sent to decode (write_done, or write_failed under the kvflux policy). Registers with the"
                 + " proxy every 3s, or keeps a leased record in etcd (--discovery etcd://HOST:PORT)."})
 public final class PrefillCommand implements Callable<Integer> {
@@ -36,6 +34,9 @@ public final class PrefillCommand implements Callable<Integer> {
 
     @Mixin
     RoleOptions roleOptions;
+
+    @Mixin
+    EngineOptions engineOptions;
 
     @Option(names = "--policy", paramLabel = "NAME", converter = PolicyConverter.class,
             description = "legacy (vLLM's connector with the whole-timeout wait), seed (vLLM's sliced-wait fix) or"
@@ -60,29 +61,6 @@ public final class PrefillCommand implements Callable<Integer> {
                     + " EVERY-th batch succeeds MILLIS ms after its copy finished).")
     String injectFault;
 
-    /** The simulated engine's faults for {@code --inject-fault}, on the first 1,000,000 batches. */
-    private static void injectFaults(SimulatedXgmiEngine.Builder engine, String spec, CommandLine cmd) {
-        String[] parts = spec.split(":");
-        try {
-            long every = Long.parseLong(parts[1]);
-            if (every < 1) {
-                throw new NumberFormatException("must be at least 1");
-            }
-            for (long ordinal = every - 1; ordinal < 1_000_000; ordinal += every) {
-                engine.fault(switch (parts[0]) {
-                    case "fail" -> Fault.fail(ordinal, Duration.ofMillis(1), StatusCode.valueOf(parts[2]),
-                            "injected failure (chaos)");
-                    case "stall" -> Fault.stall(ordinal);
-                    case "slow" -> Fault.slow(ordinal, Duration.ofMillis(Long.parseLong(parts[2])));
-                    default -> throw new IllegalArgumentException("unknown fault kind " + parts[0]);
-                });
-            }
-        } catch (RuntimeException e) {
-            throw new CommandLine.ParameterException(cmd, "--inject-fault '" + spec + "' is not fail:EVERY:CODE,"
-                    + " stall:EVERY or slow:EVERY:MILLIS (" + e.getMessage() + ")");
-        }
-    }
-
     @Override
     public Integer call() {
         OptionChecks.transferTimeout(spec.commandLine(), "--transfer-timeout", transferTimeout);
@@ -91,12 +69,15 @@ public final class PrefillCommand implements Callable<Integer> {
         KvfluxConfig config = roleOptions.config(spec.commandLine());
         Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
-        SimulatedXgmiEngine.Builder engineBuilder = SimulatedXgmiEngine.builder().timing(config.engine().sim().timing())
-                .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath());
-        if (injectFault != null) {
-            injectFaults(engineBuilder, injectFault, spec.commandLine());
+        engineOptions.check(spec.commandLine(), config);
+        EngineOptions.FaultSpec faults = injectFault == null ? null
+                : EngineOptions.FaultSpec.parse(injectFault, spec.commandLine());
+        DescribedEngine engine;
+        try {
+            engine = engineOptions.open(config, "prefill", faults, sgUnderLoad);
+        } catch (IllegalStateException e) {
+            return RoleRunner.cannotStart(spec.commandLine(), e);
         }
-        SimulatedXgmiEngine engine = engineBuilder.build();
         ServingModel model = roleOptions.model(spec.commandLine());
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         roleOptions.requireSecretOffLoopback(spec.commandLine(), auth);
@@ -105,7 +86,7 @@ public final class PrefillCommand implements Callable<Integer> {
         try {
             prefill = PrefillServer.builder()
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
-                    .model(model).policy(policy).engine(engine).transfer(config.transfer().withTimeout(timeout))
+                    .model(model).policy(policy).engine(engine).gpu(engineOptions.gpu()).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())

@@ -98,6 +98,12 @@ public final class ServeBenchCommand implements Callable<Integer> {
     @Mixin
     JsonOption output;
 
+    @Option(names = "--backend", paramLabel = "NAME",
+            description = "The roles' transfer engine: sim-xgmi (default: engine.backend) or native-sim (the C simulator"
+                    + " through FFM: every block's bytes copied and checked on decode; keep --input-len small, the"
+                    + " KV is written and checked in host memory).")
+    String backend;
+
     @Option(names = "--report", paramLabel = "FILE.html",
             description = "Also write a self-contained HTML page with a TTFT distribution plot per policy.")
     Path report;
@@ -120,7 +126,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
             settings = new ServeBench.Settings(policies, concurrencies, numPrompts, inputLen, outputLen, timeout,
                     receiveDeadline, sgUnderLoad, faults, model,
                     requestTimeout != null ? requestTimeout : timeout.multipliedBy(5).plusSeconds(5), seed, warmup,
-                    NotifySecret.resolve(config, cmd));
+                    NotifySecret.resolve(config, cmd), backend != null ? backend : config.engine().backend());
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());
         }
@@ -161,6 +167,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         m.put("inject_failures", s.faults().spec());
         m.put("seed", s.seed());
         m.put("notify_auth", s.notifyAuth() == null ? "none" : "hmac-sha256");
+        m.put("backend", s.backend());
         m.put("time_scale", "none: simulated model and engine run in real time");
         return m;
     }

@@ -1,0 +1,201 @@
+package dev.kvflux.tools.cli;
+
+import dev.kvflux.bindings.DescribedEngine;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.gpu.GpuCopyEngine;
+import dev.kvflux.bindings.gpu.GpuException;
+import dev.kvflux.bindings.gpu.GpuLibraryNotFoundException;
+import dev.kvflux.bindings.gpu.GpuPlatform;
+import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.bindings.mori.MoriIoException;
+import dev.kvflux.bindings.mori.MoriSimulator;
+import dev.kvflux.bindings.mori.NativeTransferEngine;
+import dev.kvflux.bindings.sim.CopyPath;
+import dev.kvflux.bindings.sim.Fault;
+import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
+import dev.kvflux.serving.config.KvfluxConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import picocli.CommandLine.Option;
+import picocli.CommandLine;
+
+/**
+ * Which transfer engine a role keeps and moves its KV with ({@code @Mixin} of {@code prefill} and {@code decode}):
+ * {@code --backend} (else the configuration's {@code engine.backend}) and {@code --gpu}. {@code sim-xgmi}, the
+ * default, is the simulated xGMI engine in Java; {@code native-sim} the C simulator behind kvflux's MoRI ABI,
+ * through FFM, whose host memory the other role's process maps, as xGMI maps a GPU's through IPC; {@code cuda}
+ * and {@code hip} kvflux's GPU copy engine, the KV in the GPU's memory.
+ */
+public final class EngineOptions {
+    /** The backends the roles run on, in the order the help lists them. */
+    static final List<String> BACKENDS = List.of("sim-xgmi", "native-sim", "cuda", "hip", "mori");
+
+    @Option(names = "--backend", paramLabel = "NAME",
+            description = "The transfer engine: sim-xgmi (the simulated xGMI engine; default: engine.backend),"
+                    + " native-sim (the C simulator through FFM; decode's KV in shared host memory), cuda or hip"
+                    + " (kvflux's GPU copy engine, the KV on --gpu), mori (the real MoRI IO, not yet for the roles).")
+    String backend;
+
+    @Option(names = "--gpu", paramLabel = "N",
+            description = "cuda and hip: the GPU this role keeps its KV on (default 0; both roles may share one).")
+    Integer gpu;
+
+    /** The backend named by {@code --backend}, else the configuration's. */
+    String backend(KvfluxConfig config) {
+        return backend != null ? backend.toLowerCase(Locale.ROOT) : config.engine().backend();
+    }
+
+    /** {@code --gpu}, else 0. */
+    int gpu() {
+        return gpu != null ? gpu : 0;
+    }
+
+    /**
+     * Checks the names and numbers given before anything starts.
+     *
+     * @throws CommandLine.ParameterException one line, for an unknown backend or a GPU option it does not take
+     */
+    void check(CommandLine cmd, KvfluxConfig config) {
+        String name = backend(config);
+        if (!BACKENDS.contains(name)) {
+            throw new CommandLine.ParameterException(cmd, "unknown backend '" + name + "'"
+                    + (backend == null ? " (engine.backend)" : "") + "; the roles run on " + String.join(", ", BACKENDS));
+        }
+        if (gpu != null) {
+            OptionChecks.inRange(cmd, "--gpu", gpu, 0, ReproGpuOptions.MAX_GPU);
+            if (!name.equals("cuda") && !name.equals("hip")) {
+                throw new CommandLine.ParameterException(cmd, "--gpu chooses the GPU of --backend cuda or hip;"
+                        + " backend " + name + " keeps its KV in host memory");
+            }
+        }
+    }
+
+    /**
+     * Opens the role's engine, keyed {@code kvflux-ROLE-PID}, with the prefill's simulated faults ({@code fault}, as
+     * {@code --inject-fault} gives them; null for none) and copy path.
+     *
+     * @throws IllegalStateException one line saying what is missing: no GPU, no GPU runtime, the C simulator
+     *     not loadable
+     */
+    DescribedEngine open(KvfluxConfig config, String role, FaultSpec fault, boolean sgUnderLoad) {
+        String name = backend(config);
+        String key = "kvflux-" + role + "-" + ProcessHandle.current().pid();
+        return switch (name) {
+            case "sim-xgmi" -> {
+                SimulatedXgmiEngine.Builder b = SimulatedXgmiEngine.builder().engineKey(key)
+                        .timing(config.engine().sim().timing())
+                        .copyPath(sgUnderLoad ? CopyPath.SCATTER_GATHER : config.engine().sim().copyPath());
+                if (fault != null) {
+                    fault.apply(b);
+                }
+                yield b.build();
+            }
+            case "native-sim" -> {
+                if (sgUnderLoad) {
+                    throw new IllegalStateException("--sg-under-load is a copy path of the simulated xGMI engine;"
+                            + " use --backend sim-xgmi for it");
+                }
+                NativeTransferEngine engine = nativeSim(key);
+                if (fault != null) {
+                    try {
+                        fault.apply(engine.simulator().orElseThrow(), engine);
+                    } catch (RuntimeException e) {
+                        engine.close();
+                        throw e;
+                    }
+                }
+                yield engine;
+            }
+            case "cuda", "hip" -> {
+                if (fault != null || sgUnderLoad) {
+                    throw new IllegalStateException("--inject-fault and --sg-under-load act on the simulators only;"
+                            + " backend " + name + " copies on a real GPU");
+                }
+                yield gpuEngine(GpuPlatform.named(name), key, gpu());
+            }
+            default -> throw new IllegalStateException("the roles do not run over the real MoRI yet: their KV must be"
+                    + " GPU memory registered with MoRI, which only `kvflux repro --backend mori` does today; run the"
+                    + " roles with --backend cuda or hip on GPUs, or native-sim for the C simulator behind the same ABI");
+        };
+    }
+
+    private static NativeTransferEngine nativeSim(String key) {
+        try {
+            return NativeTransferEngine.simulated(key);
+        } catch (MoriIoException | IllegalStateException | UnsatisfiedLinkError e) {
+            throw new IllegalStateException("cannot load the C simulator (native-sim): " + e.getMessage());
+        }
+    }
+
+    private static GpuCopyEngine gpuEngine(GpuPlatform platform, String key, int device) {
+        GpuRuntime runtime;
+        try {
+            String library = System.getProperty(GpuRuntime.LIBRARY_PROPERTY);
+            runtime = library != null && !library.isBlank() ? GpuRuntime.load(platform, Path.of(library))
+                    : GpuRuntime.load(platform);
+        } catch (GpuLibraryNotFoundException e) {
+            throw new IllegalStateException("--backend " + platform.prefix() + " needs a GPU runtime: " + e.getMessage());
+        }
+        int devices;
+        try {
+            devices = runtime.deviceCount();
+        } catch (GpuException e) {
+            throw new IllegalStateException("--backend " + platform.prefix() + " found no usable GPU: " + e.getMessage());
+        }
+        if (device >= devices) {
+            throw new IllegalStateException("--gpu " + device + " is not a GPU here: the " + platform.prefix()
+                    + " runtime sees " + devices + (devices == 1 ? " GPU (GPU 0)" : " GPUs (0 to " + (devices - 1) + ")"));
+        }
+        try {
+            return GpuCopyEngine.open(runtime, key, device);
+        } catch (GpuException e) {
+            throw new IllegalStateException("cannot open the " + platform.prefix() + " copy engine on GPU " + device
+                    + ": " + e.getMessage());
+        }
+    }
+
+    /** A prefill's simulated faults, as {@code --inject-fault} gives them: fail:EVERY:CODE, stall:EVERY, slow:EVERY:MILLIS. */
+    record FaultSpec(String kind, int every, StatusCode code, long millis) {
+        /** The spec in {@code text}, or a one-line usage error. */
+        static FaultSpec parse(String text, CommandLine cmd) {
+            String[] parts = text.split(":");
+            try {
+                int every = Integer.parseInt(parts[1]);
+                if (every < 1) {
+                    throw new NumberFormatException("must be at least 1");
+                }
+                return switch (parts[0]) {
+                    case "fail" -> new FaultSpec("fail", every, StatusCode.valueOf(parts[2]), 0);
+                    case "stall" -> new FaultSpec("stall", every, null, 0);
+                    case "slow" -> new FaultSpec("slow", every, null, Long.parseLong(parts[2]));
+                    default -> throw new IllegalArgumentException("unknown fault kind " + parts[0]);
+                };
+            } catch (RuntimeException e) {
+                throw new CommandLine.ParameterException(cmd, "--inject-fault '" + text + "' is not fail:EVERY:CODE,"
+                        + " stall:EVERY or slow:EVERY:MILLIS (" + e.getMessage() + ")");
+            }
+        }
+
+        /** On the simulated xGMI engine: every EVERY-th of the first 1,000,000 batches. */
+        void apply(SimulatedXgmiEngine.Builder engine) {
+            for (long ordinal = every - 1; ordinal < 1_000_000; ordinal += every) {
+                engine.fault(switch (kind) {
+                    case "fail" -> Fault.fail(ordinal, Duration.ofMillis(1), code, "injected failure (chaos)");
+                    case "stall" -> Fault.stall(ordinal);
+                    default -> Fault.slow(ordinal, Duration.ofMillis(millis));
+                });
+            }
+        }
+
+        /** On the C simulator: every EVERY-th batch. */
+        void apply(MoriSimulator sim, NativeTransferEngine engine) {
+            switch (kind) {
+                case "fail" -> sim.failEvery(engine.engine(), every, code, "injected failure (chaos)");
+                case "stall" -> sim.hangEvery(engine.engine(), every);
+                default -> sim.slowEvery(engine.engine(), every, Duration.ofMillis(millis));
+            }
+        }
+    }
+}
