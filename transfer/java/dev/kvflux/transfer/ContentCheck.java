@@ -18,4 +18,12 @@ public interface ContentCheck {
      * the transfer's block list); never 0 for a real check.
      */
     long of(String transferId, List<Long> decodeBlocks);
+
+    /**
+     * Whether {@link #of} reads the KV itself (a copy back from a GPU, a pass over every byte), and so must not run
+     * on the notify event loop: decode then checks on {@code Schedulers.boundedElastic()}. False by default.
+     */
+    default boolean blocking() {
+        return false;
+    }
 }

@@ -6,6 +6,7 @@ import dev.kvflux.transfer.notify.NotifyMessage;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * What the decode side does with prefill's messages: a message about another decode incarnation's blocks, or from
@@ -72,7 +73,13 @@ final class DecodeNotices {
         }
         switch (message) {
             case NotifyMessage.WriteDone done when done.checksum() != 0 && t != null
-                    && contentCheck != ContentCheck.NONE -> verified(done, t);
+                    && contentCheck != ContentCheck.NONE -> {
+                if (contentCheck.blocking()) {
+                    Schedulers.boundedElastic().schedule(() -> verified(done, t));
+                } else {
+                    verified(done, t);
+                }
+            }
             case NotifyMessage.Release release -> released(release.transferId());
             default -> expected.accept(message);
         }
