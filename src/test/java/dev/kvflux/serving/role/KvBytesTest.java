@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 
 /** The stand-in model's KV bytes: what prefill's forward pass writes is what decode's check accepts, and only that. */
 class KvBytesTest {
-    private static final KvLayout.Rows LAYOUT = new KvLayout.Rows(3, 8, 1028);
+    private static final KvLayout.Rows LAYOUT = new KvLayout.Rows(3, 80, 1028);
 
     private static KvBytes over(MemorySegment region) {
         return new KvBytes(KvBytes.BlockIo.host(region), LAYOUT);
@@ -44,6 +44,36 @@ class KvBytesTest {
             assertThat(check.mismatches("t-1", List.of(7L, 2L))).isZero();
             assertThat(check.check().of("t-1", List.of(7L, 2L))).isEqualTo(KvChecksum.of("t-1", 3, List.of(7L, 2L)));
             assertThat(check.checkedBytes()).isEqualTo(2L * 3 * 2 * 1028);
+        }
+    }
+
+    @Test
+    void runsOfRisingOrFallingBlocksMovedInOneCopyLandWhereEachBlockBelongs() {
+        List<Long> rising = java.util.stream.LongStream.range(3, 73).boxed().toList();
+        List<Long> falling = rising.reversed();
+        List<Long> mixed = List.of(9L, 10L, 11L, 30L, 29L, 28L, 50L);
+        try (Arena arena = Arena.ofConfined()) {
+            for (List<Long> src : List.of(rising, falling, mixed)) {
+                for (List<Long> dst : List.of(rising.subList(0, src.size()), falling.subList(0, src.size()), src)) {
+                    MemorySegment prefill = arena.allocate(LAYOUT.regionBytes());
+                    MemorySegment decode = arena.allocate(LAYOUT.regionBytes());
+                    over(prefill).write("t-run", src);
+                    copy(prefill, src, decode, dst);
+
+                    assertThat(over(decode).mismatches("t-run", dst)).as(src + " -> " + dst).isZero();
+                    long moved = java.util.stream.IntStream.range(0, dst.size())
+                            .filter(i -> !dst.get(i).equals(dst.reversed().get(i))).count();
+                    assertThat(over(decode).mismatches("t-run", dst.reversed())).as("every block read at another place")
+                            .isEqualTo(3 * moved);
+                }
+            }
+        }
+    }
+
+    @Test
+    void theCheckReadsEveryByteAndSoSaysItMustNotRunOnTheEventLoop() {
+        try (Arena arena = Arena.ofConfined()) {
+            assertThat(over(arena.allocate(LAYOUT.regionBytes())).check().blocking()).isTrue();
         }
     }
 
