@@ -15,7 +15,9 @@ import dev.kvflux.serving.role.ServingModel;
 import dev.kvflux.transfer.DecodeSide;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.transfer.notify.NotifyEvent;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,30 +47,36 @@ public final class ServeBench {
     public record Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts,
                            int inputTokens, int outputTokens, Duration transferTimeout, Duration receiveDeadline,
                            boolean sgUnderLoad, FaultPlan faults, ServingModel model, Duration requestTimeout,
-                           long seed, int warmupRequests, NotifyAuth notifyAuth, String backend) {
-        /** The backends serve-bench runs its roles on, in this process. */
-        public static final List<String> BACKENDS = List.of(SimulatedXgmiEngine.BACKEND, "native-sim");
+                           long seed, int warmupRequests, NotifyAuth notifyAuth, Roles roles) {
+        /** The backends serve-bench runs in its own process. */
+        public static final List<String> IN_PROCESS = List.of(SimulatedXgmiEngine.BACKEND, "native-sim");
+        /** The backends whose roles run on a GPU, and so as processes of their own. */
+        public static final List<String> GPU_BACKENDS = List.of("cuda", "hip");
 
-        /** On the simulated xGMI engine. */
+        /** On the simulated xGMI engine, in this process. */
         public Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts, int inputTokens,
                 int outputTokens, Duration transferTimeout, Duration receiveDeadline, boolean sgUnderLoad,
                 FaultPlan faults, ServingModel model, Duration requestTimeout, long seed, int warmupRequests,
                 NotifyAuth notifyAuth) {
             this(policies, concurrencies, numPrompts, inputTokens, outputTokens, transferTimeout, receiveDeadline,
-                    sgUnderLoad, faults, model, requestTimeout, seed, warmupRequests, notifyAuth,
-                    SimulatedXgmiEngine.BACKEND);
+                    sgUnderLoad, faults, model, requestTimeout, seed, warmupRequests, notifyAuth, Roles.IN_PROCESS);
         }
 
         public Settings {
-            Objects.requireNonNull(backend, "backend");
-            if (!BACKENDS.contains(backend)) {
-                throw new IllegalArgumentException("serve-bench runs its roles in one process, on " + String.join(" or ",
-                        BACKENDS) + "; backend '" + backend + "' needs them in processes of their own: run kvflux"
-                        + " proxy, prefill and decode with --backend " + backend);
+            Objects.requireNonNull(roles, "roles");
+            Objects.requireNonNull(faults, "faults");
+            if (!IN_PROCESS.contains(roles.backend()) && !GPU_BACKENDS.contains(roles.backend())) {
+                throw new IllegalArgumentException("serve-bench runs its roles on " + String.join(", ", IN_PROCESS)
+                        + " (in this process or with --processes) or " + String.join(", ", GPU_BACKENDS)
+                        + " (as processes); not on '" + roles.backend() + "'");
             }
-            if (!backend.equals(SimulatedXgmiEngine.BACKEND) && (sgUnderLoad || !faults.equals(FaultPlan.NONE))) {
+            if (!roles.backend().equals(SimulatedXgmiEngine.BACKEND) && (sgUnderLoad || !faults.equals(FaultPlan.NONE))) {
                 throw new IllegalArgumentException("--sg-under-load and --inject-failures act on the simulated xGMI"
-                        + " engine; leave them out with --backend " + backend);
+                        + " engine in this process; leave them out with --backend " + roles.backend());
+            }
+            if (roles.processes() && (sgUnderLoad || !faults.equals(FaultPlan.NONE))) {
+                throw new IllegalArgumentException("--sg-under-load and --inject-failures act on the simulated xGMI"
+                        + " engine in this process; leave them out with --processes");
             }
             Objects.requireNonNull(policies, "policies");
             Objects.requireNonNull(transferTimeout, "transferTimeout");
@@ -105,9 +113,47 @@ public final class ServeBench {
             return numPrompts.size() == 1 ? numPrompts.getFirst() : numPrompts.get(index);
         }
 
+        /** The transfer engine the roles run on. */
+        public String backend() {
+            return roles.backend();
+        }
+
+        /** Whether the roles run as processes of their own. */
+        public boolean processes() {
+            return roles.processes();
+        }
+
+        /** KV blocks of each role, as processes. */
+        public int kvBlocks() {
+            return roles.kvBlocks();
+        }
+
+        /** The GPU both roles keep their KV on, on a GPU backend. */
+        public int gpu() {
+            return roles.gpu();
+        }
+
         /** Decode's receive deadline under the kvflux policy. */
         public Duration kvfluxDeadline() {
             return receiveDeadline != null ? receiveDeadline : DecodeSide.defaultReceiveDeadline(transferTimeout);
+        }
+    }
+
+    /**
+     * Where and on what the roles run: {@code backend}; as processes of their own ({@code processes}, always on a
+     * GPU backend) with {@code kvBlocks} blocks each, on GPU {@code gpu}, logging into {@code logs}.
+     */
+    public record Roles(String backend, boolean processes, int kvBlocks, int gpu, Path logs) {
+        /** The simulated xGMI engine, in this process. */
+        public static final Roles IN_PROCESS = new Roles(SimulatedXgmiEngine.BACKEND, false, 8192, 0, null);
+
+        public Roles {
+            Objects.requireNonNull(backend, "backend");
+            processes = processes || Settings.GPU_BACKENDS.contains(backend);
+            if (kvBlocks < 1 || gpu < 0) {
+                throw new IllegalArgumentException("--kv-blocks must be at least 1 and --gpu at least 0, got "
+                        + kvBlocks + " and " + gpu);
+            }
         }
     }
 
@@ -137,6 +183,9 @@ public final class ServeBench {
     }
 
     private BenchRow runOne(Policy policy, int concurrency, int prompts, FaultPlan faultPlan, boolean report) {
+        if (settings.processes()) {
+            return runInProcesses(policy, concurrency, prompts, report);
+        }
         List<Fault> faults = faultPlan.faults(prompts, settings.model().layers(), settings.seed());
         DescribedEngine engine;
         DescribedEngine decodeEngine;
@@ -151,7 +200,6 @@ public final class ServeBench {
             decodeEngine = NativeTransferEngine.simulated("serve-bench-decode-" + RUNS.get());
         }
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(10));
-        String label = String.format(Locale.ROOT, "[%s c=%d]", report ? policy.wireName() : "warm-up", concurrency);
         try (engine; decodeEngine;
              DecodeServer decode = DecodeServer.builder().model(settings.model()).engine(decodeEngine)
                      .receiveDeadline(policy.decodeDeadline() ? settings.kvfluxDeadline() : null)
@@ -166,28 +214,60 @@ public final class ServeBench {
             decode.pingProxy(discovery, Duration.ofSeconds(1));
             prefill.pingProxy(discovery, Duration.ofSeconds(1));
             awaitRegistration(registry);
-            LoadGenerator load = new LoadGenerator(url, prompts, concurrency, settings.inputTokens(),
-                    settings.outputTokens(), settings.requestTimeout());
-            Disposable[] ticker = new Disposable[1];
-            long start = System.nanoTime();
-            LoadResult result;
-            try {
-                result = load.run(live -> ticker[0] = Flux.interval(Duration.ofSeconds(2), Schedulers.parallel())
-                        .subscribe(tick -> progress.printf(Locale.ROOT,
-                                "%s %d/%d ended: %d completed, %d failed, %d never finished; %d open; %.1f s%n",
-                                label, live.completed() + live.failed() + live.neverFinished(), prompts,
-                                live.completed(), live.failed(), live.neverFinished(), live.open(),
-                                (System.nanoTime() - start) / 1e9)));
-            } finally {
-                if (ticker[0] != null) {
-                    ticker[0].dispose();
-                }
-            }
-            progress.printf(Locale.ROOT, "%s done in %.1f s: %d completed, %d failed, %d never finished%n", label,
-                    result.durationSeconds(), result.completed(), result.failed(), result.neverFinished());
+            LoadResult result = load(url, policy, concurrency, prompts, report);
             return new BenchRow(policy, concurrency, prompts, result, prefill.stats().failedWaitsInProgress(),
                     faults.size(), decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_FAILED),
                     decode.notifyMeters().count(NotifyEvent.DEADLINE_EXPIRED));
+        }
+    }
+
+    /** Runs the load against the proxy at {@code url}, printing progress every 2 s. */
+    private LoadResult load(String url, Policy policy, int concurrency, int prompts, boolean report) {
+        String label = String.format(Locale.ROOT, "[%s c=%d]", report ? policy.wireName() : "warm-up", concurrency);
+        LoadGenerator load = new LoadGenerator(url, prompts, concurrency, settings.inputTokens(),
+                settings.outputTokens(), settings.requestTimeout());
+        Disposable[] ticker = new Disposable[1];
+        long start = System.nanoTime();
+        LoadResult result;
+        try {
+            result = load.run(live -> ticker[0] = Flux.interval(Duration.ofSeconds(2), Schedulers.parallel())
+                    .subscribe(tick -> progress.printf(Locale.ROOT,
+                            "%s %d/%d ended: %d completed, %d failed, %d never finished; %d open; %.1f s%n",
+                            label, live.completed() + live.failed() + live.neverFinished(), prompts,
+                            live.completed(), live.failed(), live.neverFinished(), live.open(),
+                            (System.nanoTime() - start) / 1e9)));
+        } finally {
+            if (ticker[0] != null) {
+                ticker[0].dispose();
+            }
+        }
+        progress.printf(Locale.ROOT, "%s done in %.1f s: %d completed, %d failed, %d never finished%n", label,
+                result.durationSeconds(), result.completed(), result.failed(), result.neverFinished());
+        return result;
+    }
+
+    /** As {@link #runOne}, with the proxy and the roles as processes of their own ({@link ProcessStack}). */
+    private BenchRow runInProcesses(Policy policy, int concurrency, int prompts, boolean report) {
+        String name = String.format(Locale.ROOT, "%s-c%d-%d", report ? policy.wireName() : "warm-up", concurrency,
+                RUNS.incrementAndGet());
+        try {
+            Path logs = settings.roles().logs() != null ? settings.roles().logs()
+                    : java.nio.file.Files.createTempDirectory("kvflux-serve-bench-");
+            java.nio.file.Files.createDirectories(logs);
+            progress.printf("[%s] starting proxy, prefill and decode on %s as processes (logs in %s)%n", name,
+                    settings.backend(), logs);
+            try (ProcessStack stack = ProcessStack.start(settings, policy, logs, name)) {
+                LoadResult result = load(stack.url(), policy, concurrency, prompts, report);
+                long[] figures = stack.figures();
+                return new BenchRow(policy, concurrency, prompts, result, figures[0], 0, figures[1], figures[2]);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while running " + name, e);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException("serve-bench could not run " + name + ": " + e.getMessage(), e);
+        } catch (Exception e) {
+            throw new IllegalStateException(name + ": " + e.getMessage(), e);
         }
     }
 

@@ -24,7 +24,7 @@ import java.util.concurrent.TimeUnit;
  * ({@link RoleJvm}), on fixed loopback ports so that a restart comes back at the same address. Its output is appended
  * to a log file. Not thread-safe: one fault driver uses it at a time.
  */
-final class RoleProcess implements AutoCloseable {
+public final class RoleProcess implements AutoCloseable {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
     /** Every role process started and not yet gone, killed if this JVM exits first. */
     private static final java.util.Set<Process> RUNNING = java.util.concurrent.ConcurrentHashMap.newKeySet();
@@ -43,7 +43,7 @@ final class RoleProcess implements AutoCloseable {
     private final Path log;
     private Process process;
 
-    RoleProcess(Role role, int httpPort, int notifyPort, List<String> extraArgs, Path log) {
+    public RoleProcess(Role role, int httpPort, int notifyPort, List<String> extraArgs, Path log) {
         this(Objects.requireNonNull(role, "role"), httpPort, notifyPort, roleArgs(role, httpPort, notifyPort, extraArgs),
                 Map.of(), log);
     }
@@ -74,7 +74,7 @@ final class RoleProcess implements AutoCloseable {
      * {@code kvflux proxy} on {@code port}, its discovery port on {@code discoveryPort}, with {@code extraArgs} (its
      * membership, say).
      */
-    static RoleProcess proxy(int port, int discoveryPort, List<String> extraArgs, Path log) {
+    public static RoleProcess proxy(int port, int discoveryPort, List<String> extraArgs, Path log) {
         List<String> args = new ArrayList<>(List.of("proxy", "--host", "127.0.0.1", "--port", Integer.toString(port),
                 "--discovery-port", Integer.toString(discoveryPort)));
         args.addAll(extraArgs);
@@ -91,7 +91,7 @@ final class RoleProcess implements AutoCloseable {
     }
 
     /** {@code http://127.0.0.1:PORT}: where clients (a proxy) or the proxy (an instance) send requests. */
-    String baseUrl() {
+    public String baseUrl() {
         return "http://127.0.0.1:" + httpPort;
     }
 
@@ -138,7 +138,7 @@ final class RoleProcess implements AutoCloseable {
     }
 
     /** Starts the role's process; returns at once (see {@link #awaitHealthy}). */
-    void start() throws IOException {
+    public void start() throws IOException {
         List<String> command = new ArrayList<>(kvfluxCommand());
         command.addAll(args);
         ProcessBuilder builder = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
@@ -153,7 +153,7 @@ final class RoleProcess implements AutoCloseable {
      *
      * @throws IllegalStateException if the process exits first or {@code within} passes
      */
-    void awaitHealthy(Duration within) throws InterruptedException {
+    public void awaitHealthy(Duration within) throws InterruptedException {
         long until = System.nanoTime() + within.toNanos();
         while (System.nanoTime() - until < 0) {
             if (!process.isAlive()) {
@@ -191,7 +191,7 @@ final class RoleProcess implements AutoCloseable {
      *
      * @throws IOException if the role cannot be reached or its answer is not Prometheus text
      */
-    PrometheusText metrics() throws IOException, InterruptedException {
+    public PrometheusText metrics() throws IOException, InterruptedException {
         HttpResponse<String> res = HTTP.send(HttpRequest.newBuilder(url("/metrics")).timeout(Duration.ofSeconds(5))
                 .build(), HttpResponse.BodyHandlers.ofString());
         try {

@@ -99,10 +99,26 @@ public final class ServeBenchCommand implements Callable<Integer> {
     JsonOption output;
 
     @Option(names = "--backend", paramLabel = "NAME",
-            description = "The roles' transfer engine: sim-xgmi (default: engine.backend) or native-sim (the C simulator"
-                    + " through FFM: every block's bytes copied and checked on decode; keep --input-len small, the"
-                    + " KV is written and checked in host memory).")
+            description = "The roles' transfer engine: sim-xgmi (default: engine.backend), native-sim (the C simulator"
+                    + " through FFM: every block's bytes copied and checked on decode, in host memory), cuda or hip"
+                    + " (kvflux's GPU copy engine, the KV on --gpu; the roles run as processes).")
     String backend;
+
+    @Option(names = "--processes",
+            description = "Run proxy, prefill and decode as processes of their own (always on cuda and hip).")
+    boolean processes;
+
+    @Option(names = "--kv-blocks", paramLabel = "N",
+            description = "With --processes: KV blocks of each role (default ${DEFAULT-VALUE}: 16.3 GB per role for the"
+                    + " default model).")
+    int kvBlocks = 8192;
+
+    @Option(names = "--gpu", paramLabel = "N", description = "cuda and hip: the GPU both roles use (default 0).")
+    int gpu;
+
+    @Option(names = "--logs", paramLabel = "DIR",
+            description = "With --processes: where the roles' logs go (default: a new temporary directory).")
+    Path logs;
 
     @Option(names = "--report", paramLabel = "FILE.html",
             description = "Also write a self-contained HTML page with a TTFT distribution plot per policy.")
@@ -126,7 +142,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
             settings = new ServeBench.Settings(policies, concurrencies, numPrompts, inputLen, outputLen, timeout,
                     receiveDeadline, sgUnderLoad, faults, model,
                     requestTimeout != null ? requestTimeout : timeout.multipliedBy(5).plusSeconds(5), seed, warmup,
-                    NotifySecret.resolve(config, cmd), backend != null ? backend : config.engine().backend());
+                    NotifySecret.resolve(config, cmd), new ServeBench.Roles(backend != null ? backend
+                            : config.engine().backend(), processes, kvBlocks, gpu, logs));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());
         }
@@ -168,6 +185,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         m.put("seed", s.seed());
         m.put("notify_auth", s.notifyAuth() == null ? "none" : "hmac-sha256");
         m.put("backend", s.backend());
+        m.put("roles", s.processes() ? "processes, " + s.kvBlocks() + " KV blocks each" : "in this process");
         m.put("time_scale", "none: simulated model and engine run in real time");
         return m;
     }

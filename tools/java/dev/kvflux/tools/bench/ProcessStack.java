@@ -1,0 +1,146 @@
+package dev.kvflux.tools.bench;
+
+import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.metrics.PrometheusText;
+import dev.kvflux.serving.role.Policy;
+import dev.kvflux.serving.role.ServingModel;
+import dev.kvflux.tools.chaos.RoleProcess;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * serve-bench's proxy, prefill and decode as processes of their own ({@code kvflux proxy}, {@code prefill},
+ * {@code decode} in JVMs like the launcher's), as the GPU backends need: CUDA and HIP IPC map a buffer only into
+ * another process. The roles register with the proxy as in a deployment; the figures the table needs beyond the
+ * client's come from their {@code /metrics}, counted from after the stack first served a request.
+ */
+final class ProcessStack implements AutoCloseable {
+    private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+
+    private final RoleProcess proxy;
+    private final RoleProcess prefill;
+    private final RoleProcess decode;
+    private final int proxyPort;
+    private long[] baseline = new long[3];
+
+    private ProcessStack(RoleProcess proxy, RoleProcess prefill, RoleProcess decode, int proxyPort) {
+        this.proxy = proxy;
+        this.prefill = prefill;
+        this.decode = decode;
+        this.proxyPort = proxyPort;
+    }
+
+    /**
+     * Starts the stack for {@code policy} on {@code settings}' backend, logging under {@code logs} as
+     * {@code label-proxy.log} and so on, and returns once a request through the proxy has succeeded.
+     *
+     * @throws IllegalStateException if a role does not come up, or the proxy routes nothing within 60 s
+     */
+    static ProcessStack start(ServeBench.Settings settings, Policy policy, Path logs, String label) throws Exception {
+        int proxyPort = freePort();
+        int discovery = freePort();
+        List<String> common = new ArrayList<>(List.of("--backend", settings.backend(), "--proxy",
+                "http://127.0.0.1:" + discovery, "--kv-blocks", Integer.toString(settings.kvBlocks())));
+        common.addAll(modelArgs(settings.model()));
+        if (ServeBench.Settings.GPU_BACKENDS.contains(settings.backend())) {
+            common.addAll(List.of("--gpu", Integer.toString(settings.gpu())));
+        }
+        List<String> prefillArgs = new ArrayList<>(common);
+        prefillArgs.addAll(List.of("--policy", policy.wireName(), "--transfer-timeout",
+                settings.transferTimeout().toMillis() + "ms"));
+        List<String> decodeArgs = new ArrayList<>(common);
+        decodeArgs.addAll(policy.decodeDeadline()
+                ? List.of("--receive-deadline", settings.kvfluxDeadline().toMillis() + "ms")
+                : List.of("--no-receive-deadline"));
+        RoleProcess proxy = RoleProcess.proxy(proxyPort, discovery, List.of(), logs.resolve(label + "-proxy.log"));
+        RoleProcess decode = new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
+                logs.resolve(label + "-decode.log"));
+        RoleProcess prefill = new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
+                logs.resolve(label + "-prefill.log"));
+        ProcessStack stack = new ProcessStack(proxy, prefill, decode, proxyPort);
+        try {
+            for (RoleProcess role : List.of(proxy, decode, prefill)) {
+                role.start();
+            }
+            for (RoleProcess role : List.of(proxy, decode, prefill)) {
+                role.awaitHealthy(Duration.ofSeconds(120));
+            }
+            stack.awaitRouting(Duration.ofSeconds(60));
+            stack.baseline = stack.counts();
+            return stack;
+        } catch (Exception | Error e) {
+            stack.close();
+            throw e;
+        }
+    }
+
+    /** The model's options, as the roles' command line takes them. */
+    static List<String> modelArgs(ServingModel model) {
+        return List.of("--prefill-tokens-per-second", Long.toString((long) model.prefillTokensPerSecond()),
+                "--max-batched-tokens", Integer.toString(model.maxBatchedTokens()), "--layers",
+                Integer.toString(model.layers()), "--decode-step", model.decodeStep().toMillis() + "ms");
+    }
+
+    /** The proxy's completions URL base, for the load. */
+    String url() {
+        return "http://127.0.0.1:" + proxyPort;
+    }
+
+    /** Failed waits with IN_PROGRESS, write_failed notices, decode deadlines: since the stack first served. */
+    long[] figures() throws IOException, InterruptedException {
+        long[] now = counts();
+        return new long[] {now[0] - baseline[0], now[1] - baseline[1], now[2] - baseline[2]};
+    }
+
+    private long[] counts() throws IOException, InterruptedException {
+        PrometheusText p = prefill.metrics();
+        PrometheusText d = decode.metrics();
+        return new long[] {
+            p.count("kvflux_prefill_writes_seconds_count", "outcome", "write_failed", "code", "IN_PROGRESS"),
+            d.count("kvflux_notify_notices_total", "result", "write_failed"),
+            d.count("kvflux_notify_deadlines_expired_total")};
+    }
+
+    private void awaitRouting(Duration within) throws InterruptedException {
+        long until = System.nanoTime() + within.toNanos();
+        String last = "no answer";
+        while (System.nanoTime() - until < 0) {
+            try {
+                HttpResponse<String> res = HTTP.send(HttpRequest.newBuilder(URI.create(url() + "/v1/completions"))
+                        .timeout(Duration.ofSeconds(30)).header("content-type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"prompt\": \"a b c d\", \"max_tokens\": 1}"))
+                        .build(), HttpResponse.BodyHandlers.ofString());
+                if (res.statusCode() == 200) {
+                    return;
+                }
+                last = res.statusCode() + " " + res.body();
+            } catch (IOException e) {
+                last = e.toString();
+            }
+            Thread.sleep(250);
+        }
+        throw new IllegalStateException("the proxy routed no request to prefill and decode within "
+                + within.toSeconds() + " s (last: " + last + "); see the roles' logs");
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket probe = new ServerSocket(0)) {
+            return probe.getLocalPort();
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        prefill.close();
+        decode.close();
+        proxy.close();
+    }
+}
