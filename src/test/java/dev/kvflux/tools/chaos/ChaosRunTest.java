@@ -81,6 +81,22 @@ class ChaosRunTest {
     }
 
     /**
+     * The roles over the C simulator, decode's KV in shared memory that prefill's process maps, every block checked:
+     * a killed decode or prefill, a lost notification and a failing copy leave nothing held, no handle, session or
+     * mapping beyond what the roles keep at rest, and no corrupt output.
+     */
+    @Test
+    void theRolesOverTheCSimulatorLeaveNothingHeldThroughKillsLossesAndFailedCopies(@TempDir Path logs)
+            throws Exception {
+        List<String> faults = List.of("decode-restart", "prefill-kill", "notify-loss", "status-fail-gpu-op");
+        List<ChaosRun.FaultResult> results = new ChaosRun(new ChaosRun.Settings(6, 3, Duration.ofSeconds(1), 64, 2,
+                faults, logs, "native-sim")).run(line -> { });
+
+        assertThat(results).extracting(ChaosRun.FaultResult::fault).containsExactlyElementsOf(faults);
+        results.forEach(ChaosRunTest::check);
+    }
+
+    /**
      * The faults on etcd: a proxy killed and restarted routes again at once while the other answers everything, etcd
      * restarted fails nothing, a paused decode is dropped and comes back, a blackhole is ejected by both proxies.
      */
