@@ -63,7 +63,7 @@ public final class DecodeServer implements AutoCloseable {
     private final Listing listing;
     private final RoleMetrics meters;
     private final MicrometerNotifyRecorder notifyMeters;
-    /** Closes the engine when the instance made its own. */
+    /** Closes what the instance made: its region's GPU stream, and the engine when it made its own. */
     private final Runnable ownedEngine;
 
     private DecodeServer(DisposableServer http, DecodeSide side, String host, NotifyAuth auth, RoleMetrics meters,
@@ -159,11 +159,19 @@ public final class DecodeServer implements AutoCloseable {
         RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "decode");
         MicrometerNotifyRecorder notifyMeters = MicrometerNotifyRecorder.of(meters.registry(), meters.tags());
         DescribedEngine engine = settings.engine != null ? settings.engine : SimulatedXgmiEngine.create();
-        Runnable owned = settings.engine != null ? () -> { } : engine::close;
+        Runnable ownedEngine = settings.engine != null ? () -> { } : engine::close;
+        RoleMemory[] registered = new RoleMemory[1];
+        Runnable owned = () -> {
+            if (registered[0] != null) {
+                registered[0].close();
+            }
+            ownedEngine.run();
+        };
         RoleMemory memory;
         DecodeSide side;
         try {
             memory = RoleMemory.register(engine, RoleMemory.layout(model, settings.kvBlocks), settings.gpu);
+            registered[0] = memory;
             ContentCheck check = memory.bytes() != null ? memory.bytes().check()
                     : KvChecksum.forLayers(model.layers());
             side = DecodeSide.builder().region(memory.describe(engine))

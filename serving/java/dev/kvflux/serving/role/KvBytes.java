@@ -51,16 +51,38 @@ final class KvBytes {
         }
     }
 
+    /**
+     * What a block holds. {@code WORDS}: word {@code k} is {@code tag ^ (k × φ)}, written by the host.
+     * {@code BYTES}: every byte is the tag's low byte, as a fill on the GPU writes it (one memset per block).
+     */
+    enum Pattern { WORDS, BYTES }
+
     private final BlockIo io;
     private final KvLayout.Rows layout;
+    private final Pattern pattern;
     private final LongAdder checkedBytes = new LongAdder();
     private final LongAdder checkNanos = new LongAdder();
     private final LongAdder mismatchedBlocks = new LongAdder();
 
     /** The KV in a side's registered memory, reached through {@code io}, laid out as {@code layout}. */
     KvBytes(BlockIo io, KvLayout.Rows layout) {
+        this(io, layout, Pattern.WORDS);
+    }
+
+    KvBytes(BlockIo io, KvLayout.Rows layout, Pattern pattern) {
         this.io = io;
         this.layout = layout;
+        this.pattern = pattern;
+    }
+
+    /** The byte every byte of block {@code i} of layer {@code l} of the transfer holds under {@link Pattern#BYTES}. */
+    static int byteOf(long idHash, int l, int i) {
+        return (int) (KvChecksum.tag(idHash, l, i) & 0xFF);
+    }
+
+    /** Word {@code k} of a block of {@code tag}. */
+    private long word(long tag, long k) {
+        return pattern == Pattern.WORDS ? tag ^ (k * PHI) : (tag & 0xFF) * 0x0101010101010101L;
     }
 
     /** Writes every layer of {@code transferId}'s KV into {@code blocks}, as prefill's forward pass. */
@@ -133,20 +155,20 @@ final class KvBytes {
         return layout.offset(layer, Math.min(blocks.get(i), blocks.get(i + run - 1)));
     }
 
-    private static void fill(MemorySegment block, long tag) {
+    private void fill(MemorySegment block, long tag) {
         long words = block.byteSize() / Long.BYTES;
         for (long k = 0; k < words; k++) {
-            block.set(WORD, k * Long.BYTES, tag ^ (k * PHI));
+            block.set(WORD, k * Long.BYTES, word(tag, k));
         }
         for (long b = words * Long.BYTES; b < block.byteSize(); b++) {
             block.set(ValueLayout.JAVA_BYTE, b, (byte) tag);
         }
     }
 
-    private static boolean holds(MemorySegment block, long tag) {
+    private boolean holds(MemorySegment block, long tag) {
         long words = block.byteSize() / Long.BYTES;
         for (long k = 0; k < words; k++) {
-            if (block.get(WORD, k * Long.BYTES) != (tag ^ (k * PHI))) {
+            if (block.get(WORD, k * Long.BYTES) != word(tag, k)) {
                 return false;
             }
         }

@@ -2,6 +2,7 @@ package dev.kvflux.serving.role;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.gpu.GpuEvent;
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
 import dev.kvflux.pipeline.WriteOutcome;
 import dev.kvflux.serving.api.CompletionSchema;
@@ -40,6 +41,8 @@ final class PrefillCompletions {
     private final ServingModel model;
     /** The KV's bytes, where the engine's memory holds them; null on the simulated xGMI engine. */
     private final KvBytes bytes;
+    /** The forward pass on the GPU, where the KV lives there; null otherwise. */
+    private final GpuForward forward;
     private final PrefillSide side;
     private final PrefillLoop loop;
     private final PrefillStats stats;
@@ -48,9 +51,10 @@ final class PrefillCompletions {
     private final int maxModelLen;
     private volatile boolean closing;
 
-    PrefillCompletions(ServingModel model, PrefillSide side, PrefillLoop loop, PrefillStats stats, KvBytes bytes,
+    PrefillCompletions(ServingModel model, PrefillSide side, PrefillLoop loop, PrefillStats stats, RoleMemory memory,
             ObservationRegistry observations, RequestGate gate, int maxModelLen) {
-        this.bytes = bytes;
+        this.bytes = memory.bytes();
+        this.forward = memory.forward();
         this.gate = gate;
         this.maxModelLen = maxModelLen;
         this.model = model;
@@ -151,19 +155,24 @@ final class PrefillCompletions {
      */
     private void startWrite(PrefillTransfer t, Traced traced, Duration startsIn, Duration stepLength) {
         traced.queue.stop();
-        if (bytes != null) {
-            try {
+        List<GpuEvent> onGpu = List.of();
+        try {
+            if (forward != null) {
+                onGpu = forward.write(t.id(), t.localBlocks());
+                traced.closeWhenEnded(onGpu);
+            } else if (bytes != null) {
                 bytes.write(t.id(), t.localBlocks());
-            } catch (RuntimeException e) {
-                t.abort("prefill's forward pass could not write the KV into its memory: " + e.getMessage());
-                return;
             }
+        } catch (RuntimeException e) {
+            t.abort("prefill's forward pass could not write the KV into its memory: " + e.getMessage());
+            return;
         }
         int layers = model.layers();
         List<LayerEvent> events = new ArrayList<>(layers);
         for (int l = 0; l < layers; l++) {
-            events.add(SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
-                    startsIn.plus(stepLength.multipliedBy(l + 1).dividedBy(layers))));
+            LayerEvent modelled = SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
+                    startsIn.plus(stepLength.multipliedBy(l + 1).dividedBy(layers)));
+            events.add(onGpu.isEmpty() ? modelled : GpuForward.both(modelled, onGpu.get(l)));
         }
         try (LogContext.Scope _ = LogContext.open(t.id(), traced.traceId)) {
             t.write(events);
@@ -191,6 +200,7 @@ final class PrefillCompletions {
         private volatile Step post = Step.NONE;
         private volatile Step wait = Step.NONE;
         private volatile Observation notice = Observation.NOOP;
+        private volatile List<GpuEvent> gpuEvents = List.of();
 
         Traced(String id, Observation span, String traceId) {
             this.id = id;
@@ -235,11 +245,17 @@ final class PrefillCompletions {
             notice.stop();
         }
 
+        /** The forward pass's events for this transfer, closed when it ends (nothing polls them after). */
+        void closeWhenEnded(List<GpuEvent> events) {
+            gpuEvents = events;
+        }
+
         @Override
         public void ended() {
             queue.stop();
             post.stop();
             wait.stop();
+            gpuEvents.forEach(GpuEvent::close);
         }
     }
 }

@@ -74,12 +74,14 @@ public final class PrefillServer implements AutoCloseable {
     private final RoleMetrics meters;
     private final MicrometerNotifyRecorder notifyMeters;
     private final HandshakeSessions sessions;
+    private final RoleMemory memory;
 
     private PrefillServer(DisposableServer http, PrefillSide side, PrefillCompletions completions, PrefillLoop loop,
             Scheduler loopScheduler, PrefillStats stats, String host, NotifyAuth auth, RoleMetrics meters,
-            MicrometerNotifyRecorder notifyMeters, HandshakeSessions sessions) {
+            MicrometerNotifyRecorder notifyMeters, HandshakeSessions sessions, RoleMemory memory) {
         this.notifyMeters = notifyMeters;
         this.sessions = sessions;
+        this.memory = memory;
         this.http = http;
         this.side = side;
         this.completions = completions;
@@ -225,7 +227,7 @@ public final class PrefillServer implements AutoCloseable {
         PrefillLoop loop = new PrefillLoop(model, settings.steps(), loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
                 settings.maxQueuedPrompts);
         try {
-            PrefillCompletions completions = new PrefillCompletions(model, bound, loop, stats, memory.bytes(),
+            PrefillCompletions completions = new PrefillCompletions(model, bound, loop, stats, memory,
                     settings.observations, RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
             DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, bound::blocks, bound.blockCapacity());
@@ -242,7 +244,7 @@ public final class PrefillServer implements AutoCloseable {
                     + " per decode incarnation", sessions, HandshakeSessions::openSessions);
             EngineMeters.register(meters, settings.engine);
             PrefillServer server = new PrefillServer(http, bound, completions, loop, loopScheduler, stats, where.host(),
-                    settings.auth, meters, notifyMeters, sessions);
+                    settings.auth, meters, notifyMeters, sessions, memory);
             LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, engine {}, model {}",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
                     settings.auth == null ? "unsigned" : "signed", settings.policy.wireName(),
@@ -252,6 +254,7 @@ public final class PrefillServer implements AutoCloseable {
             // whatever failed after the notify server was bound must not leave its port, connections or thread
             bound.close(Duration.ZERO);
             sessions.close();
+            memory.close();
             loop.close();
             loopScheduler.dispose();
             throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
@@ -345,6 +348,7 @@ public final class PrefillServer implements AutoCloseable {
         completions.closing();
         side.close(grace);
         sessions.close();
+        memory.close();
         http.disposeNow();
         loop.close();
         loopScheduler.dispose();

@@ -15,9 +15,11 @@ import java.lang.foreign.MemorySegment;
  * A role's KV region registered with its engine: rows of the role's {@code --kv-blocks} blocks per layer, and,
  * where the engine's memory holds bytes, the bytes themselves ({@link KvBytes}). The simulated xGMI engine keeps no
  * bytes (its region is bookkeeping); the C simulator's region is host memory another process maps; a GPU copy
- * engine's is device memory on the role's GPU, read and written through host copies.
+ * engine's is device memory on the role's GPU, filled on the GPU by prefill's forward pass ({@link GpuForward}) and
+ * read back through host copies by decode's check.
  */
-record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes) {
+record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes, GpuForward forward)
+        implements AutoCloseable {
 
     /** The rows of a role of {@code blocks} blocks running {@code model}. */
     static KvLayout.Rows layout(ServingModel model, int blocks) {
@@ -34,14 +36,17 @@ record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes) {
         long size = layout.regionBytes();
         try {
             return switch (engine) {
-                case SimulatedXgmiEngine sim -> new RoleMemory(sim.registerMemory(size, gpu), layout, null);
+                case SimulatedXgmiEngine sim -> new RoleMemory(sim.registerMemory(size, gpu), layout, null, null);
                 case NativeTransferEngine n when n.simulator().isPresent() -> {
                     MemoryRegion region = n.registerMemory(size, -1);
-                    yield new RoleMemory(region, layout, new KvBytes(KvBytes.BlockIo.host(n.buffer(region)), layout));
+                    yield new RoleMemory(region, layout, new KvBytes(KvBytes.BlockIo.host(n.buffer(region)), layout),
+                            null);
                 }
                 case GpuCopyEngine g -> {
                     MemoryRegion region = g.registerMemory(size, g.device());
-                    yield new RoleMemory(region, layout, new KvBytes(device(g.runtime(), g.buffer(region)), layout));
+                    DeviceBuffer buffer = g.buffer(region);
+                    yield new RoleMemory(region, layout, new KvBytes(device(g.runtime(), g.device(), buffer), layout,
+                            KvBytes.Pattern.BYTES), new GpuForward(g.runtime(), g.device(), buffer.address(), layout));
                 }
                 default -> throw new IllegalStateException("the roles cannot keep their KV on backend '"
                         + engine.backend() + "' yet; run them with --backend sim-xgmi, native-sim, cuda or hip");
@@ -62,18 +67,28 @@ record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes) {
                 layout.rowBlocks(), layout.blockBytes());
     }
 
-    private static KvBytes.BlockIo device(GpuRuntime runtime, DeviceBuffer buffer) {
+    private static KvBytes.BlockIo device(GpuRuntime runtime, int gpu, DeviceBuffer buffer) {
         long base = buffer.address();
         return new KvBytes.BlockIo() {
             @Override
             public void write(long offset, MemorySegment block) {
+                runtime.setDevice(gpu);
                 runtime.copyFromHost(block, base + offset);
             }
 
             @Override
             public void read(long offset, MemorySegment into) {
+                runtime.setDevice(gpu);
                 runtime.copyToHost(base + offset, into);
             }
         };
+    }
+
+    /** Closes the forward pass's stream, if there is one; the region itself goes with its engine. */
+    @Override
+    public void close() {
+        if (forward != null) {
+            forward.close();
+        }
     }
 }

@@ -71,6 +71,41 @@ class KvBytesTest {
     }
 
     @Test
+    void blocksFilledByteByByteAsTheGpusForwardPassDoesPassTheByteCheckAndOnlyThat() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment decode = arena.allocate(LAYOUT.regionBytes());
+            List<Long> blocks = List.of(4L, 5L, 6L, 40L);
+            long idHash = KvChecksum.idHash("t-gpu");
+            for (int l = 0; l < LAYOUT.layers(); l++) {
+                for (int i = 0; i < blocks.size(); i++) {
+                    decode.asSlice(LAYOUT.offset(l, blocks.get(i)), LAYOUT.blockBytes())
+                            .fill((byte) KvBytes.byteOf(idHash, l, i));
+                }
+            }
+            KvBytes bytes = new KvBytes(KvBytes.BlockIo.host(decode), LAYOUT, KvBytes.Pattern.BYTES);
+
+            assertThat(bytes.mismatches("t-gpu", blocks)).isZero();
+            assertThat(new KvBytes(KvBytes.BlockIo.host(decode), LAYOUT).mismatches("t-gpu", blocks))
+                    .as("the host's word pattern is another").isEqualTo(12);
+            decode.set(ValueLayout.JAVA_BYTE, LAYOUT.offset(1, 40) + 500, (byte) (KvBytes.byteOf(idHash, 1, 3) + 1));
+            assertThat(bytes.mismatches("t-gpu", blocks)).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aLayerOnTheGpuIsReadyOnlyWhenBothTheModelsTimeAndTheGpusWorkAre() {
+        dev.kvflux.bindings.EventState[] gpu = {dev.kvflux.bindings.EventState.NOT_READY};
+        dev.kvflux.bindings.EventState[] model = {dev.kvflux.bindings.EventState.NOT_READY};
+        dev.kvflux.bindings.LayerEvent both = GpuForward.both(() -> model[0], () -> gpu[0]);
+
+        assertThat(both.query()).isEqualTo(dev.kvflux.bindings.EventState.NOT_READY);
+        model[0] = dev.kvflux.bindings.EventState.READY;
+        assertThat(both.query()).isEqualTo(dev.kvflux.bindings.EventState.NOT_READY);
+        gpu[0] = dev.kvflux.bindings.EventState.READY;
+        assertThat(both.query()).isEqualTo(dev.kvflux.bindings.EventState.READY);
+    }
+
+    @Test
     void theCheckReadsEveryByteAndSoSaysItMustNotRunOnTheEventLoop() {
         try (Arena arena = Arena.ofConfined()) {
             assertThat(over(arena.allocate(LAYOUT.regionBytes())).check().blocking()).isTrue();
