@@ -170,7 +170,8 @@ public final class DecodeServer implements AutoCloseable {
         RoleMemory memory;
         DecodeSide side;
         try {
-            memory = RoleMemory.register(engine, RoleMemory.layout(model, settings.kvBlocks), settings.gpu);
+            memory = RoleMemory.register(engine, RoleMemory.layout(model, settings.kvBlocks), settings.gpu,
+                    settings.gpuRuntime);
             registered[0] = memory;
             ContentCheck check = memory.bytes() != null ? memory.bytes().check()
                     : KvChecksum.forLayers(model.layers());

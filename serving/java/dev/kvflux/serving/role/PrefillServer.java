@@ -207,7 +207,7 @@ public final class PrefillServer implements AutoCloseable {
         PrefillStats stats = new PrefillStats(meters);
         MicrometerNotifyRecorder notifyMeters = MicrometerNotifyRecorder.of(meters.registry(), meters.tags());
         KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks);
-        RoleMemory memory = RoleMemory.register(settings.engine, layout, settings.gpu);
+        RoleMemory memory = RoleMemory.register(settings.engine, layout, settings.gpu, settings.gpuRuntime);
         HandshakeSessions sessions = HandshakeSessions.of(settings.engine, memory.region(), layout);
         WritePipeline pipeline = settings.policy.writePipeline(settings.engine, settings.transfer,
                 MicrometerWaitRecorder.of(meters.registry(), meters.tags()).histograms(true));

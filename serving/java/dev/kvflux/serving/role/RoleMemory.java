@@ -5,6 +5,7 @@ import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.gpu.DeviceBuffer;
 import dev.kvflux.bindings.gpu.GpuCopyEngine;
 import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.bindings.mori.MemoryLocation;
 import dev.kvflux.bindings.mori.NativeTransferEngine;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.transfer.KvLayout;
@@ -18,7 +19,7 @@ import java.lang.foreign.MemorySegment;
  * engine's is device memory on the role's GPU, filled on the GPU by prefill's forward pass ({@link GpuForward}) and
  * read back through host copies by decode's check.
  */
-record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes, GpuForward forward)
+record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes, GpuForward forward, DeviceBuffer owned)
         implements AutoCloseable {
 
     /** The rows of a role of {@code blocks} blocks running {@code model}. */
@@ -32,24 +33,42 @@ record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes, GpuF
      * @throws IllegalStateException if the engine's memory is not one the roles can keep KV in, or it cannot hold
      *     the region, saying what to do
      */
-    static RoleMemory register(DescribedEngine engine, KvLayout.Rows layout, int gpu) {
+    static RoleMemory register(DescribedEngine engine, KvLayout.Rows layout, int gpu, GpuRuntime runtime) {
         long size = layout.regionBytes();
         try {
             return switch (engine) {
-                case SimulatedXgmiEngine sim -> new RoleMemory(sim.registerMemory(size, gpu), layout, null, null);
+                case SimulatedXgmiEngine sim -> new RoleMemory(sim.registerMemory(size, gpu), layout, null, null, null);
                 case NativeTransferEngine n when n.simulator().isPresent() -> {
                     MemoryRegion region = n.registerMemory(size, -1);
                     yield new RoleMemory(region, layout, new KvBytes(KvBytes.BlockIo.host(n.buffer(region)), layout),
-                            null);
+                            null, null);
+                }
+                case NativeTransferEngine n -> {
+                    if (runtime == null) {
+                        throw new IllegalStateException("the roles over the real MoRI keep their KV in GPU memory they"
+                                + " allocate: give the role a GPU runtime (gpuRuntime(...))");
+                    }
+                    runtime.setDevice(gpu);
+                    DeviceBuffer buffer = runtime.allocate(gpu, size);
+                    try {
+                        MemoryRegion region = n.registerMemory(MemorySegment.ofAddress(buffer.address()).reinterpret(size),
+                                gpu, MemoryLocation.GPU);
+                        yield new RoleMemory(region, layout, new KvBytes(device(runtime, gpu, buffer), layout,
+                                KvBytes.Pattern.BYTES), new GpuForward(runtime, gpu, buffer.address(), layout), buffer);
+                    } catch (RuntimeException e) {
+                        buffer.close();
+                        throw e;
+                    }
                 }
                 case GpuCopyEngine g -> {
                     MemoryRegion region = g.registerMemory(size, g.device());
                     DeviceBuffer buffer = g.buffer(region);
                     yield new RoleMemory(region, layout, new KvBytes(device(g.runtime(), g.device(), buffer), layout,
-                            KvBytes.Pattern.BYTES), new GpuForward(g.runtime(), g.device(), buffer.address(), layout));
+                            KvBytes.Pattern.BYTES), new GpuForward(g.runtime(), g.device(), buffer.address(), layout),
+                            null);
                 }
                 default -> throw new IllegalStateException("the roles cannot keep their KV on backend '"
-                        + engine.backend() + "' yet; run them with --backend sim-xgmi, native-sim, cuda or hip");
+                        + engine.backend() + "'; run them with --backend sim-xgmi, native-sim, cuda, hip or mori");
             };
         } catch (RuntimeException e) {
             if (e instanceof IllegalStateException) {
@@ -84,11 +103,17 @@ record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes, GpuF
         };
     }
 
-    /** Closes the forward pass's stream, if there is one; the region itself goes with its engine. */
+    /**
+     * Closes the forward pass's stream, if there is one, and frees the GPU memory the role allocated for MoRI; an
+     * engine's own region goes with the engine.
+     */
     @Override
     public void close() {
         if (forward != null) {
             forward.close();
+        }
+        if (owned != null) {
+            owned.close();
         }
     }
 }

@@ -1,5 +1,6 @@
 package dev.kvflux.serving.role;
 
+import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.http.HttpLimits;
@@ -35,6 +36,7 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
     double maxRequestShare = 1.0;
     int gpu;
+    GpuRuntime gpuRuntime;
 
     RoleSettings(int defaultKvBlocks) {
         this.kvBlocks = defaultKvBlocks;
@@ -88,6 +90,15 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
             throw new IllegalArgumentException("--gpu must be 0 or more, got " + gpu);
         }
         this.gpu = gpu;
+        return self();
+    }
+
+    /**
+     * The GPU runtime that allocates the role's KV on {@link #gpu}, for an engine over the real MoRI, which registers
+     * memory it is given ({@code NativeTransferEngine.mori}); the other engines allocate their own.
+     */
+    public B gpuRuntime(GpuRuntime gpuRuntime) {
+        this.gpuRuntime = gpuRuntime;
         return self();
     }
 

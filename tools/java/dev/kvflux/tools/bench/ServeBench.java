@@ -51,7 +51,7 @@ public final class ServeBench {
         /** The backends serve-bench runs in its own process. */
         public static final List<String> IN_PROCESS = List.of(SimulatedXgmiEngine.BACKEND, "native-sim");
         /** The backends whose roles run on a GPU, and so as processes of their own. */
-        public static final List<String> GPU_BACKENDS = List.of("cuda", "hip");
+        public static final List<String> GPU_BACKENDS = List.of("cuda", "hip", "mori");
 
         /** On the simulated xGMI engine, in this process. */
         public Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts, int inputTokens,

@@ -116,7 +116,7 @@ public final class ChaosCommand implements Callable<Integer> {
         if (!backend.equals("sim-xgmi")) {
             lacking.add("sg-under-load");
         }
-        if (backend.equals("cuda") || backend.equals("hip")) {
+        if (backend.equals("cuda") || backend.equals("hip") || backend.equals("mori")) {
             for (String fault : ChaosRun.FAULTS) {
                 if (fault.startsWith("status-")) {
                     lacking.add(fault);

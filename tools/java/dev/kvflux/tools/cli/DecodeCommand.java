@@ -79,6 +79,7 @@ public final class DecodeCommand implements Callable<Integer> {
         DecodeServer decode;
         try {
             decode = DecodeServer.builder().engine(engine).gpu(engineOptions.gpu())
+                    .gpuRuntime(engineOptions.runtime().orElse(null))
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))

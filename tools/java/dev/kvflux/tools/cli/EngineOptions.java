@@ -26,7 +26,8 @@ import picocli.CommandLine;
  * {@code --backend} (else the configuration's {@code engine.backend}) and {@code --gpu}. {@code sim-xgmi}, the
  * default, is the simulated xGMI engine in Java; {@code native-sim} the C simulator behind kvflux's MoRI ABI,
  * through FFM, whose host memory the other role's process maps, as xGMI maps a GPU's through IPC; {@code cuda}
- * and {@code hip} kvflux's GPU copy engine, the KV in the GPU's memory.
+ * and {@code hip} kvflux's GPU copy engine, the KV in the GPU's memory; {@code mori} the real MoRI IO's xGMI backend,
+ * the KV in GPU memory the role allocates and registers with it.
  */
 public final class EngineOptions {
     /** The backends the roles run on, in the order the help lists them. */
@@ -35,12 +36,15 @@ public final class EngineOptions {
     @Option(names = "--backend", paramLabel = "NAME",
             description = "The transfer engine: sim-xgmi (the simulated xGMI engine; default: engine.backend),"
                     + " native-sim (the C simulator through FFM; decode's KV in shared host memory), cuda or hip"
-                    + " (kvflux's GPU copy engine, the KV on --gpu), mori (the real MoRI IO, not yet for the roles).")
+                    + " (kvflux's GPU copy engine, the KV on --gpu), mori (the real MoRI IO's xGMI backend through"
+                    + " libkvflux_mori.so: -Dkvflux.mori.lib or KVFLUX_MORI_LIB; the KV on --gpu).")
     String backend;
 
     @Option(names = "--gpu", paramLabel = "N",
-            description = "cuda and hip: the GPU this role keeps its KV on (default 0; both roles may share one).")
+            description = "cuda, hip and mori: the GPU this role keeps its KV on (default 0; both roles may share one).")
     Integer gpu;
+
+    private GpuRuntime runtime;
 
     /** The backend named by {@code --backend}, else the configuration's. */
     String backend(KvfluxConfig config) {
@@ -65,8 +69,8 @@ public final class EngineOptions {
         }
         if (gpu != null) {
             OptionChecks.inRange(cmd, "--gpu", gpu, 0, ReproGpuOptions.MAX_GPU);
-            if (!name.equals("cuda") && !name.equals("hip")) {
-                throw new CommandLine.ParameterException(cmd, "--gpu chooses the GPU of --backend cuda or hip;"
+            if (!name.equals("cuda") && !name.equals("hip") && !name.equals("mori")) {
+                throw new CommandLine.ParameterException(cmd, "--gpu chooses the GPU of --backend cuda, hip or mori;"
                         + " backend " + name + " keeps its KV in host memory");
             }
         }
@@ -115,10 +119,50 @@ public final class EngineOptions {
                 }
                 yield gpuEngine(GpuPlatform.named(name), key, gpu());
             }
-            default -> throw new IllegalStateException("the roles do not run over the real MoRI yet: their KV must be"
-                    + " GPU memory registered with MoRI, which only `kvflux repro --backend mori` does today; run the"
-                    + " roles with --backend cuda or hip on GPUs, or native-sim for the C simulator behind the same ABI");
+            default -> {
+                if (fault != null || sgUnderLoad) {
+                    throw new IllegalStateException("--inject-fault and --sg-under-load act on the simulators only;"
+                            + " backend mori copies on a real GPU");
+                }
+                yield mori(key, gpu());
+            }
         };
+    }
+
+    /** The GPU runtime the last {@link #open} of {@code mori} loaded, which allocates the role's KV; else empty. */
+    java.util.Optional<GpuRuntime> runtime() {
+        return java.util.Optional.ofNullable(runtime);
+    }
+
+    /**
+     * The real MoRI IO through {@code libkvflux_mori.so} ({@code -Dkvflux.mori.lib} or {@code KVFLUX_MORI_LIB}), with
+     * an xGMI backend, the role's KV on {@code device} of the GPU runtime found first (CUDA, then HIP).
+     */
+    private NativeTransferEngine mori(String key, int device) {
+        GpuRuntime found;
+        try {
+            found = GpuRuntime.load();
+        } catch (GpuLibraryNotFoundException e) {
+            throw new IllegalStateException("--backend mori needs a GPU runtime: " + e.getMessage());
+        }
+        int devices;
+        try {
+            devices = found.deviceCount();
+        } catch (GpuException e) {
+            throw new IllegalStateException("--backend mori found no usable GPU: " + e.getMessage());
+        }
+        if (device >= devices) {
+            throw new IllegalStateException("--gpu " + device + " is not a GPU here: the " + found.platform().prefix()
+                    + " runtime sees " + devices + (devices == 1 ? " GPU (GPU 0)" : " GPUs (0 to " + (devices - 1) + ")"));
+        }
+        found.setDevice(device);
+        try {
+            NativeTransferEngine engine = NativeTransferEngine.mori(key, "127.0.0.1", 0);
+            runtime = found;
+            return engine;
+        } catch (MoriIoException | IllegalStateException | UnsatisfiedLinkError e) {
+            throw new IllegalStateException("--backend mori cannot open MoRI IO's xGMI backend: " + e.getMessage());
+        }
     }
 
     private static NativeTransferEngine nativeSim(String key) {

@@ -86,7 +86,8 @@ public final class PrefillCommand implements Callable<Integer> {
         try {
             prefill = PrefillServer.builder()
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
-                    .model(model).policy(policy).engine(engine).gpu(engineOptions.gpu()).transfer(config.transfer().withTimeout(timeout))
+                    .model(model).policy(policy).engine(engine).gpu(engineOptions.gpu())
+                    .gpuRuntime(engineOptions.runtime().orElse(null)).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())

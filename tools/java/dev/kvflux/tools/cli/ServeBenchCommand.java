@@ -101,7 +101,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
     @Option(names = "--backend", paramLabel = "NAME",
             description = "The roles' transfer engine: sim-xgmi (default: engine.backend), native-sim (the C simulator"
                     + " through FFM: every block's bytes copied and checked on decode, in host memory), cuda or hip"
-                    + " (kvflux's GPU copy engine, the KV on --gpu; the roles run as processes).")
+                    + " (kvflux's GPU copy engine, the KV on --gpu; the roles run as processes), mori (the real MoRI IO's"
+                    + " xGMI backend, KVFLUX_MORI_LIB naming libkvflux_mori.so; as processes).")
     String backend;
 
     @Option(names = "--processes",
@@ -113,7 +114,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
                     + " default model).")
     int kvBlocks = 8192;
 
-    @Option(names = "--gpu", paramLabel = "N", description = "cuda and hip: the GPU both roles use (default 0).")
+    @Option(names = "--gpu", paramLabel = "N", description = "cuda, hip and mori: the GPU both roles use (default 0).")
     int gpu;
 
     @Option(names = "--logs", paramLabel = "DIR",

@@ -47,6 +47,6 @@ class ServeBenchProcessesTest {
     @Test
     void aGpuBackendAlwaysRunsTheRolesAsProcessesAndAnUnknownOneIsRefused() {
         assertThat(new ServeBench.Roles("cuda", false, 256, 0, null).processes()).isTrue();
-        assertThatThrownBy(() -> settings("mori", true, null)).hasMessageContaining("not on 'mori'");
+        assertThatThrownBy(() -> settings("rdma", true, null)).hasMessageContaining("not on 'rdma'");
     }
 }
