@@ -32,7 +32,7 @@ final class ReproGpuOptions {
 
     @Option(names = "--decode-gpu", paramLabel = "N",
             description = "mori, cuda and hip: decode's GPU (default: 1 where the machine has two or more GPUs, else"
-                    + " prefill's own; cuda and hip can copy within one GPU, mori needs two).")
+                    + " prefill's own; every backend can copy within one GPU).")
     Integer decodeGpu;
 
     @Option(names = "--forward-bytes", paramLabel = "BYTES",

@@ -15,8 +15,9 @@ import java.io.UncheckedIOException;
  * {@code kvflux repro --backend mori}: vLLM's MoRI-IO measurement on the real MoRI IO
  * ({@code libkvflux_mori.so} over {@code libmori_io.so}, built by {@code bindings/native/mori/build.sh}),
  * through its xGMI backend from a buffer on prefill's GPU ({@code --gpu}, default 0) into one on decode's
- * ({@code --decode-gpu}, default 1), on NVIDIA (CUDA) or AMD (HIP) GPUs. MoRI's xGMI backend writes between
- * two GPUs, so the two must differ.
+ * ({@code --decode-gpu}, default 1 where there are two GPUs, else prefill's), on NVIDIA (CUDA) or AMD (HIP) GPUs.
+ * One GPU is enough: with {@code --processes 2} MoRI opens decode's buffer on the same GPU through IPC, as the
+ * serving roles over MoRI do.
  *
  * <p>Layouts ({@code --processes}): 1, both MoRI engines and buffers in this process; 2, decode's engine
  * and buffer in a child process ({@link DecodeChild}), its packed {@code EngineDesc} and {@code MemoryDesc}
@@ -53,15 +54,7 @@ public final class MoriReproBackend implements ReproBackend {
         int devices = runtime.deviceCount();
         int prefill = gpu.prefillGpu();
         int decode = gpu.decodeGpu(devices);
-        if (devices < 2) {
-            throw new IllegalStateException("the mori backend writes from one GPU into another over MoRI's xGMI"
-                    + " backend and needs two GPUs; the " + runtime.platform().prefix() + " runtime sees " + devices);
-        }
         GpuRuntimes.checkDevices(NAME, runtime, prefill, decode);
-        if (prefill == decode) {
-            throw new IllegalStateException("--gpu and --decode-gpu both name GPU " + prefill + "; the mori backend"
-                    + " writes between two different GPUs over MoRI's xGMI backend");
-        }
         int processes = gpu.processes();
         System.err.printf("mori: %s, %s runtime (%s), %d process%s, prefill GPU %d, decode GPU %d%n", io.library(),
                 runtime.platform().prefix(), runtime.library(), processes, processes == 1 ? "" : "es", prefill, decode);
