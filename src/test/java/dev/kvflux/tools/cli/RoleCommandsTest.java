@@ -43,6 +43,45 @@ class RoleCommandsTest {
     }
 
     @Test
+    void anUnknownBackendIsAUsageErrorNamingTheOnesTheRolesRunOn() {
+        int code = run("prefill", "--backend", "nope", "--http-port", "0", "--notify-port", "0");
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).startsWith("unknown backend 'nope'; the roles run on sim-xgmi, native-sim, cuda,"
+                + " hip, mori").doesNotContain("Exception");
+    }
+
+    @Test
+    void aGpuForABackendThatKeepsItsKvInHostMemoryIsAUsageError() {
+        int code = run("decode", "--backend", "native-sim", "--gpu", "1", "--http-port", "0", "--notify-port", "0");
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).startsWith("--gpu chooses the GPU of --backend cuda, hip or mori")
+                .doesNotContain("Exception");
+    }
+
+    @Test
+    void aGpuBackendOnAMachineWithoutAGpuEndsTheRoleWithOneLine() {
+        int code = run("prefill", "--backend", "hip", "--http-port", "0", "--notify-port", "0");
+
+        assertThat(code).isEqualTo(1);
+        assertThat(err.toString()).startsWith("kvflux prefill: --backend hip ").doesNotContain("Exception")
+                .doesNotContain("\tat ");
+        assertThat(err.toString().strip().lines()).hasSize(1);
+    }
+
+    @Test
+    void chaosLeavesOutTheFaultsABackendLacksUnlessTheyAreAskedForByName() {
+        assertThat(ChaosCommand.faultsOn("native-sim", dev.kvflux.tools.chaos.ChaosRun.FAULTS, true))
+                .doesNotContain("sg-under-load").contains("status-stall", "decode-restart");
+        assertThat(ChaosCommand.faultsOn("mori", dev.kvflux.tools.chaos.ChaosRun.FAULTS, true))
+                .noneMatch(f -> f.startsWith("status-") || f.equals("sg-under-load")).contains("prefill-kill");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> ChaosCommand.faultsOn("cuda",
+                java.util.List.of("decode-restart", "status-stall"), false)).hasMessageContaining("status-stall")
+                .hasMessageContaining("leave it out of --faults");
+    }
+
+    @Test
     void portInUseEndsTheRoleWithOneLine() throws IOException {
         try (ServerSocket busy = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             int code = run("proxy", "--port", String.valueOf(busy.getLocalPort()), "--discovery-port", "0");
