@@ -86,18 +86,25 @@ final class DecodeNotices {
     }
 
     private void verified(NotifyMessage.WriteDone done, DecodeTransfer t) {
-        long expectedSum = contentCheck.of(t.id(), t.blocks());
-        if (expectedSum == done.checksum()) {
-            recorder.record(DecodeRecorder.Event.KV_VERIFIED, t.id());
-            expected.accept(done);
-            return;
+        String reason;
+        try {
+            long expectedSum = contentCheck.of(t.id(), t.blocks());
+            if (expectedSum == done.checksum()) {
+                recorder.record(DecodeRecorder.Event.KV_VERIFIED, t.id());
+                expected.accept(done);
+                return;
+            }
+            LOG.error("transfer {}: KV content check failed (prefill's check {} over the blocks it wrote, {} expected"
+                    + " over decode's blocks); the request fails instead of decoding from wrong KV",
+                    LogText.escape(t.id()), Long.toHexString(done.checksum()), Long.toHexString(expectedSum));
+            reason = "KV content check failed: the KV prefill wrote does not match the blocks decode granted for"
+                    + " this transfer; not decoding from it";
+        } catch (RuntimeException e) {
+            // the check could not read the KV (a GPU error): the KV is not known to be right, so it is not decoded
+            LOG.error("transfer {}: the KV content check could not run: {}", LogText.escape(t.id()), e.toString());
+            reason = "KV content check could not read the KV (" + e.getMessage() + "); not decoding from it";
         }
         recorder.record(DecodeRecorder.Event.KV_CORRUPT, t.id());
-        LOG.error("transfer {}: KV content check failed (prefill's check {} over the blocks it wrote, {} expected"
-                + " over decode's blocks); the request fails instead of decoding from wrong KV", LogText.escape(t.id()),
-                Long.toHexString(done.checksum()), Long.toHexString(expectedSum));
-        String reason = "KV content check failed: the KV prefill wrote does not match the blocks decode granted for"
-                + " this transfer; not decoding from it";
         // prefill has said how its write ended: no abort; the wait fails as corrupt, and the registry settles the id
         t.prefillSettled(true);
         t.fail(new ReceiveFailedException(t.id(), ReceiveFailedException.Kind.CORRUPT, StatusCode.ERR_BAD_STATE,
