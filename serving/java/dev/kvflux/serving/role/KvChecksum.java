@@ -36,7 +36,7 @@ final class KvChecksum {
         return h == 0 ? 1 : h;
     }
 
-    /** The FNV-1a hash of the transfer id, the seed of its blocks' tags. */
+    /** The FNV-1a hash of the transfer id, the starting value of its blocks' tags. */
     static long idHash(String transferId) {
         long h = FNV_OFFSET;
         for (byte b : transferId.getBytes(StandardCharsets.UTF_8)) {
