@@ -16,6 +16,7 @@ import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
+import reactor.core.scheduler.Schedulers;
 
 /** JSON bodies of the serving HTTP APIs: parsing requests and writing replies and OpenAI-style errors. */
 public final class HttpJson {
@@ -25,6 +26,9 @@ public final class HttpJson {
 
     /** The largest request body the serving APIs read: ample for a prompt of a million token ids. */
     public static final int MAX_BODY_BYTES = 16 << 20;
+
+    /** The largest body handled on the event loop that received it; a larger one is handled off it. */
+    static final int ON_LOOP_BYTES = 64 << 10;
 
     private HttpJson() {
     }
@@ -84,7 +88,11 @@ public final class HttpJson {
                     body.writeBytes(chunk);
                 })
                 .onErrorMap(e -> !(e instanceof BodyTooLargeException), BodyIncompleteException::new)
-                .flatMap(body -> Mono.from(handler.apply(body.toByteArray())))
+                .flatMap(body -> body.size() <= ON_LOOP_BYTES ? Mono.from(handler.apply(body.toByteArray()))
+                        // decoding and parsing megabytes would hold up every other connection on this event
+                        // loop, and a connection whose bytes wait behind it can be closed as idle
+                        : Mono.defer(() -> Mono.from(handler.apply(body.toByteArray())))
+                                .subscribeOn(Schedulers.parallel()))
                 .onErrorResume(BodyTooLargeException.class, e -> Mono.from(tooLarge(response, maxBytes, "more was sent",
                         advice)))
                 .onErrorResume(BodyIncompleteException.class, e -> response.hasSentHeaders() ? Mono.empty()
