@@ -19,7 +19,9 @@ import java.util.stream.Collectors;
  * one that is not a valid version-00 {@link Traceparent} reads as absent. Unknown keys with scalar values are
  * ignored, so newer senders stay readable. A kvflux decode's {@code remote_blocks} adds its {@link KvRegion} as
  * {@code kv_backend}, {@code kv_engine_desc} and {@code kv_memory_desc} (binaries), {@code kv_row_blocks} and
- * {@code kv_block_bytes}.
+ * {@code kv_block_bytes}; a kvflux prefill's {@code read_ready} (READ mode) carries its own blocks in
+ * {@code block_notify_list}, its region the same way, and {@code checksum}; decode's {@code release} to it adds
+ * {@code consumer_tp_size} when not 0.
  *
  * <p>Decoding is bounded before anything is allocated: {@link FlatMapReader} checks the frame's structure
  * and every length against the bytes present, then each field is checked against its own limit
@@ -36,6 +38,8 @@ public final class NotifyCodec {
     /** How many keys a {@code remote_blocks}'s KV region adds ({@code kv_backend}, {@code kv_engine_desc},
      * {@code kv_memory_desc}, {@code kv_row_blocks}, {@code kv_block_bytes}). */
     private static final int REGION_KEYS = 5;
+    /** The largest {@code consumer_tp_size} a {@code release} may carry. */
+    public static final int MAX_TP_SIZE = 1024;
     /** Longest {@code type} accepted, in UTF-8 bytes. */
     private static final int MAX_TYPE_BYTES = 32;
 
@@ -58,17 +62,23 @@ public final class NotifyCodec {
                     packer.integer(block);
                 }
                 packer.entry("decode_rank", blocks.decodeRank());
-                if (region != null) {
-                    packer.entry("kv_backend", region.backend()).entry("kv_engine_desc", region.engineDescriptor())
-                            .entry("kv_memory_desc", region.memoryDescriptor())
-                            .entry("kv_row_blocks", region.rowBlocks()).entry("kv_block_bytes", region.blockBytes());
-                }
+                region(packer, region);
             }
             case NotifyMessage.WriteFailed failed -> packer.map(4 + extra).entry("type", failed.type().wireName())
                     .entry("transfer_id", failed.transferId()).entry("code", failed.code().value())
                     .entry("reason", failed.reason());
             case NotifyMessage.Abort abort -> packer.map(3 + extra).entry("type", abort.type().wireName())
                     .entry("transfer_id", abort.transferId()).entry("reason", abort.reason());
+            case NotifyMessage.ReadReady ready -> {
+                KvRegion region = ready.region();
+                packer.map(3 + extra + (region == null ? 0 : REGION_KEYS))
+                        .entry("type", ready.type().wireName()).entry("transfer_id", ready.transferId())
+                        .string("block_notify_list").array(ready.blockNotifyList().size());
+                for (long block : ready.blockNotifyList()) {
+                    packer.integer(block);
+                }
+                region(packer, region);
+            }
             case NotifyMessage.WriteDone done -> typeAndId(packer, done, extra);
             case NotifyMessage.Release release -> typeAndId(packer, release, extra);
         }
@@ -114,7 +124,7 @@ public final class NotifyCodec {
         NotifyMessage.Type type = NotifyMessage.Type.ofWire(wire);
         if (type == null) {
             throw new MalformedFrameException("unknown notify message type '" + LogText.escape(wire)
-                    + "'; expected remote_blocks, write_done, write_failed, release or abort");
+                    + "'; expected remote_blocks, write_done, write_failed, release, abort or read_ready");
         }
         if (accepted != null && !accepted.contains(type)) {
             throw new MalformedFrameException("a notify message of type '" + type + "' is not one this server takes ("
@@ -126,16 +136,22 @@ public final class NotifyCodec {
 
     /** The kvflux-only keys of a message that are not 0, in a fixed order. */
     private static List<Map.Entry<String, Long>> optionalKeys(NotifyMessage message) {
-        List<Map.Entry<String, Long>> keys = new ArrayList<>(3);
+        List<Map.Entry<String, Long>> keys = new ArrayList<>(4);
         long to = switch (message) {
             case NotifyMessage.WriteDone done -> done.toIncarnation();
             case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
             case NotifyMessage.Release release -> release.toIncarnation();
+            case NotifyMessage.ReadReady ready -> ready.toIncarnation();
             default -> 0;
         };
-        long checksum = message instanceof NotifyMessage.WriteDone done ? done.checksum() : 0;
+        long checksum = switch (message) {
+            case NotifyMessage.WriteDone done -> done.checksum();
+            case NotifyMessage.ReadReady ready -> ready.checksum();
+            default -> 0;
+        };
+        long tp = message instanceof NotifyMessage.Release release ? release.consumerTpSize() : 0;
         for (Map.Entry<String, Long> key : List.of(Map.entry("incarnation", message.incarnation()),
-                Map.entry("to_incarnation", to), Map.entry("checksum", checksum))) {
+                Map.entry("to_incarnation", to), Map.entry("checksum", checksum), Map.entry("consumer_tp_size", tp))) {
             if (key.getValue() != 0) {
                 keys.add(key);
             }
@@ -165,7 +181,10 @@ public final class NotifyCodec {
         return switch (type) {
             case WRITE_DONE -> new NotifyMessage.WriteDone(transferId, incarnation, to,
                     optionalLong(fields, "checksum"), traceparent(fields));
-            case RELEASE -> new NotifyMessage.Release(transferId, incarnation, to);
+            case RELEASE -> new NotifyMessage.Release(transferId, incarnation, to,
+                    fields.get("consumer_tp_size") == null ? 0 : intIn(fields, "consumer_tp_size", 0, MAX_TP_SIZE));
+            case READ_READY -> new NotifyMessage.ReadReady(transferId, fields.integers("block_notify_list", MAX_BLOCKS),
+                    incarnation, to, optionalLong(fields, "checksum"), region(fields));
             case ABORT -> new NotifyMessage.Abort(transferId, fields.truncatedString("reason", MAX_REASON_BYTES),
                     incarnation);
             case WRITE_FAILED -> new NotifyMessage.WriteFailed(transferId, code(fields),
@@ -187,7 +206,7 @@ public final class NotifyCodec {
         long rows = fields.integer("kv_row_blocks");
         long blockBytes = fields.integer("kv_block_bytes");
         if (rows < 1 || rows > Integer.MAX_VALUE || blockBytes < 1 || blockBytes > Integer.MAX_VALUE) {
-            throw new MalformedFrameException("remote_blocks carries a KV region of " + rows + " blocks per row of "
+            throw new MalformedFrameException("the message carries a KV region of " + rows + " blocks per row of "
                     + blockBytes + " bytes; each must lie in 1.." + Integer.MAX_VALUE);
         }
         return new KvRegion(fields.string("kv_backend", KvRegion.MAX_BACKEND_BYTES),
@@ -212,6 +231,14 @@ public final class NotifyCodec {
                     + "'");
         }
         return fields.string("transfer_id", MAX_ID_BYTES);
+    }
+
+    private static void region(FlatMapWriter packer, KvRegion region) {
+        if (region != null) {
+            packer.entry("kv_backend", region.backend()).entry("kv_engine_desc", region.engineDescriptor())
+                    .entry("kv_memory_desc", region.memoryDescriptor())
+                    .entry("kv_row_blocks", region.rowBlocks()).entry("kv_block_bytes", region.blockBytes());
+        }
     }
 
     private static void typeAndId(FlatMapWriter packer, NotifyMessage message, int extra) {

@@ -9,7 +9,8 @@ import java.util.Objects;
  * One message of the notify channel between prefill (P) and decode (D), with vLLM MoRIIO's shapes:
  * D tells P where to write ({@link RemoteBlocks}), P tells D that the KV has arrived ({@link WriteDone})
  * or, new in kvflux, that it never will ({@link WriteFailed}); {@link Release} lets either side drop a
- * transfer early; {@link Abort} tells prefill that nobody wants the transfer any more. On the wire each is
+ * transfer early; {@link Abort} tells prefill that nobody wants the transfer any more. In READ mode prefill tells
+ * decode where to read the KV from ({@link ReadReady}) and decode releases prefill's blocks once it has read them. On the wire each is
  * a msgpack map whose {@code type} key names it.
  *
  * <p>kvflux peers also carry incarnations, each instance's id that is new at every start (larger for a
@@ -44,7 +45,9 @@ public sealed interface NotifyMessage {
         /** Either way: the sender is done with the transfer's blocks ({@link Release}). */
         RELEASE("release"),
         /** D → P: nobody wants the transfer any more ({@link Abort}). */
-        ABORT("abort");
+        ABORT("abort"),
+        /** P → D, in READ mode: the KV is computed and may be read from prefill's blocks ({@link ReadReady}). */
+        READ_READY("read_ready");
 
         private final String wireName;
 
@@ -188,10 +191,22 @@ public sealed interface NotifyMessage {
         }
     }
 
-    /** Either way: the sender is done with the transfer and its blocks may be freed ({@code type: release}). */
-    record Release(String transferId, long incarnation, long toIncarnation) implements NotifyMessage {
+    /**
+     * Either way: the sender is done with the transfer and its blocks may be freed ({@code type: release}). In READ
+     * mode decode sends it to prefill once its reads have drained, with its tensor-parallel size
+     * ({@code consumer_tp_size}, 0 when not said), as vLLM's typed acknowledgements carry it.
+     */
+    record Release(String transferId, long incarnation, long toIncarnation, int consumerTpSize)
+            implements NotifyMessage {
         public Release {
             Objects.requireNonNull(transferId, "transferId");
+            if (consumerTpSize < 0) {
+                throw new IllegalArgumentException("consumer_tp_size must not be negative, got " + consumerTpSize);
+            }
+        }
+
+        public Release(String transferId, long incarnation, long toIncarnation) {
+            this(transferId, incarnation, toIncarnation, 0);
         }
 
         public Release(String transferId) {
@@ -221,6 +236,26 @@ public sealed interface NotifyMessage {
         @Override
         public Type type() {
             return Type.ABORT;
+        }
+    }
+
+    /**
+     * P → D, in READ mode: prefill computed the transfer's KV and keeps it in {@code blockNotifyList}, its own blocks,
+     * until decode's {@code release} ({@code type: read_ready}); decode reads each layer from there. {@code region}
+     * says where prefill's KV lives (null when not sent), {@code checksum} is the content check decode verifies over
+     * the blocks it read into (0 when not computed), {@code toIncarnation} the decode incarnation whose request it
+     * answers.
+     */
+    record ReadReady(String transferId, List<Long> blockNotifyList, long incarnation, long toIncarnation,
+            long checksum, KvRegion region) implements NotifyMessage {
+        public ReadReady {
+            Objects.requireNonNull(transferId, "transferId");
+            blockNotifyList = List.copyOf(blockNotifyList);
+        }
+
+        @Override
+        public Type type() {
+            return Type.READ_READY;
         }
     }
 }

@@ -78,6 +78,38 @@ class NotifyCodecTest {
                 .doesNotContainKeys("kv_backend", "kv_engine_desc", "kv_memory_desc");
     }
 
+    @Test
+    void readModesReadReadyCarriesPrefillsBlocksRegionAndCheckAndReleaseItsConsumersTpSize() throws Exception {
+        KvRegion region = new KvRegion("sim-xgmi", new byte[] {1, 2}, new byte[] {3}, 512, 4096);
+        NotifyMessage.ReadReady ready = new NotifyMessage.ReadReady("t-2", List.of(40L, 41L, 7L), 11, 22, 0xfeedL,
+                region);
+
+        byte[] frame = NotifyCodec.encode(ready);
+
+        assertThat(NotifyCodec.decode(frame)).isEqualTo(ready);
+        assertThat(keys(frame)).containsEntry("type", "read_ready").containsEntry("block_notify_list", "[40,41,7]")
+                .containsEntry("to_incarnation", "22").containsEntry("checksum", String.valueOf(0xfeedL))
+                .containsEntry("kv_backend", "sim-xgmi");
+        NotifyMessage.Release release = new NotifyMessage.Release("t-2", 22, 11, 4);
+        byte[] ack = NotifyCodec.encode(release);
+        assertThat(NotifyCodec.decode(ack)).isEqualTo(release);
+        assertThat(keys(ack)).containsEntry("consumer_tp_size", "4");
+        assertThat(keys(NotifyCodec.encode(new NotifyMessage.Release("t-2", 22, 11))))
+                .as("a release that does not say its TP size is MoRIIO's, plus incarnations")
+                .doesNotContainKey("consumer_tp_size");
+    }
+
+    @Test
+    void aConsumerTpSizeOutOfRangeIsAMalformedFrame() throws Exception {
+        try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {
+            packer.packMapHeader(3).packString("type").packString("release").packString("transfer_id").packString("t")
+                    .packString("consumer_tp_size").packLong(1L << 32);
+            byte[] frame = packer.toByteArray();
+            assertThatThrownBy(() -> NotifyCodec.decode(frame)).isInstanceOf(MalformedFrameException.class)
+                    .hasMessageContaining("consumer_tp_size");
+        }
+    }
+
     /** A remote_blocks whose region's engine descriptor is one byte over the limit, with or without kv_block_bytes. */
     private static byte[] regionFrame(boolean withBlockBytes) throws Exception {
         try (MessageBufferPacker packer = MessagePack.newDefaultBufferPacker()) {

@@ -1,0 +1,152 @@
+package dev.kvflux.transfer;
+
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.TransferException;
+import dev.kvflux.pipeline.ReadBarrier;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Decode's reads of one transfer in READ mode: one {@code batch_read} per layer, and each layer handed to its step
+ * only once its own {@link ReadBarrier} has passed, as vLLM's MoRIIO connector waits per layer before attention.
+ *
+ * <p>{@link #read} posts every layer's reads when subscribed (in layer order, as the KV is wanted) and emits the
+ * layer numbers 0, 1, … as each layer's reads have all succeeded, so a subscriber that runs layer {@code l}'s step
+ * on {@code l} never starts it before that layer's KV is in place. When a read fails, or is still in flight at the
+ * transfer timeout, or a post throws, the {@code Flux} errors with a {@link TransferException} that names the layer
+ * and carries the read's status code, but only once no read of the transfer, of any layer, is still in flight
+ * (each barrier drains, and so does the rest of the transfer), so decode never reuses a buffer a read still writes
+ * into. {@code whenDrained} runs once that is so, whichever way the reads end, cancellation included (then on the
+ * scheduler, once the reads in flight have drained or the transfer timeout has passed; it is not run when they
+ * are still in flight then, and the caller's blocks must stay held).
+ *
+ * <p>Usable on its own: give it a session into prefill's memory and one plan per layer.
+ */
+public final class LayerReads {
+    private static final Logger LOG = LoggerFactory.getLogger(LayerReads.class);
+
+    private final CompletionWait drain;
+
+    private LayerReads(CompletionWait drain) {
+        this.drain = drain;
+    }
+
+    /** Reads bounded by {@code transferTimeout} per layer (and for the drain after a failure). */
+    public static LayerReads of(Duration transferTimeout) {
+        return new LayerReads(CompletionWait.drain(transferTimeout));
+    }
+
+    /**
+     * Reads over a given drain wait (its slice, its scheduler).
+     *
+     * @throws IllegalArgumentException if {@code wait} fails fast (see {@link ReadBarrier#using})
+     */
+    public static LayerReads using(CompletionWait wait) {
+        ReadBarrier.using(wait); // the same check, with its message
+        return new LayerReads(wait);
+    }
+
+    /**
+     * Reads a transfer's layers through {@code session} (see the class comment).
+     *
+     * @param plans one plan per layer, in layer order: local offsets in decode's blocks, remote ones in prefill's
+     * @param transferUid the engine's id for the transfer's copies
+     * @param whenDrained run once nothing the reads posted is in flight any more
+     */
+    public Flux<Integer> read(TransferSession session, List<BatchPlan> plans, long transferUid, Runnable whenDrained) {
+        Objects.requireNonNull(session, "session");
+        Objects.requireNonNull(whenDrained, "whenDrained");
+        List<BatchPlan> layers = List.copyOf(plans);
+        return Flux.defer(() -> {
+            List<TransferStatus> posted = new ArrayList<>(layers.size());
+            AtomicBoolean drained = new AtomicBoolean();
+            Runnable once = () -> {
+                if (drained.compareAndSet(false, true)) {
+                    closeAll(posted);
+                    whenDrained.run();
+                }
+            };
+            TransferException postFailed = null;
+            for (int l = 0; l < layers.size(); l++) {
+                try {
+                    posted.add(session.batchRead(layers.get(l), transferUid));
+                } catch (RuntimeException e) {
+                    postFailed = new TransferException(StatusCode.ERR_BAD_STATE, "layer " + l + "'s reads could not be"
+                            + " posted: " + e.getMessage());
+                    break;
+                }
+            }
+            if (postFailed != null) {
+                return drainThen(posted, once).then(Mono.error(postFailed));
+            }
+            return Flux.range(0, layers.size())
+                    .concatMap(l -> drain.await(List.of(posted.get(l)))
+                            .onErrorMap(TransferException.class, e -> new TransferException(e.code(),
+                                    "layer " + l + " of " + layers.size() + ": " + e.reason()))
+                            .thenReturn(l))
+                    .doOnComplete(once)
+                    .onErrorResume(e -> drainThen(posted, once).then(Mono.error(e)))
+                    .doOnCancel(() -> drainThen(posted, once).subscribe());
+        });
+    }
+
+    /** Waits until nothing in {@code posted} is in flight (or the timeout), then runs {@code once} if so. */
+    private Mono<Void> drainThen(List<TransferStatus> posted, Runnable once) {
+        if (posted.isEmpty()) {
+            once.run();
+            return Mono.empty();
+        }
+        return drain.await(posted)
+                .onErrorResume(e -> Mono.empty())
+                .then(Mono.fromRunnable(() -> {
+                    if (stillInFlight(posted)) {
+                        LOG.warn("reads still in flight {} after their transfer failed; their blocks stay held",
+                                drain.transferTimeout());
+                    } else {
+                        once.run();
+                    }
+                }));
+    }
+
+    /** Whether any status may still be in flight; one that cannot be queried counts as in flight. */
+    static boolean stillInFlight(List<TransferStatus> posted) {
+        for (TransferStatus status : posted) {
+            try {
+                if (!status.code().isTerminal()) {
+                    return true;
+                }
+            } catch (RuntimeException broken) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static void closeAll(List<TransferStatus> posted) {
+        for (TransferStatus status : posted) {
+            if (status instanceof AutoCloseable closeable) {
+                try {
+                    closeable.close();
+                } catch (Exception e) {
+                    LOG.debug("releasing a read status failed: {}", e.toString());
+                }
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "LayerReads[" + drain + "]";
+    }
+}
