@@ -73,7 +73,7 @@ public final class LayerReads {
             AtomicBoolean drained = new AtomicBoolean();
             Runnable once = () -> {
                 if (drained.compareAndSet(false, true)) {
-                    closeAll(posted);
+                    Statuses.close(posted);
                     whenDrained.run();
                 }
             };
@@ -110,39 +110,13 @@ public final class LayerReads {
         return drain.await(posted)
                 .onErrorResume(e -> Mono.empty())
                 .then(Mono.fromRunnable(() -> {
-                    if (stillInFlight(posted)) {
+                    if (Statuses.inFlight(posted)) {
                         LOG.warn("reads still in flight {} after their transfer failed; their blocks stay held",
                                 drain.transferTimeout());
                     } else {
                         once.run();
                     }
                 }));
-    }
-
-    /** Whether any status may still be in flight; one that cannot be queried counts as in flight. */
-    static boolean stillInFlight(List<TransferStatus> posted) {
-        for (TransferStatus status : posted) {
-            try {
-                if (!status.code().isTerminal()) {
-                    return true;
-                }
-            } catch (RuntimeException broken) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private static void closeAll(List<TransferStatus> posted) {
-        for (TransferStatus status : posted) {
-            if (status instanceof AutoCloseable closeable) {
-                try {
-                    closeable.close();
-                } catch (Exception e) {
-                    LOG.debug("releasing a read status failed: {}", e.toString());
-                }
-            }
-        }
     }
 
     @Override

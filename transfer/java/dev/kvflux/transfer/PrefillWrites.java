@@ -165,7 +165,7 @@ final class PrefillWrites {
                 .onErrorResume(e -> {
                     // a failure wins over the timeout in the drain's error, so ask the statuses themselves
                     if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS
-                            || stillInFlight(posted)) {
+                            || Statuses.inFlight(posted)) {
                         settings.recorder().record(PrefillRecorder.Event.STALLED_AT_RELEASE, t.id());
                         blocks.forceFree(t.id());
                         try (LogContext.Scope _ = LogContext.open(t.id(), t.observer().traceId())) {
@@ -179,7 +179,7 @@ final class PrefillWrites {
                     return Mono.empty();
                 })
                 .doFinally(signal -> {
-                    closeStatuses(posted);
+                    Statuses.close(posted);
                     if (t.tookSession()) {
                         settings.sessions().released(t.decode(), t.decodeIncarnation());
                     }
@@ -187,33 +187,6 @@ final class PrefillWrites {
                 })
                 .contextWrite(LogContext.context(t.id(), t.observer().traceId()))
                 .subscribe();
-    }
-
-    /** Releases what the engine keeps for each status (native handles): nothing queries them once drained. */
-    private static void closeStatuses(List<TransferStatus> posted) {
-        for (TransferStatus status : posted) {
-            if (status instanceof AutoCloseable closeable) {
-                try {
-                    closeable.close();
-                } catch (Exception e) {
-                    LOG.debug("releasing a status failed: {}", e.toString());
-                }
-            }
-        }
-    }
-
-    /** Whether any status may still be in flight; one that cannot be queried counts as in flight. */
-    private static boolean stillInFlight(List<TransferStatus> posted) {
-        for (TransferStatus status : posted) {
-            try {
-                if (!status.code().isTerminal()) {
-                    return true;
-                }
-            } catch (RuntimeException broken) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private void released(PrefillTransfer t) {
