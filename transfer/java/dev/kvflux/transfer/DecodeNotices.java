@@ -26,10 +26,13 @@ final class DecodeNotices {
     private final BlockAllocator blocks;
     private final EarlyReleases earlyReleases;
     private final PeerIncarnations prefills = new PeerIncarnations();
+    /** READ mode: the sessions into prefills' memory, told where each prefill's KV lives; null in WRITE mode. */
+    private final DecodeSessions readSessions;
 
     DecodeNotices(long incarnation, ContentCheck contentCheck, DecodeRecorder recorder,
             Map<String, DecodeTransfer> active, ExpectedTransfers expected, BlockAllocator blocks,
-            EarlyReleases earlyReleases) {
+            EarlyReleases earlyReleases, DecodeSessions readSessions) {
+        this.readSessions = readSessions;
         this.incarnation = incarnation;
         this.contentCheck = contentCheck;
         this.recorder = recorder;
@@ -59,6 +62,7 @@ final class DecodeNotices {
             case NotifyMessage.WriteDone done -> done.toIncarnation();
             case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
             case NotifyMessage.Release release -> release.toIncarnation();
+            case NotifyMessage.ReadReady ready -> ready.toIncarnation();
             default -> 0;
         };
         if (to != 0 && to != incarnation) {
@@ -81,8 +85,29 @@ final class DecodeNotices {
                 }
             }
             case NotifyMessage.Release release -> released(release.transferId());
+            case NotifyMessage.ReadReady ready -> readable(ready, t);
             default -> expected.accept(message);
         }
+    }
+
+    /** READ mode: prefill's KV is computed; the transfer waiting for it reads it from where it says. */
+    private void readable(NotifyMessage.ReadReady ready, DecodeTransfer t) {
+        if (t != null && t.readReady() != null) {
+            LOG.debug("transfer {}: a repeated read_ready, dropped (its reads run already)",
+                    LogText.escape(ready.transferId()));
+            return;
+        }
+        if (t == null || readSessions == null) {
+            // a transfer that ended before its read_ready came told prefill abort, which frees prefill's blocks
+            LOG.debug("transfer {}: read_ready for a transfer nobody here reads (ended, or unknown); dropped",
+                    LogText.escape(ready.transferId()));
+            return;
+        }
+        if (ready.region() != null) {
+            readSessions.described(ready.incarnation(), ready.region());
+        }
+        t.readReady(ready);
+        expected.accept(new NotifyMessage.WriteDone(ready.transferId(), ready.incarnation(), ready.toIncarnation(), 0));
     }
 
     private void verified(NotifyMessage.WriteDone done, DecodeTransfer t) {

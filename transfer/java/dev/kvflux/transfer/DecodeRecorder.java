@@ -32,13 +32,15 @@ public interface DecodeRecorder {
         /** {@code write_done}'s content check did not match: the transfer failed as corrupt. */
         KV_CORRUPT,
         /** A transfer failed at once because the prefill it waited on restarted. */
-        FAILED_ON_PREFILL_RESTART
+        FAILED_ON_PREFILL_RESTART,
+        /** READ mode: decode's reads of a transfer drained and prefill was sent {@code release}. */
+        READ_RELEASE_SENT
     }
 
     /** How a wait for a transfer's KV ended, for {@link #kvWaitEnded}. */
     enum WaitOutcome {
         WRITE_DONE, WRITE_FAILED, CORRUPT, DEADLINE, UNDELIVERABLE, PREFILL_RESTARTED, SHUTTING_DOWN, DUPLICATE,
-        CANCELLED, ERROR;
+        CANCELLED, ERROR, READ_FAILED;
 
         /** The lower-case name, as a meter's tag value: {@code write_done}. */
         public String tag() {

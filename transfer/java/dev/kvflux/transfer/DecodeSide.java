@@ -22,6 +22,10 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferSession;
+import dev.kvflux.operators.TransferException;
 
 /**
  * The decode side of KV transfers: it allocates each transfer's blocks, sends prefill the block list
@@ -77,7 +81,7 @@ public final class DecodeSide implements AutoCloseable {
         this.blocks = blocks;
         this.earlyReleases = new EarlyReleases(EARLY_RELEASES, settings.blockLease.toNanos(), System::nanoTime);
         DecodeNotices notices = new DecodeNotices(settings.incarnation, settings.contentCheck, settings.recorder,
-                active, expected, blocks, earlyReleases);
+                active, expected, blocks, earlyReleases, settings.reads == null ? null : settings.reads.sessions());
         this.notify = server.handler(notices::accept).bindNow();
         Duration eighth = settings.blockLease.dividedBy(8);
         Duration reapEvery = eighth.compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
@@ -184,7 +188,13 @@ public final class DecodeSide implements AutoCloseable {
                 .doOnError(ReceiveFailedException.class, e -> t.prefillSettled(e.kind()
                         == ReceiveFailedException.Kind.WRITE_FAILED || e.kind() == ReceiveFailedException.Kind.CORRUPT));
         // expect() registers the transfer when subscribed, before remote_blocks lets prefill write
-        return Mono.firstWithSignal(Mono.when(notice, askForKv), t.stopped())
+        Mono<Void> arrived = Mono.when(notice, askForKv);
+        Mono<Void> kv = settings.reads == null ? arrived.doOnSuccess(v -> t.layersEnded(null))
+                : arrived.then(Mono.defer(() -> read(t)));
+        return Mono.firstWithSignal(kv, t.stopped())
+                .doOnError(t::layersEnded)
+                .doOnCancel(() -> t.layersEnded(new ReceiveFailedException(id, ReceiveFailedException.Kind.SHUTTING_DOWN,
+                        null, "transfer " + id + "'s wait for its KV was cancelled")))
                 .doOnSuccess(v -> waitEnded(t, DecodeRecorder.WaitOutcome.WRITE_DONE))
                 .doOnError(e -> {
                     waitEnded(t, outcome(e));
@@ -194,6 +204,82 @@ public final class DecodeSide implements AutoCloseable {
                     }
                 })
                 .doOnCancel(() -> waitEnded(t, DecodeRecorder.WaitOutcome.CANCELLED));
+    }
+
+    /**
+     * READ mode: reads the KV prefill said {@code read_ready} for, layer by layer through the side's
+     * {@link LayerReads}, then checks its content; once the reads have drained, prefill is told {@code release}.
+     */
+    private Mono<Void> read(DecodeTransfer t) {
+        Reads r = settings.reads;
+        NotifyMessage.ReadReady ready = t.readReady();
+        String id = t.id();
+        TransferSession session;
+        KvLayout remote;
+        try {
+            remote = r.sessions().layout(t.prefill(), ready.incarnation());
+            session = r.sessions().session(t.prefill(), ready.incarnation());
+        } catch (RuntimeException e) {
+            t.drained();
+            sendRelease(id, t.observer().traceId(), t.prefill(), ready.incarnation());
+            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
+                    StatusCode.ERR_BAD_STATE, "decode cannot read transfer " + id + "'s KV from prefill "
+                            + LogText.hostPort(t.prefill()) + ": " + e.getMessage()));
+        }
+        int n = Math.min(t.blocks().size(), ready.blockNotifyList().size());
+        List<Long> local = t.blocks().subList(0, n);
+        List<Long> theirs = ready.blockNotifyList().subList(0, n);
+        List<BatchPlan> plans = new ArrayList<>(r.layout().layers());
+        for (int l = 0; l < r.layout().layers(); l++) {
+            plans.add(r.layout().layerPlan(l, local, remote, theirs));
+        }
+        Runnable drained = () -> {
+            t.drained();
+            blocks.release(id); // nothing writes into them any more: they are freed when the request ends
+            r.sessions().released(t.prefill(), ready.incarnation());
+            sendRelease(id, t.observer().traceId(), t.prefill(), ready.incarnation());
+        };
+        return r.reads().read(session, plans, session.allocateTransferUid(), drained)
+                .doOnNext(t::layerRead)
+                .onErrorMap(TransferException.class, e -> new ReceiveFailedException(id,
+                        ReceiveFailedException.Kind.READ_FAILED, e.code(), "decode's read of transfer " + id + "'s KV"
+                                + " from prefill failed: " + e.getMessage()))
+                .then(Mono.defer(() -> checked(t, ready)))
+                .doOnSuccess(v -> t.layersEnded(null));
+    }
+
+    /** READ mode: the content check of what decode read against prefill's, when both have one. */
+    private Mono<Void> checked(DecodeTransfer t, NotifyMessage.ReadReady ready) {
+        ContentCheck check = settings.contentCheck;
+        if (check == ContentCheck.NONE || ready.checksum() == 0) {
+            return Mono.empty();
+        }
+        Mono<Void> verify = Mono.fromRunnable(() -> {
+            String reason;
+            try {
+                if (check.of(t.id(), t.blocks()) == ready.checksum()) {
+                    settings.recorder.record(DecodeRecorder.Event.KV_VERIFIED, t.id());
+                    return;
+                }
+                reason = "the KV decode read does not match what prefill computed for this transfer";
+            } catch (RuntimeException e) {
+                reason = "the content check could not read the KV (" + e.getMessage() + ")";
+            }
+            settings.recorder.record(DecodeRecorder.Event.KV_CORRUPT, t.id());
+            throw new ReceiveFailedException(t.id(), ReceiveFailedException.Kind.CORRUPT, StatusCode.ERR_BAD_STATE,
+                    "KV content check failed for transfer " + t.id() + ": " + reason + "; not decoding from it");
+        });
+        return check.blocking() ? verify.subscribeOn(Schedulers.boundedElastic()) : verify;
+    }
+
+    private void sendRelease(String id, String traceId, InetSocketAddress prefill, long prefillIncarnation) {
+        settings.recorder.record(DecodeRecorder.Event.READ_RELEASE_SENT, id);
+        abortsInFlight.incrementAndGet();
+        client.send(prefill, new NotifyMessage.Release(id, settings.incarnation, prefillIncarnation,
+                        settings.reads.tpSize()), settings.blocksWithin())
+                .doFinally(signal -> abortsInFlight.decrementAndGet())
+                .contextWrite(LogContext.context(id, traceId))
+                .subscribe();
     }
 
     private void waitEnded(DecodeTransfer t, DecodeRecorder.WaitOutcome outcome) {
@@ -220,7 +306,7 @@ public final class DecodeSide implements AutoCloseable {
             case UNDELIVERABLE -> "decode could not deliver its block list";
             case SHUTTING_DOWN -> "decode is shutting down";
             case PREFILL_RESTARTED -> "prefill restarted";
-            case WRITE_FAILED, CORRUPT -> "decode's request failed: " + e.getMessage();
+            case WRITE_FAILED, CORRUPT, READ_FAILED -> "decode's request failed: " + e.getMessage();
         };
     }
 
@@ -230,6 +316,9 @@ public final class DecodeSide implements AutoCloseable {
      */
     void ended(DecodeTransfer t) {
         active.remove(t.id(), t);
+        if (settings.reads != null && t.readReady() == null) {
+            blocks.release(t.id()); // READ mode: nothing was read into them, and prefill never writes into decode
+        }
         // the lease counts from the receive deadline at the earliest: prefill may start copies until its own
         // deadline for the transfer (the same length, from about the same moment) even if this one ended early
         // and the abort telling it so was lost
@@ -342,11 +431,15 @@ public final class DecodeSide implements AutoCloseable {
 
     /** What a side was built with. */
     private record Settings(Duration receiveDeadline, Duration blockLease, ContentCheck contentCheck,
-            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvRegion region) {
+            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvRegion region, Reads reads) {
         /** How long remote_blocks is retried: half the receive deadline (prefill needs the rest to write and notify). */
         Duration blocksWithin() {
             return receiveDeadline != null ? receiveDeadline.dividedBy(2) : NO_DEADLINE_BLOCKS_WITHIN;
         }
+    }
+
+    /** READ mode's settings: the sessions into prefills' memory, decode's own layout, the reads and the TP size. */
+    private record Reads(DecodeSessions sessions, KvLayout layout, LayerReads reads, int tpSize) {
     }
 
     /**
@@ -360,6 +453,7 @@ public final class DecodeSide implements AutoCloseable {
         private Duration receiveDeadline = defaultReceiveDeadline(PrefillSide.DEFAULT_TRANSFER_TIMEOUT);
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
         private KvRegion region;
+        private Reads reads;
 
         private Builder() {
             super("decode", DEFAULT_BLOCKS);
@@ -371,6 +465,7 @@ public final class DecodeSide implements AutoCloseable {
             receiveDeadline = from.receiveDeadline;
             blockLease = from.blockLease;
             region = from.region;
+            reads = from.reads;
         }
 
         /**
@@ -380,6 +475,26 @@ public final class DecodeSide implements AutoCloseable {
          */
         public Builder region(KvRegion region) {
             return with(b -> b.region = region);
+        }
+
+        /**
+         * READ mode (see {@link KvMode#READ}): decode reads each transfer's KV from prefill once prefill says
+         * {@code read_ready}, through the session {@code prefillSessions} gives for that prefill incarnation (a
+         * {@link HandshakeSessions} opens it from the region prefill describes), one {@code batch_read} per layer of
+         * {@code layout} (decode's own KV layout), each layer's barrier run by {@code reads}; once the reads have
+         * drained, prefill is told {@code release} with {@code tpSize} as its {@code consumer_tp_size}. Default
+         * WRITE mode.
+         */
+        public Builder readFrom(DecodeSessions prefillSessions, KvLayout layout, LayerReads reads, int tpSize) {
+            Objects.requireNonNull(prefillSessions, "prefillSessions");
+            Objects.requireNonNull(layout, "layout");
+            Objects.requireNonNull(reads, "reads");
+            if (tpSize < 1 || tpSize > dev.kvflux.transfer.notify.NotifyCodec.MAX_TP_SIZE) {
+                throw new IllegalArgumentException("the TP size must lie in 1.."
+                        + dev.kvflux.transfer.notify.NotifyCodec.MAX_TP_SIZE + ", got " + tpSize);
+            }
+            Reads set = new Reads(prefillSessions, layout, reads, tpSize);
+            return with(b -> b.reads = set);
         }
 
         @Override
@@ -426,13 +541,15 @@ public final class DecodeSide implements AutoCloseable {
          */
         public DecodeSide bindNow() {
             Settings settings = new Settings(receiveDeadline, blockLease, contentCheck, recorder, Incarnation.next(),
-                    maxBlocksPerTransfer, region);
+                    maxBlocksPerTransfer, region, reads);
             ExpectedTransfers expected = (receiveDeadline == null ? ExpectedTransfers.withoutDeadline()
                     : ExpectedTransfers.withDeadline(receiveDeadline)).recorder(notifyRecorder)
                     .earlyBudget(limits.peerBudgetBytes());
             NotifyClient client = NotifyClient.builder().recorder(notifyRecorder).auth(auth).build();
             NotifyServer.Builder server = NotifyServer.builder().host(host).port(port)
-                    .accepts(NotifyMessage.Type.WRITE_DONE, NotifyMessage.Type.WRITE_FAILED, NotifyMessage.Type.RELEASE)
+                    .accepts(reads != null ? new NotifyMessage.Type[] {NotifyMessage.Type.READ_READY,
+                            NotifyMessage.Type.WRITE_FAILED} : new NotifyMessage.Type[] {NotifyMessage.Type.WRITE_DONE,
+                            NotifyMessage.Type.WRITE_FAILED, NotifyMessage.Type.RELEASE})
                     .limits(limits).recorder(notifyRecorder).auth(auth);
             try {
                 return new DecodeSide(settings, client, expected, new BlockAllocator("decode", blocks, System::nanoTime),

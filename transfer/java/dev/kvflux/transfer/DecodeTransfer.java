@@ -5,6 +5,7 @@ import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -63,6 +64,11 @@ public final class DecodeTransfer implements AutoCloseable {
     private volatile boolean prefillSettled;
     /** Why the wait failed, for the abort sent to prefill; null while it has not. */
     private volatile String failure;
+    /** READ mode: where prefill keeps the KV; null until its read_ready came. */
+    private volatile NotifyMessage.ReadReady readReady;
+    /** READ mode: set once nothing the reads posted is in flight; then its blocks may be freed at the end. */
+    private volatile boolean readsDrained;
+    private final Sinks.Many<Integer> layers = Sinks.many().replay().all();
 
     DecodeTransfer(DecodeSide side, String id, InetSocketAddress prefill, List<Long> blocks, Observer observer) {
         this.side = side;
@@ -98,6 +104,16 @@ public final class DecodeTransfer implements AutoCloseable {
         return Mono.defer(() -> waited.compareAndSet(false, true) ? side.kv(this)
                 : Mono.error(new IllegalStateException("transfer " + id + "'s KV is already being waited for;"
                         + " subscribe to kv() once")));
+    }
+
+    /**
+     * READ mode: the layers, 0, 1, …, each as soon as its reads have passed its drain barrier, so that a step
+     * subscribed here never runs before its layer's KV is in place; it completes with the last layer, or errors as
+     * {@link #kv()} does. {@link #kv()} must be subscribed for anything to happen. In WRITE mode it completes empty
+     * once the KV has arrived.
+     */
+    public Flux<Integer> layers() {
+        return layers.asFlux();
     }
 
     /** Ends the transfer (see the class comment); later calls do nothing. */
@@ -137,6 +153,34 @@ public final class DecodeTransfer implements AutoCloseable {
 
     void prefillSettled(boolean settled) {
         this.prefillSettled = settled;
+    }
+
+    void readReady(NotifyMessage.ReadReady ready) {
+        this.readReady = ready;
+    }
+
+    NotifyMessage.ReadReady readReady() {
+        return readReady;
+    }
+
+    void layerRead(int layer) {
+        layers.tryEmitNext(layer);
+    }
+
+    void layersEnded(Throwable error) {
+        if (error == null) {
+            layers.tryEmitComplete();
+        } else {
+            layers.tryEmitError(error);
+        }
+    }
+
+    boolean readsDrained() {
+        return readsDrained;
+    }
+
+    void drained() {
+        this.readsDrained = true;
     }
 
     String failure() {

@@ -12,7 +12,8 @@ import org.slf4j.LoggerFactory;
 /**
  * What the prefill side does with decode's messages: {@code abort} stops its transfer (or fences an id not seen
  * yet), {@code remote_blocks} goes to the board once its decode incarnation has been checked against the newest
- * known ({@link PeerIncarnations}), and a newer incarnation fails every transfer aimed at the previous one. Runs on
+ * known ({@link PeerIncarnations}), a newer incarnation fails every transfer aimed at the previous one, and in READ
+ * mode decode's {@code release} lets a transfer's blocks go. Runs on
  * the notify server's event loop.
  */
 final class PrefillNotices {
@@ -58,6 +59,7 @@ final class PrefillNotices {
         try (LogContext.Scope _ = LogContext.open(message.transferId(), t == null ? null : t.observer().traceId())) {
             switch (message) {
                 case NotifyMessage.Abort abort -> aborted(abort, t);
+                case NotifyMessage.Release release -> released(release, t);
                 case NotifyMessage.RemoteBlocks list when list.incarnation() != 0 -> {
                     if (list.region() != null) {
                         side.sessions().described(list.incarnation(), list.region());
@@ -95,6 +97,22 @@ final class PrefillNotices {
         }
         // the reason is a peer's text: escaped, and cut so that fenced ids stay small
         side.abort(t, "decode aborted it: " + LogText.escape(abort.reason()));
+    }
+
+    /** READ mode: decode has read the transfer's blocks (its reads drained); they are freed. */
+    private void released(NotifyMessage.Release release, PrefillTransfer t) {
+        if (t == null) {
+            LOG.debug("transfer {}: release for a transfer prefill no longer holds (late or repeated)",
+                    LogText.escape(release.transferId()));
+            return;
+        }
+        if (release.incarnation() != 0 && t.decodeIncarnation() != 0 && release.incarnation() != t.decodeIncarnation()) {
+            stale(release.type(), t.id(), release.incarnation(), t.decodeIncarnation());
+            return;
+        }
+        if (t.consumerReleased()) {
+            recorder.record(PrefillRecorder.Event.READ_RELEASED, t.id());
+        }
     }
 
     private void stale(NotifyMessage.Type type, String id, long from, long current) {

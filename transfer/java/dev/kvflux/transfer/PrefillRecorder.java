@@ -33,7 +33,11 @@ public interface PrefillRecorder {
         /** A {@code release} was sent to decode once the transfer's copies were terminal. */
         RELEASE_SENT,
         /** A write failed and decode was not told (failure notices off: vLLM's behaviour before its fix). */
-        FAILURE_NOT_NOTIFIED
+        FAILURE_NOT_NOTIFIED,
+        /** READ mode: decode released prefill's blocks once its reads had drained. */
+        READ_RELEASED,
+        /** READ mode: decode did not release prefill's blocks within the read lease; they were freed anyway. */
+        READ_LEASE_EXPIRED
     }
 
     /** {@code event} happened to transfer {@code transferId}. */

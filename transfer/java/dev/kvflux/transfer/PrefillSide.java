@@ -2,6 +2,7 @@ package dev.kvflux.transfer;
 
 import dev.kvflux.bindings.DurationText;
 import dev.kvflux.pipeline.WritePipeline;
+import dev.kvflux.transfer.notify.KvRegion;
 import dev.kvflux.transfer.notify.LogText;
 import dev.kvflux.transfer.notify.NotifyClient;
 import dev.kvflux.transfer.notify.NotifyLimits;
@@ -275,7 +276,8 @@ public final class PrefillSide implements AutoCloseable {
     /** What a side was built with; shared with its writes. */
     record Settings(KvLayout layout, DecodeSessions sessions, WritePipeline pipeline, Duration transferTimeout,
             Duration decodeDeadline, Duration notifyWithin, boolean failureNotices, ContentCheck contentCheck,
-            PrefillRecorder recorder, long incarnation, int maxBlocksPerTransfer) {
+            PrefillRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvMode mode, KvRegion region,
+            Duration readLease) {
     }
 
     /**
@@ -293,6 +295,9 @@ public final class PrefillSide implements AutoCloseable {
         private Duration decodeDeadline;
         private Duration notifyWithin;
         private boolean failureNotices = true;
+        private KvMode mode = KvMode.WRITE;
+        private KvRegion region;
+        private Duration readLease;
 
         private Builder() {
             super("prefill", DEFAULT_BLOCKS);
@@ -308,6 +313,9 @@ public final class PrefillSide implements AutoCloseable {
             decodeDeadline = from.decodeDeadline;
             notifyWithin = from.notifyWithin;
             failureNotices = from.failureNotices;
+            mode = from.mode;
+            region = from.region;
+            readLease = from.readLease;
         }
 
         @Override
@@ -373,12 +381,46 @@ public final class PrefillSide implements AutoCloseable {
         }
 
         /**
+         * Who moves the KV: {@link KvMode#WRITE} (default), prefill writes each layer into decode's blocks;
+         * {@link KvMode#READ}, prefill keeps the KV in its own blocks, tells decode {@code read_ready} once every
+         * layer's event is ready, and holds the blocks until decode's {@code release}, an abort or the
+         * {@linkplain #readLease read lease}. A READ side needs no sessions into decode and takes {@code release}.
+         */
+        public Builder mode(KvMode mode) {
+            Objects.requireNonNull(mode, "mode");
+            return with(b -> b.mode = mode);
+        }
+
+        /**
+         * Where this prefill's KV lives (its engine's and its registered region's descriptors), sent with every
+         * {@code read_ready} so that decode can open its session into it. Default none.
+         */
+        public Builder region(KvRegion region) {
+            return with(b -> b.region = region);
+        }
+
+        /**
+         * READ mode: how long a transfer's blocks stay held after {@code read_ready} when decode never says
+         * {@code release} (decode died mid-read). Default the decode deadline plus twice the transfer timeout,
+         * longer than any read decode may still have in flight.
+         */
+        public Builder readLease(Duration readLease) {
+            Duration checked = positive(readLease, "read lease");
+            return with(b -> b.readLease = checked);
+        }
+
+        /**
          * Binds the notify server and starts the side. Blocks up to about 10 s for the port.
          *
          * @throws IllegalStateException if the layout, the sessions or the pipeline is not set, or the port cannot
          *     be bound (saying why)
          */
         public PrefillSide bindNow() {
+            if (mode == KvMode.READ && sessions == null) {
+                sessions = (decode, incarnation) -> {
+                    throw new IllegalStateException("a READ prefill writes nothing into decode");
+                };
+            }
             if (layout == null || sessions == null || pipeline == null) {
                 throw new IllegalStateException("a prefill side needs a KV layout, decode sessions and a WRITE pipeline;"
                         + " set layout(...), sessions(...) and pipeline(...)");
@@ -392,7 +434,8 @@ public final class PrefillSide implements AutoCloseable {
                     : DecodeSide.defaultReceiveDeadline(transferTimeout);
             Settings settings = new Settings(layout, sessions, pipeline, transferTimeout, deadline,
                     notifyWithin != null ? notifyWithin : deadline, failureNotices, contentCheck, recorder,
-                    Incarnation.next(), maxBlocksPerTransfer);
+                    Incarnation.next(), maxBlocksPerTransfer, mode, region,
+                    readLease != null ? readLease : deadline.plus(transferTimeout.multipliedBy(2)));
             RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
                     notifyRecorder);
             BlockAllocator blockAllocator = new BlockAllocator("prefill", blocks, System::nanoTime);
@@ -400,7 +443,9 @@ public final class PrefillSide implements AutoCloseable {
             // the side handles messages once it exists; what comes before (nothing can: the port is new) goes to the board
             PrefillSide[] side = new PrefillSide[1];
             NotifyServer server = NotifyServer.builder().host(host).port(port)
-                    .accepts(NotifyMessage.Type.REMOTE_BLOCKS, NotifyMessage.Type.ABORT).limits(limits)
+                    .accepts(mode == KvMode.READ ? new NotifyMessage.Type[] {NotifyMessage.Type.REMOTE_BLOCKS,
+                            NotifyMessage.Type.ABORT, NotifyMessage.Type.RELEASE} : new NotifyMessage.Type[] {
+                            NotifyMessage.Type.REMOTE_BLOCKS, NotifyMessage.Type.ABORT}).limits(limits)
                     .recorder(notifyRecorder).auth(auth).handler(message -> {
                         PrefillSide s = side[0];
                         if (s != null) {

@@ -93,6 +93,8 @@ public final class PrefillTransfer {
     private final Observer observer;
     private final Sinks.One<String> abortSignal = Sinks.one();
     private final Sinks.One<WriteOutcome> outcome = Sinks.one();
+    /** READ mode: decode's release, once its reads of this transfer's blocks have drained. */
+    private final Sinks.Empty<Void> consumerReleased = Sinks.empty();
     private final List<TransferStatus> statuses = new ArrayList<>();
     private volatile List<Long> localBlocks = List.of();
     /** The incarnation of the decode whose blocks this transfer writes; 0 until its block list came. */
@@ -228,6 +230,15 @@ public final class PrefillTransfer {
 
     void noReleaseToDecode() {
         this.releaseDecode = false;
+    }
+
+    /** READ mode: decode said release for this transfer's blocks; false if it had already. */
+    boolean consumerReleased() {
+        return consumerReleased.tryEmitEmpty() == Sinks.EmitResult.OK;
+    }
+
+    Mono<Void> whenConsumerReleased() {
+        return consumerReleased.asMono();
     }
 
     void outcome(WriteOutcome result) {

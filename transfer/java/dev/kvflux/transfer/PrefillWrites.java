@@ -23,6 +23,9 @@ import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import dev.kvflux.operators.Polls;
+import reactor.core.scheduler.Schedulers;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The prefill side's writes, from a transfer's first layer to its release: wait for decode's block list, post the
@@ -69,13 +72,13 @@ final class PrefillWrites {
                     t.observer().posted();
                 }
             };
+            if (settings.mode() == KvMode.READ) {
+                offer(t, events, left);
+                return;
+            }
             // the write takes one of the pipeline's places only once decode's block list is here: a transfer whose
             // decode never answers holds no place others could write with
-            Mono<WriteOutcome> outcome = board.blocks(id)
-                    .timeout(left, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE, "decode's block"
-                            + " list for " + id + " did not arrive by the transfer's deadline ("
-                            + DurationText.of(settings.decodeDeadline()) + " after it was opened, when decode gives"
-                            + " up); decode is gone, slow, or cannot reach prefill's notify port")))
+            Mono<WriteOutcome> outcome = blockList(id, left)
                     .flatMap(remoteBlocks -> {
                         List<Long> local = t.localBlocks();
                         t.decodeBlocks(remoteBlocks.subList(0, Math.min(local.size(), remoteBlocks.size())));
@@ -92,25 +95,94 @@ final class PrefillWrites {
                     })
                     .onErrorResume(TransferException.class, e -> Mono.just(new WriteOutcome.WriteFailed(id, e.code(),
                             e.reason())));
-            Disposable[] self = new Disposable[1];
-            self[0] = outcome
-                    .doFinally(signal -> {
-                        if (self[0] != null) {
-                            running.remove(self[0]);
-                        }
-                    })
-                    .contextWrite(LogContext.context(id, t.observer().traceId()))
-                    .subscribe(result -> {
-                        try (LogContext.Scope _ = LogContext.open(id, t.observer().traceId())) {
-                            finish(result, t);
-                            settle(t);
-                        }
-                    });
-            if (!self[0].isDisposed()) {
-                running.add(self[0]);
-                t.running(self[0]);
-            }
+            track(t, outcome, result -> {
+                finish(result, t);
+                settle(t);
+            });
         }
+    }
+
+    /** Decode's block list for {@code id}, or ERR_BAD_STATE if it has not come within {@code left}. */
+    private Mono<List<Long>> blockList(String id, Duration left) {
+        return board.blocks(id)
+                .timeout(left, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE, "decode's block"
+                        + " list for " + id + " did not arrive by the transfer's deadline ("
+                        + DurationText.of(settings.decodeDeadline()) + " after it was opened, when decode gives"
+                        + " up); decode is gone, slow, or cannot reach prefill's notify port")));
+    }
+
+    /** Runs {@code work} for {@code t}, stoppable by an abort and by {@link #dispose}, then {@code then} its result. */
+    private <T> void track(PrefillTransfer t, Mono<T> work, java.util.function.Consumer<T> then) {
+        Disposable[] self = new Disposable[1];
+        self[0] = work
+                .doFinally(signal -> {
+                    if (self[0] != null) {
+                        running.remove(self[0]);
+                    }
+                })
+                .contextWrite(LogContext.context(t.id(), t.observer().traceId()))
+                .subscribe(result -> {
+                    try (LogContext.Scope _ = LogContext.open(t.id(), t.observer().traceId())) {
+                        then.accept(result);
+                    }
+                });
+        if (!self[0].isDisposed()) {
+            running.add(self[0]);
+            t.running(self[0]);
+        }
+    }
+
+    /**
+     * READ mode: once decode's block list is here (it says which decode incarnation wants the KV) and every layer's
+     * event is ready, decode is told {@code read_ready} with prefill's blocks; the transfer then holds its blocks
+     * until decode's {@code release} (its reads have drained), an abort, or the read lease, and settles.
+     */
+    private void offer(PrefillTransfer t, List<? extends LayerEvent> events, Duration left) {
+        String id = t.id();
+        t.noReleaseToDecode(); // decode's blocks are never written in READ mode: it frees them itself
+        Duration eventTimeout = settings.transferTimeout();
+        Mono<WriteOutcome> outcome = blockList(id, left)
+                .flatMap(remoteBlocks -> {
+                    t.decodeBlocks(remoteBlocks.subList(0, Math.min(t.localBlocks().size(), remoteBlocks.size())));
+                    return Flux.range(0, events.size())
+                            .concatMap(l -> Polls.layerReady(events.get(l), Polls.DEFAULT_EVENT_POLL, eventTimeout,
+                                            Schedulers.parallel())
+                                    .onErrorMap(e -> new TransferException(StatusCode.ERR_GPU_OP, "layer " + l
+                                            + "'s event " + (e.getCause() instanceof TimeoutException ? "was not"
+                                            + " ready after " + DurationText.of(eventTimeout) : "failed: "
+                                            + e.getMessage()))))
+                            .then(Mono.fromCallable(() -> (WriteOutcome) new WriteOutcome.WriteDone(id)));
+                })
+                .onErrorResume(TransferException.class, e -> Mono.just(new WriteOutcome.WriteFailed(id, e.code(),
+                        e.reason())));
+        track(t, outcome
+                .flatMap(result -> {
+                    t.observer().posted();
+                    try (LogContext.Scope _ = LogContext.open(id, t.observer().traceId())) {
+                        if (result instanceof WriteOutcome.WriteFailed) {
+                            finish(result, t);
+                            return Mono.just(true);
+                        }
+                        t.observer().written(result);
+                        settings.recorder().written(result, Duration.ofNanos(System.nanoTime() - t.openedNanos()));
+                        t.outcome(result);
+                        long check = settings.contentCheck().of(id, t.decodeBlocks());
+                        NotifyMessage ready = new NotifyMessage.ReadReady(id, t.localBlocks(), settings.incarnation(),
+                                t.decodeIncarnation(), check, settings.region());
+                        sendOutcome(t, ready);
+                    }
+                    // decode reads from these blocks until it says release; its lease bounds how long they are held
+                    return t.whenConsumerReleased().thenReturn(true)
+                            .timeout(settings.readLease(), Mono.fromCallable(() -> {
+                                settings.recorder().record(PrefillRecorder.Event.READ_LEASE_EXPIRED, id);
+                                try (LogContext.Scope _ = LogContext.open(id, t.observer().traceId())) {
+                                    LOG.warn("transfer {}: decode did not release prefill's blocks within the read"
+                                            + " lease of {}; freed them (decode is gone or unreachable)",
+                                            LogText.escape(id), DurationText.of(settings.readLease()));
+                                }
+                                return false;
+                            }));
+                }), held -> settle(t));
     }
 
     /**

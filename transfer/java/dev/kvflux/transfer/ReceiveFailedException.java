@@ -23,7 +23,9 @@ public final class ReceiveFailedException extends RuntimeException {
         /** The prefill the KV was to come from restarted: its previous life's work is gone. */
         PREFILL_RESTARTED,
         /** Decode is shutting down. */
-        SHUTTING_DOWN
+        SHUTTING_DOWN,
+        /** READ mode: a read of the KV from prefill failed or timed out (after every read in flight drained). */
+        READ_FAILED
     }
 
     private final String transferId;

@@ -24,6 +24,7 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
+import java.time.Duration;
 
 /**
  * Decode's {@code POST /v1/completions}: opens the request's transfer on the {@link DecodeSide} (refusals answered
@@ -42,13 +43,18 @@ final class DecodeCompletions {
     private final RequestGate gate;
     private final int maxModelLen;
 
-    DecodeCompletions(ServingModel model, DecodeSide side, ObservationRegistry observations, RequestGate gate, int maxModelLen) {
+    DecodeCompletions(ServingModel model, DecodeSide side, ObservationRegistry observations, RequestGate gate, int maxModelLen,
+            boolean readMode) {
+        this.readMode = readMode;
         this.gate = gate;
         this.maxModelLen = maxModelLen;
         this.model = model;
         this.side = side;
         this.observations = observations;
     }
+
+    /** READ mode: the first decode step runs layer by layer as the layers' reads pass their barriers. */
+    private final boolean readMode;
 
     Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
         return gate.withBody(request, response, (body, signedFor) -> serve(body, signedFor, request.requestHeaders(),
@@ -91,9 +97,13 @@ final class DecodeCompletions {
         } catch (TransferRefusedException e) {
             return refused(response, e);
         }
-        return Spans.during(observations, "kvflux.decode.receive", id, span, t.kv())
+        // READ mode: the first step runs layer by layer, each layer once its reads are through, beside the reads of
+        // the layers after it; WRITE mode: the KV is whole when it arrives
+        Mono<Void> kv = readMode ? Mono.when(t.kv(), t.layers().concatMap(l -> Mono.delay(layerStep(),
+                Schedulers.parallel())).then()) : t.kv();
+        return Spans.during(observations, "kvflux.decode.receive", id, span, kv)
                 .then(Spans.during(observations, "kvflux.decode.generate", id, span,
-                        Mono.defer(() -> Mono.from(decode(request, response)))))
+                        Mono.defer(() -> Mono.from(decode(request, response, readMode ? 1 : 0)))))
                 .onErrorResume(ReceiveFailedException.class, e -> Mono.from(failed(response, e)))
                 // the side refuses a transfer id that is already waiting or finished
                 .onErrorResume(e -> e instanceof TransferRefusedException && !response.hasSentHeaders(),
@@ -116,7 +126,7 @@ final class DecodeCompletions {
 
     private static Publisher<Void> failed(HttpServerResponse response, ReceiveFailedException e) {
         return switch (e.kind()) {
-            case WRITE_FAILED, CORRUPT -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
+            case WRITE_FAILED, CORRUPT, READ_FAILED -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
                     "kv_transfer_failed", e.code().name(), e.getMessage());
             case UNDELIVERABLE -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
                     "kv_transfer_failed", "REMOTE_BLOCKS_UNDELIVERABLE", e.getMessage());
@@ -129,10 +139,17 @@ final class DecodeCompletions {
         };
     }
 
-    private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response) {
+    /** One layer's share of a decode step. */
+    private Duration layerStep() {
+        return model.decodeStep().dividedBy(Math.max(1, model.layers()));
+    }
+
+    /** The answer, after the decode steps still to run ({@code stepsDone} ran layer by layer already). */
+    private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response, int stepsDone) {
         String id = "cmpl-" + request.params().transferId();
         if (!request.stream()) {
-            return Mono.delay(model.decodeStep().multipliedBy(request.maxTokens()), Schedulers.parallel())
+            return Mono.delay(model.decodeStep().multipliedBy(Math.max(0, request.maxTokens() - stepsDone)),
+                    Schedulers.parallel())
                     .flatMap(tick -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, completion(id, request))));
         }
         Flux<String> events = Flux.interval(model.decodeStep(), Schedulers.parallel())

@@ -23,6 +23,11 @@ import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.netty.DisposableServer;
+import dev.kvflux.transfer.HandshakeSessions;
+import dev.kvflux.transfer.KvLayout;
+import dev.kvflux.transfer.KvMode;
+import dev.kvflux.transfer.LayerReads;
+import dev.kvflux.transfer.PrefillSide;
 
 /**
  * A simulated decode instance: HTTP in front of kvflux's {@link DecodeSide}. For each {@code POST /v1/completions}
@@ -161,7 +166,11 @@ public final class DecodeServer implements AutoCloseable {
         DescribedEngine engine = settings.engine != null ? settings.engine : SimulatedXgmiEngine.create();
         Runnable ownedEngine = settings.engine != null ? () -> { } : engine::close;
         RoleMemory[] registered = new RoleMemory[1];
+        HandshakeSessions[] readSessions = new HandshakeSessions[1];
         Runnable owned = () -> {
+            if (readSessions[0] != null) {
+                readSessions[0].close();
+            }
             if (registered[0] != null) {
                 registered[0].close();
             }
@@ -169,13 +178,21 @@ public final class DecodeServer implements AutoCloseable {
         };
         RoleMemory memory;
         DecodeSide side;
+        HandshakeSessions[] prefills = new HandshakeSessions[1];
         try {
-            memory = RoleMemory.register(engine, RoleMemory.layout(model, settings.kvBlocks), settings.gpu,
-                    settings.gpuRuntime);
+            KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks);
+            memory = RoleMemory.register(engine, layout, settings.gpu, settings.gpuRuntime);
             registered[0] = memory;
             ContentCheck check = memory.bytes() != null ? memory.bytes().check()
                     : KvChecksum.forLayers(model.layers());
-            side = DecodeSide.builder().region(memory.describe(engine))
+            DecodeSide.Builder builder = DecodeSide.builder();
+            if (settings.kvMode == KvMode.READ) {
+                // decode's sessions into each prefill incarnation's KV, opened from the region its read_ready describes
+                prefills[0] = HandshakeSessions.of(engine, memory.region(), layout);
+                readSessions[0] = prefills[0];
+                builder = builder.readFrom(prefills[0], layout, LayerReads.of(PrefillSide.DEFAULT_TRANSFER_TIMEOUT), 1);
+            }
+            side = builder.region(memory.describe(engine))
                     .notifyAddress(where.host(), where.notifyPort()).auth(settings.auth)
                     .limits(settings.limits).notifyRecorder(notifyMeters).recorder(new DecodeStats(meters))
                     .blocks(settings.kvBlocks).receiveDeadline(settings.receiveDeadline).blockLease(settings.blockLease)
@@ -187,7 +204,7 @@ public final class DecodeServer implements AutoCloseable {
         }
         try {
             DecodeCompletions completions = new DecodeCompletions(model, side, settings.observations,
-                    RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
+                    RoleSettings.gate(settings.auth, meters), settings.maxModelLen, settings.kvMode == KvMode.READ);
             DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, side::blocks, side.blockCapacity());
             BlockMetrics.registerIncarnation(meters, side.incarnation());
@@ -207,9 +224,10 @@ public final class DecodeServer implements AutoCloseable {
             }
             DecodeServer server = new DecodeServer(http, side, where.host(), settings.auth, meters, notifyMeters,
                     owned);
-            LOG.info("decode listening: http {}, notify {} ({}), model {}, receive deadline {}, KV on {} ({} bytes{})",
+            LOG.info("decode listening: http {}, notify {} ({}), model {}, {} mode, receive deadline {}, KV on {} ({}"
+                    + " bytes{})",
                     Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
-                    settings.auth == null ? "unsigned" : "signed", model,
+                    settings.auth == null ? "unsigned" : "signed", model, settings.kvMode.wireName().toUpperCase(),
                     settings.receiveDeadline == null ? "none" : settings.receiveDeadline.toMillis() + " ms",
                     engine.backend(), memory.region().size(), memory.bytes() != null ? ", every block checked" : "");
             return server;

@@ -26,6 +26,7 @@ final class DecodeStats implements DecodeRecorder {
     private final Counter corruptKv;
     private final Counter failedOnPrefillRestart;
     private final Counter kvVerified;
+    private final Counter readReleasesSent;
 
     DecodeStats(RoleMetrics meters) {
         this.meters = meters;
@@ -43,11 +44,13 @@ final class DecodeStats implements DecodeRecorder {
         staleIncarnation = meters.counter("kvflux.notify.messages.stale",
                 "Messages rejected because they came from or were meant for another incarnation of the peer");
         String checks = "kvflux.decode.kv.checks";
-        String checksHelp = "Checks of write_done's checksum against the granted blocks, by result";
+        String checksHelp = "Checks of the KV prefill computed against the blocks decode holds, by result";
         kvVerified = meters.counter(checks, checksHelp, "result", "verified");
         corruptKv = meters.counter(checks, checksHelp, "result", "corrupt");
         failedOnPrefillRestart = meters.counter("kvflux.decode.requests.failed.peer.restart",
                 "Requests failed at once because the prefill their KV was to come from restarted");
+        readReleasesSent = meters.counter("kvflux.decode.read.releases.sent",
+                "READ mode: releases sent to prefill once a request's reads had drained");
         kvWait(WaitOutcome.WRITE_DONE);
         kvWait(WaitOutcome.WRITE_FAILED);
     }
@@ -65,6 +68,7 @@ final class DecodeStats implements DecodeRecorder {
             case KV_VERIFIED -> kvVerified;
             case KV_CORRUPT -> corruptKv;
             case FAILED_ON_PREFILL_RESTART -> failedOnPrefillRestart;
+            case READ_RELEASE_SENT -> readReleasesSent;
         };
         counter.increment();
     }

@@ -29,6 +29,7 @@ import org.slf4j.LoggerFactory;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.DisposableServer;
+import dev.kvflux.transfer.KvMode;
 
 /**
  * A simulated prefill instance: HTTP in front of kvflux's {@link PrefillSide}. For each {@code POST
@@ -218,7 +219,11 @@ public final class PrefillServer implements AutoCloseable {
                 .pipeline(pipeline).blocks(settings.kvBlocks).transferTimeout(settings.transfer.timeout())
                 .decodeDeadline(DecodeSide.defaultReceiveDeadline(settings.transfer.timeout()))
                 .failureNotices(settings.policy.failureNotice()).contentCheck(KvChecksum.forLayers(model.layers()))
-                .maxBlocksPerTransfer(settings.maxBlocksPerRequest());
+                .maxBlocksPerTransfer(settings.maxBlocksPerRequest()).mode(settings.kvMode);
+        if (settings.kvMode == KvMode.READ) {
+            // decode reads from this region: it opens its session from the descriptors every read_ready carries
+            side = side.region(memory.describe(settings.engine));
+        }
         if (settings.notifyWithin != null) {
             side = side.notifyWithin(settings.notifyWithin);
         }
@@ -245,9 +250,10 @@ public final class PrefillServer implements AutoCloseable {
             EngineMeters.register(meters, settings.engine);
             PrefillServer server = new PrefillServer(http, bound, completions, loop, loopScheduler, stats, where.host(),
                     settings.auth, meters, notifyMeters, sessions, memory);
-            LOG.info("prefill listening: http {}, notify {} ({}), policy {}, transfer timeout {} ms, engine {}, model {}",
-                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
-                    settings.auth == null ? "unsigned" : "signed", settings.policy.wireName(),
+            LOG.info("prefill listening: http {}, notify {} ({}), {} mode, policy {}, transfer timeout {} ms, engine {},"
+                    + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
+                    settings.auth == null ? "unsigned" : "signed", settings.kvMode.wireName().toUpperCase(),
+                    settings.policy.wireName(),
                     settings.transfer.timeout().toMillis(), engineName(settings.engine), model);
             return server;
         } catch (RuntimeException e) {

@@ -26,6 +26,8 @@ public final class PrefillStats implements PrefillRecorder {
     private final RoleMetrics meters;
     final Counter requests;
     final Counter failuresNotNotified;
+    final Counter readReleases;
+    final Counter readLeasesExpired;
     final Counter refusedQueueFull;
     final Counter refusedOutOfBlocks;
     final Counter aborted;
@@ -47,6 +49,10 @@ public final class PrefillStats implements PrefillRecorder {
         refusedFenced = meters.counter(refused, refusedHelp, "reason", "fenced");
         failuresNotNotified = meters.counter("kvflux.prefill.writes.unnotified",
                 "Failed writes that decode was not told of (policies without failure notices)");
+        String reads = "kvflux.prefill.read.holds.ended";
+        String readsHelp = "READ mode: transfers whose blocks prefill held for decode's reads, by how the hold ended";
+        readReleases = meters.counter(reads, readsHelp, "by", "release");
+        readLeasesExpired = meters.counter(reads, readsHelp, "by", "lease");
         aborted = meters.counter("kvflux.prefill.transfers.aborted",
                 "Transfers stopped by an abort or by their HTTP request's cancellation");
         abortsForUnknown = meters.counter("kvflux.prefill.aborts.unknown",
@@ -79,6 +85,8 @@ public final class PrefillStats implements PrefillRecorder {
             case STALLED_AT_RELEASE -> stalledAtRelease.increment();
             case RELEASE_SENT -> releasesSent.increment();
             case FAILURE_NOT_NOTIFIED -> failuresNotNotified.increment();
+            case READ_RELEASED -> readReleases.increment();
+            case READ_LEASE_EXPIRED -> readLeasesExpired.increment();
         }
     }
 

@@ -1,6 +1,7 @@
 package dev.kvflux.serving.role;
 
 import dev.kvflux.bindings.gpu.GpuRuntime;
+import dev.kvflux.transfer.KvMode;
 import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.http.HttpLimits;
@@ -37,6 +38,7 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     double maxRequestShare = 1.0;
     int gpu;
     GpuRuntime gpuRuntime;
+    KvMode kvMode = KvMode.WRITE;
 
     RoleSettings(int defaultKvBlocks) {
         this.kvBlocks = defaultKvBlocks;
@@ -90,6 +92,15 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
             throw new IllegalArgumentException("--gpu must be 0 or more, got " + gpu);
         }
         this.gpu = gpu;
+        return self();
+    }
+
+    /**
+     * Who moves the KV ({@code --kv-mode}): {@link KvMode#WRITE} (default), prefill writes into decode;
+     * {@link KvMode#READ}, decode reads from prefill, layer by layer. Prefill and decode must run the same mode.
+     */
+    public B kvMode(KvMode kvMode) {
+        this.kvMode = java.util.Objects.requireNonNull(kvMode, "kvMode");
         return self();
     }
 
