@@ -22,10 +22,6 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
-import dev.kvflux.bindings.BatchPlan;
-import dev.kvflux.bindings.StatusCode;
-import dev.kvflux.bindings.TransferSession;
-import dev.kvflux.operators.TransferException;
 
 /**
  * The decode side of KV transfers: it allocates each transfer's blocks, sends prefill the block list
@@ -71,6 +67,8 @@ public final class DecodeSide implements AutoCloseable {
     private final Map<String, DecodeTransfer> active = new ConcurrentHashMap<>();
     private final AtomicInteger abortsInFlight = new AtomicInteger();
     private final Disposable reaper;
+    /** READ mode's reads; null in WRITE mode. */
+    private final DecodeReads reads;
     private volatile boolean closing;
 
     private DecodeSide(Settings settings, NotifyClient client, ExpectedTransfers expected, BlockAllocator blocks,
@@ -79,6 +77,9 @@ public final class DecodeSide implements AutoCloseable {
         this.client = client;
         this.expected = expected;
         this.blocks = blocks;
+        this.reads = settings.reads == null ? null : new DecodeReads(settings.reads, blocks, settings.contentCheck,
+                settings.recorder, (t, ready) -> sendRelease(t.id(), t.observer().traceId(), t.prefill(),
+                        ready.incarnation()));
         this.earlyReleases = new EarlyReleases(EARLY_RELEASES, settings.blockLease.toNanos(), System::nanoTime);
         DecodeNotices notices = new DecodeNotices(settings.incarnation, settings.contentCheck, settings.recorder,
                 active, expected, blocks, earlyReleases, settings.reads == null ? null : settings.reads.sessions());
@@ -190,7 +191,7 @@ public final class DecodeSide implements AutoCloseable {
         // expect() registers the transfer when subscribed, before remote_blocks lets prefill write
         Mono<Void> arrived = Mono.when(notice, askForKv);
         Mono<Void> kv = settings.reads == null ? arrived.doOnSuccess(v -> t.layersEnded(null))
-                : arrived.then(Mono.defer(() -> read(t)));
+                : arrived.then(Mono.defer(() -> reads.read(t)));
         return Mono.firstWithSignal(kv, t.stopped())
                 .doOnError(t::layersEnded)
                 .doOnCancel(() -> t.layersEnded(new ReceiveFailedException(id, ReceiveFailedException.Kind.SHUTTING_DOWN,
@@ -204,72 +205,6 @@ public final class DecodeSide implements AutoCloseable {
                     }
                 })
                 .doOnCancel(() -> waitEnded(t, DecodeRecorder.WaitOutcome.CANCELLED));
-    }
-
-    /**
-     * READ mode: reads the KV prefill said {@code read_ready} for, layer by layer through the side's
-     * {@link LayerReads}, then checks its content; once the reads have drained, prefill is told {@code release}.
-     */
-    private Mono<Void> read(DecodeTransfer t) {
-        Reads r = settings.reads;
-        NotifyMessage.ReadReady ready = t.readReady();
-        String id = t.id();
-        TransferSession session;
-        KvLayout remote;
-        try {
-            remote = r.sessions().layout(t.prefill(), ready.incarnation());
-            session = r.sessions().session(t.prefill(), ready.incarnation());
-        } catch (RuntimeException e) {
-            t.drained();
-            sendRelease(id, t.observer().traceId(), t.prefill(), ready.incarnation());
-            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
-                    StatusCode.ERR_BAD_STATE, "decode cannot read transfer " + id + "'s KV from prefill "
-                            + LogText.hostPort(t.prefill()) + ": " + e.getMessage()));
-        }
-        int n = Math.min(t.blocks().size(), ready.blockNotifyList().size());
-        List<Long> local = t.blocks().subList(0, n);
-        List<Long> theirs = ready.blockNotifyList().subList(0, n);
-        List<BatchPlan> plans = new ArrayList<>(r.layout().layers());
-        for (int l = 0; l < r.layout().layers(); l++) {
-            plans.add(r.layout().layerPlan(l, local, remote, theirs));
-        }
-        Runnable drained = () -> {
-            t.drained();
-            blocks.release(id); // nothing writes into them any more: they are freed when the request ends
-            r.sessions().released(t.prefill(), ready.incarnation());
-            sendRelease(id, t.observer().traceId(), t.prefill(), ready.incarnation());
-        };
-        return r.reads().read(session, plans, session.allocateTransferUid(), drained)
-                .doOnNext(t::layerRead)
-                .onErrorMap(TransferException.class, e -> new ReceiveFailedException(id,
-                        ReceiveFailedException.Kind.READ_FAILED, e.code(), "decode's read of transfer " + id + "'s KV"
-                                + " from prefill failed: " + e.getMessage()))
-                .then(Mono.defer(() -> checked(t, ready)))
-                .doOnSuccess(v -> t.layersEnded(null));
-    }
-
-    /** READ mode: the content check of what decode read against prefill's, when both have one. */
-    private Mono<Void> checked(DecodeTransfer t, NotifyMessage.ReadReady ready) {
-        ContentCheck check = settings.contentCheck;
-        if (check == ContentCheck.NONE || ready.checksum() == 0) {
-            return Mono.empty();
-        }
-        Mono<Void> verify = Mono.fromRunnable(() -> {
-            String reason;
-            try {
-                if (check.of(t.id(), t.blocks()) == ready.checksum()) {
-                    settings.recorder.record(DecodeRecorder.Event.KV_VERIFIED, t.id());
-                    return;
-                }
-                reason = "the KV decode read does not match what prefill computed for this transfer";
-            } catch (RuntimeException e) {
-                reason = "the content check could not read the KV (" + e.getMessage() + ")";
-            }
-            settings.recorder.record(DecodeRecorder.Event.KV_CORRUPT, t.id());
-            throw new ReceiveFailedException(t.id(), ReceiveFailedException.Kind.CORRUPT, StatusCode.ERR_BAD_STATE,
-                    "KV content check failed for transfer " + t.id() + ": " + reason + "; not decoding from it");
-        });
-        return check.blocking() ? verify.subscribeOn(Schedulers.boundedElastic()) : verify;
     }
 
     private void sendRelease(String id, String traceId, InetSocketAddress prefill, long prefillIncarnation) {
@@ -431,15 +366,11 @@ public final class DecodeSide implements AutoCloseable {
 
     /** What a side was built with. */
     private record Settings(Duration receiveDeadline, Duration blockLease, ContentCheck contentCheck,
-            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvRegion region, Reads reads) {
+            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvRegion region, DecodeReads.Settings reads) {
         /** How long remote_blocks is retried: half the receive deadline (prefill needs the rest to write and notify). */
         Duration blocksWithin() {
             return receiveDeadline != null ? receiveDeadline.dividedBy(2) : NO_DEADLINE_BLOCKS_WITHIN;
         }
-    }
-
-    /** READ mode's settings: the sessions into prefills' memory, decode's own layout, the reads and the TP size. */
-    private record Reads(DecodeSessions sessions, KvLayout layout, LayerReads reads, int tpSize) {
     }
 
     /**
@@ -453,7 +384,7 @@ public final class DecodeSide implements AutoCloseable {
         private Duration receiveDeadline = defaultReceiveDeadline(PrefillSide.DEFAULT_TRANSFER_TIMEOUT);
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
         private KvRegion region;
-        private Reads reads;
+        private DecodeReads.Settings reads;
 
         private Builder() {
             super("decode", DEFAULT_BLOCKS);
@@ -493,7 +424,7 @@ public final class DecodeSide implements AutoCloseable {
                 throw new IllegalArgumentException("the TP size must lie in 1.."
                         + dev.kvflux.transfer.notify.NotifyCodec.MAX_TP_SIZE + ", got " + tpSize);
             }
-            Reads set = new Reads(prefillSessions, layout, reads, tpSize);
+            DecodeReads.Settings set = new DecodeReads.Settings(prefillSessions, layout, reads, tpSize);
             return with(b -> b.reads = set);
         }
 
