@@ -4,6 +4,7 @@ import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.serving.etcd.EtcdDiscovery;
+import dev.kvflux.transfer.KvMode;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
@@ -65,6 +66,15 @@ final class ConfigValues {
             throw new IllegalArgumentException("is empty; name a backend, such as sim-xgmi");
         }
         return name;
+    }
+
+    static KvMode kvMode(Object v) {
+        try {
+            return KvMode.of(String.valueOf(v));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("is '" + v + "'; expected write (prefill writes into decode) or read"
+                    + " (decode reads from prefill)");
+        }
     }
 
     static double bandwidth(Object v) {

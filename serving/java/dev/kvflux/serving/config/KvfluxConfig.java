@@ -6,6 +6,7 @@ import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.PushWait;
 import dev.kvflux.serving.etcd.EtcdDiscovery;
+import dev.kvflux.transfer.KvMode;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import io.vavr.collection.List;
 import io.vavr.collection.Seq;
@@ -111,8 +112,14 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
         }
     }
 
-    /** Which engine backend, and the simulated engine's timing. */
-    public record Engine(String backend, Sim sim) {
+    /**
+     * Which engine backend, the simulated engine's timing, and who moves the KV ({@code kv.mode}: WRITE, prefill
+     * writes into decode, or READ, decode reads from prefill).
+     */
+    public record Engine(String backend, Sim sim, KvMode kvMode) {
+        public Engine(String backend, Sim sim) {
+            this(backend, sim, KvMode.WRITE);
+        }
     }
 
     /** The simulated xGMI engine's copy timing and path. */
@@ -178,7 +185,7 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             "transfer.timeout", "transfer.slice", "transfer.fail-mode", "transfer.max-in-flight",
             "transfer.event-poll", "transfer.event-timeout", "transfer.stall-after", "engine.backend", "engine.sim.post-cost-per-block",
             "engine.sim.per-block-overhead", "engine.sim.kernel-launch", "engine.sim.bandwidth-gbps",
-            "engine.sim.copy-path", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
+            "engine.sim.copy-path", "kv.mode", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
             "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret",
             "notify.max-connections", "notify.frame-read-timeout", "notify.idle-timeout", "notify.peer-budget-mib",
             "tracing.otlp-endpoint", "tracing.sample-probability", "limits.max-model-len", "limits.max-request-share",
@@ -287,7 +294,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         key(keys, "engine.sim.copy-path", ConfigValues::copyPath))
                 .ap(Sim::new);
         Validation<Seq<String>, Engine> engine = Validation.combine(
-                        key(keys, "engine.backend", ConfigValues::backend).mapError(List::of), sim)
+                        key(keys, "engine.backend", ConfigValues::backend).mapError(List::of), sim,
+                        key(keys, "kv.mode", ConfigValues::kvMode).mapError(List::of))
                 .ap(Engine::new)
                 .mapError(KvfluxConfig::flattenErrors);
         Validation<Seq<String>, Ports> ports = Validation.combine(

@@ -96,6 +96,7 @@ public final class DecodeServer implements AutoCloseable {
         private Duration receiveDeadline;
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
         private DescribedEngine engine;
+        private Duration transferTimeout = PrefillSide.DEFAULT_TRANSFER_TIMEOUT;
 
         private Builder() {
             super(DEFAULT_KV_BLOCKS);
@@ -119,6 +120,15 @@ public final class DecodeServer implements AutoCloseable {
                         + DurationText.of(receiveDeadline));
             }
             this.receiveDeadline = receiveDeadline;
+            return this;
+        }
+
+        /**
+         * READ mode: how long a layer's reads may run before the request fails (IN_PROGRESS), and the drain after a
+         * failure. Default 30 s, as the transfer timeout.
+         */
+        public Builder transferTimeout(Duration transferTimeout) {
+            this.transferTimeout = Objects.requireNonNull(transferTimeout, "transferTimeout");
             return this;
         }
 
@@ -190,7 +200,7 @@ public final class DecodeServer implements AutoCloseable {
                 // decode's sessions into each prefill incarnation's KV, opened from the region its read_ready describes
                 prefills[0] = HandshakeSessions.of(engine, memory.region(), layout);
                 readSessions[0] = prefills[0];
-                builder = builder.readFrom(prefills[0], layout, LayerReads.of(PrefillSide.DEFAULT_TRANSFER_TIMEOUT), 1);
+                builder = builder.readFrom(prefills[0], layout, LayerReads.of(settings.transferTimeout), 1);
             }
             side = builder.region(memory.describe(engine))
                     .notifyAddress(where.host(), where.notifyPort()).auth(settings.auth)
@@ -213,6 +223,10 @@ public final class DecodeServer implements AutoCloseable {
             meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", side,
                     DecodeSide::notifyConnections);
             EngineMeters.register(meters, engine);
+            if (readSessions[0] != null) {
+                meters.gauge("kvflux.decode.prefill.sessions.open", "READ mode: engine sessions open into prefills' KV"
+                        + " regions, one per prefill incarnation", readSessions[0], HandshakeSessions::openSessions);
+            }
             if (memory.bytes() != null) {
                 KvBytes bytes = memory.bytes();
                 meters.gauge("kvflux.decode.kv.checked.bytes", "KV bytes decode read back and compared before"

@@ -20,13 +20,13 @@ public final class BenchReport {
     /** One line per row, with a header. */
     public static String table(List<BenchRow> rows) {
         StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, "%-7s %5s %7s %9s %6s %6s %13s %7s %9s %8s %8s %8s%n", "policy",
-                "conc", "prompts", "completed", "failed", "never", "waits_in_prog", "req/s", "ttft_mean",
+        out.append(String.format(Locale.ROOT, "%-7s %-5s %5s %7s %9s %6s %6s %13s %7s %9s %8s %8s %8s%n", "policy",
+                "mode", "conc", "prompts", "completed", "failed", "never", "waits_in_prog", "req/s", "ttft_mean",
                 "ttft_p50", "ttft_p90", "ttft_p99"));
         for (BenchRow row : rows) {
             LoadResult r = row.load();
-            out.append(String.format(Locale.ROOT, "%-7s %5d %7d %9d %6d %6d %13d %7.2f %9s %8s %8s %8s%n",
-                    row.policy().wireName(), row.concurrency(), row.numPrompts(), r.completed(), r.failed(),
+            out.append(String.format(Locale.ROOT, "%-7s %-5s %5d %7d %9d %6d %6d %13d %7.2f %9s %8s %8s %8s%n",
+                    row.policy().wireName(), row.kvMode().wireName(), row.concurrency(), row.numPrompts(), r.completed(), r.failed(),
                     r.neverFinished(), row.failedWaitsInProgress(), r.requestThroughput(), secs(r.ttftMean()),
                     secs(r.ttftPercentile(50)), secs(r.ttftPercentile(90)), secs(r.ttftPercentile(99))));
         }
@@ -45,6 +45,7 @@ public final class BenchReport {
             LoadResult r = row.load();
             ObjectNode o = results.addObject();
             o.put("policy", row.policy().wireName());
+            o.put("kv_mode", row.kvMode().wireName());
             o.put("concurrency", row.concurrency());
             o.put("completed", r.completed());
             o.put("failed", r.failed());
@@ -73,17 +74,19 @@ public final class BenchReport {
                 .append("td:first-child{text-align:left}.note{color:#555;font-size:90%}</style></head><body>\n")
                 .append("<h1>kvflux serve-bench</h1>\n<p class=\"note\">");
         settings.forEach((k, v) -> page.append(escape(k)).append(": ").append(escape(String.valueOf(v))).append("; "));
-        page.append("</p>\n<table><tr><th>policy</th><th>concurrency</th><th>prompts</th><th>completed</th>")
+        page.append("</p>\n<table><tr><th>policy</th><th>KV mode</th><th>concurrency</th><th>prompts</th>")
+                .append("<th>completed</th>")
                 .append("<th>failed</th><th>never finished</th><th>waits failed IN_PROGRESS</th><th>req/s</th>")
                 .append("<th>TTFT mean (s)</th><th>p50</th><th>p90</th><th>p99</th></tr>\n");
         for (BenchRow row : rows) {
             LoadResult r = row.load();
             page.append(String.format(Locale.ROOT,
-                    "<tr><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.2f</td>"
+                    "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.2f</td>"
                             + "<td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>%n",
-                    row.policy().wireName(), row.concurrency(), row.numPrompts(), r.completed(), r.failed(),
-                    r.neverFinished(), row.failedWaitsInProgress(), r.requestThroughput(), secs(r.ttftMean()),
-                    secs(r.ttftPercentile(50)), secs(r.ttftPercentile(90)), secs(r.ttftPercentile(99))));
+                    row.policy().wireName(), row.kvMode().wireName(), row.concurrency(), row.numPrompts(), r.completed(),
+                    r.failed(), r.neverFinished(), row.failedWaitsInProgress(), r.requestThroughput(),
+                    secs(r.ttftMean()), secs(r.ttftPercentile(50)), secs(r.ttftPercentile(90)),
+                    secs(r.ttftPercentile(99))));
         }
         page.append("</table>\n");
         Map<Policy, List<BenchRow>> byPolicy = new LinkedHashMap<>();

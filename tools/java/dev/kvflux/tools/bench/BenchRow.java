@@ -1,6 +1,7 @@
 package dev.kvflux.tools.bench;
 
 import dev.kvflux.serving.role.Policy;
+import dev.kvflux.transfer.KvMode;
 
 /**
  * One line of the serving benchmark: a policy at a concurrency, what the client saw and what prefill and
@@ -10,7 +11,14 @@ import dev.kvflux.serving.role.Policy;
  * @param injectedFaults batches given an injected failure
  * @param writeFailedNotices {@code write_failed} notices decode received
  * @param decodeDeadlines decode requests that hit their receive deadline
+ * @param kvMode who moved the KV (WRITE: prefill wrote into decode; READ: decode read from prefill)
  */
 public record BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
-                       int injectedFaults, long writeFailedNotices, long decodeDeadlines) {
+                       int injectedFaults, long writeFailedNotices, long decodeDeadlines, KvMode kvMode) {
+    /** A row of a WRITE-mode run. */
+    public BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
+            int injectedFaults, long writeFailedNotices, long decodeDeadlines) {
+        this(policy, concurrency, numPrompts, load, failedWaitsInProgress, injectedFaults, writeFailedNotices,
+                decodeDeadlines, KvMode.WRITE);
+    }
 }

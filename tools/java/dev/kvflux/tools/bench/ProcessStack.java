@@ -15,6 +15,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import dev.kvflux.transfer.KvMode;
 
 /**
  * serve-bench's proxy, prefill and decode as processes of their own ({@code kvflux proxy}, {@code prefill},
@@ -44,11 +45,13 @@ final class ProcessStack implements AutoCloseable {
      *
      * @throws IllegalStateException if a role does not come up, or the proxy routes nothing within 60 s
      */
-    static ProcessStack start(ServeBench.Settings settings, Policy policy, Path logs, String label) throws Exception {
+    static ProcessStack start(ServeBench.Settings settings, Policy policy, KvMode mode, Path logs, String label)
+            throws Exception {
         int proxyPort = freePort();
         int discovery = freePort();
         List<String> common = new ArrayList<>(List.of("--backend", settings.backend(), "--proxy",
-                "http://127.0.0.1:" + discovery, "--kv-blocks", Integer.toString(settings.kvBlocks())));
+                "http://127.0.0.1:" + discovery, "--kv-blocks", Integer.toString(settings.kvBlocks()), "--kv-mode",
+                mode.wireName()));
         common.addAll(modelArgs(settings.model()));
         if (ServeBench.Settings.GPU_BACKENDS.contains(settings.backend())) {
             common.addAll(List.of("--gpu", Integer.toString(settings.gpu())));
@@ -57,6 +60,7 @@ final class ProcessStack implements AutoCloseable {
         prefillArgs.addAll(List.of("--policy", policy.wireName(), "--transfer-timeout",
                 settings.transferTimeout().toMillis() + "ms"));
         List<String> decodeArgs = new ArrayList<>(common);
+        decodeArgs.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
         decodeArgs.addAll(policy.decodeDeadline()
                 ? List.of("--receive-deadline", settings.kvfluxDeadline().toMillis() + "ms")
                 : List.of("--no-receive-deadline"));

@@ -26,6 +26,7 @@ import java.util.Objects;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
+import dev.kvflux.transfer.KvMode;
 
 /**
  * The serving benchmark: for each policy and each concurrency, a fresh proxy, prefill and decode on
@@ -47,7 +48,7 @@ public final class ServeBench {
     public record Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts,
                            int inputTokens, int outputTokens, Duration transferTimeout, Duration receiveDeadline,
                            boolean sgUnderLoad, FaultPlan faults, ServingModel model, Duration requestTimeout,
-                           long seed, int warmupRequests, NotifyAuth notifyAuth, Roles roles) {
+                           long seed, int warmupRequests, NotifyAuth notifyAuth, Roles roles, List<KvMode> kvModes) {
         /** The backends serve-bench runs in its own process. */
         public static final List<String> IN_PROCESS = List.of(SimulatedXgmiEngine.BACKEND, "native-sim");
         /** The backends whose roles run on a GPU, and so as processes of their own. */
@@ -62,8 +63,26 @@ public final class ServeBench {
                     sgUnderLoad, faults, model, requestTimeout, seed, warmupRequests, notifyAuth, Roles.IN_PROCESS);
         }
 
+        /** In WRITE mode only. */
+        public Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts, int inputTokens,
+                int outputTokens, Duration transferTimeout, Duration receiveDeadline, boolean sgUnderLoad,
+                FaultPlan faults, ServingModel model, Duration requestTimeout, long seed, int warmupRequests,
+                NotifyAuth notifyAuth, Roles roles) {
+            this(policies, concurrencies, numPrompts, inputTokens, outputTokens, transferTimeout, receiveDeadline,
+                    sgUnderLoad, faults, model, requestTimeout, seed, warmupRequests, notifyAuth, roles,
+                    List.of(KvMode.WRITE));
+        }
+
         public Settings {
             Objects.requireNonNull(roles, "roles");
+            kvModes = List.copyOf(kvModes);
+            if (kvModes.isEmpty()) {
+                throw new IllegalArgumentException("give at least one KV mode (--kv-mode write, read or write,read)");
+            }
+            if (sgUnderLoad && kvModes.contains(KvMode.READ)) {
+                throw new IllegalArgumentException("--sg-under-load is prefill's write copy path; READ mode does not"
+                        + " run it (leave it out, or run --kv-mode write)");
+            }
             Objects.requireNonNull(faults, "faults");
             if (!IN_PROCESS.contains(roles.backend()) && !GPU_BACKENDS.contains(roles.backend())) {
                 throw new IllegalArgumentException("serve-bench runs its roles on " + String.join(", ", IN_PROCESS)
@@ -171,20 +190,25 @@ public final class ServeBench {
     public List<BenchRow> run() {
         if (settings.warmupRequests() > 0) {
             progress.printf("warm-up: %d requests on a kvflux stack (not reported)%n", settings.warmupRequests());
-            runOne(Policy.KVFLUX, settings.warmupRequests(), settings.warmupRequests(), FaultPlan.NONE, false);
+            runOne(Policy.KVFLUX, settings.kvModes().getFirst(), settings.warmupRequests(), settings.warmupRequests(),
+                    FaultPlan.NONE, false);
         }
         List<BenchRow> rows = new ArrayList<>();
-        for (Policy policy : settings.policies()) {
-            for (int i = 0; i < settings.concurrencies().size(); i++) {
-                rows.add(runOne(policy, settings.concurrencies().get(i), settings.promptsAt(i), settings.faults(), true));
+        for (KvMode mode : settings.kvModes()) {
+            for (Policy policy : settings.policies()) {
+                for (int i = 0; i < settings.concurrencies().size(); i++) {
+                    rows.add(runOne(policy, mode, settings.concurrencies().get(i), settings.promptsAt(i),
+                            settings.faults(), true));
+                }
             }
         }
         return rows;
     }
 
-    private BenchRow runOne(Policy policy, int concurrency, int prompts, FaultPlan faultPlan, boolean report) {
+    private BenchRow runOne(Policy policy, KvMode mode, int concurrency, int prompts, FaultPlan faultPlan,
+            boolean report) {
         if (settings.processes()) {
-            return runInProcesses(policy, concurrency, prompts, report);
+            return runInProcesses(policy, mode, concurrency, prompts, report);
         }
         List<Fault> faults = faultPlan.faults(prompts, settings.model().layers(), settings.seed());
         DescribedEngine engine;
@@ -192,19 +216,23 @@ public final class ServeBench {
         if (settings.backend().equals(SimulatedXgmiEngine.BACKEND)) {
             SimulatedXgmiEngine.Builder engineSettings = SimulatedXgmiEngine.builder()
                     .copyPath(settings.sgUnderLoad() ? CopyPath.SCATTER_GATHER : CopyPath.DEFAULT);
-            faults.forEach(engineSettings::fault);
+            // the injected failures strike whichever side posts the copies: prefill's writes, or decode's reads
+            SimulatedXgmiEngine.Builder decodeSettings = SimulatedXgmiEngine.builder();
+            faults.forEach(mode == KvMode.READ ? decodeSettings::fault : engineSettings::fault);
             engine = engineSettings.build();
-            decodeEngine = SimulatedXgmiEngine.create();
+            decodeEngine = decodeSettings.build();
         } else {
             engine = NativeTransferEngine.simulated("serve-bench-prefill-" + RUNS.incrementAndGet());
             decodeEngine = NativeTransferEngine.simulated("serve-bench-decode-" + RUNS.get());
         }
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(10));
         try (engine; decodeEngine;
-             DecodeServer decode = DecodeServer.builder().model(settings.model()).engine(decodeEngine)
+             DecodeServer decode = DecodeServer.builder().model(settings.model()).engine(decodeEngine).kvMode(mode)
+                     .transferTimeout(settings.transferTimeout())
                      .receiveDeadline(policy.decodeDeadline() ? settings.kvfluxDeadline() : null)
                      .auth(settings.notifyAuth()).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(settings.model()).policy(policy).engine(engine)
+                     .kvMode(mode)
                      .transferTimeout(settings.transferTimeout()).notifyWithin(settings.kvfluxDeadline())
                      .auth(settings.notifyAuth()).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
@@ -214,16 +242,17 @@ public final class ServeBench {
             decode.pingProxy(discovery, Duration.ofSeconds(1));
             prefill.pingProxy(discovery, Duration.ofSeconds(1));
             awaitRegistration(registry);
-            LoadResult result = load(url, policy, concurrency, prompts, report);
+            LoadResult result = load(url, policy, mode, concurrency, prompts, report);
             return new BenchRow(policy, concurrency, prompts, result, prefill.stats().failedWaitsInProgress(),
                     faults.size(), decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_FAILED),
-                    decode.notifyMeters().count(NotifyEvent.DEADLINE_EXPIRED));
+                    decode.notifyMeters().count(NotifyEvent.DEADLINE_EXPIRED), mode);
         }
     }
 
     /** Runs the load against the proxy at {@code url}, printing progress every 2 s. */
-    private LoadResult load(String url, Policy policy, int concurrency, int prompts, boolean report) {
-        String label = String.format(Locale.ROOT, "[%s c=%d]", report ? policy.wireName() : "warm-up", concurrency);
+    private LoadResult load(String url, Policy policy, KvMode mode, int concurrency, int prompts, boolean report) {
+        String label = String.format(Locale.ROOT, "[%s %s c=%d]", report ? policy.wireName() : "warm-up",
+                mode.wireName(), concurrency);
         LoadGenerator load = new LoadGenerator(url, prompts, concurrency, settings.inputTokens(),
                 settings.outputTokens(), settings.requestTimeout());
         Disposable[] ticker = new Disposable[1];
@@ -247,19 +276,19 @@ public final class ServeBench {
     }
 
     /** As {@link #runOne}, with the proxy and the roles as processes of their own ({@link ProcessStack}). */
-    private BenchRow runInProcesses(Policy policy, int concurrency, int prompts, boolean report) {
-        String name = String.format(Locale.ROOT, "%s-c%d-%d", report ? policy.wireName() : "warm-up", concurrency,
-                RUNS.incrementAndGet());
+    private BenchRow runInProcesses(Policy policy, KvMode mode, int concurrency, int prompts, boolean report) {
+        String name = String.format(Locale.ROOT, "%s-%s-c%d-%d", report ? policy.wireName() : "warm-up",
+                mode.wireName(), concurrency, RUNS.incrementAndGet());
         try {
             Path logs = settings.roles().logs() != null ? settings.roles().logs()
                     : java.nio.file.Files.createTempDirectory("kvflux-serve-bench-");
             java.nio.file.Files.createDirectories(logs);
             progress.printf("[%s] starting proxy, prefill and decode on %s as processes (logs in %s)%n", name,
                     settings.backend(), logs);
-            try (ProcessStack stack = ProcessStack.start(settings, policy, logs, name)) {
-                LoadResult result = load(stack.url(), policy, concurrency, prompts, report);
+            try (ProcessStack stack = ProcessStack.start(settings, policy, mode, logs, name)) {
+                LoadResult result = load(stack.url(), policy, mode, concurrency, prompts, report);
                 long[] figures = stack.figures();
-                return new BenchRow(policy, concurrency, prompts, result, figures[0], 0, figures[1], figures[2]);
+                return new BenchRow(policy, concurrency, prompts, result, figures[0], 0, figures[1], figures[2], mode);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.function.Consumer;
+import dev.kvflux.transfer.KvMode;
 
 /**
  * The fault matrix: for each fault, a prefill and a decode, each its own JVM on loopback (shared by the
@@ -55,11 +56,12 @@ public final class ChaosRun {
 
     /** What to run. */
     public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
-                           List<String> faults, Path logDir, String backend) {
+                           List<String> faults, Path logDir, String backend, KvMode kvMode) {
         public Settings {
             Objects.requireNonNull(transferTimeout, "transferTimeout");
             Objects.requireNonNull(logDir, "logDir");
             Objects.requireNonNull(backend, "backend");
+            Objects.requireNonNull(kvMode, "kvMode");
             faults = List.copyOf(faults);
             if (requests < 3) {
                 throw new IllegalArgumentException("--requests must be at least 3 (one third before, during and"
@@ -71,7 +73,13 @@ public final class ChaosRun {
             faults.forEach(ChaosFault::named);
         }
 
-        /** On the default backend, the simulated xGMI engine. */
+        /** In WRITE mode. */
+        public Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
+                List<String> faults, Path logDir, String backend) {
+            this(requests, concurrency, transferTimeout, promptWords, maxTokens, faults, logDir, backend, KvMode.WRITE);
+        }
+
+        /** On the default backend, the simulated xGMI engine, in WRITE mode. */
         public Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
                 List<String> faults, Path logDir) {
             this(requests, concurrency, transferTimeout, promptWords, maxTokens, faults, logDir, "sim-xgmi");
@@ -116,7 +124,7 @@ public final class ChaosRun {
 
     private final Settings settings;
     private final ChaosLoad load;
-    /** Running role pairs by prefill options. */
+    /** Running role pairs by prefill and decode options. */
     private final Map<List<String>, RoleProcess[]> pairs = new java.util.HashMap<>();
     /** A port nothing listens on, for the roles' --proxy (the harness registers them itself). */
     private int deadProxy;
@@ -157,14 +165,17 @@ public final class ChaosRun {
 
     /** The running decode and prefill for these prefill options, started (and logged under {@code fault}) if none. */
     private RoleProcess[] pair(ChaosFault fault, List<String> prefillArgs, List<String> decodeArgs) throws Exception {
-        RoleProcess[] pair = pairs.get(prefillArgs);
+        List<String> key = new ArrayList<>(prefillArgs);
+        key.add("|");
+        key.addAll(decodeArgs);
+        RoleProcess[] pair = pairs.get(key);
         if (pair == null) {
             pair = new RoleProcess[] {
                 new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
                         settings.logDir().resolve(fault.label() + "-decode.log")),
                 new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
                         settings.logDir().resolve(fault.label() + "-prefill.log"))};
-            pairs.put(List.copyOf(prefillArgs), pair);
+            pairs.put(List.copyOf(key), pair);
             pair[0].start();
             pair[1].start();
             pair[0].awaitHealthy(Duration.ofSeconds(60));
@@ -184,23 +195,52 @@ public final class ChaosRun {
 
     private List<String> common() {
         List<String> args = new ArrayList<>(COMMON);
-        args.addAll(List.of("--backend", settings.backend()));
+        args.addAll(List.of("--backend", settings.backend(), "--kv-mode", settings.kvMode().wireName()));
         return args;
     }
 
     private List<String> decodeArgs(List<String> membership) {
+        return decodeArgs(membership, null);
+    }
+
+    /** Decode's options; in READ mode they carry the fault's injected status faults, as decode posts the copies. */
+    private List<String> decodeArgs(List<String> membership, ChaosFault fault) {
         List<String> args = new ArrayList<>(membership);
         args.addAll(common());
         args.addAll(List.of("--receive-deadline", settings.receiveDeadline().toMillis() + "ms",
-                "--block-lease", settings.blockLease().toMillis() + "ms"));
+                "--block-lease", settings.blockLease().toMillis() + "ms",
+                "--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
+        if (fault != null && settings.kvMode() == KvMode.READ) {
+            args.addAll(injected(fault.prefillArgs(settings), true));
+        }
         return args;
+    }
+
+    /** The {@code --inject-fault} options of {@code args} ({@code wanted}), or all the others. */
+    private static List<String> injected(List<String> args, boolean wanted) {
+        List<String> kept = new ArrayList<>();
+        for (int i = 0; i < args.size(); i++) {
+            boolean inject = args.get(i).equals("--inject-fault") && i + 1 < args.size();
+            if (inject == wanted) {
+                kept.add(args.get(i));
+                if (inject) {
+                    kept.add(args.get(i + 1));
+                }
+            }
+            if (inject) {
+                i++;
+            }
+        }
+        return kept;
     }
 
     private List<String> prefillArgs(List<String> membership, ChaosFault fault) {
         List<String> args = new ArrayList<>(membership);
         args.addAll(common());
         args.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
-        args.addAll(fault.prefillArgs(settings));
+        // in READ mode decode posts the copies, so the injected status faults go to its engine
+        args.addAll(settings.kvMode() == KvMode.READ ? injected(fault.prefillArgs(settings), false)
+                : fault.prefillArgs(settings));
         return args;
     }
 
@@ -246,7 +286,7 @@ public final class ChaosRun {
             deadProxy = freePort();
         }
         List<String> toProxy = List.of("--proxy", "http://127.0.0.1:" + deadProxy);
-        List<String> decodeArgs = decodeArgs(toProxy);
+        List<String> decodeArgs = decodeArgs(toProxy, fault);
         List<String> prefillArgs = prefillArgs(toProxy, fault);
         InstanceRegistry registry = new InstanceRegistry(Duration.ofHours(1));
         List<NotifyRelay> relays = new ArrayList<>();
@@ -313,12 +353,13 @@ public final class ChaosRun {
                 long blocks = heldBlocks(p);
                 int decodes = roles.size() - 1;
                 long handles = p.count("kvflux_prefill_transfers_running") + p.count("kvflux_prefill_writes_in_flight")
-                        + prefillEngineLeaks(p, decodes);
+                        + engineLeaks(p, "kvflux_prefill_decode_sessions_open", decodes);
                 long corrupt = 0;
                 for (RoleProcess decode : roles.subList(1, roles.size())) {
                     PrometheusText d = decode.metrics();
                     blocks += heldBlocks(d);
-                    handles += d.count("kvflux_decode_requests_running") + decodeEngineLeaks(d);
+                    handles += d.count("kvflux_decode_requests_running")
+                            + engineLeaks(d, "kvflux_decode_prefill_sessions_open", 1);
                     corrupt += d.count(CORRUPT_KV, "result", "corrupt");
                 }
                 held = new Leaks(Math.toIntExact(blocks), Math.toIntExact(handles), corrupt);
@@ -334,24 +375,20 @@ public final class ChaosRun {
     }
 
     /**
-     * What prefill's engine holds beyond what it needs at rest, where it counts it: its own engine and region (2
-     * native handles) plus a session and the imported region (2 more) per decode session, at most one session per
-     * running decode, and no more mappings of decodes' memory than sessions. Statuses are released when their
+     * What a role's engine holds beyond what it needs at rest, where it counts it: its own engine and region (2
+     * native handles) plus a session and the imported region (2 more) per session into a peer ({@code sessions}:
+     * prefill's into decodes in WRITE mode, decode's into prefills in READ mode), at most one session per running
+     * peer ({@code peers}), and no more mappings of the peers' memory than sessions. Statuses are released when their
      * transfer drains, so any handle beyond that is a leak.
      */
-    private static long prefillEngineLeaks(PrometheusText p, int decodes) {
-        long sessions = p.count("kvflux_prefill_decode_sessions_open");
-        long leaks = Math.max(0, sessions - decodes)
-                + Math.max(0, p.count("kvflux_engine_peer_mappings_open") - sessions);
-        if (p.sum("kvflux_engine_handles_open") > 0) {
-            leaks += Math.max(0, p.count("kvflux_engine_handles_open") - 2 - 2 * sessions);
+    private static long engineLeaks(PrometheusText role, String sessionsMetric, int peers) {
+        long sessions = role.count(sessionsMetric);
+        long leaks = Math.max(0, sessions - peers)
+                + Math.max(0, role.count("kvflux_engine_peer_mappings_open") - sessions);
+        if (role.sum("kvflux_engine_handles_open") > 0) {
+            leaks += Math.max(0, role.count("kvflux_engine_handles_open") - 2 - 2 * sessions);
         }
         return leaks;
-    }
-
-    /** What decode's engine holds beyond its engine and its region (2 native handles), where it counts it. */
-    private static long decodeEngineLeaks(PrometheusText d) {
-        return d.sum("kvflux_engine_handles_open") > 0 ? Math.max(0, d.count("kvflux_engine_handles_open") - 2) : 0;
     }
 
     /** KV blocks not free (allocated, writing or quarantined). */

@@ -13,6 +13,7 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import dev.kvflux.transfer.KvMode;
 
 /** {@code kvflux chaos}: the fault matrix against real prefill and decode processes. */
 @Command(name = "chaos", mixinStandardHelpOptions = true,
@@ -59,6 +60,11 @@ public final class ChaosCommand implements Callable<Integer> {
                     + " decode's KV in shared host memory, every block checked), cuda or hip (on --gpu 0).")
     String backend = "sim-xgmi";
 
+    @Option(names = "--kv-mode", paramLabel = "MODE",
+            description = "write (prefill writes into decode; default) or read (decode reads from prefill; the injected"
+                    + " status faults then strike decode's reads).")
+    String kvMode = "write";
+
     @Override
     public Integer call() throws Exception {
         ChaosRun.Settings settings;
@@ -67,9 +73,10 @@ public final class ChaosCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("unknown backend '" + backend + "'; the roles run on "
                         + String.join(", ", EngineOptions.BACKENDS));
             }
-            faults = faultsOn(backend, faults, faults == ChaosRun.FAULTS);
+            KvMode mode = KvMode.of(kvMode);
+            faults = faultsOn(backend, mode, faults, faults == ChaosRun.FAULTS);
             settings = new ChaosRun.Settings(requests, concurrency, transferTimeout, 256, 4, faults,
-                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"), backend);
+                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"), backend, mode);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -112,8 +119,13 @@ public final class ChaosCommand implements Callable<Integer> {
      * name, they are a usage error.
      */
     static List<String> faultsOn(String backend, List<String> faults, boolean byDefault) {
+        return faultsOn(backend, KvMode.WRITE, faults, byDefault);
+    }
+
+    /** As {@link #faultsOn(String, List, boolean)}; in READ mode prefill's write copy path does not run either. */
+    static List<String> faultsOn(String backend, KvMode mode, List<String> faults, boolean byDefault) {
         java.util.Set<String> lacking = new java.util.LinkedHashSet<>();
-        if (!backend.equals("sim-xgmi")) {
+        if (!backend.equals("sim-xgmi") || mode == KvMode.READ) {
             lacking.add("sg-under-load");
         }
         if (backend.equals("cuda") || backend.equals("hip") || backend.equals("mori")) {
@@ -126,7 +138,8 @@ public final class ChaosCommand implements Callable<Integer> {
         List<String> missing = faults.stream().filter(lacking::contains).toList();
         if (!missing.isEmpty() && !byDefault) {
             throw new IllegalArgumentException("fault" + (missing.size() == 1 ? " " : "s ") + String.join(", ", missing)
-                    + " act on a simulated engine that backend " + backend + " does not have; leave "
+                    + " act on a simulated engine that backend " + backend + (mode == KvMode.READ ? " in READ mode" : "")
+                    + " does not have; leave "
                     + (missing.size() == 1 ? "it" : "them") + " out of --faults");
         }
         return faults.stream().filter(f -> !lacking.contains(f)).toList();

@@ -16,6 +16,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine;
+import dev.kvflux.transfer.KvMode;
 
 /** {@code kvflux decode}: a simulated decode instance. */
 @Command(name = "decode", mixinStandardHelpOptions = true,
@@ -55,8 +56,19 @@ public final class DecodeCommand implements Callable<Integer> {
                     + " (default: twice transfer.timeout).")
     Duration blockLease;
 
+    @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "READ mode: how long a layer's reads may run before the request fails (default:"
+                    + " transfer.timeout).")
+    Duration transferTimeout;
+
+    @Option(names = "--inject-fault", paramLabel = "SPEC", hidden = true,
+            description = "READ mode fault injection for chaos runs, on the reads decode posts: as prefill's"
+                    + " --inject-fault.")
+    String injectFault;
+
     @Override
     public Integer call() {
+        OptionChecks.transferTimeout(spec.commandLine(), "--transfer-timeout", transferTimeout);
         OptionChecks.positive(spec.commandLine(), "--receive-deadline", receiveDeadline);
         OptionChecks.positive(spec.commandLine(), "--block-lease", blockLease);
         OptionChecks.inRange(spec.commandLine(), "--kv-blocks", kvBlocks, 1, OptionChecks.MAX_KV_BLOCKS);
@@ -69,16 +81,20 @@ public final class DecodeCommand implements Callable<Integer> {
         roleOptions.requireSecretOffLoopback(spec.commandLine(), auth);
         Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
         engineOptions.check(spec.commandLine(), config);
+        KvMode kvMode = engineOptions.kvMode(spec.commandLine(), config);
+        EngineOptions.FaultSpec faults = injectFault == null ? null
+                : EngineOptions.FaultSpec.parse(injectFault, spec.commandLine());
         DescribedEngine engine;
         try {
-            engine = engineOptions.open(config, "decode", null, false);
+            engine = engineOptions.open(config, "decode", faults, false);
         } catch (IllegalStateException e) {
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
         Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
         DecodeServer decode;
         try {
-            decode = DecodeServer.builder().engine(engine).gpu(engineOptions.gpu())
+            decode = DecodeServer.builder().engine(engine).gpu(engineOptions.gpu()).kvMode(kvMode)
+                    .transferTimeout(transferTimeout != null ? transferTimeout : config.transfer().timeout())
                     .gpuRuntime(engineOptions.runtime().orElse(null))
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)

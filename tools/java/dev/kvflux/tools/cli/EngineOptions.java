@@ -14,6 +14,7 @@ import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.config.KvfluxConfig;
+import dev.kvflux.transfer.KvMode;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -44,7 +45,25 @@ public final class EngineOptions {
             description = "cuda, hip and mori: the GPU this role keeps its KV on (default 0; both roles may share one).")
     Integer gpu;
 
+    @Option(names = "--kv-mode", paramLabel = "MODE",
+            description = "Who moves the KV: write (prefill writes each layer into decode; default: kv.mode) or read"
+                    + " (decode reads each layer from prefill, each layer's step after its reads). Prefill and decode"
+                    + " must run the same mode.")
+    String kvMode;
+
     private GpuRuntime runtime;
+
+    /** {@code --kv-mode}, else the configuration's {@code kv.mode}. */
+    KvMode kvMode(CommandLine cmd, KvfluxConfig config) {
+        if (kvMode == null) {
+            return config.engine().kvMode();
+        }
+        try {
+            return KvMode.of(kvMode);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, "--kv-mode " + e.getMessage().replace("unknown KV mode ", ""));
+        }
+    }
 
     /** The backend named by {@code --backend}, else the configuration's. */
     String backend(KvfluxConfig config) {

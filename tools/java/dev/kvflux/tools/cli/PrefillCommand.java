@@ -17,6 +17,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine;
+import dev.kvflux.transfer.KvMode;
 
 /** {@code kvflux prefill}: a simulated prefill instance writing KV through the transfer engine {@code --backend} names. */
 @Command(name = "prefill", mixinStandardHelpOptions = true,
@@ -70,6 +71,7 @@ public final class PrefillCommand implements Callable<Integer> {
         Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         engineOptions.check(spec.commandLine(), config);
+        KvMode kvMode = engineOptions.kvMode(spec.commandLine(), config);
         EngineOptions.FaultSpec faults = injectFault == null ? null
                 : EngineOptions.FaultSpec.parse(injectFault, spec.commandLine());
         DescribedEngine engine;
@@ -86,7 +88,7 @@ public final class PrefillCommand implements Callable<Integer> {
         try {
             prefill = PrefillServer.builder()
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
-                    .model(model).policy(policy).engine(engine).gpu(engineOptions.gpu())
+                    .model(model).policy(policy).engine(engine).gpu(engineOptions.gpu()).kvMode(kvMode)
                     .gpuRuntime(engineOptions.runtime().orElse(null)).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))

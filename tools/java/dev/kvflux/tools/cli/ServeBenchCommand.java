@@ -22,6 +22,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
+import dev.kvflux.transfer.KvMode;
 
 /**
  * {@code kvflux serve-bench}: vLLM's serving benchmark of the MoRI-IO connector, before and after its sliced-wait
@@ -105,6 +106,11 @@ public final class ServeBenchCommand implements Callable<Integer> {
                     + " xGMI backend, KVFLUX_MORI_LIB naming libkvflux_mori.so; as processes).")
     String backend;
 
+    @Option(names = "--kv-mode", split = ",", paramLabel = "MODE",
+            description = "write (prefill writes into decode), read (decode reads from prefill) or write,read: both,"
+                    + " side by side in one run (default: kv.mode).")
+    List<String> kvModes;
+
     @Option(names = "--processes",
             description = "Run proxy, prefill and decode as processes of their own (always on cuda and hip).")
     boolean processes;
@@ -144,7 +150,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
                     receiveDeadline, sgUnderLoad, faults, model,
                     requestTimeout != null ? requestTimeout : timeout.multipliedBy(5).plusSeconds(5), seed, warmup,
                     NotifySecret.resolve(config, cmd), new ServeBench.Roles(backend != null ? backend
-                            : config.engine().backend(), processes, kvBlocks, gpu, logs));
+                            : config.engine().backend(), processes, kvBlocks, gpu, logs),
+                    kvModes == null ? List.of(config.engine().kvMode()) : kvModes.stream().map(KvMode::of).toList());
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());
         }
@@ -186,6 +193,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         m.put("seed", s.seed());
         m.put("notify_auth", s.notifyAuth() == null ? "none" : "hmac-sha256");
         m.put("backend", s.backend());
+        m.put("kv_modes", s.kvModes().stream().map(KvMode::wireName).toList());
         m.put("roles", s.processes() ? "processes, " + s.kvBlocks() + " KV blocks each" : "in this process");
         m.put("time_scale", "none: simulated model and engine run in real time");
         return m;

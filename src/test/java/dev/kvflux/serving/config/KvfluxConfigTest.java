@@ -59,6 +59,26 @@ class KvfluxConfigTest {
     }
 
     @Test
+    void kvModeIsWriteByDefaultReadWhenSetAndAnythingElseIsAnErrorNamingTheKey() throws IOException {
+        assertThat(KvfluxConfig.defaults().engine().kvMode()).isEqualTo(dev.kvflux.transfer.KvMode.WRITE);
+
+        Validation<Seq<String>, KvfluxConfig> read = KvfluxConfig.load(Optional.of(file("""
+                kv:
+                  mode: READ
+                """)));
+        Validation<Seq<String>, KvfluxConfig> bad = KvfluxConfig.load(Optional.of(file("""
+                kv:
+                  mode: pull
+                """)));
+
+        assertThat(read.isValid()).as(read.toString()).isTrue();
+        assertThat(read.get().engine().kvMode()).isEqualTo(dev.kvflux.transfer.KvMode.READ);
+        assertThat(bad.isInvalid()).isTrue();
+        assertThat(bad.getError().mkString("; ")).contains("kv.mode").contains("'pull'").contains("write")
+                .contains("read");
+    }
+
+    @Test
     void stallDetectionIsOffByDefaultAndAppliesToTheCompletionWaitWhenSet() throws IOException {
         assertThat(KvfluxConfig.defaults().transfer().stallAfter()).isEmpty();
         assertThat(KvfluxConfig.defaults().transfer().completionWait().toString()).doesNotContain("stall");

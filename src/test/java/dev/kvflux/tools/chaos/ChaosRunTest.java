@@ -97,6 +97,23 @@ class ChaosRunTest {
     }
 
     /**
+     * READ mode, decode pulling each layer from prefill over the C simulator's shared memory: decode killed while it
+     * reads, prefill killed holding blocks decode reads from, a lost notice, and a read failing at one layer (the
+     * injected fault strikes decode's reads) leave nothing held on either side and no corrupt output.
+     */
+    @Test
+    void inReadModeKillsLossesAndFailedReadsLeaveNothingHeld(@TempDir Path logs) throws Exception {
+        List<String> faults = List.of("decode-restart", "prefill-kill", "notify-loss", "status-fail-rdma-op");
+        List<ChaosRun.FaultResult> results = new ChaosRun(new ChaosRun.Settings(6, 3, Duration.ofSeconds(1), 64, 2,
+                faults, logs, "native-sim", dev.kvflux.transfer.KvMode.READ)).run(line -> { });
+
+        assertThat(results).extracting(ChaosRun.FaultResult::fault).containsExactlyElementsOf(faults);
+        results.forEach(ChaosRunTest::check);
+        assertThat(results.get(3).reasons()).as("the read failure reached the client with its code")
+                .containsKey("503 ERR_RDMA_OP");
+    }
+
+    /**
      * The faults on etcd: a proxy killed and restarted routes again at once while the other answers everything, etcd
      * restarted fails nothing, a paused decode is dropped and comes back, a blackhole is ejected by both proxies.
      */

@@ -52,6 +52,14 @@ class RoleCommandsTest {
     }
 
     @Test
+    void anUnknownKvModeIsAUsageErrorNamingTheModes() {
+        int code = run("decode", "--kv-mode", "pull", "--http-port", "0", "--notify-port", "0");
+
+        assertThat(code).isEqualTo(2);
+        assertThat(err.toString()).startsWith("--kv-mode 'pull'; expected write or read").doesNotContain("Exception");
+    }
+
+    @Test
     void aGpuForABackendThatKeepsItsKvInHostMemoryIsAUsageError() {
         int code = run("decode", "--backend", "native-sim", "--gpu", "1", "--http-port", "0", "--notify-port", "0");
 
@@ -79,6 +87,9 @@ class RoleCommandsTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> ChaosCommand.faultsOn("cuda",
                 java.util.List.of("decode-restart", "status-stall"), false)).hasMessageContaining("status-stall")
                 .hasMessageContaining("leave it out of --faults");
+        assertThat(ChaosCommand.faultsOn("sim-xgmi", dev.kvflux.transfer.KvMode.READ,
+                dev.kvflux.tools.chaos.ChaosRun.FAULTS, true)).as("READ mode runs no write copy path")
+                .doesNotContain("sg-under-load").contains("status-stall", "decode-restart");
     }
 
     @Test
