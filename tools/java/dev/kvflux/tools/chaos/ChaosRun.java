@@ -169,17 +169,28 @@ public final class ChaosRun {
         key.add("|");
         key.addAll(decodeArgs);
         RoleProcess[] pair = pairs.get(key);
-        if (pair == null) {
-            pair = new RoleProcess[] {
+        for (int attempt = 1; pair == null; attempt++) {
+            RoleProcess[] started = {
                 new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
                         settings.logDir().resolve(fault.label() + "-decode.log")),
                 new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
                         settings.logDir().resolve(fault.label() + "-prefill.log"))};
-            pairs.put(List.copyOf(key), pair);
-            pair[0].start();
-            pair[1].start();
-            pair[0].awaitHealthy(Duration.ofSeconds(60));
-            pair[1].awaitHealthy(Duration.ofSeconds(60));
+            try {
+                started[0].start();
+                started[1].start();
+                started[0].awaitHealthy(Duration.ofSeconds(60));
+                started[1].awaitHealthy(Duration.ofSeconds(60));
+                pair = started;
+                pairs.put(List.copyOf(key), pair);
+            } catch (IllegalStateException e) {
+                started[0].close();
+                started[1].close();
+                // a port found free can be taken by another process's outgoing connection before the role binds
+                // it: the role then exits at once; try again on other ports
+                if (attempt == 3 || !e.getMessage().contains("before it was healthy")) {
+                    throw e;
+                }
+            }
         }
         return pair;
     }
