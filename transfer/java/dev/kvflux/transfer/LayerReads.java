@@ -29,7 +29,8 @@ import reactor.core.publisher.Mono;
  * (each barrier drains, and so does the rest of the transfer), so decode never reuses a buffer a read still writes
  * into. {@code whenDrained} runs once that is so, whichever way the reads end, cancellation included (then on the
  * scheduler, once the reads in flight have drained or the transfer timeout has passed; it is not run when they
- * are still in flight then, and the caller's blocks must stay held).
+ * are still in flight then, and the caller's blocks must stay held). Either way the statuses are closed, releasing
+ * what the engine keeps for them.
  *
  * <p>Usable on its own: give it a session into prefill's memory and one plan per layer.
  */
@@ -111,6 +112,9 @@ public final class LayerReads {
                 .onErrorResume(e -> Mono.empty())
                 .then(Mono.fromRunnable(() -> {
                     if (Statuses.inFlight(posted)) {
+                        // stalled: nothing will query them again, so the engine's handles go now, while the
+                        // blocks they may still write into stay held (the caller's lease frees them)
+                        Statuses.close(posted);
                         LOG.warn("reads still in flight {} after their transfer failed; their blocks stay held",
                                 drain.transferTimeout());
                     } else {

@@ -74,10 +74,11 @@ class LayerReadsTest {
     @Test
     void aReadStillInFlightAtTheTimeoutFailsAsInProgressAndKeepsTheBlocksHeld() {
         AtomicInteger drained = new AtomicInteger();
+        AtomicInteger closed = new AtomicInteger();
         StepVerifier.withVirtualTime(() -> {
                     VirtualTimeScheduler clock = VirtualTimeScheduler.get();
-                    TransferSession session = session(clock, l -> l == 1 ? ScriptedStatus.never(clock)
-                            : ScriptedStatus.succeedsAt(clock, Duration.ofMillis(5)));
+                    TransferSession session = session(clock, l -> closing(l == 1 ? ScriptedStatus.never(clock)
+                            : ScriptedStatus.succeedsAt(clock, Duration.ofMillis(5)), closed));
                     return LayerReads.of(TIMEOUT).read(session, THREE_LAYERS, 7, drained::incrementAndGet);
                 })
                 .expectSubscription()
@@ -88,6 +89,7 @@ class LayerReadsTest {
                 .expectErrorSatisfies(e -> assertThat(((TransferException) e).code()).isEqualTo(StatusCode.IN_PROGRESS))
                 .verify();
         assertThat(drained).as("a read never ended: nothing may reuse its buffer").hasValue(0);
+        assertThat(closed).as("but every status was closed, stalled or not").hasValue(3);
     }
 
     @Test
@@ -130,6 +132,28 @@ class LayerReadsTest {
                         + " closed"))
                 .verify();
         assertThat(drained).hasValue(1);
+    }
+
+    /** {@code status}, counting its close in {@code closed}. */
+    private static TransferStatus closing(TransferStatus status, AtomicInteger closed) {
+        return new Closing(status, closed);
+    }
+
+    private record Closing(TransferStatus status, AtomicInteger closed) implements TransferStatus, AutoCloseable {
+        @Override
+        public StatusCode code() {
+            return status.code();
+        }
+
+        @Override
+        public String message() {
+            return status.message();
+        }
+
+        @Override
+        public void close() {
+            closed.incrementAndGet();
+        }
     }
 
     private static BatchPlan plan(int layer) {
