@@ -61,8 +61,18 @@ final class DecodeReads {
         List<Long> local = t.blocks().subList(0, n);
         List<Long> theirs = ready.blockNotifyList().subList(0, n);
         List<BatchPlan> plans = new ArrayList<>(r.layout().layers());
-        for (int l = 0; l < r.layout().layers(); l++) {
-            plans.add(r.layout().layerPlan(l, local, remote, theirs));
+        try {
+            for (int l = 0; l < r.layout().layers(); l++) {
+                plans.add(r.layout().layerPlan(l, local, remote, theirs));
+            }
+        } catch (IllegalArgumentException e) {
+            // prefill named blocks its region does not have: nothing is read
+            t.drained();
+            r.sessions().released(t.prefill(), ready.incarnation());
+            release.accept(t, ready);
+            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
+                    StatusCode.ERR_INVALID_ARGS, "prefill's read_ready for transfer " + id + " names blocks decode"
+                            + " cannot read: " + e.getMessage()));
         }
         Runnable drained = () -> {
             t.drained();

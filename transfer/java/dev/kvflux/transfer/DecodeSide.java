@@ -251,8 +251,9 @@ public final class DecodeSide implements AutoCloseable {
      */
     void ended(DecodeTransfer t) {
         active.remove(t.id(), t);
-        if (settings.reads != null && t.readReady() == null) {
-            blocks.release(t.id()); // READ mode: nothing was read into them, and prefill never writes into decode
+        if (settings.reads != null && (t.readReady() == null || t.readsDrained())) {
+            // READ mode: prefill never writes into decode, and no read of this transfer is in flight
+            blocks.release(t.id());
         }
         // the lease counts from the receive deadline at the earliest: prefill may start copies until its own
         // deadline for the transfer (the same length, from about the same moment) even if this one ended early

@@ -47,6 +47,9 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
     /** How long a session nobody writes through stays open by default. */
     public static final Duration DEFAULT_IDLE = Duration.ofMinutes(5);
 
+    /** This side's role and its peers', as its messages name them: prefill into decodes, or decode into prefills. */
+    private final String self;
+    private final String peer;
     private final DescribedEngine engine;
     private final MemoryRegion local;
     private final KvLayout.Rows own;
@@ -82,7 +85,9 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
     }
 
     private HandshakeSessions(DescribedEngine engine, MemoryRegion local, KvLayout.Rows own, Duration idle,
-            LongSupplier clock) {
+            LongSupplier clock, String self, String peer) {
+        this.self = self;
+        this.peer = peer;
         this.engine = engine;
         this.local = local;
         this.own = own;
@@ -103,18 +108,31 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
     /** As {@link #of(DescribedEngine, MemoryRegion, KvLayout.Rows)}, idle sessions closing after {@code idle} on {@code clock}. */
     public static HandshakeSessions of(DescribedEngine engine, MemoryRegion local, KvLayout.Rows layout, Duration idle,
             LongSupplier clock) {
+        return create(engine, local, layout, idle, clock, "prefill", "decode");
+    }
+
+    /**
+     * READ mode's sessions, the other way: from decode's {@code local} region into the prefills that describe theirs
+     * with every {@code read_ready} ({@link DecodeSide.Builder#readFrom}); otherwise as {@link #of}.
+     */
+    public static HandshakeSessions intoPrefills(DescribedEngine engine, MemoryRegion local, KvLayout.Rows layout) {
+        return create(engine, local, layout, DEFAULT_IDLE, System::nanoTime, "decode", "prefill");
+    }
+
+    private static HandshakeSessions create(DescribedEngine engine, MemoryRegion local, KvLayout.Rows layout,
+            Duration idle, LongSupplier clock, String self, String peer) {
         Objects.requireNonNull(engine, "engine");
         Objects.requireNonNull(local, "local");
         Objects.requireNonNull(layout, "layout");
         Objects.requireNonNull(clock, "clock");
         if (idle.isNegative() || idle.isZero()) {
-            throw new IllegalArgumentException("the idle time of a decode session must be positive, got " + idle);
+            throw new IllegalArgumentException("the idle time of a " + peer + " session must be positive, got " + idle);
         }
         if (local.size() < layout.regionBytes()) {
-            throw new IllegalArgumentException("prefill's region of " + local.size() + " bytes is smaller than its KV"
+            throw new IllegalArgumentException(self + "'s region of " + local.size() + " bytes is smaller than its KV"
                     + " layout (" + layout.regionBytes() + " bytes)");
         }
-        return new HandshakeSessions(engine, local, layout, idle, clock);
+        return new HandshakeSessions(engine, local, layout, idle, clock, self, peer);
     }
 
     @Override
@@ -126,7 +144,7 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
         if (known == null) {
             described.put(incarnation, region);
         } else if (!known.equals(region)) {
-            LOG.debug("decode incarnation {} described another KV region ({}) than before ({}); keeping the first",
+            LOG.debug("{} incarnation {} described another KV region ({}) than before ({}); keeping the first", peer,
                     incarnation, region, known);
         }
     }
@@ -143,15 +161,16 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
     @Override
     public synchronized TransferSession session(InetSocketAddress decode, long incarnation) {
         if (shut) {
-            throw new IllegalStateException("prefill's decode sessions are closed: prefill is shutting down");
+            throw new IllegalStateException(self + "'s " + peer + " sessions are closed: " + self + " is shutting down");
         }
         long now = clock.getAsLong();
         closeIdle(now);
         Long current = newest.get(decode);
         Open o = open.get(incarnation);
         if (o != null && o.superseded || current != null && incarnation < current) {
-            throw new IllegalStateException("decode " + LogText.hostPort(decode) + " restarted (incarnation "
-                    + incarnation + " -> " + current + "); nothing is written into its previous incarnation's memory");
+            throw new IllegalStateException(peer + " " + LogText.hostPort(decode) + " restarted (incarnation "
+                    + incarnation + " -> " + current + "); nothing is copied to or from its previous incarnation's"
+                    + " memory");
         }
         if (o == null) {
             o = openSession(decode, incarnation, now);
@@ -168,7 +187,7 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
 
     private Open openSession(InetSocketAddress decode, long incarnation, long now) {
         if (open.size() >= MAX_OPEN && !closeLongestIdle()) {
-            throw new IllegalStateException(MAX_OPEN + " decode sessions are open and in use; prefill opens no more");
+            throw new IllegalStateException(MAX_OPEN + " " + peer + " sessions are open and in use; " + self + " opens no more");
         }
         KvRegion region = region(decode, incarnation);
         KvLayout layout = layoutOf(decode, incarnation, region);
@@ -176,7 +195,7 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
         TransferSession session;
         try {
             if (remote.size() < layout.regionBytes()) {
-                throw new IllegalArgumentException("decode " + LogText.hostPort(decode) + " described rows of "
+                throw new IllegalArgumentException(peer + " " + LogText.hostPort(decode) + " described rows of "
                         + region.rowBlocks() + " blocks (" + layout.regionBytes() + " bytes) in a region of only "
                         + remote.size() + " bytes");
             }
@@ -189,7 +208,7 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
         fresh.lastUsed = now;
         open.put(incarnation, fresh);
         opened++;
-        LOG.info("opened a session into decode {} (incarnation {}): {} region of {} bytes, rows of {} blocks",
+        LOG.info("opened a session into {} {} (incarnation {}): {} region of {} bytes, rows of {} blocks", peer,
                 LogText.hostPort(decode), incarnation, region.backend(), remote.size(), region.rowBlocks());
         return fresh;
     }
@@ -272,20 +291,22 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
         try {
             engine.forgetPeer(o.remote);
         } catch (RuntimeException e) {
-            LOG.warn("closing the session into decode incarnation {} failed: {}", incarnation, e.toString());
+            LOG.warn("closing the session into {} incarnation {} failed: {}", peer, incarnation, e.toString());
         }
     }
 
     private KvRegion region(InetSocketAddress decode, long incarnation) {
         KvRegion region = incarnation == 0 ? null : described.get(incarnation);
         if (region == null) {
-            throw new IllegalStateException("decode " + LogText.hostPort(decode) + " (incarnation " + incarnation
-                    + ") has not described its KV region, so prefill has nowhere to write; a kvflux decode with a"
-                    + " transfer engine sends it with every block list: run decode with the same --backend as prefill");
+            throw new IllegalStateException(peer + " " + LogText.hostPort(decode) + " (incarnation " + incarnation
+                    + ") has not described its KV region, so " + self + " has nowhere to copy " + (self.equals("prefill")
+                    ? "to" : "from") + "; a kvflux " + peer + " with a transfer engine sends it with every "
+                    + (peer.equals("decode") ? "block list" : "read_ready") + ": run " + peer + " with the same"
+                    + " --backend as " + self);
         }
         if (!region.backend().equals(engine.backend())) {
-            throw new IllegalStateException("decode " + LogText.hostPort(decode) + " keeps its KV on backend '"
-                    + LogText.escape(region.backend()) + "' and prefill writes through '" + engine.backend()
+            throw new IllegalStateException(peer + " " + LogText.hostPort(decode) + " keeps its KV on backend '"
+                    + LogText.escape(region.backend()) + "' and " + self + " copies through '" + engine.backend()
                     + "'; run both roles with the same --backend");
         }
         return region;
@@ -293,8 +314,8 @@ public final class HandshakeSessions implements DecodeSessions, AutoCloseable {
 
     private KvLayout layoutOf(InetSocketAddress decode, long incarnation, KvRegion region) {
         if (region.blockBytes() != own.blockBytes()) {
-            throw new IllegalStateException("decode " + LogText.hostPort(decode) + " (incarnation " + incarnation
-                    + ") has blocks of " + region.blockBytes() + " bytes per layer and prefill of " + own.blockBytes()
+            throw new IllegalStateException(peer + " " + LogText.hostPort(decode) + " (incarnation " + incarnation
+                    + ") has blocks of " + region.blockBytes() + " bytes per layer and " + self + " of " + own.blockBytes()
                     + "; run both roles with the same model");
         }
         return KvLayout.rows(own.layers(), (int) region.rowBlocks(), region.blockBytes());

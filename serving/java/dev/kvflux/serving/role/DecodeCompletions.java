@@ -43,8 +43,8 @@ final class DecodeCompletions {
     private final RequestGate gate;
     private final int maxModelLen;
 
-    DecodeCompletions(ServingModel model, DecodeSide side, ObservationRegistry observations, RequestGate gate, int maxModelLen,
-            boolean readMode) {
+    DecodeCompletions(ServingModel model, DecodeSide side, ObservationRegistry observations, RequestGate gate,
+            int maxModelLen, boolean readMode) {
         this.readMode = readMode;
         this.gate = gate;
         this.maxModelLen = maxModelLen;

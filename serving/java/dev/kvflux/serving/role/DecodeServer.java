@@ -198,7 +198,7 @@ public final class DecodeServer implements AutoCloseable {
             DecodeSide.Builder builder = DecodeSide.builder();
             if (settings.kvMode == KvMode.READ) {
                 // decode's sessions into each prefill incarnation's KV, opened from the region its read_ready describes
-                prefills[0] = HandshakeSessions.of(engine, memory.region(), layout);
+                prefills[0] = HandshakeSessions.intoPrefills(engine, memory.region(), layout);
                 readSessions[0] = prefills[0];
                 builder = builder.readFrom(prefills[0], layout, LayerReads.of(settings.transferTimeout), 1);
             }

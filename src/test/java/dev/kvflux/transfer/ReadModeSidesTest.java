@@ -52,7 +52,7 @@ class ReadModeSidesTest {
 
     private DecodeSide decode() {
         MemoryRegion local = decodeEngine.registerMemory(LAYOUT.regionBytes(), 0);
-        HandshakeSessions prefills = HandshakeSessions.of(decodeEngine, local, LAYOUT);
+        HandshakeSessions prefills = HandshakeSessions.intoPrefills(decodeEngine, local, LAYOUT);
         DecodeSide side = DecodeSide.builder().receiveDeadline(Duration.ofSeconds(3))
                 .readFrom(prefills, LAYOUT, LayerReads.of(Duration.ofSeconds(2)), 4).bindNow();
         open.add(side);
@@ -113,6 +113,29 @@ class ReadModeSidesTest {
         }
         assertThat(prefill.blocks().owners()).isZero();
         assertThat(events).contains(PrefillRecorder.Event.READ_LEASE_EXPIRED);
+    }
+
+    @Test
+    void aReadReadyNamingBlocksOutsidePrefillsRegionFailsTheRequestAndReadsNothing() throws Exception {
+        DecodeSide decode = decode();
+        MemoryRegion prefillKv = prefillEngine.registerMemory(LAYOUT.regionBytes(), 0);
+        KvRegion region = new KvRegion(prefillEngine.backend(), prefillEngine.engineDescriptor(),
+                prefillEngine.memoryDescriptor(prefillKv), LAYOUT.rowBlocks(), LAYOUT.blockBytes());
+        try (NotifyServer fakePrefill = NotifyServer.builder().handler(m -> { }).bind().block(WAIT);
+             var client = dev.kvflux.transfer.notify.NotifyClient.builder().build()) {
+            DecodeTransfer receiving = decode.open("r-3", fakePrefill.address(), 2, DecodeTransfer.Observer.NONE);
+            var kv = receiving.kv().toFuture();
+            client.send(decode.notifyAddress(), new NotifyMessage.ReadReady("r-3", List.of(5L, 1_000_000L), 77,
+                    decode.incarnation(), 0, region), WAIT).block(WAIT);
+
+            assertThat(kv).failsWithin(WAIT).withThrowableOfType(java.util.concurrent.ExecutionException.class)
+                    .havingCause().isInstanceOf(ReceiveFailedException.class)
+                    .satisfies(e -> assertThat(((ReceiveFailedException) e).kind())
+                            .isEqualTo(ReceiveFailedException.Kind.READ_FAILED))
+                    .withMessageContaining("names blocks decode cannot read").withMessageContaining("1000000");
+            receiving.close();
+        }
+        assertThat(decode.blocks().owners()).isZero();
     }
 
     private static void waitFor(BooleanSupplier condition) {
