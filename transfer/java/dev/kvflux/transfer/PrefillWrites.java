@@ -139,7 +139,6 @@ final class PrefillWrites {
      */
     private void offer(PrefillTransfer t, List<? extends LayerEvent> events, Duration left) {
         String id = t.id();
-        t.noReleaseToDecode(); // decode's blocks are never written in READ mode: it frees them itself
         Duration eventTimeout = settings.transferTimeout();
         Mono<WriteOutcome> outcome = blockList(id, left)
                 .flatMap(remoteBlocks -> {
@@ -263,7 +262,8 @@ final class PrefillWrites {
 
     private void released(PrefillTransfer t) {
         blocks.free(t.id());
-        if (t.releaseDecode()) {
+        // in READ mode nothing was written into decode's blocks: decode frees them itself and takes no release
+        if (t.releaseDecode() && settings.mode() == KvMode.WRITE) {
             settings.recorder().record(PrefillRecorder.Event.RELEASE_SENT, t.id());
             send(t, new NotifyMessage.Release(t.id(), settings.incarnation(), t.decodeIncarnation()), delivered -> { });
         }

@@ -138,6 +138,20 @@ class ReadModeSidesTest {
         assertThat(decode.blocks().owners()).isZero();
     }
 
+    @Test
+    void aReadTransferEndedBeforeItsWriteSendsDecodeNoRelease() {
+        PrefillSide prefill = prefill(Duration.ofSeconds(30));
+        DecodeSide decode = decode();
+        PrefillTransfer sending = prefill.open("r-4", decode.notifyAddress(), 4, PrefillTransfer.Observer.NONE);
+
+        sending.abort("the client went away");
+        waitFor(() -> prefill.blocks().owners() == 0);
+
+        assertThat(prefill.blocks().owners()).isZero();
+        assertThat(events).contains(PrefillRecorder.Event.ABORTED).as("decode takes no release in READ mode")
+                .doesNotContain(PrefillRecorder.Event.RELEASE_SENT);
+    }
+
     private static void waitFor(BooleanSupplier condition) {
         long until = System.nanoTime() + WAIT.toNanos();
         while (!condition.getAsBoolean() && System.nanoTime() - until < 0) {
