@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# WRITE and READ mode side by side on one GPU: kvflux serve-bench --kv-mode write,read over kvflux's CUDA copy engine
+# and over the real MoRI IO, both roles on GPU 0 as processes, vLLM's experiment at c16 (PROMPTS requests, 192 by
+# default; 16K-token prompts, 16 output tokens), every block checked on decode. Carried in .device/: jre.tar.xz, lib/ and mori/ (as for
+# ../gpu-roles/mori-run.sh). Writes under $OUT.
+set -uo pipefail
+B="$(cd "$(dirname "$0")/../../../.device" && pwd)"
+W=/tmp/kvflux-read
+mkdir -p $W
+tar -xJf $B/jre.tar.xz -C $W
+cp -r $B/mori $W/
+export KVFLUX_MORI_LIB=$W/mori/libkvflux_mori.so LD_LIBRARY_PATH=$W/mori:${LD_LIBRARY_PATH:-}
+JAVA=$(ls -d $W/*/bin/java | head -n 1)
+J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
+{ date -u; nproc; nvidia-smi; } > $OUT/machine.log 2>&1
+bench() { # BACKEND TIMEOUT
+  local backend=$1 t=$2
+  echo "=== $backend: kvflux serve-bench --backend $backend --kv-mode write,read" | tee -a $OUT/summary.log
+  local s=$(date +%s)
+  timeout -k 10 $t "${J[@]}" serve-bench --backend $backend --gpu 0 --logs $OUT/$backend-logs --kv-mode write,read \
+    --policy kvflux --concurrency 16 --num-prompts ${PROMPTS:-192} --input-len 16384 --output-len 16 --warmup 0 \
+    > $OUT/$backend.txt 2> $OUT/$backend.err
+  echo "=== $backend: rc $? in $(( $(date +%s) - s )) s" | tee -a $OUT/summary.log
+  cat $OUT/$backend.txt | tee -a $OUT/summary.log
+  for log in $OUT/$backend-logs/*decode.log; do
+    grep -hE "ERROR|corrupt" $log | head -3 | cut -c1-300
+  done
+}
+bench cuda ${CUDA_S:-150}
+bench mori ${MORI_S:-150}
