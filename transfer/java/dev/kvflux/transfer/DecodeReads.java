@@ -45,6 +45,7 @@ final class DecodeReads {
         Settings r = settings;
         NotifyMessage.ReadReady ready = t.readReady();
         String id = t.id();
+        t.startReads();
         TransferSession session;
         KvLayout remote;
         try {
@@ -74,13 +75,25 @@ final class DecodeReads {
                     StatusCode.ERR_INVALID_ARGS, "prefill's read_ready for transfer " + id + " names blocks decode"
                             + " cannot read: " + e.getMessage()));
         }
+        long uid;
+        try {
+            uid = session.allocateTransferUid();
+        } catch (RuntimeException e) {
+            t.drained();
+            r.sessions().released(t.prefill(), ready.incarnation());
+            release.accept(t, ready);
+            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
+                    StatusCode.ERR_BAD_STATE, "decode cannot read transfer " + id + "'s KV from prefill "
+                            + LogText.hostPort(t.prefill()) + ": " + e.getMessage()));
+        }
         Runnable drained = () -> {
             t.drained();
             blocks.release(id); // nothing writes into them any more: they are freed when the request ends
-            r.sessions().released(t.prefill(), ready.incarnation());
             release.accept(t, ready);
         };
-        return r.reads().read(session, plans, session.allocateTransferUid(), drained)
+        // the session goes back once the reads are over, drained or stalled: nothing more is posted through it
+        Runnable settled = () -> r.sessions().released(t.prefill(), ready.incarnation());
+        return r.reads().read(session, plans, uid, drained, settled)
                 .doOnNext(t::layerRead)
                 .onErrorMap(TransferException.class, e -> new ReceiveFailedException(id,
                         ReceiveFailedException.Kind.READ_FAILED, e.code(), "decode's read of transfer " + id + "'s KV"

@@ -251,9 +251,13 @@ public final class DecodeSide implements AutoCloseable {
      */
     void ended(DecodeTransfer t) {
         active.remove(t.id(), t);
-        if (settings.reads != null && (t.readReady() == null || t.readsDrained())) {
-            // READ mode: prefill never writes into decode, and no read of this transfer is in flight
+        if (settings.reads != null && (!t.readsStarted() || t.readsDrained())) {
+            // READ mode: nothing writes into decode's blocks now; prefill's offered, unread blocks may go too
             blocks.release(t.id());
+            NotifyMessage.ReadReady ready = t.readReady();
+            if (ready != null && !t.readsStarted()) {
+                sendRelease(t.id(), t.observer().traceId(), t.prefill(), ready.incarnation());
+            }
         }
         // the lease counts from the receive deadline at the earliest: prefill may start copies until its own
         // deadline for the transfer (the same length, from about the same moment) even if this one ended early

@@ -68,6 +68,7 @@ public final class DecodeTransfer implements AutoCloseable {
     private volatile NotifyMessage.ReadReady readReady;
     /** READ mode: set once nothing the reads posted is in flight; then its blocks may be freed at the end. */
     private volatile boolean readsDrained;
+    private volatile boolean readsStarted;
     private final Sinks.Many<Integer> layers = Sinks.many().replay().all();
 
     DecodeTransfer(DecodeSide side, String id, InetSocketAddress prefill, List<Long> blocks, Observer observer) {
@@ -173,6 +174,15 @@ public final class DecodeTransfer implements AutoCloseable {
         } else {
             layers.tryEmitError(error);
         }
+    }
+
+    /** READ mode: decode began reading this transfer's KV (it may post reads from now on). */
+    void startReads() {
+        this.readsStarted = true;
+    }
+
+    boolean readsStarted() {
+        return readsStarted;
     }
 
     boolean readsDrained() {

@@ -22,7 +22,8 @@ import reactor.core.publisher.Mono;
  * only once its own {@link ReadBarrier} has passed, as vLLM's MoRIIO connector waits per layer before attention.
  *
  * <p>{@link #read} posts every layer's reads when subscribed (in layer order, as the KV is wanted) and emits the
- * layer numbers 0, 1, … as each layer's reads have all succeeded, so a subscriber that runs layer {@code l}'s step
+ * layer numbers 0, 1, … as each layer's reads have all succeeded, all of them within one transfer timeout of
+ * being posted, so a subscriber that runs layer {@code l}'s step
  * on {@code l} never starts it before that layer's KV is in place. When a read fails, or is still in flight at the
  * transfer timeout, or a post throws, the {@code Flux} errors with a {@link TransferException} that names the layer
  * and carries the read's status code, but only once no read of the transfer, of any layer, is still in flight
@@ -66,12 +67,29 @@ public final class LayerReads {
      * @param whenDrained run once nothing the reads posted is in flight any more
      */
     public Flux<Integer> read(TransferSession session, List<BatchPlan> plans, long transferUid, Runnable whenDrained) {
+        return read(session, plans, transferUid, whenDrained, () -> { });
+    }
+
+    /**
+     * As {@link #read(TransferSession, List, long, Runnable)}; {@code whenSettled} runs once the reads have ended
+     * and their drain is over, whether they drained or stalled (after {@code whenDrained} when they drained): then
+     * nothing more is posted through {@code session}, and the caller may give it back.
+     */
+    public Flux<Integer> read(TransferSession session, List<BatchPlan> plans, long transferUid, Runnable whenDrained,
+            Runnable whenSettled) {
         Objects.requireNonNull(session, "session");
         Objects.requireNonNull(whenDrained, "whenDrained");
+        Objects.requireNonNull(whenSettled, "whenSettled");
         List<BatchPlan> layers = List.copyOf(plans);
         return Flux.defer(() -> {
             List<TransferStatus> posted = new ArrayList<>(layers.size());
             AtomicBoolean drained = new AtomicBoolean();
+            AtomicBoolean settled = new AtomicBoolean();
+            Runnable settle = () -> {
+                if (settled.compareAndSet(false, true)) {
+                    whenSettled.run();
+                }
+            };
             Runnable once = () -> {
                 if (drained.compareAndSet(false, true)) {
                     Statuses.close(posted);
@@ -89,23 +107,34 @@ public final class LayerReads {
                 }
             }
             if (postFailed != null) {
-                return drainThen(posted, once).then(Mono.error(postFailed));
+                return drainThen(posted, once, settle).then(Mono.error(postFailed));
             }
+            // every read is posted now: the transfer timeout bounds them all from here, as it bounds a WRITE's
+            // statuses once posted, while each layer is handed on as soon as its own reads are through
+            Mono<Integer> allWithinTimeout = drain.await(posted).then(Mono.empty());
             return Flux.range(0, layers.size())
                     .concatMap(l -> drain.await(List.of(posted.get(l)))
                             .onErrorMap(TransferException.class, e -> new TransferException(e.code(),
                                     "layer " + l + " of " + layers.size() + ": " + e.reason()))
                             .thenReturn(l))
-                    .doOnComplete(once)
-                    .onErrorResume(e -> drainThen(posted, once).then(Mono.error(e)))
-                    .doOnCancel(() -> drainThen(posted, once).subscribe());
+                    .mergeWith(allWithinTimeout)
+                    .doOnComplete(() -> {
+                        once.run();
+                        settle.run();
+                    })
+                    .onErrorResume(e -> drainThen(posted, once, settle).then(Mono.error(e)))
+                    .doOnCancel(() -> drainThen(posted, once, settle).subscribe());
         });
     }
 
-    /** Waits until nothing in {@code posted} is in flight (or the timeout), then runs {@code once} if so. */
-    private Mono<Void> drainThen(List<TransferStatus> posted, Runnable once) {
+    /**
+     * Waits until nothing in {@code posted} is in flight (or the timeout), then runs {@code once} if so, and
+     * {@code settle} either way.
+     */
+    private Mono<Void> drainThen(List<TransferStatus> posted, Runnable once, Runnable settle) {
         if (posted.isEmpty()) {
             once.run();
+            settle.run();
             return Mono.empty();
         }
         return drain.await(posted)
@@ -120,6 +149,7 @@ public final class LayerReads {
                     } else {
                         once.run();
                     }
+                    settle.run();
                 }));
     }
 

@@ -106,8 +106,14 @@ final class PrefillNotices {
                     LogText.escape(release.transferId()));
             return;
         }
-        if (release.incarnation() != 0 && t.decodeIncarnation() != 0 && release.incarnation() != t.decodeIncarnation()) {
+        if (release.incarnation() != 0 && t.decodeIncarnation() != 0 && release.incarnation() != t.decodeIncarnation()
+                || release.toIncarnation() != 0 && release.toIncarnation() != side.incarnation()) {
             stale(release.type(), t.id(), release.incarnation(), t.decodeIncarnation());
+            return;
+        }
+        if (!t.offered()) {
+            // decode releases what it read; before read_ready there is nothing of this transfer it could have read
+            LOG.debug("transfer {}: release before prefill offered its KV; ignored", LogText.escape(t.id()));
             return;
         }
         if (t.consumerReleased()) {

@@ -104,6 +104,7 @@ public final class PrefillTransfer {
     /** Decode's blocks this transfer's layers are written into (empty until its block list came). */
     private volatile List<Long> decodeBlocks = List.of();
     private volatile boolean sessionTaken;
+    private volatile boolean offered;
     private Disposable write;
     private String abortReason;
     private boolean writing;
@@ -230,6 +231,15 @@ public final class PrefillTransfer {
 
     void noReleaseToDecode() {
         this.releaseDecode = false;
+    }
+
+    /** READ mode: read_ready is being sent; from now on decode may read the blocks, and release them. */
+    void offer() {
+        offered = true;
+    }
+
+    boolean offered() {
+        return offered;
     }
 
     /** READ mode: decode said release for this transfer's blocks; false if it had already. */

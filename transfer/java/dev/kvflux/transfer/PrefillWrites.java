@@ -168,6 +168,7 @@ final class PrefillWrites {
                         long check = settings.contentCheck().of(id, t.decodeBlocks());
                         NotifyMessage ready = new NotifyMessage.ReadReady(id, t.localBlocks(), settings.incarnation(),
                                 t.decodeIncarnation(), check, settings.region());
+                        t.offer();
                         sendOutcome(t, ready);
                     }
                     // decode reads from these blocks until it says release; its lease bounds how long they are held

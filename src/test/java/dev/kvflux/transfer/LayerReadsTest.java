@@ -93,6 +93,26 @@ class LayerReadsTest {
     }
 
     @Test
+    void oneTransferTimeoutBoundsEveryLayersReadsFromWhenTheyArePostedNotEachLayerApart() {
+        // each layer ends within 30 s of the one before, but the last 45 s after all were posted
+        long[] doneAt = {20_000, 25_000, 45_000};
+        AtomicInteger drained = new AtomicInteger();
+        StepVerifier.withVirtualTime(() -> {
+                    VirtualTimeScheduler clock = VirtualTimeScheduler.get();
+                    TransferSession session = session(clock, l -> ScriptedStatus.succeedsAt(clock,
+                            Duration.ofMillis(doneAt[l])));
+                    return LayerReads.of(TIMEOUT).read(session, THREE_LAYERS, 7, drained::incrementAndGet);
+                })
+                .expectSubscription()
+                .thenAwait(Duration.ofSeconds(26))
+                .expectNext(0, 1)
+                .thenAwait(Duration.ofSeconds(30))
+                .expectErrorSatisfies(e -> assertThat(((TransferException) e).code()).isEqualTo(StatusCode.IN_PROGRESS))
+                .verify();
+        assertThat(drained).as("the late read ended in the drain: its blocks may be let go").hasValue(1);
+    }
+
+    @Test
     void cancellingDrainsTheReadsInFlightBeforeTheBlocksAreLetGo() {
         AtomicInteger drained = new AtomicInteger();
         VirtualTimeScheduler clock = VirtualTimeScheduler.create();
