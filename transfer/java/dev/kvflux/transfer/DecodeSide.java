@@ -192,10 +192,7 @@ public final class DecodeSide implements AutoCloseable {
         Mono<Void> arrived = Mono.when(notice, askForKv);
         Mono<Void> kv = settings.reads == null ? arrived.doOnSuccess(v -> t.layersEnded(null))
                 : arrived.then(Mono.defer(() -> reads.read(t)));
-        return Mono.firstWithSignal(kv, t.stopped())
-                .doOnError(t::layersEnded)
-                .doOnCancel(() -> t.layersEnded(new ReceiveFailedException(id, ReceiveFailedException.Kind.SHUTTING_DOWN,
-                        null, "transfer " + id + "'s wait for its KV was cancelled")))
+        return Mono.firstWithSignal(kv, t.stopped()) // the layers end last, after the wait's outcome is recorded
                 .doOnSuccess(v -> waitEnded(t, DecodeRecorder.WaitOutcome.WRITE_DONE))
                 .doOnError(e -> {
                     waitEnded(t, outcome(e));
@@ -204,7 +201,10 @@ public final class DecodeSide implements AutoCloseable {
                         LOG.info("transfer {}: fails without its KV: {}", LogText.escape(id), e.getMessage());
                     }
                 })
-                .doOnCancel(() -> waitEnded(t, DecodeRecorder.WaitOutcome.CANCELLED));
+                .doOnCancel(() -> waitEnded(t, DecodeRecorder.WaitOutcome.CANCELLED))
+                .doOnError(t::layersEnded)
+                .doOnCancel(() -> t.layersEnded(new ReceiveFailedException(id, ReceiveFailedException.Kind.SHUTTING_DOWN,
+                        null, "transfer " + id + "'s wait for its KV was cancelled")));
     }
 
     private void sendRelease(String id, String traceId, InetSocketAddress prefill, long prefillIncarnation) {
@@ -218,7 +218,9 @@ public final class DecodeSide implements AutoCloseable {
     }
 
     private void waitEnded(DecodeTransfer t, DecodeRecorder.WaitOutcome outcome) {
-        settings.recorder.kvWaitEnded(outcome, System.nanoTime() - t.openedNanos());
+        if (t.waitEnded()) {
+            settings.recorder.kvWaitEnded(outcome, System.nanoTime() - t.openedNanos());
+        }
     }
 
     private static DecodeRecorder.WaitOutcome outcome(Throwable e) {
@@ -254,9 +256,8 @@ public final class DecodeSide implements AutoCloseable {
         if (settings.reads != null && (!t.readsStarted() || t.readsDrained())) {
             // READ mode: nothing writes into decode's blocks now; prefill's offered, unread blocks may go too
             blocks.release(t.id());
-            NotifyMessage.ReadReady ready = t.readReady();
-            if (ready != null && !t.readsStarted()) {
-                sendRelease(t.id(), t.observer().traceId(), t.prefill(), ready.incarnation());
+            if (t.readReady() != null && !t.readsStarted()) {
+                sendRelease(t.id(), t.observer().traceId(), t.prefill(), t.readReady().incarnation());
             }
         }
         // the lease counts from the receive deadline at the earliest: prefill may start copies until its own

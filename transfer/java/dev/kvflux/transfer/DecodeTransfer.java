@@ -60,6 +60,7 @@ public final class DecodeTransfer implements AutoCloseable {
     private final Sinks.Empty<Void> stop = Sinks.empty();
     private final AtomicBoolean waited = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicBoolean waitRecorded = new AtomicBoolean();
     /** Set once prefill said write_done or write_failed: then prefill needs no abort. */
     private volatile boolean prefillSettled;
     /** Why the wait failed, for the abort sent to prefill; null while it has not. */
@@ -183,6 +184,11 @@ public final class DecodeTransfer implements AutoCloseable {
 
     boolean readsStarted() {
         return readsStarted;
+    }
+
+    /** The wait for the KV has ended; true only the first time, so that it is recorded once. */
+    boolean waitEnded() {
+        return waitRecorded.compareAndSet(false, true);
     }
 
     boolean readsDrained() {

@@ -87,6 +87,9 @@ class ReadModeStackTest {
                 .as("the failed request's reads drained, then prefill was released").isEqualTo(3);
         assertThat(run.prefillOwners()).isZero();
         assertThat(run.decodeOwners()).isZero();
+        assertThat(run.decode().count("kvflux_decode_kv_wait_seconds_count", "outcome", "read_failed"))
+                .as("the failed request's wait ended once, as a failed read").isEqualTo(1);
+        assertThat(run.decode().count("kvflux_decode_kv_wait_seconds_count", "outcome", "cancelled")).isZero();
     }
 
     private static void waitFor(BooleanSupplier condition) {
