@@ -42,49 +42,36 @@ final class DecodeReads {
      * {@link LayerReads}, then checks its content; once the reads have drained, prefill is told {@code release}.
      */
     Mono<Void> read(DecodeTransfer t) {
-        Settings r = settings;
         NotifyMessage.ReadReady ready = t.readReady();
         String id = t.id();
         t.startReads();
         TransferSession session;
         KvLayout remote;
         try {
-            remote = r.sessions().layout(t.prefill(), ready.incarnation());
-            session = r.sessions().session(t.prefill(), ready.incarnation());
+            remote = settings.sessions().layout(t.prefill(), ready.incarnation());
+            session = settings.sessions().session(t.prefill(), ready.incarnation());
         } catch (RuntimeException e) {
-            t.drained();
-            release.accept(t, ready);
-            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
-                    StatusCode.ERR_BAD_STATE, "decode cannot read transfer " + id + "'s KV from prefill "
-                            + LogText.hostPort(t.prefill()) + ": " + e.getMessage()));
+            return notRead(t, ready, false, StatusCode.ERR_BAD_STATE, "decode cannot read transfer " + id
+                    + "'s KV from prefill " + LogText.hostPort(t.prefill()) + ": " + e.getMessage());
         }
         int n = Math.min(t.blocks().size(), ready.blockNotifyList().size());
         List<Long> local = t.blocks().subList(0, n);
         List<Long> theirs = ready.blockNotifyList().subList(0, n);
-        List<BatchPlan> plans = new ArrayList<>(r.layout().layers());
+        List<BatchPlan> plans = new ArrayList<>(settings.layout().layers());
+        long uid;
         try {
-            for (int l = 0; l < r.layout().layers(); l++) {
-                plans.add(r.layout().layerPlan(l, local, remote, theirs));
+            for (int l = 0; l < settings.layout().layers(); l++) {
+                plans.add(settings.layout().layerPlan(l, local, remote, theirs));
             }
         } catch (IllegalArgumentException e) {
-            // prefill named blocks its region does not have: nothing is read
-            t.drained();
-            r.sessions().released(t.prefill(), ready.incarnation());
-            release.accept(t, ready);
-            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
-                    StatusCode.ERR_INVALID_ARGS, "prefill's read_ready for transfer " + id + " names blocks decode"
-                            + " cannot read: " + e.getMessage()));
+            return notRead(t, ready, true, StatusCode.ERR_INVALID_ARGS, "prefill's read_ready for transfer " + id
+                    + " names blocks decode cannot read: " + e.getMessage());
         }
-        long uid;
         try {
             uid = session.allocateTransferUid();
         } catch (RuntimeException e) {
-            t.drained();
-            r.sessions().released(t.prefill(), ready.incarnation());
-            release.accept(t, ready);
-            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
-                    StatusCode.ERR_BAD_STATE, "decode cannot read transfer " + id + "'s KV from prefill "
-                            + LogText.hostPort(t.prefill()) + ": " + e.getMessage()));
+            return notRead(t, ready, true, StatusCode.ERR_BAD_STATE, "decode cannot read transfer " + id
+                    + "'s KV from prefill " + LogText.hostPort(t.prefill()) + ": " + e.getMessage());
         }
         Runnable drained = () -> {
             t.drained();
@@ -92,14 +79,28 @@ final class DecodeReads {
             release.accept(t, ready);
         };
         // the session goes back once the reads are over, drained or stalled: nothing more is posted through it
-        Runnable settled = () -> r.sessions().released(t.prefill(), ready.incarnation());
-        return r.reads().read(session, plans, uid, drained, settled)
+        Runnable settled = () -> settings.sessions().released(t.prefill(), ready.incarnation());
+        return settings.reads().read(session, plans, uid, drained, settled)
                 .doOnNext(t::layerRead)
                 .onErrorMap(TransferException.class, e -> new ReceiveFailedException(id,
                         ReceiveFailedException.Kind.READ_FAILED, e.code(), "decode's read of transfer " + id + "'s KV"
                                 + " from prefill failed: " + e.getMessage()))
                 .then(Mono.defer(() -> checked(t, ready)))
                 .doOnSuccess(v -> t.layersEnded(null));
+    }
+
+    /**
+     * The transfer fails before anything was read: nothing is in flight, so its blocks may go, the session (when
+     * {@code tookSession}) goes back, and prefill is released.
+     */
+    private Mono<Void> notRead(DecodeTransfer t, NotifyMessage.ReadReady ready, boolean tookSession, StatusCode code,
+            String reason) {
+        t.drained();
+        if (tookSession) {
+            settings.sessions().released(t.prefill(), ready.incarnation());
+        }
+        release.accept(t, ready);
+        return Mono.error(new ReceiveFailedException(t.id(), ReceiveFailedException.Kind.READ_FAILED, code, reason));
     }
 
     /** READ mode: the content check of what decode read against prefill's, when both have one. */
@@ -125,5 +126,4 @@ final class DecodeReads {
         });
         return check.blocking() ? verify.subscribeOn(Schedulers.boundedElastic()) : verify;
     }
-
 }
