@@ -275,6 +275,23 @@ public final class ServeBench {
         return result;
     }
 
+    /**
+     * {@link ProcessStack#start}, tried up to three times when a role exits before it is healthy: a port found free
+     * can be taken by another process's outgoing connection before the role binds it.
+     */
+    private ProcessStack startStack(Policy policy, KvMode mode, Path logs, String name) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return ProcessStack.start(settings, policy, mode, logs, name);
+            } catch (IllegalStateException e) {
+                if (attempt == 3 || e.getMessage() == null || !e.getMessage().contains("before it was healthy")) {
+                    throw e;
+                }
+                progress.printf("[%s] %s; starting again on other ports%n", name, e.getMessage());
+            }
+        }
+    }
+
     /** As {@link #runOne}, with the proxy and the roles as processes of their own ({@link ProcessStack}). */
     private BenchRow runInProcesses(Policy policy, KvMode mode, int concurrency, int prompts, boolean report) {
         String name = String.format(Locale.ROOT, "%s-%s-c%d-%d", report ? policy.wireName() : "warm-up",
@@ -285,7 +302,7 @@ public final class ServeBench {
             java.nio.file.Files.createDirectories(logs);
             progress.printf("[%s] starting proxy, prefill and decode on %s as processes (logs in %s)%n", name,
                     settings.backend(), logs);
-            try (ProcessStack stack = ProcessStack.start(settings, policy, mode, logs, name)) {
+            try (ProcessStack stack = startStack(policy, mode, logs, name)) {
                 LoadResult result = load(stack.url(), policy, mode, concurrency, prompts, report);
                 long[] figures = stack.figures();
                 return new BenchRow(policy, concurrency, prompts, result, figures[0], 0, figures[1], figures[2], mode);
