@@ -1,7 +1,10 @@
 package dev.kvflux.serving.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.transfer.TpRanks;
+import java.util.List;
 import dev.kvflux.transfer.notify.NotifyCodec;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -9,14 +12,26 @@ import java.util.Objects;
 
 /**
  * What the proxy adds to each request as {@code kv_transfer_params}: the transfer id, which side this
- * instance is ({@code do_remote_decode} on prefill, {@code do_remote_prefill} on decode) and the peer's
- * notify address ({@code remote_notify}, {@code host:port}).
+ * instance is ({@code do_remote_decode} on prefill, {@code do_remote_prefill} on decode), the peer's notify address
+ * ({@code remote_notify}, {@code host:port}) and, when the peer runs several tensor-parallel ranks, every rank's
+ * ({@code remote_notify_ranks}, rank 0's first).
  */
-public record KvTransferParams(String transferId, Role peerRole, InetSocketAddress remoteNotify) {
+public record KvTransferParams(String transferId, Role peerRole, List<InetSocketAddress> remoteNotifyRanks) {
     public KvTransferParams {
         Objects.requireNonNull(transferId, "transferId");
         Objects.requireNonNull(peerRole, "peerRole");
-        Objects.requireNonNull(remoteNotify, "remoteNotify");
+        remoteNotifyRanks = List.copyOf(remoteNotifyRanks);
+        TpRanks.check(peerRole.wireName(), remoteNotifyRanks.size());
+    }
+
+    /** Params naming a peer of one rank. */
+    public KvTransferParams(String transferId, Role peerRole, InetSocketAddress remoteNotify) {
+        this(transferId, peerRole, List.of(Objects.requireNonNull(remoteNotify, "remoteNotify")));
+    }
+
+    /** The peer's notify address: its rank 0's. */
+    public InetSocketAddress remoteNotify() {
+        return remoteNotifyRanks.getFirst();
     }
 
     /** Writes the params into {@code request} under {@code kv_transfer_params}. */
@@ -25,7 +40,11 @@ public record KvTransferParams(String transferId, Role peerRole, InetSocketAddre
         params.put("transfer_id", transferId);
         params.put("do_remote_decode", peerRole == Role.DECODE);
         params.put("do_remote_prefill", peerRole == Role.PREFILL);
-        params.put("remote_notify", Instance.hostPort(remoteNotify));
+        params.put("remote_notify", Instance.hostPort(remoteNotify()));
+        if (remoteNotifyRanks.size() > 1) {
+            ArrayNode ranks = params.putArray("remote_notify_ranks");
+            remoteNotifyRanks.forEach(a -> ranks.add(Instance.hostPort(a)));
+        }
         return request;
     }
 
@@ -56,7 +75,17 @@ public record KvTransferParams(String transferId, Role peerRole, InetSocketAddre
             throw new IllegalArgumentException("kv_transfer_params.remote_notify must be \"host:port\" of the "
                     + (self == Role.PREFILL ? "decode" : "prefill") + " instance's notify channel");
         }
-        return new KvTransferParams(id.asText(), self == Role.PREFILL ? Role.DECODE : Role.PREFILL,
-                Instance.address(notify.asText()));
+        InetSocketAddress remote = Instance.address(notify.asText());
+        List<InetSocketAddress> ranks = Instance.ranks(params, "remote_notify_ranks", remote);
+        if (!ranks.getFirst().equals(remote)) {
+            throw new IllegalArgumentException("kv_transfer_params.remote_notify_ranks must start with remote_notify,"
+                    + " the peer's rank 0");
+        }
+        Role peer = self == Role.PREFILL ? Role.DECODE : Role.PREFILL;
+        try {
+            return new KvTransferParams(id.asText(), peer, ranks);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("kv_transfer_params.remote_notify_ranks: " + e.getMessage());
+        }
     }
 }

@@ -57,6 +57,7 @@ public record MemberRecord(String cluster, Instance instance, long incarnation, 
                 .put("http", Instance.hostPort(instance.httpAddress()))
                 .put("notify", Instance.hostPort(instance.notifyAddress()))
                 .put("incarnation", incarnation).put("lease", lease);
+        instance.putRanks(body);
         String text = HttpJson.write(body);
         ObjectNode value = HttpJson.MAPPER.createObjectNode().put("record", text);
         if (signer != null) {
@@ -115,8 +116,9 @@ public record MemberRecord(String cluster, Instance instance, long incarnation, 
         JsonNode body = parse(bodyBytes, key);
         MemberRecord record;
         try {
+            java.net.InetSocketAddress notify = Instance.address(text(body, "notify"));
             record = new MemberRecord(text(body, "cluster"), new Instance(Role.of(text(body, "role")),
-                    Instance.address(text(body, "http")), Instance.address(text(body, "notify"))),
+                    Instance.address(text(body, "http")), notify, Instance.ranks(body, "notify_ranks", notify)),
                     number(body, "incarnation"), number(body, "lease"));
         } catch (IllegalArgumentException e) {
             throw new RefusedException("malformed", "record " + LogText.escape(key) + ": " + e.getMessage());

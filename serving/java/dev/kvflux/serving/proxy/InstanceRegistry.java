@@ -244,14 +244,20 @@ public final class InstanceRegistry {
 
     /** The live instance, other than {@code instance} itself, that holds one of its addresses; null if none. */
     private Instance claimedBy(Instance instance) {
+        java.util.Set<java.net.InetSocketAddress> mine = addresses(instance);
         for (Instance other : lastSeen.keySet()) {
-            if (other.httpAddress().equals(instance.httpAddress()) || other.notifyAddress().equals(instance.notifyAddress())
-                    || other.httpAddress().equals(instance.notifyAddress())
-                    || other.notifyAddress().equals(instance.httpAddress())) {
+            if (!other.equals(instance) && addresses(other).stream().anyMatch(mine::contains)) {
                 return other;
             }
         }
         return null;
+    }
+
+    /** Every address an instance listens on: HTTP and each rank's notify. */
+    private static java.util.Set<java.net.InetSocketAddress> addresses(Instance instance) {
+        java.util.Set<java.net.InetSocketAddress> all = new java.util.HashSet<>(instance.notifyRanks());
+        all.add(instance.httpAddress());
+        return all;
     }
 
     private int count(Role role) {

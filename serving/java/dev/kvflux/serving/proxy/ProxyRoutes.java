@@ -158,12 +158,12 @@ final class ProxyRoutes {
         /** Sends the request to both instances and answers the client once, from whichever side owns it. */
         private Mono<Void> answer(ObjectNode json, String transferId, Instance prefill, Instance decode,
                 HttpServerResponse response, Observation prefillCall, Observation decodeCall) {
-            ObjectNode toPrefill = new KvTransferParams(transferId, Role.DECODE, decode.notifyAddress())
+            ObjectNode toPrefill = new KvTransferParams(transferId, Role.DECODE, decode.notifyRanks())
                     .into(json.deepCopy());
             toPrefill.put("max_tokens", 1);
             toPrefill.put("stream", false);
             toPrefill.remove("stream_options");
-            ObjectNode toDecode = new KvTransferParams(transferId, Role.PREFILL, prefill.notifyAddress())
+            ObjectNode toDecode = new KvTransferParams(transferId, Role.PREFILL, prefill.notifyRanks())
                     .into(json.deepCopy());
 
             // Exactly one side answers the client: decode, once its answer's headers arrive, or prefill's
@@ -343,7 +343,7 @@ final class ProxyRoutes {
 
         Publisher<Void> register(HttpServerRequest request, HttpServerResponse response) {
             return HttpJson.withBody(request, response, MAX_REGISTRATION_BYTES, "a registration is {\"role\", \"http\","
-                    + " \"notify\"} and nothing more", body -> {
+                    + " \"notify\"}, with \"notify_ranks\" for an instance of several ranks, and nothing more", body -> {
                 long signedAt = Long.MIN_VALUE;
                 if (registrationAuth != null) {
                     try {
@@ -357,8 +357,9 @@ final class ProxyRoutes {
                 long incarnation;
                 try {
                     ObjectNode json = HttpJson.object(body);
-                    instance = new Instance(Role.of(text(json, "role")),
-                            Instance.address(text(json, "http")), Instance.address(text(json, "notify")));
+                    java.net.InetSocketAddress notify = Instance.address(text(json, "notify"));
+                    instance = new Instance(Role.of(text(json, "role")), Instance.address(text(json, "http")), notify,
+                            Instance.ranks(json, "notify_ranks", notify));
                     incarnation = incarnation(json);
                 } catch (IllegalArgumentException e) {
                     return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
@@ -402,6 +403,7 @@ final class ProxyRoutes {
                     list.addObject().put("http", Instance.hostPort(instance.httpAddress()))
                             .put("notify", Instance.hostPort(instance.notifyAddress()))
                             .put("ejected", !health.usable(instance));
+                    instance.putRanks((ObjectNode) list.get(list.size() - 1));
                 }
             }
             return HttpJson.reply(response, HttpResponseStatus.OK, body);

@@ -50,6 +50,7 @@ final class InstancePinger implements Disposable {
                 .put("role", self.role().wireName())
                 .put("http", Instance.hostPort(self.httpAddress()))
                 .put("notify", Instance.hostPort(self.notifyAddress()));
+        self.putRanks(json);
         if (incarnation != 0) {
             json.put("incarnation", incarnation);
         }
