@@ -26,6 +26,31 @@ final class BlockMetrics {
                 incarnation, i -> Incarnation.startMillis(i) / 1000.0);
     }
 
+    /** The blocks of several ranks' sides, state by state, as one. */
+    static BlockAllocator.Snapshot sum(java.util.List<BlockAllocator.Snapshot> ranks) {
+        if (ranks.size() == 1) {
+            return ranks.getFirst();
+        }
+        java.util.Map<BlockAllocator.State, Integer> blocks = new java.util.EnumMap<>(BlockAllocator.State.class);
+        for (BlockAllocator.State state : BlockAllocator.State.values()) {
+            blocks.put(state, 0);
+        }
+        long oldest = 0;
+        long owners = 0;
+        long expired = 0;
+        long refused = 0;
+        long forced = 0;
+        for (BlockAllocator.Snapshot s : ranks) {
+            s.blocks().forEach((state, n) -> blocks.merge(state, n, Integer::sum));
+            oldest = Math.max(oldest, s.oldestAgeMillis());
+            owners += s.owners();
+            expired += s.leaseExpired();
+            refused += s.refusedOutOfBlocks();
+            forced += s.forcedFrees();
+        }
+        return new BlockAllocator.Snapshot(blocks, oldest, owners, expired, refused, forced);
+    }
+
     /** The meters of a side's blocks: {@code snapshot} is read at each scrape, {@code capacity} is fixed. */
     static void register(RoleMetrics meters, Supplier<BlockAllocator.Snapshot> snapshot, int capacity) {
         for (BlockAllocator.State state : BlockAllocator.State.values()) {

@@ -6,7 +6,8 @@ import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.observe.Spans;
-import dev.kvflux.transfer.DecodeSide;
+import dev.kvflux.transfer.DecodeRanks;
+import dev.kvflux.transfer.TpRanks;
 import dev.kvflux.transfer.DecodeTransfer;
 import dev.kvflux.transfer.LogContext;
 import dev.kvflux.transfer.ReceiveFailedException;
@@ -27,8 +28,9 @@ import reactor.netty.http.server.HttpServerResponse;
 import java.time.Duration;
 
 /**
- * Decode's {@code POST /v1/completions}: opens the request's transfer on the {@link DecodeSide} (refusals answered
- * at once), waits for its KV, then decodes {@code max_tokens} tokens, one per decode step, streamed as server-sent
+ * Decode's {@code POST /v1/completions}: opens the request's transfer on each of decode's ranks
+ * ({@link DecodeRanks}; refusals answered at once, a prefill of another TP size than {@code --peer-tp} with 400
+ * {@code tp_mismatch}), waits for its KV, then decodes {@code max_tokens} tokens, one per decode step, streamed as server-sent
  * events when {@code stream} is true; the transfer is closed when the request ends, whatever way. A failed wait is
  * answered with the failure's kind: 503 {@code kv_transfer_failed} with prefill's code for {@code write_failed},
  * 504 {@code RECEIVE_DEADLINE}, 503 {@code REMOTE_BLOCKS_UNDELIVERABLE}, 503 {@code prefill_restarted}, 503
@@ -38,18 +40,20 @@ import java.time.Duration;
  */
 final class DecodeCompletions {
     private final ServingModel model;
-    private final DecodeSide side;
+    private final DecodeRanks ranks;
+    private final TpRanks pair;
     private final ObservationRegistry observations;
     private final RequestGate gate;
     private final int maxModelLen;
 
-    DecodeCompletions(ServingModel model, DecodeSide side, ObservationRegistry observations, RequestGate gate,
-            int maxModelLen, boolean readMode) {
+    DecodeCompletions(ServingModel model, DecodeRanks ranks, TpRanks pair, ObservationRegistry observations,
+            RequestGate gate, int maxModelLen, boolean readMode) {
         this.readMode = readMode;
         this.gate = gate;
         this.maxModelLen = maxModelLen;
         this.model = model;
-        this.side = side;
+        this.ranks = ranks;
+        this.pair = pair;
         this.observations = observations;
     }
 
@@ -90,12 +94,21 @@ final class DecodeCompletions {
     private Publisher<Void> serve(CompletionRequest request, Observation span, String traceId,
             HttpServerResponse response) {
         String id = request.params().transferId();
-        DecodeTransfer t;
+        int prefillTp = request.params().remoteNotifyRanks().size();
+        if (prefillTp != pair.prefillTp()) {
+            return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "tp_mismatch",
+                    "this request's prefill runs " + prefillTp + " rank(s); this decode's KV is cut for prefills of "
+                            + pair.prefillTp() + " (--peer-tp); route it to a decode started for that TP size");
+        }
+        DecodeRanks.Transfer t;
         try {
-            t = side.open(id, request.params().remoteNotify(), model.blocksFor(request.promptTokens()),
+            t = ranks.open(id, request.params().remoteNotifyRanks(), model.blocksFor(request.promptTokens()),
                     new Traced(id, traceId));
         } catch (TransferRefusedException e) {
             return refused(response, e);
+        } catch (IllegalArgumentException e) {
+            return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "bad_request",
+                    e.getMessage());
         }
         // READ mode: the first step runs layer by layer, each layer once its reads are through, beside the reads of
         // the layers after it; WRITE mode: the KV is whole when it arrives

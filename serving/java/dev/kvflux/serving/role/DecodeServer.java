@@ -19,7 +19,11 @@ import dev.kvflux.transfer.notify.NotifyLimits;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
+import dev.kvflux.transfer.DecodeRanks;
+import dev.kvflux.transfer.TpRanks;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.netty.DisposableServer;
@@ -63,6 +67,8 @@ public final class DecodeServer implements AutoCloseable {
     public static final Duration DEFAULT_BLOCK_LEASE = DecodeSide.DEFAULT_BLOCK_LEASE;
 
     private final DisposableServer http;
+    private final DecodeRanks ranks;
+    /** Rank 0's side: the instance's notify address and incarnation. */
     private final DecodeSide side;
     private final String host;
     private final Listing listing;
@@ -71,11 +77,12 @@ public final class DecodeServer implements AutoCloseable {
     /** Closes what the instance made: its region's GPU stream, and the engine when it made its own. */
     private final Runnable ownedEngine;
 
-    private DecodeServer(DisposableServer http, DecodeSide side, String host, NotifyAuth auth, RoleMetrics meters,
+    private DecodeServer(DisposableServer http, DecodeRanks ranks, String host, NotifyAuth auth, RoleMetrics meters,
             MicrometerNotifyRecorder notifyMeters, Runnable ownedEngine) {
         this.ownedEngine = ownedEngine;
         this.http = http;
-        this.side = side;
+        this.ranks = ranks;
+        this.side = ranks.ranks().getFirst();
         this.host = host;
         this.listing = new Listing(auth);
         this.meters = meters;
@@ -95,7 +102,7 @@ public final class DecodeServer implements AutoCloseable {
     public static final class Builder extends RoleSettings<Builder> {
         private Duration receiveDeadline;
         private Duration blockLease = DEFAULT_BLOCK_LEASE;
-        private DescribedEngine engine;
+        private List<DescribedEngine> engines;
         private Duration transferTimeout = PrefillSide.DEFAULT_TRANSFER_TIMEOUT;
 
         private Builder() {
@@ -109,7 +116,16 @@ public final class DecodeServer implements AutoCloseable {
          * every block's bytes before it decodes.
          */
         public Builder engine(DescribedEngine engine) {
-            this.engine = Objects.requireNonNull(engine, "engine");
+            this.engines = List.of(Objects.requireNonNull(engine, "engine"));
+            return this;
+        }
+
+        /**
+         * One engine per rank ({@link #tp}), in rank order, as {@link #engine} is for one: the caller closes them
+         * after the instance. Default: a simulated xGMI engine of each rank's own.
+         */
+        public Builder engines(List<? extends DescribedEngine> engines) {
+            this.engines = List.copyOf(engines);
             return this;
         }
 
@@ -162,6 +178,10 @@ public final class DecodeServer implements AutoCloseable {
                 throw new IllegalStateException("a decode instance needs a model; set it");
             }
             requireSecretOffLoopback("decode");
+            if (engines != null && engines.size() != tp) {
+                throw new IllegalStateException("decode runs " + tp + " rank(s) and was given " + engines.size()
+                        + " engine(s); give one engine per rank");
+            }
             Blocking.requireBlockingAllowed("DecodeServer.bindNow");
             return DecodeServer.bind(this);
         }
@@ -173,81 +193,96 @@ public final class DecodeServer implements AutoCloseable {
         LogContext.enable();
         RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "decode");
         MicrometerNotifyRecorder notifyMeters = MicrometerNotifyRecorder.of(meters.registry(), meters.tags());
-        DescribedEngine engine = settings.engine != null ? settings.engine : SimulatedXgmiEngine.create();
-        Runnable ownedEngine = settings.engine != null ? () -> { } : engine::close;
-        RoleMemory[] registered = new RoleMemory[1];
-        HandshakeSessions[] readSessions = new HandshakeSessions[1];
-        Runnable owned = () -> {
-            if (readSessions[0] != null) {
-                readSessions[0].close();
+        int tp = settings.tp;
+        TpRanks pair = new TpRanks(settings.peerTp, tp);
+        List<DescribedEngine> engines = new ArrayList<>(tp);
+        List<Runnable> owned = new ArrayList<>();
+        if (settings.engines != null) {
+            engines.addAll(settings.engines);
+        } else {
+            for (int r = 0; r < tp; r++) {
+                SimulatedXgmiEngine own = SimulatedXgmiEngine.create();
+                engines.add(own);
+                owned.add(own::close);
             }
-            if (registered[0] != null) {
-                registered[0].close();
-            }
-            ownedEngine.run();
-        };
-        RoleMemory memory;
-        DecodeSide side;
-        HandshakeSessions[] prefills = new HandshakeSessions[1];
+        }
+        Runnable closeOwned = () -> owned.reversed().forEach(Runnable::run);
+        List<DecodeSide> sides = new ArrayList<>(tp);
+        List<RoleMemory> memories = new ArrayList<>(tp);
+        List<HandshakeSessions> readSessions = new ArrayList<>();
+        DecodeStats stats = new DecodeStats(meters);
         try {
-            KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks);
-            memory = RoleMemory.register(engine, layout, settings.gpu, settings.gpuRuntime);
-            registered[0] = memory;
-            ContentCheck check = memory.bytes() != null ? memory.bytes().check()
-                    : KvChecksum.forLayers(model.layers());
-            DecodeSide.Builder builder = DecodeSide.builder();
-            if (settings.kvMode == KvMode.READ) {
-                // decode's sessions into each prefill incarnation's KV, opened from the region its read_ready describes
-                prefills[0] = HandshakeSessions.intoPrefills(engine, memory.region(), layout);
-                readSessions[0] = prefills[0];
-                builder = builder.readFrom(prefills[0], layout, LayerReads.of(settings.transferTimeout), 1);
+            KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks, pair, tp);
+            for (int r = 0; r < tp; r++) {
+                DescribedEngine engine = engines.get(r);
+                RoleMemory memory = RoleMemory.register(engine, layout, settings.gpu, settings.gpuRuntime);
+                memories.add(memory);
+                owned.add(memory::close);
+                ContentCheck check = memory.bytes() != null ? memory.bytes().check()
+                        : KvChecksum.forLayers(model.layers());
+                DecodeSide.Builder builder = DecodeSide.builder();
+                if (settings.kvMode == KvMode.READ) {
+                    // the rank's sessions into each prefill incarnation's KV, opened from what its read_ready says
+                    HandshakeSessions prefills = HandshakeSessions.intoPrefills(engine, memory.region(), layout);
+                    readSessions.add(prefills);
+                    owned.add(prefills::close);
+                    builder = builder.readFrom(prefills, layout, LayerReads.of(settings.transferTimeout), tp);
+                }
+                DecodeSide side = builder.region(memory.describe(engine))
+                        .notifyAddress(where.host(), RoleSettings.rankPort(where.notifyPort(), r)).auth(settings.auth)
+                        .limits(settings.limits).notifyRecorder(notifyMeters).recorder(stats)
+                        .blocks(layout.rowBlocks()).receiveDeadline(settings.receiveDeadline)
+                        .blockLease(settings.blockLease).contentCheck(check)
+                        .maxBlocksPerTransfer(settings.maxBlocksPerRequest())
+                        .bindNow();
+                sides.add(side);
             }
-            side = builder.region(memory.describe(engine))
-                    .notifyAddress(where.host(), where.notifyPort()).auth(settings.auth)
-                    .limits(settings.limits).notifyRecorder(notifyMeters).recorder(new DecodeStats(meters))
-                    .blocks(settings.kvBlocks).receiveDeadline(settings.receiveDeadline).blockLease(settings.blockLease)
-                    .contentCheck(check).maxBlocksPerTransfer(settings.maxBlocksPerRequest())
-                    .bindNow();
         } catch (RuntimeException e) {
-            owned.run();
+            sides.forEach(DecodeSide::close);
+            closeOwned.run();
             throw e;
         }
+        DecodeRanks ranks = DecodeRanks.of(sides);
         try {
-            DecodeCompletions completions = new DecodeCompletions(model, side, settings.observations,
+            DecodeCompletions completions = new DecodeCompletions(model, ranks, pair, settings.observations,
                     RoleSettings.gate(settings.auth, meters), settings.maxModelLen, settings.kvMode == KvMode.READ);
             DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
-            BlockMetrics.register(meters, side::blocks, side.blockCapacity());
-            BlockMetrics.registerIncarnation(meters, side.incarnation());
-            meters.gauge("kvflux.decode.requests.running", "Requests from their arrival to their end", side,
-                    DecodeSide::running);
-            meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", side,
-                    DecodeSide::notifyConnections);
-            EngineMeters.register(meters, engine);
-            if (readSessions[0] != null) {
+            BlockMetrics.register(meters, () -> BlockMetrics.sum(sides.stream().map(DecodeSide::blocks).toList()),
+                    sides.stream().mapToInt(DecodeSide::blockCapacity).sum());
+            BlockMetrics.registerIncarnation(meters, sides.getFirst().incarnation());
+            meters.gauge("kvflux.decode.requests.running", "Requests from their arrival to their end", sides,
+                    all -> all.stream().mapToInt(DecodeSide::running).sum() / (double) pair.links());
+            meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", sides,
+                    all -> all.stream().mapToInt(DecodeSide::notifyConnections).sum());
+            EngineMeters.register(meters, engines);
+            if (!readSessions.isEmpty()) {
                 meters.gauge("kvflux.decode.prefill.sessions.open", "READ mode: engine sessions open into prefills' KV"
-                        + " regions, one per prefill incarnation", readSessions[0], HandshakeSessions::openSessions);
+                        + " regions, one per prefill incarnation and rank", readSessions,
+                        all -> all.stream().mapToInt(HandshakeSessions::openSessions).sum());
             }
-            if (memory.bytes() != null) {
-                KvBytes bytes = memory.bytes();
+            List<KvBytes> bytes = memories.stream().map(RoleMemory::bytes).filter(Objects::nonNull).toList();
+            if (!bytes.isEmpty()) {
                 meters.gauge("kvflux.decode.kv.checked.bytes", "KV bytes decode read back and compared before"
-                        + " decoding", bytes, KvBytes::checkedBytes);
+                        + " decoding", bytes, all -> all.stream().mapToLong(KvBytes::checkedBytes).sum());
                 meters.gauge("kvflux.decode.kv.check.seconds", "Time decode spent reading back and comparing KV",
-                        bytes, b -> b.checkNanos() / 1e9);
+                        bytes, all -> all.stream().mapToLong(KvBytes::checkNanos).sum() / 1e9);
                 meters.gauge("kvflux.decode.kv.mismatched.blocks", "Blocks whose bytes were not the transfer's KV",
-                        bytes, KvBytes::mismatchedBlocks);
+                        bytes, all -> all.stream().mapToLong(KvBytes::mismatchedBlocks).sum());
             }
-            DecodeServer server = new DecodeServer(http, side, where.host(), settings.auth, meters, notifyMeters,
-                    owned);
-            LOG.info("decode listening: http {}, notify {} ({}), model {}, {} mode, receive deadline {}, KV on {} ({}"
-                    + " bytes{})",
-                    Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
+            DecodeServer server = new DecodeServer(http, ranks, where.host(), settings.auth, meters, notifyMeters,
+                    closeOwned);
+            LOG.info("decode listening: http {}, notify {} ({}), model {}, {} mode, {}, receive deadline {}, KV on {}"
+                    + " ({} bytes per rank{})",
+                    Instance.hostPort(server.httpAddress()), server.instance().notifyRanks().stream()
+                            .map(Instance::hostPort).toList(),
                     settings.auth == null ? "unsigned" : "signed", model, settings.kvMode.wireName().toUpperCase(),
-                    settings.receiveDeadline == null ? "none" : settings.receiveDeadline.toMillis() + " ms",
-                    engine.backend(), memory.region().size(), memory.bytes() != null ? ", every block checked" : "");
+                    pair, settings.receiveDeadline == null ? "none" : settings.receiveDeadline.toMillis() + " ms",
+                    engines.getFirst().backend(), memories.getFirst().region().size(),
+                    bytes.isEmpty() ? "" : ", every block checked");
             return server;
         } catch (RuntimeException e) {
-            side.close();
-            owned.run();
+            ranks.close();
+            closeOwned.run();
             throw new IllegalStateException("cannot start decode's HTTP server on " + where.host() + ":"
                     + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
         }
@@ -277,7 +312,8 @@ public final class DecodeServer implements AutoCloseable {
 
     /** This instance as the proxy knows it. */
     public Instance instance() {
-        return new Instance(Role.DECODE, httpAddress(), notifyAddress());
+        return new Instance(Role.DECODE, httpAddress(), notifyAddress(), ranks.ranks().stream()
+                .map(r -> InetSocketAddress.createUnresolved(host, r.notifyAddress().getPort())).toList());
     }
 
     public InetSocketAddress httpAddress() {
@@ -300,7 +336,7 @@ public final class DecodeServer implements AutoCloseable {
 
     /** The KV blocks per state now. */
     public BlockAllocator.Snapshot blocks() {
-        return side.blocks();
+        return BlockMetrics.sum(ranks.ranks().stream().map(DecodeSide::blocks).toList());
     }
 
     /**
@@ -311,7 +347,7 @@ public final class DecodeServer implements AutoCloseable {
     @Override
     public void close() {
         listing.dispose();
-        side.close();
+        ranks.close();
         http.disposeNow();
         meters.close();
         ownedEngine.run();

@@ -12,7 +12,8 @@ import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.observe.Spans;
 import dev.kvflux.serving.observe.Step;
 import dev.kvflux.transfer.LogContext;
-import dev.kvflux.transfer.PrefillSide;
+import dev.kvflux.transfer.PrefillRanks;
+import dev.kvflux.transfer.TpRanks;
 import dev.kvflux.transfer.PrefillTransfer;
 import dev.kvflux.transfer.TransferRefusedException;
 import io.micrometer.observation.Observation;
@@ -29,8 +30,9 @@ import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
 /**
- * Prefill's {@code POST /v1/completions}: opens the request's transfer on the {@link PrefillSide} (refusals are
- * answered at once), queues its prompt on the {@linkplain PrefillLoop simulated model}, and when the prompt's last
+ * Prefill's {@code POST /v1/completions}: opens the request's transfer on each of prefill's ranks
+ * ({@link PrefillRanks}; refusals are answered at once, a decode of another TP size than {@code --peer-tp} with 400
+ * {@code tp_mismatch}), queues its prompt on the {@linkplain PrefillLoop simulated model}, and when the prompt's last
  * step is queued writes its layers, each layer's event turning ready in turn across the step. The HTTP answer
  * (one token) comes when prefill ends; the write's outcome goes to decode through the side. A request that is
  * cancelled (its client or the proxy gave up) aborts its transfer. Each request is span
@@ -39,11 +41,10 @@ import reactor.netty.http.server.HttpServerResponse;
  */
 final class PrefillCompletions {
     private final ServingModel model;
-    /** The KV's bytes, where the engine's memory holds them; null on the simulated xGMI engine. */
-    private final KvBytes bytes;
-    /** The forward pass on the GPU, where the KV lives there; null otherwise. */
-    private final GpuForward forward;
-    private final PrefillSide side;
+    /** Each rank's KV memory: its bytes, where the engine's memory holds them, and its GPU forward pass. */
+    private final List<RoleMemory> memories;
+    private final PrefillRanks ranks;
+    private final TpRanks pair;
     private final PrefillLoop loop;
     private final PrefillStats stats;
     private final ObservationRegistry observations;
@@ -51,14 +52,14 @@ final class PrefillCompletions {
     private final int maxModelLen;
     private volatile boolean closing;
 
-    PrefillCompletions(ServingModel model, PrefillSide side, PrefillLoop loop, PrefillStats stats, RoleMemory memory,
-            ObservationRegistry observations, RequestGate gate, int maxModelLen) {
-        this.bytes = memory.bytes();
-        this.forward = memory.forward();
+    PrefillCompletions(ServingModel model, PrefillRanks ranks, TpRanks pair, PrefillLoop loop, PrefillStats stats,
+            List<RoleMemory> memories, ObservationRegistry observations, RequestGate gate, int maxModelLen) {
+        this.memories = List.copyOf(memories);
+        this.ranks = ranks;
+        this.pair = pair;
         this.gate = gate;
         this.maxModelLen = maxModelLen;
         this.model = model;
-        this.side = side;
         this.loop = loop;
         this.stats = stats;
         this.observations = observations;
@@ -104,17 +105,34 @@ final class PrefillCompletions {
                     "prefill_shutting_down", "prefill is shutting down and takes no new prompts; retry on"
                             + " another prefill instance"));
         }
-        PrefillTransfer t;
+        int decodeTp = parsed.params().remoteNotifyRanks().size();
+        if (decodeTp != pair.decodeTp()) {
+            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                    "tp_mismatch", "this request's decode runs " + decodeTp + " rank(s); this prefill's KV is cut for"
+                            + " decodes of " + pair.decodeTp() + " (--peer-tp); route it to a prefill started for that"
+                            + " TP size"));
+        }
+        // link 0 carries the request's spans; every link's observer closes its own GPU events
+        Traced[] linkObservers = new Traced[pair.links()];
+        linkObservers[0] = traced;
+        for (int k = 1; k < linkObservers.length; k++) {
+            linkObservers[k] = new Traced(id, Observation.NOOP, traced.traceId);
+        }
+        PrefillRanks.Transfer t;
         try {
-            t = side.open(id, parsed.params().remoteNotify(), model.blocksFor(parsed.promptTokens()), traced);
+            t = ranks.open(id, parsed.params().remoteNotifyRanks(), model.blocksFor(parsed.promptTokens()),
+                    link -> linkObservers[link]);
         } catch (TransferRefusedException e) {
             return Mono.from(refused(response, id, e));
+        } catch (IllegalArgumentException e) {
+            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                    "bad_request", e.getMessage()));
         }
         Mono<Void> prefilled;
         try {
             traced.queue = Step.of(Spans.child(observations, "kvflux.prefill.queue", id, traced.span));
-            prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(t, traced, startsIn,
-                    length));
+            prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(t, linkObservers,
+                    startsIn, length));
         } catch (PrefillLoop.QueueFullException e) {
             stats.refusedQueueFull.increment();
             t.close();
@@ -124,7 +142,7 @@ final class PrefillCompletions {
         stats.requests.increment();
         // Whichever comes first: the prompt's last step ends, or the transfer is aborted (which cancels the
         // prompt). The request's own cancellation (client or proxy gone) aborts it.
-        return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted())
+        return Mono.firstWithSignal(prefilled.thenReturn(""), t.aborted().doOnNext(t::abort))
                 .doOnCancel(() -> t.abort("prefill's HTTP request was cancelled: the client or the proxy gave up"))
                 .doOnError(e -> t.abort("prefill could not start its write: " + e.getMessage()))
                 .flatMap(aborted -> aborted.isEmpty()
@@ -149,33 +167,50 @@ final class PrefillCompletions {
     }
 
     /**
-     * Called when the prompt's last prefill step is queued: its layers finish across the step. Where the engine's
-     * memory holds bytes, the stand-in forward pass writes every layer's blocks first, on the prefill loop's thread
-     * (so a later owner of the same blocks writes only after it).
+     * Called when the prompt's last prefill step is queued: its layers finish across the step, on every rank at once.
+     * Where the engine's memory holds bytes, each rank's stand-in forward pass writes every layer's blocks of its
+     * links first, on the prefill loop's thread (so a later owner of the same blocks writes only after it).
      */
-    private void startWrite(PrefillTransfer t, Traced traced, Duration startsIn, Duration stepLength) {
+    private void startWrite(PrefillRanks.Transfer t, Traced[] observers, Duration startsIn, Duration stepLength) {
+        Traced traced = observers[0];
         traced.queue.stop();
-        List<GpuEvent> onGpu = List.of();
+        int links = t.links().size();
+        List<List<GpuEvent>> onGpu = new ArrayList<>(links);
         try {
-            if (forward != null) {
-                onGpu = forward.write(t.id(), t.localBlocks());
-                traced.closeWhenEnded(onGpu);
-            } else if (bytes != null) {
-                bytes.write(t.id(), t.localBlocks());
+            for (int k = 0; k < links; k++) {
+                PrefillTransfer link = t.links().get(k);
+                RoleMemory memory = memories.get(t.tp().prefillRank(k));
+                List<GpuEvent> events = List.of();
+                if (memory.forward() != null) {
+                    events = memory.forward().write(link.id(), link.localBlocks());
+                    observers[k].closeWhenEnded(events);
+                } else if (memory.bytes() != null) {
+                    memory.bytes().write(link.id(), link.localBlocks());
+                }
+                onGpu.add(events);
             }
         } catch (RuntimeException e) {
             t.abort("prefill's forward pass could not write the KV into its memory: " + e.getMessage());
             return;
         }
         int layers = model.layers();
-        List<LayerEvent> events = new ArrayList<>(layers);
+        List<LayerEvent> modelled = new ArrayList<>(layers);
         for (int l = 0; l < layers; l++) {
-            LayerEvent modelled = SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
-                    startsIn.plus(stepLength.multipliedBy(l + 1).dividedBy(layers)));
-            events.add(onGpu.isEmpty() ? modelled : GpuForward.both(modelled, onGpu.get(l)));
+            modelled.add(SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
+                    startsIn.plus(stepLength.multipliedBy(l + 1).dividedBy(layers))));
         }
         try (LogContext.Scope _ = LogContext.open(t.id(), traced.traceId)) {
-            t.write(events);
+            t.write(k -> {
+                List<GpuEvent> gpu = onGpu.get(k);
+                if (gpu.isEmpty()) {
+                    return modelled;
+                }
+                List<LayerEvent> both = new ArrayList<>(layers);
+                for (int l = 0; l < layers; l++) {
+                    both.add(GpuForward.both(modelled.get(l), gpu.get(l)));
+                }
+                return both;
+            });
         }
     }
 

@@ -23,7 +23,11 @@ import dev.kvflux.transfer.notify.NotifyLimits;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
+import dev.kvflux.transfer.PrefillRanks;
+import dev.kvflux.transfer.TpRanks;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.scheduler.Scheduler;
@@ -65,6 +69,8 @@ public final class PrefillServer implements AutoCloseable {
     public static final int DEFAULT_MAX_QUEUED_PROMPTS = PrefillLoop.DEFAULT_MAX_QUEUED;
 
     private final DisposableServer http;
+    private final PrefillRanks ranks;
+    /** Rank 0's side: the instance's notify address and incarnation. */
     private final PrefillSide side;
     private final PrefillCompletions completions;
     private final PrefillLoop loop;
@@ -74,17 +80,18 @@ public final class PrefillServer implements AutoCloseable {
     private final Listing listing;
     private final RoleMetrics meters;
     private final MicrometerNotifyRecorder notifyMeters;
-    private final HandshakeSessions sessions;
-    private final RoleMemory memory;
+    private final List<HandshakeSessions> sessions;
+    private final List<RoleMemory> memories;
 
-    private PrefillServer(DisposableServer http, PrefillSide side, PrefillCompletions completions, PrefillLoop loop,
+    private PrefillServer(DisposableServer http, PrefillRanks ranks, PrefillCompletions completions, PrefillLoop loop,
             Scheduler loopScheduler, PrefillStats stats, String host, NotifyAuth auth, RoleMetrics meters,
-            MicrometerNotifyRecorder notifyMeters, HandshakeSessions sessions, RoleMemory memory) {
+            MicrometerNotifyRecorder notifyMeters, List<HandshakeSessions> sessions, List<RoleMemory> memories) {
         this.notifyMeters = notifyMeters;
         this.sessions = sessions;
-        this.memory = memory;
+        this.memories = memories;
         this.http = http;
-        this.side = side;
+        this.ranks = ranks;
+        this.side = ranks.ranks().getFirst();
         this.completions = completions;
         this.loop = loop;
         this.loopScheduler = loopScheduler;
@@ -107,7 +114,7 @@ public final class PrefillServer implements AutoCloseable {
      */
     public static final class Builder extends RoleSettings<Builder> {
         private Policy policy = Policy.KVFLUX;
-        private DescribedEngine engine;
+        private List<DescribedEngine> engines;
         private PrefillLoop.StepListener steps;
         private KvfluxConfig.Transfer transfer = KvfluxConfig.defaults().transfer();
         private Duration notifyWithin;
@@ -131,7 +138,13 @@ public final class PrefillServer implements AutoCloseable {
          * stand-in forward pass writes every block's bytes and decode checks them.
          */
         public Builder engine(DescribedEngine engine) {
-            this.engine = Objects.requireNonNull(engine, "engine");
+            this.engines = List.of(Objects.requireNonNull(engine, "engine"));
+            return this;
+        }
+
+        /** One engine per rank ({@link #tp}), in rank order, as {@link #engine} is for one. */
+        public Builder engines(List<? extends DescribedEngine> engines) {
+            this.engines = List.copyOf(engines);
             return this;
         }
 
@@ -184,8 +197,12 @@ public final class PrefillServer implements AutoCloseable {
          *     once, with nothing bound, if called on a non-blocking thread
          */
         public PrefillServer bindNow() {
-            if (model == null || engine == null) {
+            if (model == null || engines == null) {
                 throw new IllegalStateException("a prefill instance needs a model and an engine; set both");
+            }
+            if (engines.size() != tp) {
+                throw new IllegalStateException("prefill runs " + tp + " rank(s) and was given " + engines.size()
+                        + " engine(s); give one engine per rank");
             }
             requireSecretOffLoopback("prefill");
             Blocking.requireBlockingAllowed("PrefillServer.bindNow");
@@ -196,7 +213,11 @@ public final class PrefillServer implements AutoCloseable {
             if (steps != null) {
                 return steps;
             }
-            return engine instanceof SimulatedXgmiEngine sim ? sim::prefillStepQueued : PrefillLoop.StepListener.NONE;
+            // every rank's simulated engine hears of the step its ranks run together
+            List<SimulatedXgmiEngine> sims = engines.stream().filter(SimulatedXgmiEngine.class::isInstance)
+                    .map(SimulatedXgmiEngine.class::cast).toList();
+            return sims.isEmpty() ? PrefillLoop.StepListener.NONE
+                    : length -> sims.forEach(sim -> sim.prefillStepQueued(length));
         }
     }
 
@@ -207,60 +228,86 @@ public final class PrefillServer implements AutoCloseable {
         RoleMetrics meters = RoleMetrics.of(settings.meterRegistry, "prefill");
         PrefillStats stats = new PrefillStats(meters);
         MicrometerNotifyRecorder notifyMeters = MicrometerNotifyRecorder.of(meters.registry(), meters.tags());
-        KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks);
-        RoleMemory memory = RoleMemory.register(settings.engine, layout, settings.gpu, settings.gpuRuntime);
-        HandshakeSessions sessions = HandshakeSessions.of(settings.engine, memory.region(), layout);
-        WritePipeline pipeline = settings.policy.writePipeline(settings.engine, settings.transfer,
-                MicrometerWaitRecorder.of(meters.registry(), meters.tags()).histograms(true));
-        PrefillSide.Builder side = PrefillSide.builder().notifyAddress(where.host(), where.notifyPort())
-                .auth(settings.auth).limits(settings.limits)
-                .notifyRecorder(notifyMeters).recorder(stats)
-                .layout(layout).sessions(sessions)
-                .pipeline(pipeline).blocks(settings.kvBlocks).transferTimeout(settings.transfer.timeout())
-                .decodeDeadline(DecodeSide.defaultReceiveDeadline(settings.transfer.timeout()))
-                .failureNotices(settings.policy.failureNotice()).contentCheck(KvChecksum.forLayers(model.layers()))
-                .maxBlocksPerTransfer(settings.maxBlocksPerRequest()).mode(settings.kvMode);
-        if (settings.kvMode == KvMode.READ) {
-            // decode reads from this region: it opens its session from the descriptors every read_ready carries
-            side = side.region(memory.describe(settings.engine));
+        int tp = settings.tp;
+        TpRanks pair = new TpRanks(tp, settings.peerTp);
+        KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks, pair, tp);
+        MicrometerWaitRecorder waits = MicrometerWaitRecorder.of(meters.registry(), meters.tags()).histograms(true);
+        List<RoleMemory> memories = new ArrayList<>(tp);
+        List<HandshakeSessions> sessions = new ArrayList<>(tp);
+        List<WritePipeline> pipelines = new ArrayList<>(tp);
+        List<PrefillSide> sides = new ArrayList<>(tp);
+        Runnable closeRanks = () -> {
+            sides.forEach(side -> side.close(Duration.ZERO));
+            sessions.forEach(HandshakeSessions::close);
+            memories.forEach(RoleMemory::close);
+        };
+        try {
+            for (int r = 0; r < tp; r++) {
+                DescribedEngine engine = settings.engines.get(r);
+                RoleMemory memory = RoleMemory.register(engine, layout, settings.gpu, settings.gpuRuntime);
+                memories.add(memory);
+                HandshakeSessions rankSessions = HandshakeSessions.of(engine, memory.region(), layout);
+                sessions.add(rankSessions);
+                WritePipeline pipeline = settings.policy.writePipeline(engine, settings.transfer, waits);
+                pipelines.add(pipeline);
+                PrefillSide.Builder side = PrefillSide.builder()
+                        .notifyAddress(where.host(), RoleSettings.rankPort(where.notifyPort(), r))
+                        .auth(settings.auth).limits(settings.limits)
+                        .notifyRecorder(notifyMeters).recorder(stats)
+                        .layout(layout).sessions(rankSessions)
+                        .pipeline(pipeline).blocks(layout.rowBlocks()).transferTimeout(settings.transfer.timeout())
+                        .decodeDeadline(DecodeSide.defaultReceiveDeadline(settings.transfer.timeout()))
+                        .failureNotices(settings.policy.failureNotice())
+                        .contentCheck(KvChecksum.forLayers(model.layers()))
+                        .maxBlocksPerTransfer(settings.maxBlocksPerRequest()).mode(settings.kvMode);
+                if (settings.kvMode == KvMode.READ) {
+                    // decode reads from this region: it opens its session from the descriptors every read_ready carries
+                    side = side.region(memory.describe(engine));
+                }
+                if (settings.notifyWithin != null) {
+                    side = side.notifyWithin(settings.notifyWithin);
+                }
+                sides.add(side.bindNow());
+            }
+        } catch (RuntimeException e) {
+            closeRanks.run();
+            throw e;
         }
-        if (settings.notifyWithin != null) {
-            side = side.notifyWithin(settings.notifyWithin);
-        }
-        PrefillSide bound = side.bindNow();
+        PrefillRanks ranks = PrefillRanks.of(sides);
         Scheduler loopScheduler = Schedulers.newSingle("kvflux-prefill");
         PrefillLoop loop = new PrefillLoop(model, settings.steps(), loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
                 settings.maxQueuedPrompts);
         try {
-            PrefillCompletions completions = new PrefillCompletions(model, bound, loop, stats, memory,
+            PrefillCompletions completions = new PrefillCompletions(model, ranks, pair, loop, stats, memories,
                     settings.observations, RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
             DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
-            BlockMetrics.register(meters, bound::blocks, bound.blockCapacity());
-            BlockMetrics.registerIncarnation(meters, bound.incarnation());
-            meters.gauge("kvflux.prefill.transfers.running", "Transfers from their request's arrival until settled",
-                    bound, PrefillSide::running);
-            meters.gauge("kvflux.prefill.writes.in.flight", "Writes holding one of the WRITE pipeline's places",
-                    pipeline, WritePipeline::requestsInFlight);
-            meters.gauge("kvflux.prefill.writes.queued", "Writes waiting for one of the WRITE pipeline's places",
-                    pipeline, WritePipeline::requestsQueued);
-            meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", bound,
-                    PrefillSide::notifyConnections);
+            BlockMetrics.register(meters, () -> BlockMetrics.sum(sides.stream().map(PrefillSide::blocks).toList()),
+                    sides.stream().mapToInt(PrefillSide::blockCapacity).sum());
+            BlockMetrics.registerIncarnation(meters, sides.getFirst().incarnation());
+            meters.gauge("kvflux.prefill.transfers.running", "Transfers from their request's arrival until settled"
+                    + " (one per link of a request)", sides, all -> all.stream().mapToInt(PrefillSide::running).sum());
+            meters.gauge("kvflux.prefill.writes.in.flight", "Writes holding one of the WRITE pipelines' places",
+                    pipelines, all -> all.stream().mapToInt(WritePipeline::requestsInFlight).sum());
+            meters.gauge("kvflux.prefill.writes.queued", "Writes waiting for one of the WRITE pipelines' places",
+                    pipelines, all -> all.stream().mapToInt(WritePipeline::requestsQueued).sum());
+            meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", sides,
+                    all -> all.stream().mapToInt(PrefillSide::notifyConnections).sum());
             meters.gauge("kvflux.prefill.decode.sessions.open", "Engine sessions open into decodes' KV regions, one"
-                    + " per decode incarnation", sessions, HandshakeSessions::openSessions);
-            EngineMeters.register(meters, settings.engine);
-            PrefillServer server = new PrefillServer(http, bound, completions, loop, loopScheduler, stats, where.host(),
-                    settings.auth, meters, notifyMeters, sessions, memory);
-            LOG.info("prefill listening: http {}, notify {} ({}), {} mode, policy {}, transfer timeout {} ms, engine {},"
-                    + " model {}", Instance.hostPort(server.httpAddress()), Instance.hostPort(server.notifyAddress()),
-                    settings.auth == null ? "unsigned" : "signed", settings.kvMode.wireName().toUpperCase(),
-                    settings.policy.wireName(),
-                    settings.transfer.timeout().toMillis(), engineName(settings.engine), model);
+                    + " per decode incarnation and rank", sessions,
+                    all -> all.stream().mapToInt(HandshakeSessions::openSessions).sum());
+            EngineMeters.register(meters, settings.engines);
+            PrefillServer server = new PrefillServer(http, ranks, completions, loop, loopScheduler, stats, where.host(),
+                    settings.auth, meters, notifyMeters, sessions, memories);
+            LOG.info("prefill listening: http {}, notify {} ({}), {} mode, {}, policy {}, transfer timeout {} ms,"
+                    + " engine {}, model {}", Instance.hostPort(server.httpAddress()), server.instance().notifyRanks()
+                            .stream().map(Instance::hostPort).toList(),
+                    settings.auth == null ? "unsigned" : "signed", settings.kvMode.wireName().toUpperCase(), pair,
+                    settings.policy.wireName(), settings.transfer.timeout().toMillis(),
+                    engineName(settings.engines.getFirst()), model);
             return server;
         } catch (RuntimeException e) {
-            // whatever failed after the notify server was bound must not leave its port, connections or thread
-            bound.close(Duration.ZERO);
-            sessions.close();
-            memory.close();
+            // whatever failed after the notify servers were bound must not leave their ports, connections or threads
+            closeRanks.run();
             loop.close();
             loopScheduler.dispose();
             throw new IllegalStateException("cannot start prefill's HTTP server on " + where.host() + ":"
@@ -291,7 +338,8 @@ public final class PrefillServer implements AutoCloseable {
     }
 
     public Instance instance() {
-        return new Instance(Role.PREFILL, httpAddress(), notifyAddress());
+        return new Instance(Role.PREFILL, httpAddress(), notifyAddress(), ranks.ranks().stream()
+                .map(r -> InetSocketAddress.createUnresolved(host, r.notifyAddress().getPort())).toList());
     }
 
     /** This instance's incarnation, new at every start. */
@@ -313,17 +361,17 @@ public final class PrefillServer implements AutoCloseable {
 
     /** The KV blocks per state now. */
     public BlockAllocator.Snapshot blocks() {
-        return side.blocks();
+        return BlockMetrics.sum(ranks.ranks().stream().map(PrefillSide::blocks).toList());
     }
 
     /** Transfers opened and not yet ended (queued, waiting for decode's block list, writing or settling). */
     public int transfersRunning() {
-        return side.running();
+        return ranks.ranks().stream().mapToInt(PrefillSide::running).sum();
     }
 
     /** Writes holding one of the WRITE pipeline's places now. */
     public int writesInFlight() {
-        return side.pipeline().requestsInFlight();
+        return ranks.ranks().stream().mapToInt(r -> r.pipeline().requestsInFlight()).sum();
     }
 
     /** The notify channel's counters (sends, retries, connections, undeliverable). */
@@ -352,9 +400,9 @@ public final class PrefillServer implements AutoCloseable {
     public void close(Duration grace) {
         listing.dispose();
         completions.closing();
-        side.close(grace);
-        sessions.close();
-        memory.close();
+        ranks.close(grace);
+        sessions.forEach(HandshakeSessions::close);
+        memories.forEach(RoleMemory::close);
         http.disposeNow();
         loop.close();
         loopScheduler.dispose();

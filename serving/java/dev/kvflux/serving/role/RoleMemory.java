@@ -28,6 +28,20 @@ record RoleMemory(MemoryRegion region, KvLayout.Rows layout, KvBytes bytes, GpuF
     }
 
     /**
+     * The rows of one rank of a role of {@code tp} ranks and {@code blocks} blocks, in TP pair {@code ranks}: one
+     * shard of {@code 1 / links} of a block's bytes per row block, {@code links / tp} of them per block, so that the
+     * rank holds its share of the heads of every block.
+     */
+    static KvLayout.Rows layout(ServingModel model, int blocks, dev.kvflux.transfer.TpRanks ranks, int tp) {
+        long rowBlocks = (long) blocks * ranks.linksPerRank(tp);
+        if (rowBlocks > ServingModel.ROW_BLOCKS) {
+            throw new IllegalArgumentException("--kv-blocks " + blocks + " over " + ranks + " needs " + rowBlocks
+                    + " shard blocks per rank, over the " + ServingModel.ROW_BLOCKS + " a row may hold");
+        }
+        return new KvLayout.Rows(model.layers(), (int) rowBlocks, ranks.shardBytes(model.blockBytes()));
+    }
+
+    /**
      * Registers the region with {@code engine} on {@code gpu} (where the engine runs on GPUs).
      *
      * @throws IllegalStateException if the engine's memory is not one the roles can keep KV in, or it cannot hold

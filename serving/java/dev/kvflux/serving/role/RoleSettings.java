@@ -2,6 +2,7 @@ package dev.kvflux.serving.role;
 
 import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.transfer.KvMode;
+import dev.kvflux.transfer.TpRanks;
 import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.http.HttpLimits;
@@ -39,6 +40,8 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     int gpu;
     GpuRuntime gpuRuntime;
     KvMode kvMode = KvMode.WRITE;
+    int tp = 1;
+    int peerTp = 1;
 
     RoleSettings(int defaultKvBlocks) {
         this.kvBlocks = defaultKvBlocks;
@@ -105,6 +108,28 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     }
 
     /**
+     * Runs {@code tp} tensor-parallel ranks ({@code --tp}), threads of this process, each with its own engine, KV
+     * region, blocks and notify server; each holds {@code 1 / tp} of the KV heads ({@link TpRanks}). Default 1.
+     *
+     * @throws IllegalArgumentException if it is not a power of two in 1..{@value TpRanks#MAX_TP}
+     */
+    public B tp(int tp) {
+        this.tp = TpRanks.check("--tp", tp);
+        return self();
+    }
+
+    /**
+     * How many ranks the other role runs ({@code --peer-tp}, default 1): each rank's KV region is cut into the
+     * shards of that pair ({@link TpRanks}), so a request from a peer of another TP size is refused with 400.
+     *
+     * @throws IllegalArgumentException if it is not a power of two in 1..{@value TpRanks#MAX_TP}
+     */
+    public B peerTp(int peerTp) {
+        this.peerTp = TpRanks.check("--peer-tp", peerTp);
+        return self();
+    }
+
+    /**
      * The GPU runtime that allocates the role's KV on {@link #gpu}, for an engine over the real MoRI, which registers
      * memory it is given ({@code NativeTransferEngine.mori}); the other engines allocate their own.
      */
@@ -155,6 +180,23 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
                     + " notify secret; give it the cluster's secret (auth(...), KVFLUX_NOTIFY_SECRET or notify.secret)"
                     + " so that it serves only requests the proxy signed");
         }
+    }
+
+    /**
+     * Rank {@code rank}'s notify port: the notify port plus the rank, as vLLM's ranks offset theirs; a free port for
+     * every rank when the notify port is 0.
+     *
+     * @throws IllegalArgumentException if the rank's port would be past 65535
+     */
+    static int rankPort(int notifyPort, int rank) {
+        if (notifyPort == 0) {
+            return 0;
+        }
+        if (notifyPort + rank > 65535) {
+            throw new IllegalArgumentException("rank " + rank + " listens on the notify port + " + rank + ", past 65535;"
+                    + " give a lower --notify-port");
+        }
+        return notifyPort + rank;
     }
 
     /** The most blocks one request may hold under {@link #maxRequestShare}: at least 1, no cap at a share of 1. */

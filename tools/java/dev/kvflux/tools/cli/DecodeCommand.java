@@ -9,6 +9,7 @@ import dev.kvflux.serving.role.ServingModel;
 import dev.kvflux.transfer.DecodeSide;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -84,16 +85,17 @@ public final class DecodeCommand implements Callable<Integer> {
         KvMode kvMode = engineOptions.kvMode(spec.commandLine(), config);
         EngineOptions.FaultSpec faults = injectFault == null ? null
                 : EngineOptions.FaultSpec.parse(injectFault, spec.commandLine());
-        DescribedEngine engine;
+        List<DescribedEngine> engines;
         try {
-            engine = engineOptions.open(config, "decode", faults, false);
+            engines = engineOptions.openRanks(config, "decode", faults, false);
         } catch (IllegalStateException e) {
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
         Tracing tracing = tracingOptions.start(config, "kvflux-decode", spec.commandLine());
         DecodeServer decode;
         try {
-            decode = DecodeServer.builder().engine(engine).gpu(engineOptions.gpu()).kvMode(kvMode)
+            decode = DecodeServer.builder().engines(engines)
+                    .tp(engineOptions.tp()).peerTp(engineOptions.peerTp()).gpu(engineOptions.gpu()).kvMode(kvMode)
                     .transferTimeout(transferTimeout != null ? transferTimeout : config.transfer().timeout())
                     .gpuRuntime(engineOptions.runtime().orElse(null))
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
@@ -104,11 +106,11 @@ public final class DecodeCommand implements Callable<Integer> {
                     .observationRegistry(TracingOptions.registry(tracing))
                     .bindNow();
         } catch (IllegalArgumentException e) {
-            engine.close();
+            engines.forEach(DescribedEngine::close);
             RoleRunner.close(tracing);
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {
-            engine.close();
+            engines.forEach(DescribedEngine::close);
             RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
@@ -119,7 +121,7 @@ public final class DecodeCommand implements Callable<Integer> {
         }
         return RoleRunner.runUntilStopped(() -> {
             decode.close();
-            engine.close();
+            engines.forEach(DescribedEngine::close);
             RoleRunner.close(tracing);
         });
     }

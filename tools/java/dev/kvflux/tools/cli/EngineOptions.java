@@ -1,6 +1,7 @@
 package dev.kvflux.tools.cli;
 
 import dev.kvflux.bindings.DescribedEngine;
+import dev.kvflux.transfer.TpRanks;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.gpu.GpuCopyEngine;
 import dev.kvflux.bindings.gpu.GpuException;
@@ -51,7 +52,28 @@ public final class EngineOptions {
                     + " must run the same mode.")
     String kvMode;
 
+    @Option(names = "--tp", paramLabel = "N",
+            description = "Tensor-parallel ranks this role runs, as threads of this process, each with its own engine,"
+                    + " KV region, blocks and notify port (rank R on the notify port + R, or free ports when it is"
+                    + " 0) and 1/N of the KV heads; a power of two up to 64 (default 1).")
+    Integer tp;
+
+    @Option(names = "--peer-tp", paramLabel = "N",
+            description = "How many ranks the other role runs (default 1): the KV regions are cut into that pair's"
+                    + " shards of heads, and a request from a peer of another TP size is refused with 400 tp_mismatch.")
+    Integer peerTp;
+
     private GpuRuntime runtime;
+
+    /** {@code --tp}, else 1. */
+    int tp() {
+        return tp != null ? tp : 1;
+    }
+
+    /** {@code --peer-tp}, else 1. */
+    int peerTp() {
+        return peerTp != null ? peerTp : 1;
+    }
 
     /** {@code --kv-mode}, else the configuration's {@code kv.mode}. */
     KvMode kvMode(CommandLine cmd, KvfluxConfig config) {
@@ -86,6 +108,13 @@ public final class EngineOptions {
             throw new CommandLine.ParameterException(cmd, "unknown backend '" + name + "'"
                     + (backend == null ? " (engine.backend)" : "") + "; the roles run on " + String.join(", ", BACKENDS));
         }
+        for (String[] option : new String[][] {{"--tp", String.valueOf(tp())}, {"--peer-tp", String.valueOf(peerTp())}}) {
+            try {
+                TpRanks.check(option[0], Integer.parseInt(option[1]));
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.ParameterException(cmd, e.getMessage().replace("'s TP size", ""));
+            }
+        }
         if (gpu != null) {
             OptionChecks.inRange(cmd, "--gpu", gpu, 0, ReproGpuOptions.MAX_GPU);
             if (!name.equals("cuda") && !name.equals("hip") && !name.equals("mori")) {
@@ -103,8 +132,36 @@ public final class EngineOptions {
      *     not loadable
      */
     DescribedEngine open(KvfluxConfig config, String role, FaultSpec fault, boolean sgUnderLoad) {
-        String name = backend(config);
+        return openKeyed(config, "kvflux-" + role + "-" + ProcessHandle.current().pid(), fault, sgUnderLoad);
+    }
+
+    /**
+     * Opens one engine per rank ({@code --tp}), as {@link #open} does, keyed {@code kvflux-ROLE-PID} for rank 0 and
+     * {@code kvflux-ROLE-PID-rR} for rank R; a fault naming a rank ({@code @R}) goes to that rank's engine only.
+     *
+     * @throws IllegalStateException as {@link #open} does, with every engine already opened closed
+     */
+    List<DescribedEngine> openRanks(KvfluxConfig config, String role, FaultSpec fault, boolean sgUnderLoad) {
         String key = "kvflux-" + role + "-" + ProcessHandle.current().pid();
+        if (fault != null && fault.rank() >= tp()) {
+            throw new IllegalStateException("--inject-fault names rank " + fault.rank() + ", but this role runs "
+                    + tp() + " rank(s)");
+        }
+        List<DescribedEngine> engines = new java.util.ArrayList<>(tp());
+        try {
+            for (int r = 0; r < tp(); r++) {
+                FaultSpec own = fault != null && (fault.rank() < 0 || fault.rank() == r) ? fault : null;
+                engines.add(openKeyed(config, r == 0 ? key : key + "-r" + r, own, sgUnderLoad));
+            }
+        } catch (RuntimeException e) {
+            engines.reversed().forEach(DescribedEngine::close);
+            throw e;
+        }
+        return List.copyOf(engines);
+    }
+
+    private DescribedEngine openKeyed(KvfluxConfig config, String key, FaultSpec fault, boolean sgUnderLoad) {
+        String name = backend(config);
         return switch (name) {
             case "sim-xgmi" -> {
                 SimulatedXgmiEngine.Builder b = SimulatedXgmiEngine.builder().engineKey(key)
@@ -219,10 +276,32 @@ public final class EngineOptions {
         }
     }
 
-    /** A prefill's simulated faults, as {@code --inject-fault} gives them: fail:EVERY:CODE, stall:EVERY, slow:EVERY:MILLIS. */
-    record FaultSpec(String kind, int every, StatusCode code, long millis) {
+    /**
+     * A role's simulated faults, as {@code --inject-fault} gives them: fail:EVERY:CODE, stall:EVERY, slow:EVERY:MILLIS,
+     * each optionally followed by {@code @R} for rank R's engine only ({@code rank} -1: every rank's).
+     */
+    record FaultSpec(String kind, int every, StatusCode code, long millis, int rank) {
+        FaultSpec(String kind, int every, StatusCode code, long millis) {
+            this(kind, every, code, millis, -1);
+        }
+
         /** The spec in {@code text}, or a one-line usage error. */
         static FaultSpec parse(String text, CommandLine cmd) {
+            int at = text.lastIndexOf('@');
+            if (at >= 0) {
+                int rank;
+                try {
+                    rank = Integer.parseInt(text.substring(at + 1));
+                    if (rank < 0 || rank >= TpRanks.MAX_TP) {
+                        throw new NumberFormatException("outside 0.." + (TpRanks.MAX_TP - 1));
+                    }
+                } catch (NumberFormatException e) {
+                    throw new CommandLine.ParameterException(cmd, "--inject-fault '" + text + "' names no rank after"
+                            + " '@' (" + e.getMessage() + ")");
+                }
+                FaultSpec all = parse(text.substring(0, at), cmd);
+                return new FaultSpec(all.kind, all.every, all.code, all.millis, rank);
+            }
             String[] parts = text.split(":");
             try {
                 int every = Integer.parseInt(parts[1]);

@@ -10,6 +10,7 @@ import dev.kvflux.serving.role.ServingModel;
 import dev.kvflux.transfer.DecodeSide;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -74,9 +75,9 @@ public final class PrefillCommand implements Callable<Integer> {
         KvMode kvMode = engineOptions.kvMode(spec.commandLine(), config);
         EngineOptions.FaultSpec faults = injectFault == null ? null
                 : EngineOptions.FaultSpec.parse(injectFault, spec.commandLine());
-        DescribedEngine engine;
+        List<DescribedEngine> engines;
         try {
-            engine = engineOptions.open(config, "prefill", faults, sgUnderLoad);
+            engines = engineOptions.openRanks(config, "prefill", faults, sgUnderLoad);
         } catch (IllegalStateException e) {
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
@@ -88,7 +89,8 @@ public final class PrefillCommand implements Callable<Integer> {
         try {
             prefill = PrefillServer.builder()
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
-                    .model(model).policy(policy).engine(engine).gpu(engineOptions.gpu()).kvMode(kvMode)
+                    .model(model).policy(policy).engines(engines)
+                    .tp(engineOptions.tp()).peerTp(engineOptions.peerTp()).gpu(engineOptions.gpu()).kvMode(kvMode)
                     .gpuRuntime(engineOptions.runtime().orElse(null)).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
@@ -96,11 +98,11 @@ public final class PrefillCommand implements Callable<Integer> {
                     .observationRegistry(TracingOptions.registry(tracing))
                     .bindNow();
         } catch (IllegalArgumentException e) {
-            engine.close();
+            engines.forEach(DescribedEngine::close);
             RoleRunner.close(tracing);
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         } catch (IllegalStateException e) {
-            engine.close();
+            engines.forEach(DescribedEngine::close);
             RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
@@ -111,7 +113,7 @@ public final class PrefillCommand implements Callable<Integer> {
         }
         return RoleRunner.runUntilStopped(() -> {
             prefill.close();
-            engine.close();
+            engines.forEach(DescribedEngine::close);
             RoleRunner.close(tracing);
         });
     }
