@@ -17,16 +17,21 @@ public final class BenchReport {
     private BenchReport() {
     }
 
+    /** Prefill's TP size / decode's. */
+    private static String tp(BenchRow row) {
+        return row.tp().prefillTp() + "/" + row.tp().decodeTp();
+    }
+
     /** One line per row, with a header. */
     public static String table(List<BenchRow> rows) {
         StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, "%-7s %-5s %5s %7s %9s %6s %6s %13s %7s %9s %8s %8s %8s%n", "policy",
-                "mode", "conc", "prompts", "completed", "failed", "never", "waits_in_prog", "req/s", "ttft_mean",
+        out.append(String.format(Locale.ROOT, "%-7s %-5s %-5s %5s %7s %9s %6s %6s %13s %7s %9s %8s %8s %8s%n",
+                "policy", "mode", "tp", "conc", "prompts", "completed", "failed", "never", "waits_in_prog", "req/s", "ttft_mean",
                 "ttft_p50", "ttft_p90", "ttft_p99"));
         for (BenchRow row : rows) {
             LoadResult r = row.load();
-            out.append(String.format(Locale.ROOT, "%-7s %-5s %5d %7d %9d %6d %6d %13d %7.2f %9s %8s %8s %8s%n",
-                    row.policy().wireName(), row.kvMode().wireName(), row.concurrency(), row.numPrompts(), r.completed(), r.failed(),
+            out.append(String.format(Locale.ROOT, "%-7s %-5s %-5s %5d %7d %9d %6d %6d %13d %7.2f %9s %8s %8s %8s%n",
+                    row.policy().wireName(), row.kvMode().wireName(), tp(row), row.concurrency(), row.numPrompts(), r.completed(), r.failed(),
                     r.neverFinished(), row.failedWaitsInProgress(), r.requestThroughput(), secs(r.ttftMean()),
                     secs(r.ttftPercentile(50)), secs(r.ttftPercentile(90)), secs(r.ttftPercentile(99))));
         }
@@ -46,6 +51,8 @@ public final class BenchReport {
             ObjectNode o = results.addObject();
             o.put("policy", row.policy().wireName());
             o.put("kv_mode", row.kvMode().wireName());
+            o.put("prefill_tp", row.tp().prefillTp());
+            o.put("decode_tp", row.tp().decodeTp());
             o.put("concurrency", row.concurrency());
             o.put("completed", r.completed());
             o.put("failed", r.failed());
@@ -74,17 +81,17 @@ public final class BenchReport {
                 .append("td:first-child{text-align:left}.note{color:#555;font-size:90%}</style></head><body>\n")
                 .append("<h1>kvflux serve-bench</h1>\n<p class=\"note\">");
         settings.forEach((k, v) -> page.append(escape(k)).append(": ").append(escape(String.valueOf(v))).append("; "));
-        page.append("</p>\n<table><tr><th>policy</th><th>KV mode</th><th>concurrency</th><th>prompts</th>")
+        page.append("</p>\n<table><tr><th>policy</th><th>KV mode</th><th>TP</th><th>concurrency</th><th>prompts</th>")
                 .append("<th>completed</th>")
                 .append("<th>failed</th><th>never finished</th><th>waits failed IN_PROGRESS</th><th>req/s</th>")
                 .append("<th>TTFT mean (s)</th><th>p50</th><th>p90</th><th>p99</th></tr>\n");
         for (BenchRow row : rows) {
             LoadResult r = row.load();
             page.append(String.format(Locale.ROOT,
-                    "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.2f</td>"
+                    "<tr><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%.2f</td>"
                             + "<td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>%n",
-                    row.policy().wireName(), row.kvMode().wireName(), row.concurrency(), row.numPrompts(), r.completed(),
-                    r.failed(), r.neverFinished(), row.failedWaitsInProgress(), r.requestThroughput(),
+                    row.policy().wireName(), row.kvMode().wireName(), tp(row), row.concurrency(), row.numPrompts(),
+                    r.completed(), r.failed(), r.neverFinished(), row.failedWaitsInProgress(), r.requestThroughput(),
                     secs(r.ttftMean()), secs(r.ttftPercentile(50)), secs(r.ttftPercentile(90)),
                     secs(r.ttftPercentile(99))));
         }

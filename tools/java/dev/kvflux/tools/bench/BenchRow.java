@@ -1,5 +1,6 @@
 package dev.kvflux.tools.bench;
 
+import dev.kvflux.transfer.TpRanks;
 import dev.kvflux.serving.role.Policy;
 import dev.kvflux.transfer.KvMode;
 
@@ -12,9 +13,17 @@ import dev.kvflux.transfer.KvMode;
  * @param writeFailedNotices {@code write_failed} notices decode received
  * @param decodeDeadlines decode requests that hit their receive deadline
  * @param kvMode who moved the KV (WRITE: prefill wrote into decode; READ: decode read from prefill)
+ * @param tp how many ranks prefill and decode ran
  */
 public record BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
-                       int injectedFaults, long writeFailedNotices, long decodeDeadlines, KvMode kvMode) {
+                       int injectedFaults, long writeFailedNotices, long decodeDeadlines, KvMode kvMode, TpRanks tp) {
+    /** A row of roles of one rank each. */
+    public BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
+            int injectedFaults, long writeFailedNotices, long decodeDeadlines, KvMode kvMode) {
+        this(policy, concurrency, numPrompts, load, failedWaitsInProgress, injectedFaults, writeFailedNotices,
+                decodeDeadlines, kvMode, TpRanks.SINGLE);
+    }
+
     /** A row of a WRITE-mode run. */
     public BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
             int injectedFaults, long writeFailedNotices, long decodeDeadlines) {

@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import dev.kvflux.transfer.KvMode;
+import dev.kvflux.transfer.TpRanks;
 
 /**
  * serve-bench's proxy, prefill and decode as processes of their own ({@code kvflux proxy}, {@code prefill},
@@ -45,8 +46,8 @@ final class ProcessStack implements AutoCloseable {
      *
      * @throws IllegalStateException if a role does not come up, or the proxy routes nothing within 60 s
      */
-    static ProcessStack start(ServeBench.Settings settings, Policy policy, KvMode mode, Path logs, String label)
-            throws Exception {
+    static ProcessStack start(ServeBench.Settings settings, Policy policy, KvMode mode, TpRanks tp, Path logs,
+            String label) throws Exception {
         int proxyPort = freePort();
         int discovery = freePort();
         List<String> common = new ArrayList<>(List.of("--backend", settings.backend(), "--proxy",
@@ -57,17 +58,21 @@ final class ProcessStack implements AutoCloseable {
             common.addAll(List.of("--gpu", Integer.toString(settings.gpu())));
         }
         List<String> prefillArgs = new ArrayList<>(common);
+        prefillArgs.addAll(List.of("--tp", Integer.toString(tp.prefillTp()), "--peer-tp",
+                Integer.toString(tp.decodeTp())));
         prefillArgs.addAll(List.of("--policy", policy.wireName(), "--transfer-timeout",
                 settings.transferTimeout().toMillis() + "ms"));
         List<String> decodeArgs = new ArrayList<>(common);
+        decodeArgs.addAll(List.of("--tp", Integer.toString(tp.decodeTp()), "--peer-tp",
+                Integer.toString(tp.prefillTp())));
         decodeArgs.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
         decodeArgs.addAll(policy.decodeDeadline()
                 ? List.of("--receive-deadline", settings.kvfluxDeadline().toMillis() + "ms")
                 : List.of("--no-receive-deadline"));
         RoleProcess proxy = RoleProcess.proxy(proxyPort, discovery, List.of(), logs.resolve(label + "-proxy.log"));
-        RoleProcess decode = new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
+        RoleProcess decode = new RoleProcess(Role.DECODE, freePort(), RoleProcess.freePorts(tp.decodeTp()), decodeArgs,
                 logs.resolve(label + "-decode.log"));
-        RoleProcess prefill = new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
+        RoleProcess prefill = new RoleProcess(Role.PREFILL, freePort(), RoleProcess.freePorts(tp.prefillTp()), prefillArgs,
                 logs.resolve(label + "-prefill.log"));
         ProcessStack stack = new ProcessStack(proxy, prefill, decode, proxyPort);
         try {

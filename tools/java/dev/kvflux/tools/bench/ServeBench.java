@@ -27,6 +27,7 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
 import dev.kvflux.transfer.KvMode;
+import dev.kvflux.transfer.TpRanks;
 
 /**
  * The serving benchmark: for each policy and each concurrency, a fresh proxy, prefill and decode on
@@ -48,7 +49,8 @@ public final class ServeBench {
     public record Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts,
                            int inputTokens, int outputTokens, Duration transferTimeout, Duration receiveDeadline,
                            boolean sgUnderLoad, FaultPlan faults, ServingModel model, Duration requestTimeout,
-                           long seed, int warmupRequests, NotifyAuth notifyAuth, Roles roles, List<KvMode> kvModes) {
+                           long seed, int warmupRequests, NotifyAuth notifyAuth, Roles roles, List<KvMode> kvModes,
+                           List<TpRanks> tpPairs) {
         /** The backends serve-bench runs in its own process. */
         public static final List<String> IN_PROCESS = List.of(SimulatedXgmiEngine.BACKEND, "native-sim");
         /** The backends whose roles run on a GPU, and so as processes of their own. */
@@ -61,6 +63,16 @@ public final class ServeBench {
                 NotifyAuth notifyAuth) {
             this(policies, concurrencies, numPrompts, inputTokens, outputTokens, transferTimeout, receiveDeadline,
                     sgUnderLoad, faults, model, requestTimeout, seed, warmupRequests, notifyAuth, Roles.IN_PROCESS);
+        }
+
+        /** Over roles of one rank each. */
+        public Settings(List<Policy> policies, List<Integer> concurrencies, List<Integer> numPrompts, int inputTokens,
+                int outputTokens, Duration transferTimeout, Duration receiveDeadline, boolean sgUnderLoad,
+                FaultPlan faults, ServingModel model, Duration requestTimeout, long seed, int warmupRequests,
+                NotifyAuth notifyAuth, Roles roles, List<KvMode> kvModes) {
+            this(policies, concurrencies, numPrompts, inputTokens, outputTokens, transferTimeout, receiveDeadline,
+                    sgUnderLoad, faults, model, requestTimeout, seed, warmupRequests, notifyAuth, roles, kvModes,
+                    List.of(TpRanks.SINGLE));
         }
 
         /** In WRITE mode only. */
@@ -76,6 +88,10 @@ public final class ServeBench {
         public Settings {
             Objects.requireNonNull(roles, "roles");
             kvModes = List.copyOf(kvModes);
+            tpPairs = List.copyOf(tpPairs);
+            if (tpPairs.isEmpty()) {
+                throw new IllegalArgumentException("give at least one TP pair (--prefill-tp and --decode-tp)");
+            }
             if (kvModes.isEmpty()) {
                 throw new IllegalArgumentException("give at least one KV mode (--kv-mode write, read or write,read)");
             }
@@ -190,49 +206,66 @@ public final class ServeBench {
     public List<BenchRow> run() {
         if (settings.warmupRequests() > 0) {
             progress.printf("warm-up: %d requests on a kvflux stack (not reported)%n", settings.warmupRequests());
-            runOne(Policy.KVFLUX, settings.kvModes().getFirst(), settings.warmupRequests(), settings.warmupRequests(),
-                    FaultPlan.NONE, false);
+            runOne(Policy.KVFLUX, settings.kvModes().getFirst(), settings.tpPairs().getFirst(),
+                    settings.warmupRequests(), settings.warmupRequests(), FaultPlan.NONE, false);
         }
         List<BenchRow> rows = new ArrayList<>();
-        for (KvMode mode : settings.kvModes()) {
-            for (Policy policy : settings.policies()) {
-                for (int i = 0; i < settings.concurrencies().size(); i++) {
-                    rows.add(runOne(policy, mode, settings.concurrencies().get(i), settings.promptsAt(i),
-                            settings.faults(), true));
+        for (TpRanks tp : settings.tpPairs()) {
+            for (KvMode mode : settings.kvModes()) {
+                for (Policy policy : settings.policies()) {
+                    for (int i = 0; i < settings.concurrencies().size(); i++) {
+                        rows.add(runOne(policy, mode, tp, settings.concurrencies().get(i), settings.promptsAt(i),
+                                settings.faults(), true));
+                    }
                 }
             }
         }
         return rows;
     }
 
-    private BenchRow runOne(Policy policy, KvMode mode, int concurrency, int prompts, FaultPlan faultPlan,
+    private BenchRow runOne(Policy policy, KvMode mode, TpRanks tp, int concurrency, int prompts, FaultPlan faultPlan,
             boolean report) {
         if (settings.processes()) {
-            return runInProcesses(policy, mode, concurrency, prompts, report);
+            return runInProcesses(policy, mode, tp, concurrency, prompts, report);
         }
         List<Fault> faults = faultPlan.faults(prompts, settings.model().layers(), settings.seed());
-        DescribedEngine engine;
-        DescribedEngine decodeEngine;
-        if (settings.backend().equals(SimulatedXgmiEngine.BACKEND)) {
-            SimulatedXgmiEngine.Builder engineSettings = SimulatedXgmiEngine.builder()
-                    .copyPath(settings.sgUnderLoad() ? CopyPath.SCATTER_GATHER : CopyPath.DEFAULT);
-            // the injected failures strike whichever side posts the copies: prefill's writes, or decode's reads
-            SimulatedXgmiEngine.Builder decodeSettings = SimulatedXgmiEngine.builder();
-            faults.forEach(mode == KvMode.READ ? decodeSettings::fault : engineSettings::fault);
-            engine = engineSettings.build();
-            decodeEngine = decodeSettings.build();
-        } else {
-            engine = NativeTransferEngine.simulated("serve-bench-prefill-" + RUNS.incrementAndGet());
-            decodeEngine = NativeTransferEngine.simulated("serve-bench-decode-" + RUNS.get());
+        List<DescribedEngine> engines = new ArrayList<>();
+        List<DescribedEngine> decodeEngines = new ArrayList<>();
+        int run = RUNS.incrementAndGet();
+        for (int r = 0; r < Math.max(tp.prefillTp(), tp.decodeTp()); r++) {
+            if (settings.backend().equals(SimulatedXgmiEngine.BACKEND)) {
+                SimulatedXgmiEngine.Builder engineSettings = SimulatedXgmiEngine.builder()
+                        .copyPath(settings.sgUnderLoad() ? CopyPath.SCATTER_GATHER : CopyPath.DEFAULT);
+                // the injected failures strike whichever side posts the copies (prefill's writes, or decode's
+                // reads), on rank 0
+                SimulatedXgmiEngine.Builder decodeSettings = SimulatedXgmiEngine.builder();
+                if (r == 0) {
+                    faults.forEach(mode == KvMode.READ ? decodeSettings::fault : engineSettings::fault);
+                }
+                if (r < tp.prefillTp()) {
+                    engines.add(engineSettings.build());
+                }
+                if (r < tp.decodeTp()) {
+                    decodeEngines.add(decodeSettings.build());
+                }
+            } else {
+                if (r < tp.prefillTp()) {
+                    engines.add(NativeTransferEngine.simulated("serve-bench-prefill-" + run + "-r" + r));
+                }
+                if (r < tp.decodeTp()) {
+                    decodeEngines.add(NativeTransferEngine.simulated("serve-bench-decode-" + run + "-r" + r));
+                }
+            }
         }
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(10));
-        try (engine; decodeEngine;
-             DecodeServer decode = DecodeServer.builder().model(settings.model()).engine(decodeEngine).kvMode(mode)
+        try (Engines closeEngines = new Engines(engines, decodeEngines);
+             DecodeServer decode = DecodeServer.builder().model(settings.model()).engines(decodeEngines)
+                     .tp(tp.decodeTp()).peerTp(tp.prefillTp()).kvMode(mode)
                      .transferTimeout(settings.transferTimeout())
                      .receiveDeadline(policy.decodeDeadline() ? settings.kvfluxDeadline() : null)
                      .auth(settings.notifyAuth()).bindNow();
-             PrefillServer prefill = PrefillServer.builder().model(settings.model()).policy(policy).engine(engine)
-                     .kvMode(mode)
+             PrefillServer prefill = PrefillServer.builder().model(settings.model()).policy(policy).engines(engines)
+                     .tp(tp.prefillTp()).peerTp(tp.decodeTp()).kvMode(mode)
                      .transferTimeout(settings.transferTimeout()).notifyWithin(settings.kvfluxDeadline())
                      .auth(settings.notifyAuth()).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
@@ -245,7 +278,16 @@ public final class ServeBench {
             LoadResult result = load(url, policy, mode, concurrency, prompts, report);
             return new BenchRow(policy, concurrency, prompts, result, prefill.stats().failedWaitsInProgress(),
                     faults.size(), decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_FAILED),
-                    decode.notifyMeters().count(NotifyEvent.DEADLINE_EXPIRED), mode);
+                    decode.notifyMeters().count(NotifyEvent.DEADLINE_EXPIRED), mode, tp);
+        }
+    }
+
+    /** The engines of one in-process run, closed after its roles. */
+    private record Engines(List<DescribedEngine> prefill, List<DescribedEngine> decode) implements AutoCloseable {
+        @Override
+        public void close() {
+            prefill.forEach(DescribedEngine::close);
+            decode.forEach(DescribedEngine::close);
         }
     }
 
@@ -279,10 +321,10 @@ public final class ServeBench {
      * {@link ProcessStack#start}, tried up to three times when a role exits before it is healthy: a port found free
      * can be taken by another process's outgoing connection before the role binds it.
      */
-    private ProcessStack startStack(Policy policy, KvMode mode, Path logs, String name) throws Exception {
+    private ProcessStack startStack(Policy policy, KvMode mode, TpRanks tp, Path logs, String name) throws Exception {
         for (int attempt = 1; ; attempt++) {
             try {
-                return ProcessStack.start(settings, policy, mode, logs, name);
+                return ProcessStack.start(settings, policy, mode, tp, logs, name);
             } catch (IllegalStateException e) {
                 if (attempt == 3 || e.getMessage() == null || !e.getMessage().contains("before it was healthy")) {
                     throw e;
@@ -293,19 +335,21 @@ public final class ServeBench {
     }
 
     /** As {@link #runOne}, with the proxy and the roles as processes of their own ({@link ProcessStack}). */
-    private BenchRow runInProcesses(Policy policy, KvMode mode, int concurrency, int prompts, boolean report) {
-        String name = String.format(Locale.ROOT, "%s-%s-c%d-%d", report ? policy.wireName() : "warm-up",
-                mode.wireName(), concurrency, RUNS.incrementAndGet());
+    private BenchRow runInProcesses(Policy policy, KvMode mode, TpRanks tp, int concurrency, int prompts,
+            boolean report) {
+        String name = String.format(Locale.ROOT, "%s-%s-tp%d-%d-c%d-%d", report ? policy.wireName() : "warm-up",
+                mode.wireName(), tp.prefillTp(), tp.decodeTp(), concurrency, RUNS.incrementAndGet());
         try {
             Path logs = settings.roles().logs() != null ? settings.roles().logs()
                     : java.nio.file.Files.createTempDirectory("kvflux-serve-bench-");
             java.nio.file.Files.createDirectories(logs);
             progress.printf("[%s] starting proxy, prefill and decode on %s as processes (logs in %s)%n", name,
                     settings.backend(), logs);
-            try (ProcessStack stack = startStack(policy, mode, logs, name)) {
+            try (ProcessStack stack = startStack(policy, mode, tp, logs, name)) {
                 LoadResult result = load(stack.url(), policy, mode, concurrency, prompts, report);
                 long[] figures = stack.figures();
-                return new BenchRow(policy, concurrency, prompts, result, figures[0], 0, figures[1], figures[2], mode);
+                return new BenchRow(policy, concurrency, prompts, result, figures[0], 0, figures[1], figures[2], mode,
+                        tp);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

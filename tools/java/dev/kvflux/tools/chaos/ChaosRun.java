@@ -20,6 +20,7 @@ import java.util.Objects;
 import java.util.TreeMap;
 import java.util.function.Consumer;
 import dev.kvflux.transfer.KvMode;
+import dev.kvflux.transfer.TpRanks;
 
 /**
  * The fault matrix: for each fault, a prefill and a decode, each its own JVM on loopback (shared by the
@@ -56,8 +57,9 @@ public final class ChaosRun {
 
     /** What to run. */
     public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
-                           List<String> faults, Path logDir, String backend, KvMode kvMode) {
+                           List<String> faults, Path logDir, String backend, KvMode kvMode, TpRanks tp) {
         public Settings {
+            Objects.requireNonNull(tp, "tp");
             Objects.requireNonNull(transferTimeout, "transferTimeout");
             Objects.requireNonNull(logDir, "logDir");
             Objects.requireNonNull(backend, "backend");
@@ -71,6 +73,13 @@ public final class ChaosRun {
                 throw new IllegalArgumentException("--concurrency must be at least 1, got " + concurrency);
             }
             faults.forEach(ChaosFault::named);
+        }
+
+        /** With one rank per role. */
+        public Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
+                List<String> faults, Path logDir, String backend, KvMode kvMode) {
+            this(requests, concurrency, transferTimeout, promptWords, maxTokens, faults, logDir, backend, kvMode,
+                    TpRanks.SINGLE);
         }
 
         /** In WRITE mode. */
@@ -171,9 +180,9 @@ public final class ChaosRun {
         RoleProcess[] pair = pairs.get(key);
         for (int attempt = 1; pair == null; attempt++) {
             RoleProcess[] started = {
-                new RoleProcess(Role.DECODE, freePort(), freePort(), decodeArgs,
+                new RoleProcess(Role.DECODE, freePort(), RoleProcess.freePorts(settings.tp().decodeTp()), decodeArgs,
                         settings.logDir().resolve(fault.label() + "-decode.log")),
-                new RoleProcess(Role.PREFILL, freePort(), freePort(), prefillArgs,
+                new RoleProcess(Role.PREFILL, freePort(), RoleProcess.freePorts(settings.tp().prefillTp()), prefillArgs,
                         settings.logDir().resolve(fault.label() + "-prefill.log"))};
             try {
                 started[0].start();
@@ -220,9 +229,10 @@ public final class ChaosRun {
         args.addAll(common());
         args.addAll(List.of("--receive-deadline", settings.receiveDeadline().toMillis() + "ms",
                 "--block-lease", settings.blockLease().toMillis() + "ms",
-                "--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
+                "--transfer-timeout", settings.transferTimeout().toMillis() + "ms",
+                "--tp", Integer.toString(settings.tp().decodeTp()), "--peer-tp", Integer.toString(settings.tp().prefillTp())));
         if (fault != null && settings.kvMode() == KvMode.READ) {
-            args.addAll(injected(fault.prefillArgs(settings), true));
+            args.addAll(oneRank(injected(fault.prefillArgs(settings), true), settings.tp().decodeTp()));
         }
         return args;
     }
@@ -248,11 +258,29 @@ public final class ChaosRun {
     private List<String> prefillArgs(List<String> membership, ChaosFault fault) {
         List<String> args = new ArrayList<>(membership);
         args.addAll(common());
-        args.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms"));
+        args.addAll(List.of("--transfer-timeout", settings.transferTimeout().toMillis() + "ms",
+                "--tp", Integer.toString(settings.tp().prefillTp()), "--peer-tp", Integer.toString(settings.tp().decodeTp())));
         // in READ mode decode posts the copies, so the injected status faults go to its engine
         args.addAll(settings.kvMode() == KvMode.READ ? injected(fault.prefillArgs(settings), false)
-                : fault.prefillArgs(settings));
+                : oneRank(fault.prefillArgs(settings), settings.tp().prefillTp()));
         return args;
+    }
+
+    /**
+     * {@code args} with every {@code --inject-fault} aimed at the last of {@code tp} ranks only, so that with ranks
+     * the fault strikes one rank's copies and the others' must end with it.
+     */
+    private static List<String> oneRank(List<String> args, int tp) {
+        if (tp == 1) {
+            return args;
+        }
+        List<String> aimed = new ArrayList<>(args);
+        for (int i = 0; i + 1 < aimed.size(); i++) {
+            if (aimed.get(i).equals("--inject-fault")) {
+                aimed.set(i + 1, aimed.get(i + 1) + "@" + (tp - 1));
+            }
+        }
+        return aimed;
     }
 
     /**
@@ -316,12 +344,9 @@ public final class ChaosRun {
                 registry.ping(prefill.instance());
             } else {
                 ChaosFault.Relay relay = fault.relay().get();
-                relays.add(new NotifyRelay(decode.instance().notifyAddress().getPort(), relay.mode(), relay.every()));
-                relays.add(new NotifyRelay(prefill.instance().notifyAddress().getPort(), relay.mode(), relay.every()));
-                registry.ping(new Instance(Role.DECODE, decode.instance().httpAddress(),
-                        InetSocketAddress.createUnresolved("127.0.0.1", relays.get(0).port())));
-                registry.ping(new Instance(Role.PREFILL, prefill.instance().httpAddress(),
-                        InetSocketAddress.createUnresolved("127.0.0.1", relays.get(1).port())));
+                // with ranks, the relay stands before each role's last rank only: one rank's notices mistreated
+                registry.ping(relayed(decode.instance(), relay, relays));
+                registry.ping(relayed(prefill.instance(), relay, relays));
             }
             String base = "http://127.0.0.1:" + proxy.address().getPort();
             long[] faultEnd = {Long.MIN_VALUE};
@@ -332,6 +357,16 @@ public final class ChaosRun {
             Leaks leaks = settle(List.of(prefill, decode)).corruptSince(corruptBefore);
             return summarise(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks, Double.NaN, Map.of());
         }
+    }
+
+    /** {@code instance} as the proxy is told of it: its last rank's notify address behind a new relay. */
+    private static Instance relayed(Instance instance, ChaosFault.Relay relay, List<NotifyRelay> relays)
+            throws IOException {
+        List<InetSocketAddress> ranks = new ArrayList<>(instance.notifyRanks());
+        NotifyRelay before = new NotifyRelay(ranks.getLast().getPort(), relay.mode(), relay.every());
+        relays.add(before);
+        ranks.set(ranks.size() - 1, InetSocketAddress.createUnresolved("127.0.0.1", before.port()));
+        return new Instance(instance.role(), instance.httpAddress(), ranks.getFirst(), ranks);
     }
 
     /** How long a killed role stays down before its restart: 1 s, or half the transfer timeout if shorter. */
@@ -363,14 +398,17 @@ public final class ChaosRun {
                 PrometheusText p = roles.get(0).metrics();
                 long blocks = heldBlocks(p);
                 int decodes = roles.size() - 1;
+                // at rest each link keeps one session open between the ranks it joins
+                int links = settings.tp().links();
                 long handles = p.count("kvflux_prefill_transfers_running") + p.count("kvflux_prefill_writes_in_flight")
-                        + engineLeaks(p, "kvflux_prefill_decode_sessions_open", decodes);
+                        + engineLeaks(p, "kvflux_prefill_decode_sessions_open", decodes * links,
+                                settings.tp().prefillTp());
                 long corrupt = 0;
                 for (RoleProcess decode : roles.subList(1, roles.size())) {
                     PrometheusText d = decode.metrics();
                     blocks += heldBlocks(d);
                     handles += d.count("kvflux_decode_requests_running")
-                            + engineLeaks(d, "kvflux_decode_prefill_sessions_open", 1);
+                            + engineLeaks(d, "kvflux_decode_prefill_sessions_open", links, settings.tp().decodeTp());
                     corrupt += d.count(CORRUPT_KV, "result", "corrupt");
                 }
                 held = new Leaks(Math.toIntExact(blocks), Math.toIntExact(handles), corrupt);
@@ -392,12 +430,13 @@ public final class ChaosRun {
      * peer ({@code peers}), and no more mappings of the peers' memory than sessions. Statuses are released when their
      * transfer drains, so any handle beyond that is a leak.
      */
-    private static long engineLeaks(PrometheusText role, String sessionsMetric, int peers) {
+    private static long engineLeaks(PrometheusText role, String sessionsMetric, int peers, int engines) {
         long sessions = role.count(sessionsMetric);
         long leaks = Math.max(0, sessions - peers)
                 + Math.max(0, role.count("kvflux_engine_peer_mappings_open") - sessions);
         if (role.sum("kvflux_engine_handles_open") > 0) {
-            leaks += Math.max(0, role.count("kvflux_engine_handles_open") - 2 - 2 * sessions);
+            // each rank's engine keeps its engine and memory handles; each session two more
+            leaks += Math.max(0, role.count("kvflux_engine_handles_open") - 2L * engines - 2 * sessions);
         }
         return leaks;
     }

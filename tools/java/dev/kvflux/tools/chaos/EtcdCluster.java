@@ -78,12 +78,15 @@ final class EtcdCluster implements AutoCloseable {
         List<String> membership = List.of("--discovery", etcd.url(), "--cluster", NAME);
         List<String> roleMembership = new ArrayList<>(membership);
         roleMembership.addAll(List.of("--lease-ttl", LEASE_TTL_SECONDS + "s"));
-        RoleProcess prefill = new RoleProcess(Role.PREFILL, freePort(), freePort(), concat(prefillArgs, roleMembership),
+        // the notify ports of up to 8 ranks each (rank R on the notify port + R)
+        RoleProcess prefill = new RoleProcess(Role.PREFILL, freePort(), RoleProcess.freePorts(8),
+                concat(prefillArgs, roleMembership),
                 logDir.resolve("etcd-prefill.log")).withEnvironment(env);
         List<RoleProcess> decodes = new ArrayList<>();
         List<RoleProcess> proxies = new ArrayList<>();
         for (int i = 0; i < 2; i++) {
-            decodes.add(new RoleProcess(Role.DECODE, freePort(), freePort(), concat(decodeArgs, roleMembership),
+            decodes.add(new RoleProcess(Role.DECODE, freePort(), RoleProcess.freePorts(8),
+                    concat(decodeArgs, roleMembership),
                     logDir.resolve("etcd-decode-" + (char) ('a' + i) + ".log")).withEnvironment(env));
             proxies.add(RoleProcess.proxy(freePort(), freePort(), concat(proxyArgs, membership),
                     logDir.resolve("etcd-proxy-" + (char) ('a' + i) + ".log")).withEnvironment(env));

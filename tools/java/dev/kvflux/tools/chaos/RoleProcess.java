@@ -86,8 +86,48 @@ public final class RoleProcess implements AutoCloseable {
         if (role == null) {
             throw new IllegalStateException("a proxy is no instance");
         }
-        return new Instance(role, InetSocketAddress.createUnresolved("127.0.0.1", httpPort),
-                InetSocketAddress.createUnresolved("127.0.0.1", notifyPort));
+        List<InetSocketAddress> ranks = new ArrayList<>();
+        for (int r = 0; r < tp(); r++) {
+            ranks.add(InetSocketAddress.createUnresolved("127.0.0.1", notifyPort + r));
+        }
+        return new Instance(role, InetSocketAddress.createUnresolved("127.0.0.1", httpPort), ranks.getFirst(), ranks);
+    }
+
+    /** The ranks the role runs: its last {@code --tp}, else 1. Rank R listens on the notify port + R. */
+    int tp() {
+        int tp = 1;
+        for (int i = 0; i + 1 < args.size(); i++) {
+            if (args.get(i).equals("--tp")) {
+                tp = Integer.parseInt(args.get(i + 1));
+            }
+        }
+        return tp;
+    }
+
+    /**
+     * A port {@code p} such that {@code p .. p + count - 1} are all free now: the notify ports of a role of
+     * {@code count} ranks. They are taken below Linux's ephemeral range (32768 up), so that no outgoing connection
+     * takes one while its role is down for a restart.
+     */
+    public static int freePorts(int count) throws IOException {
+        java.util.random.RandomGenerator random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; ; attempt++) {
+            int first = 20_000 + random.nextInt(12_000 - count);
+            boolean free = true;
+            for (int p = first; p < first + count && free; p++) {
+                try (java.net.ServerSocket probe = new java.net.ServerSocket(p)) {
+                    free = probe.getLocalPort() == p;
+                } catch (IOException taken) {
+                    free = false;
+                }
+            }
+            if (free) {
+                return first;
+            }
+            if (attempt == 1000) {
+                throw new IOException("found no " + count + " free ports in a row between 20000 and 32000");
+            }
+        }
     }
 
     /** {@code http://127.0.0.1:PORT}: where clients (a proxy) or the proxy (an instance) send requests. */

@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import dev.kvflux.transfer.KvMode;
+import dev.kvflux.transfer.TpRanks;
 
 /** {@code kvflux chaos}: the fault matrix against real prefill and decode processes. */
 @Command(name = "chaos", mixinStandardHelpOptions = true,
@@ -65,6 +66,14 @@ public final class ChaosCommand implements Callable<Integer> {
                     + " status faults then strike decode's reads).")
     String kvMode = "write";
 
+    @Option(names = "--prefill-tp", paramLabel = "N",
+            description = "Prefill's tensor-parallel ranks (default 1); with ranks, injected status faults and the"
+                    + " notify relay strike one rank only.")
+    int prefillTp = 1;
+
+    @Option(names = "--decode-tp", paramLabel = "N", description = "Decode's tensor-parallel ranks (default 1).")
+    int decodeTp = 1;
+
     @Override
     public Integer call() throws Exception {
         ChaosRun.Settings settings;
@@ -74,9 +83,16 @@ public final class ChaosCommand implements Callable<Integer> {
                         + String.join(", ", EngineOptions.BACKENDS));
             }
             KvMode mode = KvMode.of(kvMode);
+            TpRanks tp;
+            try {
+                tp = new TpRanks(prefillTp, decodeTp);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--prefill-tp " + prefillTp + " --decode-tp " + decodeTp + ": "
+                        + e.getMessage());
+            }
             faults = faultsOn(backend, mode, faults, faults == ChaosRun.FAULTS);
             settings = new ChaosRun.Settings(requests, concurrency, transferTimeout, 256, 4, faults,
-                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"), backend, mode);
+                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"), backend, mode, tp);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -23,6 +23,7 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import dev.kvflux.transfer.KvMode;
+import dev.kvflux.transfer.TpRanks;
 
 /**
  * {@code kvflux serve-bench}: vLLM's serving benchmark of the MoRI-IO connector, before and after its sliced-wait
@@ -111,6 +112,16 @@ public final class ServeBenchCommand implements Callable<Integer> {
                     + " side by side in one run (default: kv.mode).")
     List<String> kvModes;
 
+    @Option(names = "--prefill-tp", split = ",", paramLabel = "N",
+            description = "Prefill's tensor-parallel ranks, one value per run paired by position with --decode-tp"
+                    + " (a single value applies to every pair), e.g. --prefill-tp 1,2 --decode-tp 1,4; powers of two"
+                    + " up to 64 (default 1).")
+    List<Integer> prefillTp;
+
+    @Option(names = "--decode-tp", split = ",", paramLabel = "N",
+            description = "Decode's tensor-parallel ranks, paired by position with --prefill-tp (default 1).")
+    List<Integer> decodeTp;
+
     @Option(names = "--processes",
             description = "Run proxy, prefill and decode as processes of their own (always on cuda and hip).")
     boolean processes;
@@ -151,7 +162,8 @@ public final class ServeBenchCommand implements Callable<Integer> {
                     requestTimeout != null ? requestTimeout : timeout.multipliedBy(5).plusSeconds(5), seed, warmup,
                     NotifySecret.resolve(config, cmd), new ServeBench.Roles(backend != null ? backend
                             : config.engine().backend(), processes, kvBlocks, gpu, logs),
-                    kvModes == null ? List.of(config.engine().kvMode()) : kvModes.stream().map(KvMode::of).toList());
+                    kvModes == null ? List.of(config.engine().kvMode()) : kvModes.stream().map(KvMode::of).toList(),
+                    tpPairs(prefillTp, decodeTp));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());
         }
@@ -180,6 +192,35 @@ public final class ServeBenchCommand implements Callable<Integer> {
         OptionChecks.writableFile(cmd, "--report", report);
     }
 
+    /**
+     * The TP pairs of {@code --prefill-tp} and {@code --decode-tp}, paired by position; one value of either goes with
+     * every value of the other.
+     *
+     * @throws IllegalArgumentException if both have several values and their counts differ, or a size is not a power
+     *     of two up to 64
+     */
+    static List<TpRanks> tpPairs(List<Integer> prefill, List<Integer> decode) {
+        List<Integer> p = prefill == null || prefill.isEmpty() ? List.of(1) : prefill;
+        List<Integer> d = decode == null || decode.isEmpty() ? List.of(1) : decode;
+        if (p.size() != 1 && d.size() != 1 && p.size() != d.size()) {
+            throw new IllegalArgumentException("--prefill-tp has " + p.size() + " values and --decode-tp " + d.size()
+                    + "; give one value of either, or as many of each (they pair by position)");
+        }
+        int n = Math.max(p.size(), d.size());
+        List<TpRanks> pairs = new java.util.ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int prefillSize = p.get(p.size() == 1 ? 0 : i);
+            int decodeSize = d.get(d.size() == 1 ? 0 : i);
+            try {
+                pairs.add(new TpRanks(prefillSize, decodeSize));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--prefill-tp " + prefillSize + " --decode-tp " + decodeSize + ": "
+                        + e.getMessage());
+            }
+        }
+        return List.copyOf(pairs);
+    }
+
     private static Map<String, Object> describe(ServeBench.Settings s) {
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("model", s.model().toString());
@@ -194,6 +235,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         m.put("notify_auth", s.notifyAuth() == null ? "none" : "hmac-sha256");
         m.put("backend", s.backend());
         m.put("kv_modes", s.kvModes().stream().map(KvMode::wireName).toList());
+        m.put("tp_pairs", s.tpPairs().stream().map(t -> t.prefillTp() + "/" + t.decodeTp()).toList());
         m.put("roles", s.processes() ? "processes, " + s.kvBlocks() + " KV blocks each" : "in this process");
         m.put("time_scale", "none: simulated model and engine run in real time");
         return m;
