@@ -111,7 +111,10 @@ public final class LayerReads {
             }
             // every read is posted now: the transfer timeout bounds them all from here, as it bounds a WRITE's
             // statuses once posted, while each layer is handed on as soon as its own reads are through
-            Mono<Integer> allWithinTimeout = drain.await(posted).then(Mono.empty());
+            // whichever wait sees a failure first names the layer it struck
+            Mono<Integer> allWithinTimeout = drain.await(posted)
+                    .onErrorMap(TransferException.class, e -> atLayer(e, posted))
+                    .then(Mono.empty());
             return Flux.range(0, layers.size())
                     .concatMap(l -> drain.await(List.of(posted.get(l)))
                             .onErrorMap(TransferException.class, e -> new TransferException(e.code(),
@@ -125,6 +128,30 @@ public final class LayerReads {
                     .onErrorResume(e -> drainThen(posted, once, settle).then(Mono.error(e)))
                     .doOnCancel(() -> drainThen(posted, once, settle).subscribe());
         });
+    }
+
+    /**
+     * {@code e} naming the layer it struck: the first whose reads failed, else the first still in flight (a timeout).
+     */
+    private static TransferException atLayer(TransferException e, List<TransferStatus> posted) {
+        int failed = -1;
+        int running = -1;
+        for (int l = 0; l < posted.size(); l++) {
+            StatusCode code;
+            try {
+                code = posted.get(l).code();
+            } catch (RuntimeException broken) {
+                code = StatusCode.IN_PROGRESS;
+            }
+            if (code.isFailure() && failed < 0) {
+                failed = l;
+            } else if (!code.isTerminal() && running < 0) {
+                running = l;
+            }
+        }
+        int layer = failed >= 0 ? failed : running;
+        return layer < 0 ? e : new TransferException(e.code(), "layer " + layer + " of " + posted.size() + ": "
+                + e.reason());
     }
 
     /**
