@@ -42,13 +42,4 @@ class ServeBenchRanksTest {
             assertThat(row.load().neverFinished()).isZero();
         });
     }
-
-    @Test
-    void theCSimulatorChecksEveryRanksShardOfEveryBlock() {
-        // the C simulator copies real bytes: a shard written into the wrong rank or offset fails decode's check
-        List<BenchRow> rows = run(settings("native-sim", List.of(new TpRanks(2, 4))));
-
-        assertThat(rows).allSatisfy(row -> assertThat(row.load().completed()).isEqualTo(6));
-        assertThat(rows).allSatisfy(row -> assertThat(row.load().failed()).isZero());
-    }
 }
