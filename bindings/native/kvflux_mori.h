@@ -202,6 +202,53 @@ KVFLUX_MORI_API int kvflux_mori_status_release(uint64_t status);
 KVFLUX_MORI_API int kvflux_mori_wait_all(uint64_t engine, const uint64_t *statuses, size_t count, int32_t timeout_ms,
                          int32_t *out_code);
 
+/* ---- push completion ------------------------------------------------------------------------ */
+
+/*
+ * What an engine does with the batches it posts from now on (kvflux_mori_engine_set_push):
+ *   OFF    nothing beyond MoRI's own model: a status completes when it is queried after its copies end;
+ *   TIMES  it also records when each batch's copies ended (kvflux_mori_status_copy_end_ns), completing nothing;
+ *   ON     it records that time, completes the status as soon as the copies end, and queues it once for
+ *          kvflux_mori_push_take, so that a waiter needs no poll.
+ * Over the real MoRI both TIMES and ON need kvflux's patch to MoRI's xGMI backend (a host function queued
+ * behind each batch's event); the shim then drives the completion from one thread of its own, never from the
+ * GPU runtime's.
+ */
+#define KVFLUX_MORI_PUSH_OFF 0u
+#define KVFLUX_MORI_PUSH_TIMES 1u
+#define KVFLUX_MORI_PUSH_ON 2u
+
+/* One pushed completion. */
+typedef struct kvflux_mori_push {
+    uint64_t status;     /* the status handle (a released status's push is dropped, never handed out) */
+    int32_t code;        /* its terminal MoRI status code: SUCCESS or a failure */
+    int32_t reserved;    /* 0 */
+    int64_t copy_end_ns; /* CLOCK_MONOTONIC nanoseconds at which the batch's copies ended */
+} kvflux_mori_push;
+
+/*
+ * Sets what the engine does with the batches it posts from now on (KVFLUX_MORI_PUSH_*). A batch keeps the
+ * mode it was posted with. KVFLUX_MORI_E_UNSUPPORTED for TIMES or ON when the library cannot know when a
+ * copy ends (a MoRI without kvflux's patch); OFF always succeeds.
+ */
+KVFLUX_MORI_API int kvflux_mori_engine_set_push(uint64_t engine, uint32_t mode);
+
+/*
+ * Takes up to cap pushed completions of every engine of the process, in the order they completed, into out;
+ * *out_count is how many. If none is queued, waits up to timeout_ms for one (0: does not wait; < 0: waits
+ * until one comes). Each status posted with KVFLUX_MORI_PUSH_ON is queued exactly once, when it becomes
+ * terminal, unless it is terminal when posted (an empty batch, a batch refused at once) or never ends.
+ * Meant for one notification thread per process.
+ */
+KVFLUX_MORI_API int kvflux_mori_push_take(kvflux_mori_push *out, size_t cap, int32_t timeout_ms, size_t *out_count);
+
+/*
+ * When the status's copies ended, on CLOCK_MONOTONIC, in nanoseconds, for a batch posted with
+ * KVFLUX_MORI_PUSH_TIMES or ON. KVFLUX_MORI_E_BAD_STATE while they have not ended, or when the batch was
+ * posted with OFF (only the simulator knows then: it models the time).
+ */
+KVFLUX_MORI_API int kvflux_mori_status_copy_end_ns(uint64_t status, int64_t *out_ns);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,7 @@ command -v "${CC:-gcc}" >/dev/null 2>&1 || {
     exit 1
 }
 # The simulator's sources, one concern each (sim_internal.h says which), and its msgpack subset.
-sources="sim_library.c sim_handles.c sim_status.c sim_engine.c sim_mem.c sim_session.c sim_share.c msgpack_lite.c"
+sources="sim_library.c sim_handles.c sim_status.c sim_engine.c sim_mem.c sim_session.c sim_share.c sim_push.c msgpack_lite.c"
 mkdir -p "$out"
 set --
 for s in $sources; do

@@ -5,7 +5,8 @@
  *
  * What the simulator models, exactly as MoRI's xGMI backend and TransferStatus behave:
  *   - a status completes only when something queries it after its copy finished; no thread and no
- *     callback ever completes it, and nobody notifies a waiter;
+ *     callback ever completes it, and nobody notifies a waiter (unless its engine pushes: sim_push.c
+ *     models kvflux's patch to MoRI, which does);
  *   - a bounded wait polls once, sleeps until its deadline (woken early only if another thread's
  *     query completes that status), and polls again; WaitAll waits statuses in order against one
  *     deadline; a failure is sticky and wins;
@@ -20,7 +21,8 @@
  *   sim_status.c   the status model, the copy thread, and the status calls (code, wait_all, ...);
  *   sim_engine.c   engines: create, destroy, backends, descriptors, remote engines, faults, timing;
  *   sim_mem.c      memory registrations, their descriptors, and the process-wide registry;
- *   sim_session.c  sessions and the batch post.
+ *   sim_session.c  sessions and the batch post;
+ *   sim_push.c     push completion: the timer thread that completes pushed statuses, and the push queue.
  */
 #ifndef KVFLUX_SIM_INTERNAL_H
 #define KVFLUX_SIM_INTERNAL_H
@@ -103,6 +105,7 @@ struct engine {
     uint32_t posted;
     struct fault faults[KVFLUX_SIM_MAX_FAULTS];
     size_t fault_count;
+    uint32_t push_mode; /* KVFLUX_MORI_PUSH_* for batches posted from now on */
 
     /* the copy thread */
     pthread_cond_t work_cv; /* a job was queued, or stop */
@@ -156,6 +159,9 @@ struct status {
     int32_t fail_code;
     char fail_message[256];
     pthread_cond_t cv; /* notified on terminal transitions only, as MoRI's condition variable */
+    uint32_t push_mode; /* the engine's KVFLUX_MORI_PUSH_* when the batch was posted */
+    int pushed;         /* queued for kvflux_mori_push_take already */
+    struct status *push_next; /* in the push queue (sim_push.c), which holds a reference */
 };
 
 struct job {
@@ -221,6 +227,15 @@ void *copy_thread(void *arg);
 void job_discard(struct job *j);
 /* Frees a job taken off the queue, with the references it holds. */
 void job_free(struct job *j);
+
+/* ---- push completion (sim_push.c) ---------------------------------------------------------------- */
+
+/*
+ * Schedules st's completion at due_ns (its copies' end) for a batch posted with a push mode other than OFF:
+ * with KVFLUX_MORI_PUSH_ON the push thread completes it then and queues it for kvflux_mori_push_take. Takes
+ * a reference on st. Engine mu held.
+ */
+void push_schedule(struct status *st, int64_t due_ns);
 
 /* ---- memory (sim_mem.c) -------------------------------------------------------------------------- */
 

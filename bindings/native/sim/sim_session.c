@@ -182,6 +182,7 @@ static int batch(uint64_t session, const uint64_t *local_offsets, size_t n_local
         st->finish_ns = start + (int64_t)cost;
         e->last_finish_ns = st->finish_ns;
         st->code = KVFLUX_MORI_STATUS_IN_PROGRESS;
+        st->push_mode = e->push_mode;
         int skip_copy = 0;
         for (size_t i = 0; i < e->fault_count; i++) {
             const struct fault *f = &e->faults[i];
@@ -202,6 +203,9 @@ static int batch(uint64_t session, const uint64_t *local_offsets, size_t n_local
         }
         if (skip_copy) {
             job_discard(j);
+            if (st->copied && st->push_mode == KVFLUX_MORI_PUSH_ON) {
+                push_schedule(st, st->finish_ns); /* an injected failure is pushed at its finish too */
+            }
         } else {
             j->status = st;
             atomic_fetch_add(&st->o.refs, 1);

@@ -159,6 +159,10 @@ void *copy_thread(void *arg) {
         }
         j->status->copied = 1;
         j->status->copied_ns = now_ns();
+        if (j->status->push_mode == KVFLUX_MORI_PUSH_ON && !j->status->hang) {
+            struct status *st = j->status;
+            push_schedule(st, st->copied_ns > st->finish_ns ? st->copied_ns : st->finish_ns);
+        }
         pthread_cond_broadcast(&e->copy_cv);
         pthread_mutex_unlock(&e->mu);
         job_free(j);

@@ -24,6 +24,7 @@ public final class MoriEngine implements AutoCloseable {
     private final long handle;
     private final String key;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile PushMode pushMode = PushMode.OFF;
 
     MoriEngine(MoriNative lib, long handle, String key) {
         this.lib = lib;
@@ -62,6 +63,34 @@ public final class MoriEngine implements AutoCloseable {
             boolean enableNotification) {
         lib.createRdmaBackend(handle, qpPerTransfer, postBatchSize, numWorkerThreads, pollCqMode, enableNotification);
         return this;
+    }
+
+    /**
+     * What this engine does with the batches it posts from now on; {@link PushMode#OFF} until set.
+     *
+     * @throws MoriIoException {@code KVFLUX_MORI_E_UNSUPPORTED} for {@link PushMode#TIMES} or {@link PushMode#ON}
+     *     when the library cannot tell when a copy ends: a MoRI built without kvflux's patch, or a library built
+     *     before push completion
+     */
+    public MoriEngine push(PushMode mode) {
+        Objects.requireNonNull(mode, "mode");
+        var calls = lib.push();
+        if (calls.isEmpty()) {
+            if (mode != PushMode.OFF) {
+                throw new MoriIoException(MoriNative.E_UNSUPPORTED, MoriNative.errorName(MoriNative.E_UNSUPPORTED),
+                        lib.library() + " has no push completion (kvflux_mori_engine_set_push); rebuild it from"
+                                + " this version's bindings/native");
+            }
+        } else {
+            calls.get().setPush(handle, mode.value());
+        }
+        pushMode = mode;
+        return this;
+    }
+
+    /** What this engine does with the batches it posts now. */
+    public PushMode pushMode() {
+        return pushMode;
     }
 
     /** This engine's {@code EngineDesc} in MoRI's msgpack layout, to send to peers. */
@@ -133,7 +162,11 @@ public final class MoriEngine implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            lib.engineDestroy(handle);
+            try {
+                lib.engineDestroy(handle);
+            } finally {
+                lib.push().ifPresent(calls -> calls.forgetEngine(handle));
+            }
         }
     }
 

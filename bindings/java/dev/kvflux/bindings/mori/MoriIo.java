@@ -72,6 +72,14 @@ public final class MoriIo {
     }
 
     /**
+     * How many statuses of this library wait for their push (posted with {@link PushMode#ON}, neither pushed nor
+     * closed yet): 0 once every request is over, a leak otherwise.
+     */
+    public int statusesAwaitingPush() {
+        return lib.push().map(calls -> calls.waiting()).orElse(0);
+    }
+
+    /**
      * Whether MoRI's RDMA backend may be created here, as {@link MoriEngine#createRdmaBackend} checks
      * before calling MoRI: with RDMA devices listed in {@code ibClassDir} (normally
      * {@code /sys/class/infiniband}), MoRI's topology code loads {@code smiLibrary} (normally ROCm SMI,

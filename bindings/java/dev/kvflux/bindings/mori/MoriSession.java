@@ -8,7 +8,8 @@ import java.util.Objects;
 
 /**
  * A MoRI {@code IOEngineSession}: one local × remote memory pair, the fast path for posting batches.
- * Each batch returns one {@link MoriStatus}, which the caller closes when done with it.
+ * Each batch returns one {@link MoriStatus} (a {@link PushedMoriStatus} when its engine pushes), which the caller
+ * closes when done with it.
  */
 public final class MoriSession extends EngineHandle implements TransferSession {
     private final MoriMemory local;
@@ -43,17 +44,28 @@ public final class MoriSession extends EngineHandle implements TransferSession {
      * @throws MoriIoException ({@code KVFLUX_MORI_E_INVALID_ARG}) for arrays that disagree or run past a region
      */
     public MoriStatus batchWrite(long[] localOffsets, long[] remoteOffsets, long[] sizes, long transferUid) {
-        return new MoriStatus(lib, engine, lib.batch(false, handle, localOffsets, remoteOffsets, sizes, transferUid));
+        PushMode mode = engine.pushMode();
+        return status(lib.batch(false, handle, localOffsets, remoteOffsets, sizes, transferUid), mode);
     }
 
     /** The read counterpart of {@link #batchWrite(long[], long[], long[], long)}. */
     public MoriStatus batchRead(long[] localOffsets, long[] remoteOffsets, long[] sizes, long transferUid) {
-        return new MoriStatus(lib, engine, lib.batch(true, handle, localOffsets, remoteOffsets, sizes, transferUid));
+        PushMode mode = engine.pushMode();
+        return status(lib.batch(true, handle, localOffsets, remoteOffsets, sizes, transferUid), mode);
     }
 
     private MoriStatus post(boolean read, BatchPlan plan, long transferUid) {
         Objects.requireNonNull(plan, "plan").checkWithin(local.region().size(), remote.region().size());
-        long status = lib.batch(read, handle, plan.localOffsets(), plan.remoteOffsets(), plan.sizes(), transferUid);
+        PushMode mode = engine.pushMode(); // read before posting: the library takes the mode at the post
+        return status(lib.batch(read, handle, plan.localOffsets(), plan.remoteOffsets(), plan.sizes(), transferUid),
+                mode);
+    }
+
+    /** A pushed status for a batch posted with {@link PushMode#ON}, else a polled one. */
+    private MoriStatus status(long status, PushMode postedWith) {
+        if (postedWith == PushMode.ON && lib.push().isPresent()) {
+            return new PushedMoriStatus(lib, engine, status, lib.push().get());
+        }
         return new MoriStatus(lib, engine, status);
     }
 

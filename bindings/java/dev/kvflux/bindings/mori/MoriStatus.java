@@ -6,10 +6,12 @@ import dev.kvflux.bindings.mori.internal.MoriNative;
 
 /**
  * The native {@code TransferStatus} of one posted batch. {@link #code()} is MoRI's {@code Code()}: a
- * non-blocking query that may complete the status (on xGMI, nothing else ever does). Safe to query
- * from any thread. Close it once nobody will query it again; closing its engine closes it too.
+ * non-blocking query that may complete the status (on xGMI, nothing else ever does, unless its engine pushes:
+ * then the status is a {@link PushedMoriStatus}). Safe to query from any thread. Close it once nobody will query
+ * it again; closing its engine closes it too.
  */
-public final class MoriStatus extends EngineHandle implements TransferStatus {
+public sealed class MoriStatus extends EngineHandle implements TransferStatus permits PushedMoriStatus {
+    private volatile long copyEnd = UNKNOWN_TIME;
 
     MoriStatus(MoriNative lib, MoriEngine engine, long handle) {
         super(lib, engine, handle);
@@ -30,6 +32,31 @@ public final class MoriStatus extends EngineHandle implements TransferStatus {
         return lib.statusMessage(handle);
     }
 
+    /**
+     * {@inheritDoc}
+     *
+     * <p>Known on the simulator, which models it, and over the real MoRI for batches posted with
+     * {@link PushMode#TIMES} or {@link PushMode#ON} (the time the host function behind the batch ran); kept once
+     * known, so it stays readable after the status is closed.
+     */
+    @Override
+    public long completedAtNanos() {
+        long known = copyEnd;
+        if (known != UNKNOWN_TIME || isClosed() || engine.isClosed()) {
+            return known;
+        }
+        long end = lib.push().map(calls -> calls.copyEndNanos(handle)).orElse(UNKNOWN_TIME);
+        if (end != UNKNOWN_TIME) {
+            copyEnd = end;
+        }
+        return end;
+    }
+
+    /** Records the copies' end as a push reported it. */
+    final void copiesEndedAt(long nanos) {
+        copyEnd = nanos;
+    }
+
     /** Releases the native status (a copy still in flight finishes first, inside the library). */
     @Override
     void release() {
@@ -38,6 +65,6 @@ public final class MoriStatus extends EngineHandle implements TransferStatus {
 
     @Override
     public String toString() {
-        return "MoriStatus[0x" + Long.toHexString(handle) + (isClosed() ? ", released]" : "]");
+        return getClass().getSimpleName() + "[0x" + Long.toHexString(handle) + (isClosed() ? ", released]" : "]");
     }
 }

@@ -9,6 +9,7 @@ import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.mori.MoriSimulator;
 import dev.kvflux.bindings.mori.MoriStatus;
 import dev.kvflux.bindings.mori.NativeTransferEngine;
+import dev.kvflux.bindings.mori.PushMode;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -24,8 +25,10 @@ import java.util.Optional;
  * its first layer with a pattern unique to that request (the forward pass writing the KV cache), so
  * after each wait the decode buffer is checked to hold exactly those bytes ({@code bytes_verified}).
  * On the simulator each wait also reports {@code copy_s}, from the end of posting to the last copy's
- * finish, and {@code detection_lag_s}, from that finish to the end of the wait. Each request's
- * statuses are released after its wait.
+ * finish; the run takes each wait's detection lag from the statuses' copy-end times. The engine pushes completion
+ * ({@link PushMode#ON}) for the strategies that wait for pushes, and only records copy-end times
+ * ({@link PushMode#TIMES}) for the others, so that those keep MoRI's model. Each request's statuses are released
+ * after its wait.
  */
 final class NativeReproTarget implements ReproTarget {
     private final NativeTransferEngine p;
@@ -78,6 +81,11 @@ final class NativeReproTarget implements ReproTarget {
     }
 
     @Override
+    public void startStrategy(ReproStrategy strategy) {
+        p.engine().push(strategy.push() ? PushMode.ON : PushMode.TIMES);
+    }
+
+    @Override
     public LayerEvent layerEvent(int request, int layer) {
         if (layer == 0 && src != null) {
             pattern = (byte) (++fills * 37 + 1);
@@ -92,7 +100,6 @@ final class NativeReproTarget implements ReproTarget {
         sim.ifPresent(s -> {
             long copied = posted.stream().mapToLong(s::finishNanos).max().orElse(postedAtNanos);
             figures.put("copy_s", Math.max(0, copied - postedAtNanos) / 1e9);
-            figures.put("detection_lag_s", Math.max(0, s.nowNanos() - copied) / 1e9);
         });
         if (dst != null) {
             figures.put("bytes_verified", decodeHoldsThePattern());

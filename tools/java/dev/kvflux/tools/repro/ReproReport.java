@@ -16,7 +16,8 @@ import java.util.Set;
 /**
  * Prints a {@link ReproRun.Result}: a table like vLLM's reproducer prints, or one JSON document
  * {@code {"backend", "transfer_timeout_s", "slice_s", "setup", "strategies": [{"strategy", "waits",
- * "median_s", "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", ...extras}]}},
+ * "median_s", "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", "lag_p50_ms", "lag_max_ms",
+ * ...extras}]}},
  * where {@code setup} (only if the target described one) is the target's {@linkplain ReproTarget#setup()
  * setup}, {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits, and
  * each extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
@@ -58,6 +59,10 @@ public final class ReproReport {
             entry.put("statuses_succeeded", s.statusesSucceeded());
             entry.put("statuses_total", s.statusesTotal());
             entry.put("failed_waits", s.failedWaits());
+            if (s.hasLag()) {
+                entry.put("lag_p50_ms", seconds(s.lagP50Ms()));
+                entry.put("lag_max_ms", seconds(s.lagMaxMs()));
+            }
             extras(s).forEach(entry::putIfAbsent);
             strategies.add(entry);
         }
@@ -84,6 +89,10 @@ public final class ReproReport {
         rows.add(row("wait, min / max (s)", all, s -> fixed(s.min()) + " / " + fixed(s.max())));
         rows.add(row("statuses succeeded at the end", all, ReproReport::succeeded));
         rows.add(row("failed waits", all, s -> String.valueOf(s.failedWaits())));
+        if (all.stream().anyMatch(ReproRun.StrategyResult::hasLag)) {
+            rows.add(row("lag p50 / max (ms)", all, s -> s.hasLag()
+                    ? millis(s.lagP50Ms()) + " / " + millis(s.lagMaxMs()) : "-"));
+        }
         Set<String> extraKeys = new LinkedHashSet<>();
         all.forEach(s -> extraKeys.addAll(extras(s).keySet()));
         for (String key : extraKeys) {
@@ -171,6 +180,10 @@ public final class ReproReport {
         BigDecimal rounded = BigDecimal.valueOf(s).setScale(6, RoundingMode.HALF_UP).stripTrailingZeros();
         return rounded.scale() <= 0 && rounded.abs().compareTo(BigDecimal.valueOf(Long.MAX_VALUE)) < 0
                 ? rounded.longValue() : rounded;
+    }
+
+    private static String millis(double ms) {
+        return String.format(Locale.ROOT, ms < 10 ? "%.3f" : "%.1f", ms);
     }
 
     private static String fixed(double s) {

@@ -35,10 +35,23 @@ public final class ReproRun {
         }
     }
 
-    /** One timed wait: seconds, statuses succeeded at its end, its error if it failed, the target's extras. */
-    public record Wait(double seconds, int succeeded, int total, String error, Map<String, Object> extras) {
+    /**
+     * One timed wait: seconds, statuses succeeded at its end, its error if it failed, the target's extras, and its
+     * detection lag in milliseconds (the wait's end minus the last copy's end; NaN when the backend cannot tell
+     * when copies end, or the wait failed).
+     */
+    public record Wait(double seconds, int succeeded, int total, String error, Map<String, Object> extras,
+                       double lagMs) {
+        public Wait(double seconds, int succeeded, int total, String error, Map<String, Object> extras) {
+            this(seconds, succeeded, total, error, extras, Double.NaN);
+        }
+
         public boolean failed() {
             return error != null;
+        }
+
+        public boolean hasLag() {
+            return !Double.isNaN(lagMs);
         }
     }
 
@@ -66,6 +79,27 @@ public final class ReproRun {
 
         public long failedWaits() {
             return waits.stream().filter(Wait::failed).count();
+        }
+
+        /** Whether any wait knows its detection lag. */
+        public boolean hasLag() {
+            return waits.stream().anyMatch(Wait::hasLag);
+        }
+
+        /** The median detection lag in ms over the waits that know it; NaN if none does. */
+        public double lagP50Ms() {
+            double[] lags = lags();
+            return lags.length == 0 ? Double.NaN : Stats.median(lags);
+        }
+
+        /** The largest detection lag in ms; NaN if no wait knows it. */
+        public double lagMaxMs() {
+            double[] lags = lags();
+            return lags.length == 0 ? Double.NaN : Stats.max(lags);
+        }
+
+        private double[] lags() {
+            return waits.stream().filter(Wait::hasLag).mapToDouble(Wait::lagMs).toArray();
         }
 
         private double[] seconds() {
@@ -174,9 +208,31 @@ public final class ReproRun {
         } finally {
             ticker.dispose();
         }
-        double seconds = (System.nanoTime() - start) / 1e9;
+        long end = System.nanoTime();
+        long endOnStatusClock = statuses.getFirst().clockNanos();
+        double seconds = (end - start) / 1e9;
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
-        return new Wait(seconds, succeeded, statuses.size(), error,
-                Collections.unmodifiableMap(new LinkedHashMap<>(target.afterWait(request))));
+        double statusLag = lagMs(statuses, endOnStatusClock); // before afterWait, which may release the statuses
+        Map<String, Object> extras = Collections.unmodifiableMap(new LinkedHashMap<>(target.afterWait(request)));
+        double lag = error != null ? Double.NaN
+                : extras.get(ReproTarget.DETECTION_LAG_MS) instanceof Number n ? n.doubleValue() : statusLag;
+        return new Wait(seconds, succeeded, statuses.size(), error, extras, lag);
+    }
+
+    /**
+     * The wait's end minus the last copy's end, in ms, from the statuses' copy-end times when every status knows
+     * its own; NaN otherwise. A target's own measure ({@link ReproTarget#DETECTION_LAG_MS}, from GPU timing
+     * events) takes precedence over this.
+     */
+    static double lagMs(List<TransferStatus> statuses, long endOnStatusClock) {
+        long last = Long.MIN_VALUE;
+        for (TransferStatus status : statuses) {
+            long at = status.completedAtNanos();
+            if (at == TransferStatus.UNKNOWN_TIME) {
+                return Double.NaN;
+            }
+            last = Math.max(last, at);
+        }
+        return Math.max(0, endOnStatusClock - last) / 1e6;
     }
 }

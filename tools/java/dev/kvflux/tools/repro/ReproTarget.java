@@ -27,6 +27,13 @@ public interface ReproTarget extends AutoCloseable {
      */
     String MISMATCHED_BYTES = "mismatched_bytes";
 
+    /**
+     * The {@link #afterWait} figure of a target that measures the detection lag itself (from GPU timing events): the
+     * wait's end minus the last copy's end, in milliseconds. Without it the run takes the lag from the statuses'
+     * {@link dev.kvflux.bindings.TransferStatus#completedAtNanos() copy-end times}, when every status knows its own.
+     */
+    String DETECTION_LAG_MS = "detection_lag_ms";
+
     /** The engine whose {@code waitAll} the native strategies call. */
     TransferEngine engine();
 

@@ -39,6 +39,8 @@ public final class MoriNative {
 
     /** The ABI's buffer-too-small code: the two-call pattern retries with the size reported. */
     public static final int E_BUFFER_TOO_SMALL = -4;
+    /** The ABI's code for what an implementation cannot do. */
+    public static final int E_UNSUPPORTED = -10;
 
     private final String library;
     private final MethodHandle abiVersion;
@@ -69,6 +71,7 @@ public final class MoriNative {
     private final MethodHandle liveHandles; // the real shim's own count; null in the simulator
     private final MethodHandle rdmaPreflight; // the real shim's RDMA check; null in the simulator
     private final SimControls sim;
+    private final PushCalls push; // null in a library built before push completion
 
     /**
      * Binds every function of the ABI in {@code lookup}.
@@ -122,6 +125,7 @@ public final class MoriNative {
         rdmaPreflight = bindOptional(lookup, "kvflux_mori_rdma_preflight",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         sim = SimControls.bindIfPresent(lookup, this);
+        push = PushCalls.bindIfPresent(lookup, this);
     }
 
     private MethodHandle bind(SymbolLookup lookup, String name, FunctionDescriptor fn, Linker.Option... options) {
@@ -144,6 +148,11 @@ public final class MoriNative {
     /** The simulator's extra controls, if this library is the simulator. */
     public Optional<SimControls> sim() {
         return Optional.ofNullable(sim);
+    }
+
+    /** Push completion and its notification thread, if the library has the calls. */
+    public Optional<PushCalls> push() {
+        return Optional.ofNullable(push);
     }
 
     /**

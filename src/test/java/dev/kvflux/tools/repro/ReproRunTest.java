@@ -382,4 +382,42 @@ class ReproRunTest {
         assertThat(ReproReport.table(result)).doesNotContain("setup");
         assertThat(ReproReport.json(result)).doesNotContain("setup");
     }
+
+    @Test
+    void theLagComesFromTheTargetOrTheStatusesAndOnlyAKnownLagGetsTheRowAndTheJsonFields() {
+        ReproBackend measuring = new ReproBackend() {
+            private int waits;
+
+            @Override
+            public String name() {
+                return "measuring";
+            }
+
+            @Override
+            public ReproTarget open(ReproGeometry g, ReproSettings s) {
+                return new OverInstant(g) {
+                    @Override
+                    public Map<String, Object> afterWait(int request) {
+                        return Map.of(DETECTION_LAG_MS, List.of(0.25, 0.75, 4.0).get(waits++));
+                    }
+                };
+            }
+        };
+
+        ReproRun.Result lagged = ReproRun.run(measuring, SMALL, TWO_SECONDS, List.of(new ReproRun.Plan("reactive", 3)),
+                new ReproRun.Progress() { });
+        ReproRun.Result fromStatuses = ReproRun.run(new InstantBackend(), SMALL, TWO_SECONDS,
+                List.of(new ReproRun.Plan("reactive", 1)), new ReproRun.Progress() { });
+        ReproRun.Result blind = new ReproRun.Result("blind", SMALL, TWO_SECONDS, List.of(new ReproRun.StrategyResult(
+                "reactive", List.of(new ReproRun.Wait(0.1, 3, 3, null, Map.of())))), Map.of());
+
+        assertThat(lagged.strategies().getFirst().lagP50Ms()).isEqualTo(0.75);
+        assertThat(ReproReport.json(lagged)).contains("\"lag_p50_ms\":0.75,\"lag_max_ms\":4,");
+        assertThat(ReproReport.table(lagged)).containsPattern("lag p50 / max \\(ms\\) +0\\.750 / 4\\.000");
+        ReproRun.Wait simulated = fromStatuses.strategies().getFirst().waits().getFirst();
+        assertThat(simulated.hasLag()).as("the simulated engine's statuses know when their copies ended").isTrue();
+        assertThat(simulated.lagMs()).isNotNegative();
+        assertThat(ReproReport.json(blind)).doesNotContain("lag_p50_ms");
+        assertThat(ReproReport.table(blind)).doesNotContain("lag p50");
+    }
 }

@@ -39,7 +39,6 @@ import java.util.Map;
  * thread's stack (exit code 3) if no request ends for the transfer timeout plus a minute.
  */
 final class GpuTarget implements ReproTarget, TransferSession {
-    static final String DETECTION_LAG_MS = "detection_lag_ms";
     static final String EVENT_QUERIES_PER_STATUS = "event_queries_per_status";
     static final String WAIT_EVENT_QUERIES_PER_STATUS = "wait_event_queries_per_status";
     private static final LayerEvent ORDERED_ON_GPU = () -> EventState.READY;

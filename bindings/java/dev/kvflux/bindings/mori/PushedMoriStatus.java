@@ -1,0 +1,58 @@
+package dev.kvflux.bindings.mori;
+
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.mori.internal.MoriNative;
+import dev.kvflux.bindings.mori.internal.PushCalls;
+import java.util.concurrent.atomic.AtomicBoolean;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+
+/**
+ * The status of a batch posted by an engine that pushes completion ({@link PushMode#ON}): the library completes
+ * it as soon as its copies end and {@link #pushed()} emits its code, on the process's one MoRI notification
+ * thread ({@code kvflux-mori-push}), without a poll.
+ */
+public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
+    private final PushCalls calls;
+    private final Sinks.One<StatusCode> pushed = Sinks.one();
+    private final AtomicBoolean settled = new AtomicBoolean();
+
+    PushedMoriStatus(MoriNative lib, MoriEngine engine, long handle, PushCalls calls) {
+        super(lib, engine, handle);
+        this.calls = calls;
+        calls.await(engine.handle(), handle, this::onPush);
+        // A batch that ended before it was registered was pushed to nobody: one query tells.
+        StatusCode now = code();
+        if (now.isTerminal()) {
+            calls.forget(handle);
+            settle(now);
+        }
+    }
+
+    private void onPush(int code, long copyEndNanos) {
+        StatusCode terminal = StatusCode.of(code);
+        if (terminal == StatusCode.SUCCESS) {
+            copiesEndedAt(copyEndNanos);
+        }
+        settle(terminal);
+    }
+
+    private void settle(StatusCode code) {
+        if (settled.compareAndSet(false, true)) {
+            pushed.tryEmitValue(code);
+        }
+    }
+
+    /** {@inheritDoc} Emits on {@code kvflux-mori-push}, or at once on the subscriber's thread if already pushed. */
+    @Override
+    public Mono<StatusCode> pushed() {
+        return pushed.asMono();
+    }
+
+    @Override
+    void release() {
+        calls.forget(handle);
+        super.release();
+    }
+}

@@ -1,0 +1,150 @@
+package dev.kvflux.bindings.mori;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.PushedStatus;
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.operators.PushWait;
+import dev.kvflux.operators.TransferException;
+import dev.kvflux.testing.NoLiveSimHandles;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import reactor.core.publisher.Flux;
+
+/**
+ * Push completion on the native simulator, through FFM: the library completes each status of an engine that
+ * pushes at its copies' end and hands it to the notification thread, so that {@link PushWait} ends without
+ * polling; an engine that does not push keeps MoRI's model.
+ */
+@ExtendWith(NoLiveSimHandles.class)
+class NativePushTest {
+    private static final long BLOCK = 4096;
+    private static final Duration PER_BATCH = Duration.ofMillis(5);
+    private static final int BATCHES = 8;
+
+    private static List<MoriStatus> post(SimPair pair, int batches) {
+        pair.sim.setTiming(pair.p.engine(), PER_BATCH, Long.MAX_VALUE);
+        List<MoriStatus> statuses = new ArrayList<>();
+        for (int i = 0; i < batches; i++) {
+            BatchPlan plan = BatchPlan.mirrored(new long[] {i * BLOCK}, BLOCK);
+            statuses.add((MoriStatus) pair.session.batchWrite(plan, pair.session.allocateTransferUid()));
+        }
+        return statuses;
+    }
+
+    @Test
+    void anEngineThatPushesPostsPushedStatusesEachEmittedOnceAtItsCopiesEnd() {
+        try (SimPair pair = new SimPair("push-order", BATCHES * BLOCK)) {
+            pair.p.engine().push(PushMode.ON);
+            List<MoriStatus> statuses = post(pair, BATCHES);
+            Map<MoriStatus, Long> emittedAt = new ConcurrentHashMap<>();
+            Map<MoriStatus, String> emittedOn = new ConcurrentHashMap<>();
+
+            List<StatusCode> codes = Flux.fromIterable(statuses)
+                    .flatMap(s -> ((PushedStatus) s).pushed().doOnNext(c -> {
+                        emittedAt.put(s, pair.sim.nowNanos());
+                        emittedOn.put(s, Thread.currentThread().getName());
+                    }))
+                    .collectList().block(Duration.ofSeconds(5));
+
+            assertThat(statuses).allMatch(s -> s instanceof PushedMoriStatus);
+            assertThat(codes).hasSize(BATCHES).containsOnly(StatusCode.SUCCESS);
+            for (MoriStatus s : statuses) {
+                long finish = pair.sim.finishNanos(s);
+                assertThat(emittedAt.get(s)).as("pushed no earlier than its copies ended").isGreaterThanOrEqualTo(finish);
+                assertThat(s.completedAtNanos()).isEqualTo(finish);
+            }
+            assertThat(emittedOn.get(statuses.getLast())).isEqualTo("kvflux-mori-push");
+            statuses.forEach(MoriStatus::close);
+            assertThat(MoriIo.simulator().statusesAwaitingPush()).isZero();
+        }
+    }
+
+    @Test
+    void pushWaitEndsAfterTheLastCopyWithEveryByteThere() {
+        try (SimPair pair = new SimPair("push-wait", BATCHES * BLOCK)) {
+            pair.p.buffer(pair.pRegion).fill((byte) 7);
+            pair.p.engine().push(PushMode.ON);
+            List<MoriStatus> statuses = post(pair, BATCHES);
+
+            PushWait.failFast(Duration.ofSeconds(5)).await(statuses).block();
+            long endedAt = pair.sim.nowNanos();
+
+            assertThat(endedAt).isGreaterThanOrEqualTo(pair.sim.finishNanos(statuses.getLast()));
+            assertThat(pair.d.buffer(pair.dRegion).asSlice(0, BATCHES * BLOCK)
+                    .mismatch(pair.p.buffer(pair.pRegion).asSlice(0, BATCHES * BLOCK))).isEqualTo(-1);
+            statuses.forEach(MoriStatus::close);
+        }
+    }
+
+    @Test
+    void anInjectedFailureIsPushedWithItsCodeAndMessage() {
+        try (SimPair pair = new SimPair("push-fail", BATCHES * BLOCK)) {
+            pair.p.engine().push(PushMode.ON);
+            pair.sim.failNth(pair.p.engine(), 3, StatusCode.ERR_RDMA_OP, "injected");
+            List<MoriStatus> statuses = post(pair, BATCHES);
+
+            TransferException error = catchThrowableOfType(TransferException.class,
+                    () -> PushWait.failFast(Duration.ofSeconds(5)).await(statuses).block());
+            long erroredAt = pair.sim.nowNanos();
+
+            assertThat(error.code()).isEqualTo(StatusCode.ERR_RDMA_OP);
+            assertThat(error.reason()).isEqualTo("injected");
+            assertThat(erroredAt).isGreaterThanOrEqualTo(pair.sim.finishNanos(statuses.get(2)))
+                    .isLessThan(pair.sim.finishNanos(statuses.getLast()));
+            assertThat(statuses.get(2).completedAtNanos()).isEqualTo(TransferStatus.UNKNOWN_TIME);
+            statuses.forEach(MoriStatus::close);
+        }
+    }
+
+    @Test
+    void aBatchThatNeverEndsIsNeverPushedAndTheWaitTimesOut() {
+        try (SimPair pair = new SimPair("push-hang", BLOCK)) {
+            pair.p.engine().push(PushMode.ON);
+            pair.sim.hangNth(pair.p.engine(), 1);
+            List<MoriStatus> statuses = post(pair, 1);
+
+            TransferException error = catchThrowableOfType(TransferException.class,
+                    () -> PushWait.failFast(Duration.ofMillis(200)).await(statuses).block());
+
+            assertThat(error.kind()).isEqualTo(TransferException.Kind.TIMED_OUT);
+            assertThat(error.code()).isEqualTo(StatusCode.IN_PROGRESS);
+            statuses.forEach(MoriStatus::close);
+            assertThat(MoriIo.simulator().statusesAwaitingPush()).isZero();
+        }
+    }
+
+    @Test
+    void anEngineThatOnlyTimesKeepsMoriModelAndStillKnowsWhenCopiesEnded() {
+        try (SimPair pair = new SimPair("push-times", BATCHES * BLOCK)) {
+            pair.p.engine().push(PushMode.TIMES);
+            List<MoriStatus> statuses = post(pair, BATCHES);
+
+            assertThat(statuses).noneMatch(s -> s instanceof PushedStatus);
+            assertThat(pair.p.engine().waitAll(statuses, -1)).isEqualTo(StatusCode.SUCCESS);
+            assertThat(statuses).allMatch(s -> s.completedAtNanos() == pair.sim.finishNanos(s));
+            statuses.forEach(MoriStatus::close);
+        }
+    }
+
+    @Test
+    void closingTheEngineForgetsItsStatusesThatStillWaitForAPush() {
+        SimPair pair = new SimPair("push-close", BLOCK);
+        pair.p.engine().push(PushMode.ON);
+        pair.sim.hangNth(pair.p.engine(), 1);
+        post(pair, 1);
+        assertThat(MoriIo.simulator().statusesAwaitingPush()).isEqualTo(1);
+
+        pair.close();
+
+        assertThat(MoriIo.simulator().statusesAwaitingPush()).isZero();
+    }
+}
