@@ -239,7 +239,8 @@ g++ $link_flags -Wl,-soname,libmori_io.so -o "$lib/libmori_io.so" \
     "$obj"/io-*.o "$obj/ibv_shim.o" -L"$lib" -lmori_application "$obj/libspdlog.a" $runtime_link -ldl -lpthread
 
 # ---- kvflux's shim, with its own CMake ------------------------------------------------------------------
-# (CMakeLists.txt lists its sources: kvflux_mori.cpp, the ABI, and rdma_preflight.cpp, the RDMA check)
+# (CMakeLists.txt lists its sources: kvflux_mori.cpp, the ABI; kvflux_push.cpp, push completion over the patched
+# xGMI backend's completion hook; rdma_preflight.cpp, the RDMA check)
 shim_flags="-Wno-deprecated-declarations"
 [ "$platform" = cuda ] && shim_flags="$shim_flags -U__HIP_PLATFORM_AMD__ -D__HIP_PLATFORM_NVIDIA__ -I$cuda/include"
 shim_link="-Wl,-rpath-link,$lib"

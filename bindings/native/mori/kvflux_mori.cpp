@@ -8,10 +8,12 @@
 // construction.
 #include "kvflux_mori.h"
 #include "kvflux_mori_checks.h"
+#include "kvflux_push.h"
 
 #include <hip/hip_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -100,6 +102,7 @@ struct Engine : Object {
   std::unique_ptr<IOEngine> engine;
   std::mutex orphansMu;
   std::vector<std::unique_ptr<TransferStatus>> orphans;  // released while in flight
+  std::atomic<uint32_t> pushMode{KVFLUX_MORI_PUSH_OFF};  // for batches posted from now on
 
   // Drops released statuses that have become terminal (each query drives their progress).
   void ReapOrphans() {
@@ -135,8 +138,27 @@ struct Session : Owned {
 struct Status : Owned {
   explicit Status(std::shared_ptr<Engine> e)
       : Owned(kStatus, std::move(e)), status(std::make_unique<TransferStatus>()) {}
+  ~Status() override {
+    if (armed && status) kvflux::push::Disarm(status.get());
+  }
+  std::mutex mu;  // held while status is queried by the push notifier or moved to the orphans
   std::unique_ptr<TransferStatus> status;
+  bool armed{false};  // posted with a push mode other than OFF (kvflux_push.h)
 };
+
+// What the push notifier calls to drive an armed status: its code, or -1 once it is gone. Never blocks on an
+// engine being destroyed (that engine's statuses are gone, or about to be).
+std::function<int()> QueryOf(const std::shared_ptr<Status>& status) {
+  std::weak_ptr<Status> weak = status;
+  return [weak]() -> int {
+    std::shared_ptr<Status> s = weak.lock();
+    if (!s) return -1;
+    std::shared_lock<std::shared_mutex> life(s->engine->life, std::try_to_lock);
+    if (!life.owns_lock() || !s->engine->alive) return -1;
+    std::lock_guard<std::mutex> lock(s->mu);
+    return s->status ? static_cast<int>(s->status->Code()) : -1;
+  };
+}
 
 class Registry {
  public:
@@ -281,12 +303,25 @@ int Batch(uint64_t sessionHandle, const uint64_t* localOffsets, size_t nLocal, c
     mori::io::SizeVec remote(remoteOffsets, remoteOffsets + nSizes);
     mori::io::SizeVec size(sizes, sizes + nSizes);
     auto status = std::make_shared<Status>(s->engine);
-    if (isRead) {
-      s->session.BatchRead(local, remote, size, status->status.get(), uid);
-    } else {
-      s->session.BatchWrite(local, remote, size, status->status.get(), uid);
+    uint32_t mode = s->engine->pushMode.load();
+    uint64_t handle = 0;
+    if (mode != KVFLUX_MORI_PUSH_OFF) {
+      // Armed before the post: the batch's hook may run before BatchWrite returns.
+      handle = Handles().Add(status);
+      status->armed = true;
+      kvflux::push::Arm(status->status.get(), handle, mode, QueryOf(status));
     }
-    *outStatus = Handles().Add(status);
+    try {
+      if (isRead) {
+        s->session.BatchRead(local, remote, size, status->status.get(), uid);
+      } else {
+        s->session.BatchWrite(local, remote, size, status->status.get(), uid);
+      }
+    } catch (...) {
+      if (handle != 0) Handles().Remove<Status>(handle, kStatus, call);
+      throw;
+    }
+    *outStatus = handle != 0 ? handle : Handles().Add(status);
     return KVFLUX_MORI_OK;
   });
 }
@@ -635,6 +670,9 @@ int kvflux_mori_status_release(uint64_t status) {
     StatusCode code = s->status->Code();
     if (code == StatusCode::IN_PROGRESS) {
       // The backend still reaches this TransferStatus: keep it until its copy is over.
+      std::lock_guard<std::mutex> statusLock(s->mu);
+      if (s->armed) kvflux::push::Disarm(s->status.get());
+      s->armed = false;
       std::lock_guard<std::mutex> lock(s->engine->orphansMu);
       s->engine->orphans.push_back(std::move(s->status));
     }
@@ -666,6 +704,54 @@ int kvflux_mori_wait_all(uint64_t engine, const uint64_t* statuses, size_t count
     Alive alive(*e);
     if (!alive.ok) return EngineGone(call);
     *out_code = static_cast<int32_t>(e->engine->WaitAll(pointers, timeout_ms));
+    return KVFLUX_MORI_OK;
+  });
+}
+
+int kvflux_mori_engine_set_push(uint64_t engine, uint32_t mode) {
+  static const char* call = "kvflux_mori_engine_set_push";
+  return Guard(call, [&]() -> int {
+    if (mode > KVFLUX_MORI_PUSH_ON) {
+      return Fail(KVFLUX_MORI_E_INVALID_ARG, std::string(call) + ": unknown push mode " + std::to_string(mode) +
+                                                 "; use KVFLUX_MORI_PUSH_OFF (0), _TIMES (1) or _ON (2)");
+    }
+    auto e = Handles().Get<Engine>(engine, kEngine, call);
+    if (!e) return KVFLUX_MORI_E_BAD_HANDLE;
+    if (mode != KVFLUX_MORI_PUSH_OFF && !kvflux::push::Enable()) {
+      return Fail(KVFLUX_MORI_E_UNSUPPORTED,
+                  std::string(call) + ": this MoRI cannot tell when a copy ends: it was built without kvflux's "
+                                      "completion hook (bindings/native/mori/build.sh applies it), or its GPU "
+                                      "runtime cannot queue host functions");
+    }
+    e->pushMode.store(mode);
+    return KVFLUX_MORI_OK;
+  });
+}
+
+int kvflux_mori_push_take(kvflux_mori_push* out, size_t cap, int32_t timeout_ms, size_t* out_count) {
+  static const char* call = "kvflux_mori_push_take";
+  return Guard(call, [&]() -> int {
+    if (out == nullptr) return NullArg(call, "out");
+    if (out_count == nullptr) return NullArg(call, "out_count");
+    *out_count = 0;
+    if (cap == 0) {
+      return Fail(KVFLUX_MORI_E_INVALID_ARG, std::string(call) + ": cap is 0; pass room for at least one completion");
+    }
+    return kvflux::push::Take(out, cap, timeout_ms, out_count);
+  });
+}
+
+int kvflux_mori_status_copy_end_ns(uint64_t status, int64_t* out_ns) {
+  static const char* call = "kvflux_mori_status_copy_end_ns";
+  return Guard(call, [&]() -> int {
+    if (out_ns == nullptr) return NullArg(call, "out_ns");
+    auto s = Handles().Get<Status>(status, kStatus, call);
+    if (!s) return KVFLUX_MORI_E_BAD_HANDLE;
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (!s->armed || !s->status || !kvflux::push::CopyEnd(s->status.get(), out_ns)) {
+      return Fail(KVFLUX_MORI_E_BAD_STATE, std::string(call) + ": the batch's copies have not ended, or it was "
+                                                             "posted with KVFLUX_MORI_PUSH_OFF");
+    }
     return KVFLUX_MORI_OK;
   });
 }

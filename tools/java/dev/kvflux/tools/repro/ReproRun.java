@@ -212,7 +212,8 @@ public final class ReproRun {
         long endOnStatusClock = statuses.getFirst().clockNanos();
         double seconds = (end - start) / 1e9;
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
-        double statusLag = lagMs(statuses, endOnStatusClock); // before afterWait, which may release the statuses
+        double statusLag = error != null ? Double.NaN // before afterWait, which may release the statuses
+                : lagMs(statuses, endOnStatusClock, System.nanoTime() + target.copyEndGrace().toNanos());
         Map<String, Object> extras = Collections.unmodifiableMap(new LinkedHashMap<>(target.afterWait(request)));
         double lag = error != null ? Double.NaN
                 : extras.get(ReproTarget.DETECTION_LAG_MS) instanceof Number n ? n.doubleValue() : statusLag;
@@ -221,13 +222,17 @@ public final class ReproRun {
 
     /**
      * The wait's end minus the last copy's end, in ms, from the statuses' copy-end times when every status knows
-     * its own; NaN otherwise. A target's own measure ({@link ReproTarget#DETECTION_LAG_MS}, from GPU timing
+     * its own (waiting until {@code graceUntilNanos} for those not known yet); NaN otherwise. A target's own measure ({@link ReproTarget#DETECTION_LAG_MS}, from GPU timing
      * events) takes precedence over this.
      */
-    static double lagMs(List<TransferStatus> statuses, long endOnStatusClock) {
+    static double lagMs(List<TransferStatus> statuses, long endOnStatusClock, long graceUntilNanos) {
         long last = Long.MIN_VALUE;
         for (TransferStatus status : statuses) {
             long at = status.completedAtNanos();
+            while (at == TransferStatus.UNKNOWN_TIME && System.nanoTime() - graceUntilNanos < 0) {
+                java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+                at = status.completedAtNanos();
+            }
             if (at == TransferStatus.UNKNOWN_TIME) {
                 return Double.NaN;
             }

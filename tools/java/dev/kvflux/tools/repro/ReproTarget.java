@@ -75,6 +75,15 @@ public interface ReproTarget extends AutoCloseable {
     }
 
     /**
+     * How long after a wait the statuses' copy-end times may still arrive (a backend that records them on a thread
+     * of its own, as the shim over the real MoRI does): the run waits up to this long for every succeeded status to
+     * know its own before it computes the wait's detection lag. By default none.
+     */
+    default java.time.Duration copyEndGrace() {
+        return java.time.Duration.ZERO;
+    }
+
+    /**
      * How this target is set up, for the report: devices, copy path and the like, snake_case keys in the
      * order to print them. By default nothing.
      */

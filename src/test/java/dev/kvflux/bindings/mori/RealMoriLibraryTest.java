@@ -88,6 +88,16 @@ class RealMoriLibraryTest {
     }
 
     @Test
+    void theShimOverThePatchedMoRISetsTheCompletionHookSoAnEngineMayPushOrOnlyTime() {
+        try (MoriEngine engine = io.createEngine("real-push", "127.0.0.1", 0)) {
+            assertThat(engine.push(PushMode.ON).pushMode()).isEqualTo(PushMode.ON);
+            assertThat(engine.push(PushMode.TIMES).pushMode()).isEqualTo(PushMode.TIMES);
+            assertThat(engine.push(PushMode.OFF).pushMode()).isEqualTo(PushMode.OFF);
+            assertThat(io.statusesAwaitingPush()).isZero();
+        }
+    }
+
+    @Test
     void anEngineIsCreatedAndItsDescriptorHasMoRIsSixFields() throws IOException {
         try (MoriEngine engine = io.createEngine("real-desc", "10.1.2.3", 8123)) {
             assertThat(io.liveHandles()).hasValue(1);

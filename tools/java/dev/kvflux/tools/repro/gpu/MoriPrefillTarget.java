@@ -12,11 +12,14 @@ import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.bindings.gpu.GpuStream;
 import dev.kvflux.bindings.mori.MemoryLocation;
 import dev.kvflux.bindings.mori.MoriIo;
+import dev.kvflux.bindings.mori.MoriIoException;
 import dev.kvflux.bindings.mori.MoriStatus;
 import dev.kvflux.bindings.mori.NativeTransferEngine;
+import dev.kvflux.bindings.mori.PushMode;
 import dev.kvflux.serving.config.Durations;
 import dev.kvflux.tools.repro.RecordingSession;
 import dev.kvflux.tools.repro.ReproGeometry;
+import dev.kvflux.tools.repro.ReproStrategy;
 import dev.kvflux.tools.repro.ReproTarget;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -35,6 +38,8 @@ final class MoriPrefillTarget implements ReproTarget {
     private static final String KEY = "kvflux-repro-p";
     /** How long past the transfer timeout a request's copies may still run before MoRI is taken as hung. */
     private static final Duration HANG_MARGIN = Duration.ofSeconds(10);
+    /** How long after a wait the run waits for the batches' copy-end times to be recorded. */
+    private static final Duration COPY_END_GRACE = Duration.ofMillis(100);
 
     private final MoriIo io;
     private final GpuRuntime runtime;
@@ -53,6 +58,8 @@ final class MoriPrefillTarget implements ReproTarget {
     private final List<MoriStatus> posted = new ArrayList<>();
     private long request = -1;
     private boolean closed;
+    /** Whether this MoRI carries kvflux's completion hook: then push and copy-end times; else MoRI's model only. */
+    private final boolean hooked;
 
     /**
      * @param forwardBytes bytes of scratch the stand-in forward pass writes per layer before the layer's
@@ -81,12 +88,47 @@ final class MoriPrefillTarget implements ReproTarget {
             for (int l = 0; l < g.layers(); l++) {
                 layerReady[l] = own(runtime.createEvent(gpu, false));
             }
+            hooked = canHook(engine);
             handlesBetweenRequests = io.liveHandles().orElseThrow(() -> new IllegalStateException(
                     io.library() + " keeps no count of its handles; rebuild it with bindings/native/mori/build.sh"));
         } catch (RuntimeException e) {
             release();
             throw e;
         }
+    }
+
+    /** Whether the engine accepts {@link PushMode#TIMES}: the MoRI under the shim has kvflux's completion hook. */
+    private static boolean canHook(NativeTransferEngine engine) {
+        try {
+            engine.engine().push(PushMode.TIMES);
+            return true;
+        } catch (MoriIoException e) {
+            System.err.println("mori: " + e.getMessage() + "; reactive-push is polled, and no detection lag is known");
+            return false;
+        }
+    }
+
+    /**
+     * With kvflux's completion hook: {@link PushMode#ON} for the strategies that wait for pushes, {@link PushMode#TIMES}
+     * for the others (their statuses complete by queries, as on MoRI without the hook, and only the copies' end is
+     * recorded, for the detection lag).
+     */
+    @Override
+    public void startStrategy(ReproStrategy strategy) {
+        if (hooked) {
+            engine.engine().push(strategy.push() ? PushMode.ON : PushMode.TIMES);
+        }
+    }
+
+    /** Every batch's copy-end time is recorded on the shim's notification thread, just after the copies end. */
+    @Override
+    public Duration copyEndGrace() {
+        return hooked ? COPY_END_GRACE : Duration.ZERO;
+    }
+
+    @Override
+    public Map<String, Object> setup() {
+        return Map.of("completion_hook", hooked ? "yes" : "no (MoRI built without kvflux's patch)");
     }
 
     private <T extends AutoCloseable> T own(T resource) {
