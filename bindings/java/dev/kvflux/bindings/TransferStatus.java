@@ -29,6 +29,14 @@ public interface TransferStatus {
     }
 
     /**
+     * How many bytes the batch behind this status moves, or -1 when the backend does not say (the default).
+     * Waits that predict when copies end ({@code CompletionWait.adaptive}) read it.
+     */
+    default long bytes() {
+        return -1;
+    }
+
+    /**
      * The clock {@link #completedAtNanos()} is read on, now, in nanoseconds: {@link System#nanoTime()}
      * unless the backend keeps time of its own (a simulated engine driven by a virtual-time scheduler
      * answers that scheduler's time). Only differences between two readings of one status's clock mean

@@ -18,6 +18,8 @@ public interface WaitStrategy {
     String REACTIVE = "reactive";
     /** {@link CompletionWait}'s name with {@link CompletionWait#sharedPoll()}. */
     String REACTIVE_SHARED = "reactive-shared";
+    /** {@link CompletionWait}'s name with {@link CompletionWait#adaptive(CopyRate)}. */
+    String REACTIVE_ADAPTIVE = "reactive-adaptive";
     /** {@link PushWait}'s name. */
     String REACTIVE_PUSH = "reactive-push";
     /** {@link NativeWait}'s name: one native wait with the whole timeout. */
@@ -27,7 +29,8 @@ public interface WaitStrategy {
 
     /**
      * The name the strategy reports under, in {@link WaitRecorder} calls and in its publishers' {@code strategy}
-     * tag: one of {@link #REACTIVE}, {@link #REACTIVE_SHARED}, {@link #REACTIVE_PUSH}, {@link #NATIVE} and
+     * tag: one of {@link #REACTIVE}, {@link #REACTIVE_SHARED}, {@link #REACTIVE_ADAPTIVE}, {@link #REACTIVE_PUSH},
+     * {@link #NATIVE} and
      * {@link #SLICED_NATIVE} for kvflux's own, whatever it says for a strategy from elsewhere.
      */
     String strategyName();

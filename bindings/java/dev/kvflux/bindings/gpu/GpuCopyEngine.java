@@ -415,7 +415,7 @@ public final class GpuCopyEngine implements DescribedEngine {
             Objects.requireNonNull(options, "options");
             plan.checkWithin(local.size(), remote.size());
             CopyPlan copies = CopyPlan.of(plan);
-            GpuTransferStatus status = new GpuTransferStatus(transferUid);
+            GpuTransferStatus status = new GpuTransferStatus(transferUid, plan.totalBytes());
             boolean gather = kernel != null && copies.copies() > 0 && config.scatterGather(plan.blocks());
             GpuEvent done = null;
             MetadataSlot slot = null;

@@ -36,8 +36,20 @@ final class GpuTransferStatus implements PushedStatus {
     /** When the host function behind the batch ran ({@link System#nanoTime()}), if it ran before the status settled. */
     private volatile long copiesEndedAt = UNKNOWN_TIME;
 
+    private final long bytes;
+
     GpuTransferStatus(long transferUid) {
+        this(transferUid, -1);
+    }
+
+    GpuTransferStatus(long transferUid, long bytes) {
         this.transferUid = transferUid;
+        this.bytes = bytes;
+    }
+
+    @Override
+    public long bytes() {
+        return bytes;
     }
 
     long transferUid() {

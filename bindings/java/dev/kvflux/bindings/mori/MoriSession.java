@@ -45,28 +45,36 @@ public final class MoriSession extends EngineHandle implements TransferSession {
      */
     public MoriStatus batchWrite(long[] localOffsets, long[] remoteOffsets, long[] sizes, long transferUid) {
         PushMode mode = engine.pushMode();
-        return status(lib.batch(false, handle, localOffsets, remoteOffsets, sizes, transferUid), mode);
+        return status(lib.batch(false, handle, localOffsets, remoteOffsets, sizes, transferUid), mode, sum(sizes));
     }
 
     /** The read counterpart of {@link #batchWrite(long[], long[], long[], long)}. */
     public MoriStatus batchRead(long[] localOffsets, long[] remoteOffsets, long[] sizes, long transferUid) {
         PushMode mode = engine.pushMode();
-        return status(lib.batch(true, handle, localOffsets, remoteOffsets, sizes, transferUid), mode);
+        return status(lib.batch(true, handle, localOffsets, remoteOffsets, sizes, transferUid), mode, sum(sizes));
     }
 
     private MoriStatus post(boolean read, BatchPlan plan, long transferUid) {
         Objects.requireNonNull(plan, "plan").checkWithin(local.region().size(), remote.region().size());
         PushMode mode = engine.pushMode(); // read before posting: the library takes the mode at the post
         return status(lib.batch(read, handle, plan.localOffsets(), plan.remoteOffsets(), plan.sizes(), transferUid),
-                mode);
+                mode, plan.totalBytes());
     }
 
     /** A pushed status for a batch posted with {@link PushMode#ON}, else a polled one. */
-    private MoriStatus status(long status, PushMode postedWith) {
+    private MoriStatus status(long status, PushMode postedWith, long bytes) {
         if (postedWith == PushMode.ON && lib.push().isPresent()) {
-            return new PushedMoriStatus(lib, engine, status, lib.push().get());
+            return new PushedMoriStatus(lib, engine, status, bytes, lib.push().get());
         }
-        return new MoriStatus(lib, engine, status);
+        return new MoriStatus(lib, engine, status, bytes);
+    }
+
+    private static long sum(long[] sizes) {
+        long total = 0;
+        for (long size : sizes) {
+            total += size;
+        }
+        return total;
     }
 
     @Override

@@ -12,9 +12,17 @@ import dev.kvflux.bindings.mori.internal.MoriNative;
  */
 public sealed class MoriStatus extends EngineHandle implements TransferStatus permits PushedMoriStatus {
     private volatile long copyEnd = UNKNOWN_TIME;
+    private final long bytes;
 
-    MoriStatus(MoriNative lib, MoriEngine engine, long handle) {
+    MoriStatus(MoriNative lib, MoriEngine engine, long handle, long bytes) {
         super(lib, engine, handle);
+        this.bytes = bytes;
+    }
+
+    /** {@inheritDoc} The sum of the batch's block sizes as posted. */
+    @Override
+    public long bytes() {
+        return bytes;
     }
 
     /**

@@ -18,8 +18,8 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     private final Sinks.One<StatusCode> pushed = Sinks.one();
     private final AtomicBoolean settled = new AtomicBoolean();
 
-    PushedMoriStatus(MoriNative lib, MoriEngine engine, long handle, PushCalls calls) {
-        super(lib, engine, handle);
+    PushedMoriStatus(MoriNative lib, MoriEngine engine, long handle, long bytes, PushCalls calls) {
+        super(lib, engine, handle, bytes);
         this.calls = calls;
         calls.await(engine.handle(), handle, this::onPush);
         // A batch that ended before it was registered was pushed to nobody: one query tells.

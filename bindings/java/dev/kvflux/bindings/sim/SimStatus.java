@@ -19,12 +19,14 @@ final class SimStatus implements TransferStatus {
     private final long failAt;
     private final StatusCode failCode;
     private final String failMessage;
+    private final long bytes;
     private volatile StatusCode code = StatusCode.IN_PROGRESS;
     private volatile String message = "";
 
     SimStatus(SimulatedXgmiEngine engine, long ordinal, long postedAt, long finishAt, long failAt,
-              StatusCode failCode, String failMessage) {
+              StatusCode failCode, String failMessage, long bytes) {
         this.engine = engine;
+        this.bytes = bytes;
         this.ordinal = ordinal;
         this.postedAt = postedAt;
         this.finishAt = finishAt;
@@ -51,6 +53,11 @@ final class SimStatus implements TransferStatus {
             }
         }
         return now;
+    }
+
+    @Override
+    public long bytes() {
+        return bytes;
     }
 
     @Override

@@ -323,6 +323,7 @@ public final class SimulatedXgmiEngine implements DescribedEngine {
         Objects.requireNonNull(plan, "plan");
         plan.checkWithin(session.local().size(), session.remote().size());
         SimStatus status;
+        long bytes = plan.totalBytes();
         synchronized (this) {
             long ordinal = ordinals++;
             long now = clock.now();
@@ -332,15 +333,15 @@ public final class SimulatedXgmiEngine implements DescribedEngine {
             linkFreeAt = finish;
             Fault fault = faults.get(ordinal);
             if (fault == null) {
-                status = new SimStatus(this, ordinal, now, finish, SimStatus.NEVER, null, "");
+                status = new SimStatus(this, ordinal, now, finish, SimStatus.NEVER, null, "", bytes);
             } else if (fault.kind() == Fault.Kind.SLOW) {
                 status = new SimStatus(this, ordinal, now, finish + fault.afterPost().toNanos(), SimStatus.NEVER,
-                        null, "");
+                        null, "", bytes);
             } else if (fault.kind() == Fault.Kind.STALL) {
-                status = new SimStatus(this, ordinal, now, SimStatus.NEVER, SimStatus.NEVER, null, "");
+                status = new SimStatus(this, ordinal, now, SimStatus.NEVER, SimStatus.NEVER, null, "", bytes);
             } else {
                 status = new SimStatus(this, ordinal, now, SimStatus.NEVER, now + fault.afterPost().toNanos(),
-                        fault.code(), fault.message());
+                        fault.code(), fault.message(), bytes);
             }
         }
         status.code();

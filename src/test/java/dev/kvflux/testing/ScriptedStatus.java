@@ -19,6 +19,7 @@ public final class ScriptedStatus implements TransferStatus {
     private final String finalMessage;
     private final AtomicInteger queries = new AtomicInteger();
     private volatile StatusCode code = StatusCode.IN_PROGRESS;
+    private volatile long bytes = -1;
 
     private ScriptedStatus(Scheduler clock, long atNanos, StatusCode finalCode, String finalMessage) {
         this.clock = clock;
@@ -69,6 +70,17 @@ public final class ScriptedStatus implements TransferStatus {
     @Override
     public long clockNanos() {
         return clock.now(TimeUnit.NANOSECONDS);
+    }
+
+    /** This status, telling that its batch moves {@code bytes} (by default it does not tell: -1). */
+    public ScriptedStatus moving(long bytes) {
+        this.bytes = bytes;
+        return this;
+    }
+
+    @Override
+    public long bytes() {
+        return bytes;
     }
 
     public int queries() {

@@ -46,8 +46,9 @@ public final class ReproCommand implements Callable<Integer> {
     @Option(names = "--wait", split = ",", paramLabel = "STRATEGY", completionCandidates = Strategies.class,
             description = "Strategies to time, in order, comma separated: ${COMPLETION-CANDIDATES}. native is"
                     + " the whole-timeout wait (one waitAll), sliced-native vLLM's fix (the native wait in slices),"
-                    + " reactive kvflux's polled wait (reactive-shared on the shared poll driver), reactive-push its"
-                    + " push wait (default: native,reactive).")
+                    + " reactive kvflux's polled wait (reactive-shared on the shared poll driver, reactive-adaptive"
+                    + " polling densely near the copies' predicted end), reactive-push its push wait (default:"
+                    + " native,reactive).")
     List<String> waits;
 
     @Option(names = "--requests", paramLabel = "N",

@@ -197,27 +197,76 @@ public final class ReproRun {
                     .block();
             statuses.add(session.batchWrite(geometry.plan(layer), session.allocateTransferUid()));
         }
+        QueryCount count = new QueryCount();
+        WaitStrategy counted = wait.recorder(count);
+        long cpuAtStart = waitThreadsCpuNanos();
         long start = System.nanoTime();
         Disposable ticker = Flux.interval(Duration.ofSeconds(1)).subscribe(tick -> progress.waiting(
                 label, request, requests, Duration.ofNanos(System.nanoTime() - start)));
         String error = null;
         try {
-            wait.await(statuses).block();
+            counted.await(statuses).block();
         } catch (RuntimeException e) {
             error = e.getMessage();
         } finally {
             ticker.dispose();
         }
         long end = System.nanoTime();
+        long cpu = waitThreadsCpuNanos() - cpuAtStart;
         long endOnStatusClock = statuses.getFirst().clockNanos();
         double seconds = (end - start) / 1e9;
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
         double statusLag = error != null ? Double.NaN // before afterWait, which may release the statuses
                 : lagMs(statuses, endOnStatusClock, System.nanoTime() + target.copyEndGrace().toNanos());
-        Map<String, Object> extras = Collections.unmodifiableMap(new LinkedHashMap<>(target.afterWait(request)));
+        Map<String, Object> figures = new LinkedHashMap<>(target.afterWait(request));
+        if (count.queries >= 0) {
+            figures.putIfAbsent(QUERIES_PER_STATUS, (double) count.queries / statuses.size());
+        }
+        if (cpu >= 0) {
+            figures.putIfAbsent(WAIT_CPU_MS, cpu / 1e6);
+        }
+        Map<String, Object> extras = Collections.unmodifiableMap(figures);
         double lag = error != null ? Double.NaN
                 : extras.get(ReproTarget.DETECTION_LAG_MS) instanceof Number n ? n.doubleValue() : statusLag;
         return new Wait(seconds, succeeded, statuses.size(), error, extras, lag);
+    }
+
+    /** Each wait's status queries (kvflux's strategies count theirs), per status: what polling costs a request. */
+    public static final String QUERIES_PER_STATUS = "queries_per_status";
+    /**
+     * CPU time, in ms, that the JVM threads which run waits spent while the wait ran: Reactor's parallel and
+     * bounded-elastic workers and kvflux's own threads (a notification thread of pushes). Threads of a native
+     * library (a simulator's copy and timer threads, the real MoRI shim's notifier) are not counted.
+     */
+    public static final String WAIT_CPU_MS = "wait_cpu_ms";
+
+    /** Counts the status queries a wait reports at its end; -1 when the strategy reports none. */
+    private static final class QueryCount implements dev.kvflux.operators.WaitRecorder {
+        volatile long queries = -1;
+
+        @Override
+        public void recordPolls(String strategy, int polls, long queried) {
+            queries = queried;
+        }
+    }
+
+    /** The CPU time of the threads {@link #WAIT_CPU_MS} counts, in ns; -1 where the JVM does not measure it. */
+    private static long waitThreadsCpuNanos() {
+        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
+        if (!threads.isThreadCpuTimeSupported() || !threads.isThreadCpuTimeEnabled()) {
+            return -1;
+        }
+        long total = 0;
+        for (java.lang.management.ThreadInfo info : threads.getThreadInfo(threads.getAllThreadIds())) {
+            if (info != null && waits(info.getThreadName())) {
+                total += Math.max(0, threads.getThreadCpuTime(info.getThreadId()));
+            }
+        }
+        return total;
+    }
+
+    private static boolean waits(String thread) {
+        return thread.startsWith("parallel-") || thread.startsWith("boundedElastic-") || thread.startsWith("kvflux-");
     }
 
     /**

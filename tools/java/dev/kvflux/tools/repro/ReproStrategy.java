@@ -16,7 +16,8 @@ import java.util.Locale;
  * The wait strategies kvflux times, by name, for {@code kvflux repro --wait} and {@code kvflux bench
  * --strategies} alike: MoRI's native bounded {@code waitAll} with the whole timeout ({@link NativeWait},
  * the whole-timeout wait); the native call in slices ({@link SlicedNativeWait}, vLLM's fix); kvflux's
- * reactive polled wait ({@link CompletionWait}), with an interval per request or on the shared poll driver;
+ * reactive polled wait ({@link CompletionWait}), with an interval per request or on the shared poll driver, or
+ * adaptive (dense polls around the predicted end of the copies, the rate learnt over the strategy's requests);
  * kvflux's push wait, one host function per batch ({@link PushWait}).
  *
  * <p>To add one, add a constant with its name, how many requests {@code kvflux repro} times when
@@ -28,6 +29,7 @@ public enum ReproStrategy {
     SLICED_NATIVE("sliced-native", 100, false, true),
     REACTIVE("reactive", 100, false, false),
     REACTIVE_SHARED("reactive-shared", 100, false, false),
+    REACTIVE_ADAPTIVE("reactive-adaptive", 100, false, false),
     REACTIVE_PUSH("reactive-push", 100, true, false);
 
     private final String label;
@@ -102,6 +104,7 @@ public enum ReproStrategy {
             case SLICED_NATIVE -> SlicedNativeWait.of(engine, mode, timeout);
             case REACTIVE -> CompletionWait.of(mode, timeout);
             case REACTIVE_SHARED -> CompletionWait.of(mode, timeout).sharedPoll();
+            case REACTIVE_ADAPTIVE -> CompletionWait.of(mode, timeout).adaptive();
             case REACTIVE_PUSH -> PushWait.of(mode, timeout);
         };
     }

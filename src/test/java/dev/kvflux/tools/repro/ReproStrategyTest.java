@@ -31,7 +31,7 @@ class ReproStrategyTest {
     void anUnknownStrategySaysWhichExist() {
         assertThatThrownBy(() -> ReproStrategy.named("spin"))
                 .hasMessage("unknown wait strategy 'spin'; known strategies: native, sliced-native, reactive,"
-                        + " reactive-shared, reactive-push");
+                        + " reactive-shared, reactive-adaptive, reactive-push");
     }
 
     @Test
