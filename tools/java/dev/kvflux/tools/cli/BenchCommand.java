@@ -30,8 +30,14 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--strategies", split = ",", paramLabel = "NAME",
             description = "Waits to measure, comma separated: reactive, reactive-shared (the shared poll driver),"
+                    + " reactive-adaptive (the bench's statuses do not tell their bytes: it polls every slice),"
                     + " reactive-push, and each with -drain (default: reactive,reactive-shared,reactive-push).")
     List<String> strategies;
+
+    @Option(names = "--notifiers", paramLabel = "K",
+            description = "Notifier threads that finish (and push) the statuses, each owning whole requests"
+                    + " (default: one per 8 cores, at least 1).")
+    Integer notifiers;
 
     @Option(names = "--statuses", paramLabel = "COUNT", description = "Statuses per request (default: 118).")
     Integer statuses;
@@ -73,13 +79,15 @@ public final class BenchCommand implements Callable<Integer> {
                     spread != null ? duration("--spread", spread) : defaults.spread(),
                     rounds != null ? rounds : defaults.rounds(), warmup != null ? warmup : defaults.warmup(),
                     sliceLength, defaults.transferTimeout(), defaults.seed(),
-                    recorders != null ? recorders.stream().map(String::trim).toList() : defaults.recorders());
+                    recorders != null ? recorders.stream().map(String::trim).toList() : defaults.recorders(),
+                    notifiers != null ? notifiers : defaults.notifiers());
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
         System.err.println("kvflux bench: " + settings.statuses() + " statuses per request within "
                 + Durations.format(settings.spread()) + ", " + settings.warmup() + " warm-up and " + settings.rounds()
-                + " measured rounds per row; " + ScaleReport.machine());
+                + " measured rounds per row, " + settings.notifiers() + " notifier thread"
+                + (settings.notifiers() == 1 ? "" : "s") + "; " + ScaleReport.machine());
         List<ScaleRow> rows = ScaleBench.run(settings, line -> System.err.println("  " + line));
         System.out.println(output.json() ? ScaleReport.json(rows, settings) : ScaleReport.table(rows));
         return 0;

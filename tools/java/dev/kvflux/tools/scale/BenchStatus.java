@@ -39,6 +39,11 @@ final class BenchStatus implements PushedStatus {
         return done ? finishedAt : UNKNOWN_TIME;
     }
 
+    /** When {@link #finish} ran ({@link System#nanoTime()}); read after the round, once every notifier has ended. */
+    long finishedAt() {
+        return finishedAt;
+    }
+
     @Override
     public Mono<StatusCode> pushed() {
         return sink != null ? sink.asMono() : Mono.never();

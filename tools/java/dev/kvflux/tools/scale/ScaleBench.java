@@ -25,8 +25,8 @@ import reactor.core.Disposable;
 /**
  * The scale bench: N concurrent requests of {@code statuses} statuses each, every status finishing at a
  * uniformly random time within {@code spread}, awaited by one wait strategy on its default scheduler.
- * One notifier thread finishes the statuses at their times (and, for push, pushes them), as a backend's
- * single notification thread would. Figures are pooled over the measured rounds, after warm-up rounds.
+ * Notifier threads ({@link Settings#notifiers()}, each owning whole requests) finish the statuses at their times
+ * (and, for push, push them), as a backend's notification threads would. Figures are pooled over the measured rounds, after warm-up rounds.
  */
 public final class ScaleBench {
     /**
@@ -47,8 +47,12 @@ public final class ScaleBench {
 
     /** What to run. */
     public record Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
-                           int warmup, Duration slice, Duration transferTimeout, long seed, List<String> recorders) {
+                           int warmup, Duration slice, Duration transferTimeout, long seed, List<String> recorders,
+                           int notifiers) {
         public Settings {
+            if (notifiers < 1 || notifiers > 64) {
+                throw new IllegalArgumentException("--notifiers must lie between 1 and 64, got " + notifiers);
+            }
             ns = List.copyOf(ns);
             strategies = List.copyOf(strategies);
             recorders = List.copyOf(recorders);
@@ -82,6 +86,13 @@ public final class ScaleBench {
             }
         }
 
+        /** Settings with {@link #defaultNotifiers()} notifier threads. */
+        public Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
+                        int warmup, Duration slice, Duration transferTimeout, long seed, List<String> recorders) {
+            this(ns, strategies, statuses, spread, rounds, warmup, slice, transferTimeout, seed, recorders,
+                    defaultNotifiers());
+        }
+
         /** Settings whose waits record nothing. */
         public Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
                         int warmup, Duration slice, Duration transferTimeout, long seed) {
@@ -96,6 +107,15 @@ public final class ScaleBench {
     }
 
     private ScaleBench() {
+    }
+
+    /**
+     * One notifier thread per eight cores, at least one: 4 on a 32-core host, 1 on 2 cores. A backend with many
+     * streams completes from several threads (the GPU runtimes' callback threads, one per device or context), and
+     * one thread cannot finish a million statuses a second, so a bench with one would measure its own notifier.
+     */
+    public static int defaultNotifiers() {
+        return Math.max(1, Runtime.getRuntime().availableProcessors() / 8);
     }
 
     /** The wait named {@code name}, on its default scheduler. */
@@ -180,6 +200,7 @@ public final class ScaleBench {
     private static ScaleRow row(String name, String recorder, int n, Settings settings, List<Round> measured,
                                 double bytesPerTick) {
         double[] lags = measured.stream().flatMapToDouble(r -> Arrays.stream(r.lagsMs)).sorted().toArray();
+        double[] notifierLags = measured.stream().flatMapToDouble(r -> Arrays.stream(r.notifierLagsMs)).sorted().toArray();
         long cpu = 0;
         long wall = 0;
         long queries = 0;
@@ -209,10 +230,12 @@ public final class ScaleBench {
                 (double) queries / statuses, gcCount, gcMillis, errors, unfinished,
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
                 (double) notifierCpu / wall, measured.stream().map(r -> r.waitCpuNanos / 1e6).toList(),
-                measured.stream().map(r -> r.wakeups).toList());
+                measured.stream().map(r -> r.wakeups).toList(), Stats.nearestRank(notifierLags, 0.99),
+                settings.notifiers());
     }
 
-    record Round(double[] lagsMs, long cpuNanos, long wallNanos, long queries, long gcCount, long gcMillis,
+    record Round(double[] lagsMs, double[] notifierLagsMs, long cpuNanos, long wallNanos, long queries, long gcCount,
+                         long gcMillis,
                          long errors, long unfinished, long notifierBytes, double notifierBehindMs,
                          long notifierCpuNanos, long waitCpuNanos, long wakeups) {
     }
@@ -264,8 +287,13 @@ public final class ScaleBench {
             });
         }
         long start = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20);
-        Notifier notifier = new Notifier(all, schedule, start);
-        Thread thread = Thread.ofPlatform().name("bench-notifier").daemon().start(notifier);
+        int k = settings.notifiers();
+        Notifier[] notifiers = new Notifier[k];
+        Thread[] threads = new Thread[k];
+        for (int i = 0; i < k; i++) {
+            notifiers[i] = new Notifier(all, part(schedule, per, i, k), start);
+            threads[i] = Thread.ofPlatform().name("bench-notifier-" + i).daemon().start(notifiers[i]);
+        }
         parkUntil(start);
         long wakeups0 = voluntaryContextSwitches();
         long cpu0 = processCpuNanos();
@@ -274,21 +302,34 @@ public final class ScaleBench {
         try {
             finished.await(settings.transferTimeout().toNanos() + spread + TimeUnit.SECONDS.toNanos(10),
                     TimeUnit.NANOSECONDS);
-            thread.join();
+            for (Thread thread : threads) {
+                thread.join();
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
         long cpu1 = processCpuNanos();
         long wakeups1 = voluntaryContextSwitches();
-        long othersCpu = cpuSince(threadCpu0, thread.threadId());
+        java.util.Set<Long> notifierIds = new java.util.HashSet<>();
+        for (Thread thread : threads) {
+            notifierIds.add(thread.threadId());
+        }
+        long othersCpu = cpuSince(threadCpu0, notifierIds);
         long[] gc1 = gc();
         long end = start;
         double[] lags = new double[n];
+        double[] notifierLags = new double[n];
         int counted = 0;
         for (int req = 0; req < n; req++) {
             if (doneAt[req] != 0) {
                 end = Math.max(end, doneAt[req]);
-                lags[counted++] = (doneAt[req] - (start + lastOffset[req])) / 1e6;
+                long due = start + lastOffset[req];
+                long finishedLast = Long.MIN_VALUE;
+                for (int j = 0; j < per; j++) {
+                    finishedLast = Math.max(finishedLast, all[req * per + j].finishedAt());
+                }
+                notifierLags[counted] = Math.max(0, finishedLast - due) / 1e6;
+                lags[counted++] = (doneAt[req] - due) / 1e6;
             } else {
                 subscriptions[req].dispose();
             }
@@ -297,13 +338,44 @@ public final class ScaleBench {
         for (BenchStatus status : all) {
             queries += status.queries;
         }
-        return new Round(Arrays.copyOf(lags, counted), cpu1 - cpu0, Math.max(1, end - start), queries,
-                gc1[0] - gc0[0], gc1[1] - gc0[1], errors.get(), finished.getCount(), notifier.allocatedBytes,
-                notifier.behindNanos / 1e6, notifier.cpuNanos, othersCpu + (push ? notifier.cpuNanos : 0),
+        long notifierBytes = 0;
+        long notifierCpu = 0;
+        long behind = 0;
+        for (Notifier notifier : notifiers) {
+            notifierBytes += notifier.allocatedBytes;
+            notifierCpu += notifier.cpuNanos;
+            behind = Math.max(behind, notifier.behindNanos);
+        }
+        return new Round(Arrays.copyOf(lags, counted), Arrays.copyOf(notifierLags, counted), cpu1 - cpu0,
+                Math.max(1, end - start), queries, gc1[0] - gc0[0], gc1[1] - gc0[1], errors.get(), finished.getCount(),
+                notifierBytes, behind / 1e6, notifierCpu, othersCpu + (push ? notifierCpu : 0),
                 wakeups0 < 0 || wakeups1 < 0 ? -1 : wakeups1 - wakeups0);
     }
 
-    /** Finishes the statuses in time order, each at its time; measures its own allocation and lateness. */
+    /** The entries of {@code schedule} (time-ordered) whose request falls to notifier {@code i} of {@code k}. */
+    private static long[] part(long[] schedule, int per, int i, int k) {
+        if (k == 1) {
+            return schedule;
+        }
+        long[] mine = new long[schedule.length / k + per];
+        int n = 0;
+        for (long entry : schedule) {
+            int request = (int) (entry & 0xFF_FFFF) / per;
+            if (request % k == i) {
+                if (n == mine.length) {
+                    mine = Arrays.copyOf(mine, mine.length * 2);
+                }
+                mine[n++] = entry;
+            }
+        }
+        return Arrays.copyOf(mine, n);
+    }
+
+    /**
+     * Finishes its statuses in time order: it parks until the next is due, then finishes every status due by
+     * then in one batch (as a backend hands out every completion queued since it last woke), so its cost per
+     * status is the push's, not a wake-up's. Measures its own allocation, CPU and lateness.
+     */
     private static final class Notifier implements Runnable {
         private final BenchStatus[] all;
         private final long[] schedule;
@@ -325,11 +397,16 @@ public final class ScaleBench {
             parkUntil(start);
             long cpu0 = threads.getCurrentThreadCpuTime();
             long late = 0;
-            for (long entry : schedule) {
-                long due = start + (entry >>> 24);
-                parkUntil(due);
-                all[(int) (entry & 0xFF_FFFF)].finish();
-                late = System.nanoTime() - due;
+            int i = 0;
+            while (i < schedule.length) {
+                parkUntil(start + (schedule[i] >>> 24));
+                long now = System.nanoTime();
+                while (i < schedule.length && start + (schedule[i] >>> 24) <= now) {
+                    long due = start + (schedule[i] >>> 24);
+                    all[(int) (schedule[i] & 0xFF_FFFF)].finish();
+                    late = System.nanoTime() - due;
+                    i++;
+                }
             }
             cpuNanos = threads.getCurrentThreadCpuTime() - cpu0;
             behindNanos = Math.max(0, late);
@@ -438,12 +515,12 @@ public final class ScaleBench {
         return byId;
     }
 
-    /** CPU time the threads alive at {@code before} and now have used since, thread {@code excluded} left out. */
-    private static long cpuSince(java.util.Map<Long, Long> before, long excluded) {
+    /** CPU time the threads alive at {@code before} and now have used since, threads {@code excluded} left out. */
+    private static long cpuSince(java.util.Map<Long, Long> before, java.util.Set<Long> excluded) {
         long sum = 0;
         for (java.util.Map.Entry<Long, Long> now : threadCpuNanos().entrySet()) {
             Long then = before.get(now.getKey());
-            if (then != null && now.getKey() != excluded) {
+            if (then != null && !excluded.contains(now.getKey())) {
                 sum += now.getValue() - then;
             }
         }

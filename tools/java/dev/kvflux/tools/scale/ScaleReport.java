@@ -22,19 +22,22 @@ public final class ScaleReport {
 
     public static String table(List<ScaleRow> rows) {
         StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, "%-28s %7s %6s %6s %26s %9s %11s %6s %9s %9s %9s%n", "strategy",
-                "N", "cores", "notif", "lag p50 / p99 / max (ms)", "code()/st", "GC n / ms", "errors", "B/st/tick",
-                "B/push", "behind ms"));
+        out.append(String.format(Locale.ROOT, "%-28s %7s %6s %6s %26s %11s %9s %11s %6s %9s %9s %9s%n", "strategy",
+                "N", "cores", "notif", "lag p50 / p99 / max (ms)", "notif p99", "code()/st", "GC n / ms", "errors",
+                "B/st/tick", "B/push", "behind ms"));
         for (ScaleRow r : rows) {
-            out.append(String.format(Locale.ROOT, "%-28s %,7d %6.2f %6.2f %26s %9.1f %11s %6s %9s %9s %9.1f%n",
+            out.append(String.format(Locale.ROOT, "%-28s %,7d %6.2f %6.2f %26s %11.2f %9.1f %11s %6s %9s %9s %9.1f%n",
                     r.recorder().equals("none") ? r.strategy() : r.strategy() + " +" + r.recorder(), r.n(), r.coresUsed(), r.notifierCores(),
                     String.format(Locale.ROOT, "%.2f / %.2f / %.2f", r.lagP50Ms(), r.lagP99Ms(), r.lagMaxMs()),
+                    r.notifierLagP99Ms(),
                     r.queriesPerStatus(), r.gcCount() + " / " + r.gcMillis(),
                     r.unfinished() == 0 ? Long.toString(r.errors()) : r.errors() + "+" + r.unfinished() + "?",
                     figure(r.bytesPerStatusTick()), figure(r.notifierBytesPerStatus()), r.notifierBehindMs()));
         }
-        out.append("cores: process CPU time / wall; notif: the notifier thread's share of it; lag: completion signal minus the request's last status's finish"
-                + " time; B/st/tick: bytes allocated per status query while statuses stay in flight (polling waits);"
+        out.append("cores: process CPU time / wall; notif: the notifier threads' share of it (" + notifiers(rows)
+                + "); lag: completion signal minus the request's last status's scheduled finish"
+                + " time; notif p99: the notifiers' part of the lag (how late they finished a request's last status),"
+                + " 99th percentile, the rest being the wait's own; B/st/tick: bytes allocated per status query while statuses stay in flight (polling waits);"
                 + " B/push: bytes the notifier thread allocated per status it pushed; behind: how late the notifier"
                 + " finished its last status.\n");
         out.append(overhead(rows));
@@ -115,6 +118,7 @@ public final class ScaleReport {
         root.put("slice_ms", settings.slice().toMillis());
         root.put("rounds", settings.rounds());
         root.put("warmup", settings.warmup());
+        root.put("notifiers", settings.notifiers());
         ArrayNode out = root.putArray("rows");
         for (ScaleRow r : rows) {
             ObjectNode row = out.addObject();
@@ -134,6 +138,7 @@ public final class ScaleReport {
             putFigure(row, "notifier_bytes_per_push", r.notifierBytesPerStatus());
             row.put("notifier_behind_ms", r.notifierBehindMs());
             row.put("notifier_cores", r.notifierCores());
+            row.put("notifier_lag_p99_ms", r.notifierLagP99Ms());
             ArrayNode perRound = row.putArray("round_cpu_ms");
             r.roundCpuMillis().forEach(perRound::add);
             ArrayNode wakeups = row.putArray("round_wakeups");
@@ -144,6 +149,11 @@ public final class ScaleReport {
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    private static String notifiers(List<ScaleRow> rows) {
+        int k = rows.isEmpty() ? 1 : rows.getFirst().notifiers();
+        return k == 1 ? "one notifier thread" : k + " notifier threads";
     }
 
     private static void putFigure(ObjectNode row, String name, double value) {

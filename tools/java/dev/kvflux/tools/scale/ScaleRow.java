@@ -21,12 +21,15 @@ import java.util.List;
  *     and with it for push (there it runs the push path); GC threads are not counted
  * @param roundWakeups the process's voluntary context switches in each measured round, in order (-1 where
  *     the platform cannot tell): the scheduler threads' wake-ups, which most of a polling wait's CPU goes to
+ * @param notifierLagP99Ms the notifiers' part of the lag, 99th percentile: how late a request's last status was
+ *     finished (pushed) after its time; the rest of the lag is the wait's own
+ * @param notifiers how many notifier threads finished the statuses
  */
 public record ScaleRow(String strategy, String recorder, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
                        double lagP99Ms, double lagMaxMs, double queriesPerStatus, long gcCount, long gcMillis,
                        long errors, long unfinished, double notifierBytesPerStatus, double bytesPerStatusTick,
                        double notifierBehindMs, double notifierCores, List<Double> roundCpuMillis,
-                       List<Long> roundWakeups) {
+                       List<Long> roundWakeups, double notifierLagP99Ms, int notifiers) {
     public ScaleRow {
         roundCpuMillis = List.copyOf(roundCpuMillis);
         roundWakeups = List.copyOf(roundWakeups);

@@ -25,6 +25,25 @@ class ScaleBenchTest {
     }
 
     @Test
+    void severalNotifierThreadsPushEveryStatusAndTheirPartOfTheLagIsNeverMoreThanTheLag() {
+        ScaleBench.Settings three = new ScaleBench.Settings(List.of(20), List.of("reactive-push"), 8,
+                Duration.ofMillis(50), 1, 0, Duration.ofMillis(10), Duration.ofSeconds(30), 7, List.of("none"), 3);
+        ScaleRow row = ScaleBench.run(three, line -> { }).getFirst();
+
+        assertThat(row.notifiers()).isEqualTo(3);
+        assertThat(row.errors()).isZero();
+        assertThat(row.unfinished()).isZero();
+        assertThat(row.queriesPerStatus()).isEqualTo(1.0);
+        // each request's notifier part (its last status pushed late) is within its whole lag, so their p99 too
+        assertThat(row.notifierLagP99Ms()).isNotNegative().isLessThanOrEqualTo(row.lagP99Ms());
+        assertThat(ScaleReport.table(List.of(row))).contains("notif p99", "3 notifier threads");
+        assertThat(ScaleReport.json(List.of(row), three)).contains("\"notifiers\" : 3", "\"notifier_lag_p99_ms\"");
+        assertThatThrownBy(() -> new ScaleBench.Settings(List.of(20), List.of("reactive-push"), 8, Duration.ofMillis(50),
+                1, 0, Duration.ofMillis(10), Duration.ofSeconds(30), 7, List.of("none"), 0))
+                .hasMessage("--notifiers must lie between 1 and 64, got 0");
+    }
+
+    @Test
     void aPollingWaitQueriesStatusesSeveralTimesAndMeasuresItsSteadyStateAllocation() {
         ScaleRow row = ScaleBench.run(small(List.of("reactive")), line -> { }).getFirst();
         assertThat(row.errors()).isZero();
@@ -58,8 +77,9 @@ class ScaleBenchTest {
 
     @Test
     void theBenchTimesTheEngineFreeStrategiesOfTheReproducerFailingFastThenDraining() {
-        assertThat(ScaleBench.STRATEGIES).containsExactly("reactive", "reactive-shared", "reactive-push",
-                "reactive-drain", "reactive-shared-drain", "reactive-push-drain");
+        assertThat(ScaleBench.STRATEGIES).containsExactly("reactive", "reactive-shared", "reactive-adaptive",
+                "reactive-push", "reactive-drain", "reactive-shared-drain", "reactive-adaptive-drain",
+                "reactive-push-drain");
         assertThat(ScaleBench.strategy("reactive-shared-drain", small(List.of("reactive")))).isInstanceOfSatisfying(
                 dev.kvflux.operators.CompletionWait.class, w -> {
                     assertThat(w.isSharedPoll()).isTrue();

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Push completion on one H200 over the real MoRI IO with kvflux's completion hook. RUN=1: kvflux repro --backend mori
+# with every wait strategy in vLLM's geometry, the stand-in forward pass busy beside the copies (8 GiB of scratch
+# writes per layer), in both process layouts; then kvflux bench's push wait at N = 1,000 and 10,000 with 1, 2 and 4
+# notifier threads on the machine's host. RUN=2: 8 layers of 2 GiB, so that copies are still in flight when the wait
+# begins, in both layouts, with the whole-timeout wait too; and vLLM's geometry again. Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
+# mori/ (bindings/native/mori/build.sh --platform cuda output, plus Debian's libpci.so.3 and libudev.so.1). Writes
+# under $OUT.
+set -uo pipefail
+B="$(cd "$(dirname "$0")/../../../.device" && pwd)"
+W=/tmp/kvflux-push
+mkdir -p $W
+RUN=${RUN:-1}
+tar -xJf $B/jre.tar.xz -C $W
+cp -r $B/mori $W/
+export KVFLUX_MORI_LIB=$W/mori/libkvflux_mori.so LD_LIBRARY_PATH=$W/mori:${LD_LIBRARY_PATH:-}
+JAVA=$(ls -d $W/*/bin/java | head -n 1)
+J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xmx16g -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
+{ date -u; nproc; nvidia-smi; ldd $W/mori/libkvflux_mori.so; nm -D $W/mori/libmori_io.so | grep -c SetXgmiCompletionHook; } > $OUT/machine.log 2>&1
+step() { # NAME TIMEOUT ARGS...
+  local name=$1 t=$2; shift 2
+  echo "=== $name: kvflux $*" | tee -a $OUT/summary.log
+  local s=$(date +%s)
+  timeout -k 10 $t "${J[@]}" "$@" > $OUT/$name.txt 2> $OUT/$name.err
+  echo "=== $name: rc $? in $(( $(date +%s) - s )) s" | tee -a $OUT/summary.log
+  tail -n 16 $OUT/$name.txt | tee -a $OUT/summary.log
+}
+W4="sliced-native,reactive,reactive-adaptive,reactive-push"
+VLLM="--forward-bytes 8589934592"               # vLLM's geometry (118 x 128 x 32 KiB), the forward pass busy
+BIG="--layers 8 --block-bytes 16777216 --forward-bytes 0"  # 8 layers of 2 GiB: copies still in flight at the wait
+case "${RUN:-1}" in
+1)
+  step repro-p2 170 repro --backend mori --gpu 0 --processes 2 $VLLM --wait $W4 --requests 40 --transfer-timeout 30s
+  step repro-p2-json 60 repro --backend mori --gpu 0 --processes 2 $VLLM --wait $W4 --requests 10 --transfer-timeout 30s --json
+  step repro-p2-native 80 repro --backend mori --gpu 0 --processes 2 $VLLM --wait native --requests 1 --transfer-timeout 30s
+  step repro-p1 90 repro --backend mori --gpu 0 --processes 1 $VLLM --wait $W4 --requests 20 --transfer-timeout 30s
+  for k in 1 2 4; do
+    step bench-k$k 80 bench --n 1000,10000 --strategies reactive-push --notifiers $k
+  done ;;
+2)
+  step big-p1 150 repro --backend mori --gpu 0 --processes 1 $BIG --wait native,$W4 --native-requests 1 --requests 30 \
+    --transfer-timeout 30s
+  step big-p2 120 repro --backend mori --gpu 0 --processes 2 $BIG --wait $W4 --requests 30 --transfer-timeout 30s
+  step vllm-p2 120 repro --backend mori --gpu 0 --processes 2 $VLLM --wait $W4 --requests 20 --transfer-timeout 30s ;;
+esac
+date -u >> $OUT/summary.log
+# one archive: the machine hands back a few files only
+tar -czf $OUT/run$RUN.tgz -C $OUT --exclude '*.tgz' .
