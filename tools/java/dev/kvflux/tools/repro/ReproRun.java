@@ -185,6 +185,7 @@ public final class ReproRun {
                                 WaitStrategy wait, String label, int request, int requests, Progress progress) {
         TransferSession session = target.session();
         List<TransferStatus> statuses = new ArrayList<>(geometry.layers());
+        WaitThreads threads = WaitThreads.find(); // enumerating threads costs: done before posting, outside the timing
         Duration eventTimeout = settings.transferTimeout();
         for (int layer = 0; layer < geometry.layers(); layer++) {
             int l = layer;
@@ -199,7 +200,7 @@ public final class ReproRun {
         }
         QueryCount count = new QueryCount();
         WaitStrategy counted = wait.recorder(count);
-        long cpuAtStart = waitThreadsCpuNanos();
+        long[] cpuAtStart = threads.cpuNanos();
         long start = System.nanoTime();
         Disposable ticker = Flux.interval(Duration.ofSeconds(1)).subscribe(tick -> progress.waiting(
                 label, request, requests, Duration.ofNanos(System.nanoTime() - start)));
@@ -212,7 +213,7 @@ public final class ReproRun {
             ticker.dispose();
         }
         long end = System.nanoTime();
-        long cpu = waitThreadsCpuNanos() - cpuAtStart;
+        long cpu = threads.cpuSince(cpuAtStart);
         long endOnStatusClock = statuses.getFirst().clockNanos();
         double seconds = (end - start) / 1e9;
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
@@ -250,19 +251,56 @@ public final class ReproRun {
         }
     }
 
-    /** The CPU time of the threads {@link #WAIT_CPU_MS} counts, in ns; -1 where the JVM does not measure it. */
-    private static long waitThreadsCpuNanos() {
-        java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
-        if (!threads.isThreadCpuTimeSupported() || !threads.isThreadCpuTimeEnabled()) {
-            return -1;
-        }
-        long total = 0;
-        for (java.lang.management.ThreadInfo info : threads.getThreadInfo(threads.getAllThreadIds())) {
-            if (info != null && waits(info.getThreadName())) {
-                total += Math.max(0, threads.getThreadCpuTime(info.getThreadId()));
+    /**
+     * The threads {@link #WAIT_CPU_MS} counts. Found before a request is posted; around the wait only their CPU
+     * clocks are read (tens of microseconds), and threads that started during the wait count whole.
+     */
+    private record WaitThreads(long[] ids) {
+        private static final java.lang.management.ThreadMXBean BEAN =
+                java.lang.management.ManagementFactory.getThreadMXBean();
+
+        static WaitThreads find() {
+            if (!BEAN.isThreadCpuTimeSupported() || !BEAN.isThreadCpuTimeEnabled()) {
+                return new WaitThreads(null);
             }
+            return new WaitThreads(java.util.Arrays.stream(BEAN.getThreadInfo(BEAN.getAllThreadIds()))
+                    .filter(info -> info != null && waits(info.getThreadName()))
+                    .mapToLong(java.lang.management.ThreadInfo::getThreadId).toArray());
         }
-        return total;
+
+        /** Each thread's CPU time now, in ns (-1 for one that ended); null where the JVM does not measure it. */
+        long[] cpuNanos() {
+            if (ids == null) {
+                return null;
+            }
+            long[] cpu = new long[ids.length];
+            for (int i = 0; i < ids.length; i++) {
+                cpu[i] = BEAN.getThreadCpuTime(ids[i]);
+            }
+            return cpu;
+        }
+
+        /** The CPU these threads, and those that started since, used since {@code before}; -1 if not measured. */
+        long cpuSince(long[] before) {
+            if (before == null) {
+                return -1;
+            }
+            long total = 0;
+            java.util.Set<Long> known = new java.util.HashSet<>();
+            for (int i = 0; i < ids.length; i++) {
+                known.add(ids[i]);
+                long now = BEAN.getThreadCpuTime(ids[i]);
+                if (now >= 0 && before[i] >= 0) {
+                    total += now - before[i];
+                }
+            }
+            for (long id : find().ids()) {
+                if (!known.contains(id)) {
+                    total += Math.max(0, BEAN.getThreadCpuTime(id));
+                }
+            }
+            return total;
+        }
     }
 
     private static boolean waits(String thread) {

@@ -288,13 +288,13 @@ public final class ScaleBench {
         }
         long start = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(20);
         int k = settings.notifiers();
-        Notifier[] notifiers = new Notifier[k];
+        BenchNotifier[] notifiers = new BenchNotifier[k];
         Thread[] threads = new Thread[k];
         for (int i = 0; i < k; i++) {
-            notifiers[i] = new Notifier(all, part(schedule, per, i, k), start);
+            notifiers[i] = new BenchNotifier(all, BenchNotifier.part(schedule, per, i, k), start);
             threads[i] = Thread.ofPlatform().name("bench-notifier-" + i).daemon().start(notifiers[i]);
         }
-        parkUntil(start);
+        BenchNotifier.parkUntil(start);
         long wakeups0 = voluntaryContextSwitches();
         long cpu0 = processCpuNanos();
         java.util.Map<Long, Long> threadCpu0 = threadCpuNanos();
@@ -341,7 +341,7 @@ public final class ScaleBench {
         long notifierBytes = 0;
         long notifierCpu = 0;
         long behind = 0;
-        for (Notifier notifier : notifiers) {
+        for (BenchNotifier notifier : notifiers) {
             notifierBytes += notifier.allocatedBytes;
             notifierCpu += notifier.cpuNanos;
             behind = Math.max(behind, notifier.behindNanos);
@@ -350,68 +350,6 @@ public final class ScaleBench {
                 Math.max(1, end - start), queries, gc1[0] - gc0[0], gc1[1] - gc0[1], errors.get(), finished.getCount(),
                 notifierBytes, behind / 1e6, notifierCpu, othersCpu + (push ? notifierCpu : 0),
                 wakeups0 < 0 || wakeups1 < 0 ? -1 : wakeups1 - wakeups0);
-    }
-
-    /** The entries of {@code schedule} (time-ordered) whose request falls to notifier {@code i} of {@code k}. */
-    private static long[] part(long[] schedule, int per, int i, int k) {
-        if (k == 1) {
-            return schedule;
-        }
-        long[] mine = new long[schedule.length / k + per];
-        int n = 0;
-        for (long entry : schedule) {
-            int request = (int) (entry & 0xFF_FFFF) / per;
-            if (request % k == i) {
-                if (n == mine.length) {
-                    mine = Arrays.copyOf(mine, mine.length * 2);
-                }
-                mine[n++] = entry;
-            }
-        }
-        return Arrays.copyOf(mine, n);
-    }
-
-    /**
-     * Finishes its statuses in time order: it parks until the next is due, then finishes every status due by
-     * then in one batch (as a backend hands out every completion queued since it last woke), so its cost per
-     * status is the push's, not a wake-up's. Measures its own allocation, CPU and lateness.
-     */
-    private static final class Notifier implements Runnable {
-        private final BenchStatus[] all;
-        private final long[] schedule;
-        private final long start;
-        volatile long allocatedBytes;
-        volatile long behindNanos;
-        volatile long cpuNanos;
-
-        Notifier(BenchStatus[] all, long[] schedule, long start) {
-            this.all = all;
-            this.schedule = schedule;
-            this.start = start;
-        }
-
-        @Override
-        public void run() {
-            com.sun.management.ThreadMXBean threads = threadBean();
-            long bytes0 = threads.getCurrentThreadAllocatedBytes();
-            parkUntil(start);
-            long cpu0 = threads.getCurrentThreadCpuTime();
-            long late = 0;
-            int i = 0;
-            while (i < schedule.length) {
-                parkUntil(start + (schedule[i] >>> 24));
-                long now = System.nanoTime();
-                while (i < schedule.length && start + (schedule[i] >>> 24) <= now) {
-                    long due = start + (schedule[i] >>> 24);
-                    all[(int) (schedule[i] & 0xFF_FFFF)].finish();
-                    late = System.nanoTime() - due;
-                    i++;
-                }
-            }
-            cpuNanos = threads.getCurrentThreadCpuTime() - cpu0;
-            behindNanos = Math.max(0, late);
-            allocatedBytes = threads.getCurrentThreadAllocatedBytes() - bytes0;
-        }
     }
 
     /**
@@ -451,18 +389,6 @@ public final class ScaleBench {
     }
 
     /**
-     * Parks until {@code deadline}, never spinning: a spinning notifier would burn a core and count it as
-     * the wait's. The timer's slack (tens of microseconds) makes statuses finish that much late in
-     * batches, as a real notification thread woken by the OS would.
-     */
-    private static void parkUntil(long deadline) {
-        long left;
-        while ((left = deadline - System.nanoTime()) > 0) {
-            LockSupport.parkNanos(left);
-        }
-    }
-
-    /**
      * Spins until {@code deadline}: pacing the subscriptions a few microseconds apart needs a finer clock
      * than {@link LockSupport#parkNanos}'s (tens of microseconds of slack). Runs before the measured window.
      */
@@ -497,7 +423,7 @@ public final class ScaleBench {
         return sum;
     }
 
-    private static com.sun.management.ThreadMXBean threadBean() {
+    static com.sun.management.ThreadMXBean threadBean() {
         return (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     }
 
