@@ -104,13 +104,17 @@ struct Engine : Object {
   std::vector<std::unique_ptr<TransferStatus>> orphans;  // released while in flight
   std::atomic<uint32_t> pushMode{KVFLUX_MORI_PUSH_OFF};  // for batches posted from now on
 
-  // Drops released statuses that have become terminal (each query drives their progress).
+  // Frees released statuses that have become terminal (each query drives their progress).
   void ReapOrphans() {
     std::lock_guard<std::mutex> lock(orphansMu);
     std::vector<std::unique_ptr<TransferStatus>> kept;
     for (auto& status : orphans) {
       StatusCode code = status->Code();
-      if (code == StatusCode::INIT || code == StatusCode::IN_PROGRESS) kept.push_back(std::move(status));
+      if (code == StatusCode::INIT || code == StatusCode::IN_PROGRESS) {
+        kept.push_back(std::move(status));
+      } else {
+        kvflux::push::Retire(std::move(status));  // held on while its completion hook may still name it
+      }
     }
     orphans.swap(kept);
   }
@@ -139,7 +143,7 @@ struct Status : Owned {
   explicit Status(std::shared_ptr<Engine> e)
       : Owned(kStatus, std::move(e)), status(std::make_unique<TransferStatus>()) {}
   ~Status() override {
-    if (armed && status) kvflux::push::Disarm(status.get());
+    if (armed && status) kvflux::push::Retire(std::move(status));
   }
   std::mutex mu;  // held while status is queried by the push notifier or moved to the orphans
   std::unique_ptr<TransferStatus> status;
@@ -154,7 +158,8 @@ std::function<int()> QueryOf(const std::shared_ptr<Status>& status) {
     std::shared_ptr<Status> s = weak.lock();
     if (!s) return -1;
     std::shared_lock<std::shared_mutex> life(s->engine->life, std::try_to_lock);
-    if (!life.owns_lock() || !s->engine->alive) return -1;
+    if (!life.owns_lock()) return -2;  // being destroyed (Retire then ends it), or a spurious failure: ask again
+    if (!s->engine->alive) return -1;
     std::lock_guard<std::mutex> lock(s->mu);
     return s->status ? static_cast<int>(s->status->Code()) : -1;
   };
@@ -386,7 +391,10 @@ int kvflux_mori_engine_destroy(uint64_t engine) {
     }
     {
       std::lock_guard<std::mutex> lock(e->orphansMu);
-      for (auto& status : e->orphans) status->Wait();
+      for (auto& status : e->orphans) {
+        status->Wait();
+        kvflux::push::Retire(std::move(status));
+      }
       e->orphans.clear();
     }
     for (auto& object : owned) {
@@ -670,8 +678,8 @@ int kvflux_mori_status_release(uint64_t status) {
     StatusCode code = s->status->Code();
     if (code == StatusCode::IN_PROGRESS) {
       // The backend still reaches this TransferStatus: keep it until its copy is over.
+      // Its push entry stays until the orphan is freed (through kvflux::push::Retire); nobody takes its push.
       std::lock_guard<std::mutex> statusLock(s->mu);
-      if (s->armed) kvflux::push::Disarm(s->status.get());
       s->armed = false;
       std::lock_guard<std::mutex> lock(s->engine->orphansMu);
       s->engine->orphans.push_back(std::move(s->status));

@@ -7,7 +7,9 @@
 //     the batch's query outside every lock of this file, then queues the completion under mu;
 //   - the ABI's callers arm, disarm, take and ask for copy ends under mu.
 // A batch whose hook never runs (a launch the runtime refused, a lost signal) is queried by a sweep every 100 ms
-// once it has been armed that long, so a push is late then, never missing.
+// once it has been armed that long, so a push is late then, never missing; it then carries no copy-end time.
+// The hook names a batch by its TransferStatus's address, so no TransferStatus is freed while its hook may still
+// run (Retire keeps it until then): an address is never shared by two armed batches.
 #include "kvflux_push.h"
 
 #include <time.h>
@@ -30,6 +32,7 @@ using mori::io::TransferStatus;
 constexpr auto kSweepEvery = std::chrono::milliseconds(100);
 constexpr int64_t kSweepAfterNs = 100'000'000;
 constexpr auto kRetryEvery = std::chrono::milliseconds(1);
+constexpr int64_t kKeepAtMostNs = 10'000'000'000;
 
 int64_t NowNs() {
   struct timespec ts;
@@ -46,6 +49,8 @@ struct Armed {
   int64_t armedNs;
   int64_t copyEndNs{0};  // 0: the hook has not run
   bool queued{false};
+  std::unique_ptr<TransferStatus> kept;  // retired before its hook ran: freed once it has
+  int64_t retiredNs{0};
 };
 
 struct Signal {
@@ -82,24 +87,29 @@ void Drive(const TransferStatus* key) {
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = armed.find(key);
-    if (it == armed.end() || it->second.mode != KVFLUX_MORI_PUSH_ON || it->second.queued) return;
+    if (it == armed.end() || it->second.mode != KVFLUX_MORI_PUSH_ON || it->second.queued || it->second.kept ||
+        !it->second.query) {
+      return;
+    }
     query = it->second.query;
     handle = it->second.handle;
   }
   int code = query();
+  query = nullptr;  // before the lock: it may hold the last reference to a status
   std::lock_guard<std::mutex> lock(mu);
   auto it = armed.find(key);
-  if (it == armed.end() || it->second.handle != handle || it->second.queued) return;
+  if (it == armed.end() || it->second.handle != handle || it->second.queued || it->second.kept) return;
   retry.erase(key);
-  if (code < 0) {
-    armed.erase(it);  // gone: nobody can take its push
+  if (code == -1) {
+    it->second.query = nullptr;  // gone: nobody can take its push; Retire frees it
+  } else if (code == -2) {
+    retry.insert(key);
   } else if (Terminal(code)) {
     it->second.queued = true;
-    int64_t end = it->second.copyEndNs != 0 ? it->second.copyEndNs : NowNs();
-    ready.push_back(kvflux_mori_push{handle, code, 0, end});
+    ready.push_back(kvflux_mori_push{handle, code, 0, it->second.copyEndNs});  // 0: its hook has not run
     readyCv.notify_all();
-  } else {
-    retry.insert(key);
+  } else if (it->second.copyEndNs != 0) {
+    retry.insert(key);  // its hook ran, yet it is in flight: ask again soon; otherwise the sweep asks
   }
 }
 
@@ -107,6 +117,7 @@ void Notify() {
   auto lastSweep = std::chrono::steady_clock::now();
   std::vector<Signal> taken;
   std::vector<const TransferStatus*> drive;
+  std::vector<std::unique_ptr<TransferStatus>> freed;
   for (;;) {
     bool retrying;
     {
@@ -119,26 +130,41 @@ void Notify() {
       taken.swap(signals);
     }
     drive.clear();
+    freed.clear();
     bool sweep = std::chrono::steady_clock::now() - lastSweep >= kSweepEvery;
     {
       std::lock_guard<std::mutex> lock(mu);
       for (const Signal& s : taken) {
         auto it = armed.find(s.key);
         if (it == armed.end()) continue;
+        if (it->second.kept) {  // retired while its hook was pending: now it may go
+          freed.push_back(std::move(it->second.kept));
+          armed.erase(it);
+          continue;
+        }
         if (it->second.copyEndNs == 0) it->second.copyEndNs = s.ns;
         drive.push_back(s.key);
       }
       drive.insert(drive.end(), retry.begin(), retry.end());
       if (sweep) {
         int64_t now = NowNs();
-        for (auto& [key, a] : armed) {
-          if (a.mode == KVFLUX_MORI_PUSH_ON && !a.queued && a.copyEndNs == 0 && now - a.armedNs >= kSweepAfterNs) {
-            drive.push_back(key);
+        for (auto it = armed.begin(); it != armed.end();) {
+          Armed& a = it->second;
+          if (a.kept && now - a.retiredNs >= kKeepAtMostNs) {  // a hook that never ran (a post MoRI refused)
+            freed.push_back(std::move(a.kept));
+            it = armed.erase(it);
+            continue;
           }
+          if (!a.kept && a.mode == KVFLUX_MORI_PUSH_ON && !a.queued && a.copyEndNs == 0 &&
+              now - a.armedNs >= kSweepAfterNs) {
+            drive.push_back(it->first);
+          }
+          ++it;
         }
       }
     }
     taken.clear();
+    freed.clear();  // outside the lock
     if (sweep) lastSweep = std::chrono::steady_clock::now();
     for (const TransferStatus* key : drive) Drive(key);
   }
@@ -163,20 +189,30 @@ void Arm(const TransferStatus* key, uint64_t handle, uint32_t mode, std::functio
   armed[key] = Armed{handle, mode, std::move(query), NowNs()};
 }
 
-void Disarm(const TransferStatus* key) {
-  std::function<int()> dropped;  // destroyed after the lock: it may hold the last reference to a status
+void Retire(std::unique_ptr<TransferStatus> status) {
+  std::unique_ptr<TransferStatus> freed;  // destroyed after the lock
+  std::function<int()> dropped;           // likewise: it may hold the last reference to a status
   std::lock_guard<std::mutex> lock(mu);
-  auto it = armed.find(key);
-  if (it == armed.end()) return;
+  auto it = status ? armed.find(status.get()) : armed.end();
+  if (it == armed.end()) {
+    freed = std::move(status);
+    return;
+  }
   uint64_t handle = it->second.handle;
   dropped.swap(it->second.query);
-  armed.erase(it);
-  retry.erase(key);
+  retry.erase(it->first);
   for (auto r = ready.begin(); r != ready.end(); ++r) {
     if (r->status == handle) {
       ready.erase(r);
       break;
     }
+  }
+  if (it->second.copyEndNs != 0) {
+    armed.erase(it);
+    freed = std::move(status);
+  } else {
+    it->second.kept = std::move(status);
+    it->second.retiredNs = NowNs();
   }
 }
 
@@ -200,7 +236,7 @@ int Take(kvflux_mori_push* out, size_t cap, int32_t timeoutMs, size_t* outCount)
 bool CopyEnd(const TransferStatus* key, int64_t* outNs) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = armed.find(key);
-  if (it == armed.end() || it->second.copyEndNs == 0) return false;
+  if (it == armed.end() || it->second.copyEndNs == 0 || it->second.kept) return false;
   *outNs = it->second.copyEndNs;
   return true;
 }

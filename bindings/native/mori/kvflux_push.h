@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "kvflux_mori.h"
 #include "mori/io/common.hpp"
@@ -20,11 +21,14 @@ bool Enable();
 
 // Arms a batch about to be posted with mode TIMES or ON: key is its TransferStatus (used as a key only, never
 // dereferenced here), handle its status handle. query drives the status on the notification thread and returns
-// its MoRI code, or -1 when the status is gone (released, its engine destroyed).
+// its MoRI code, -1 when the status is gone (released, its engine destroyed), or -2 to be asked again soon.
 void Arm(const mori::io::TransferStatus* key, uint64_t handle, uint32_t mode, std::function<int()> query);
 
-// Forgets an armed batch (its status is released or destroyed); a completion not yet taken is dropped.
-void Disarm(const mori::io::TransferStatus* key);
+// Takes a TransferStatus that nobody will query again (its copies over and finalized, or never posted) and frees
+// it. An armed one whose hook has not run yet is kept until it has (or for 10 s at most), so that no batch posted
+// later gets its address while the hook still names it; a completion not yet taken is dropped. Every
+// TransferStatus the shim frees goes through here.
+void Retire(std::unique_ptr<mori::io::TransferStatus> status);
 
 // kvflux_mori_push_take.
 int Take(kvflux_mori_push* out, size_t cap, int32_t timeoutMs, size_t* outCount);

@@ -217,7 +217,7 @@ int kvflux_mori_push_take(kvflux_mori_push *out, size_t cap, int32_t timeout_ms,
         int code = st->code;
         int64_t end = st->copied && st->copied_ns > st->finish_ns ? st->copied_ns : st->finish_ns;
         pthread_mutex_unlock(&e->mu);
-        struct obj *live = get(st->o.handle, K_STATUS, call);
+        struct obj *live = get(st->o.handle, K_STATUS, call); /* the handle is set before the batch is posted */
         if (live != NULL) { /* a released status's push is dropped */
             out[count++] = (kvflux_mori_push){.status = st->o.handle, .code = code, .reserved = 0, .copy_end_ns = end};
             obj_put(live);

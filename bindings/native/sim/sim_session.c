@@ -152,17 +152,27 @@ static int batch(uint64_t session, const uint64_t *local_offsets, size_t n_local
         if (st == NULL || (n_sizes > 0 && (j == NULL || !j->src_offsets || !j->dst_offsets || !j->sizes))) {
             job_discard(j);
             free(st);
+            st = NULL;
             rc = fail(KVFLUX_MORI_E_NO_MEMORY, "%s: out of memory for a batch of %zu blocks", call, n_sizes);
         }
     }
-    if (rc != KVFLUX_MORI_OK) {
+    if (rc != KVFLUX_MORI_OK || st == NULL) {
         obj_put(so);
         return rc;
     }
     obj_init(&st->o, K_STATUS, e, status_destroy_obj);
     cond_init_monotonic(&st->cv);
     st->code = KVFLUX_MORI_STATUS_INIT;
-    atomic_fetch_add(&st->o.refs, 1);
+    atomic_fetch_add(&st->o.refs, 2); /* the table's, and this call's until the post is over */
+    /* The handle exists before the batch can complete: a push names its status by it. */
+    int added = table_add(&st->o, out_status);
+    if (added != KVFLUX_MORI_OK) {
+        job_discard(j);
+        atomic_fetch_sub(&st->o.refs, 1);
+        obj_put(&st->o);
+        obj_put(so);
+        return added;
+    }
 
     uint64_t bytes = 0;
     for (size_t i = 0; i < n_sizes; i++) {
@@ -232,12 +242,8 @@ static int batch(uint64_t session, const uint64_t *local_offsets, size_t n_local
     }
     pthread_mutex_unlock(&e->mu);
     obj_put(so);
-
-    rc = table_add(&st->o, out_status);
-    if (rc != KVFLUX_MORI_OK) {
-        obj_put(&st->o);
-    }
-    return rc;
+    obj_put(&st->o); /* this call's reference; the table keeps its own */
+    return KVFLUX_MORI_OK;
 }
 
 int kvflux_mori_session_batch_write(uint64_t session, const uint64_t *local_offsets, size_t n_local,

@@ -81,6 +81,17 @@ public final class MoriEngine implements AutoCloseable {
                         lib.library() + " has no push completion (kvflux_mori_engine_set_push); rebuild it from"
                                 + " this version's bindings/native");
             }
+        } else if (pushMode == PushMode.ON && mode != PushMode.ON) {
+            // leaving ON: Java first, so that no batch the library posts without push becomes a pushed status
+            PushMode before = pushMode;
+            pushMode = mode;
+            try {
+                calls.get().setPush(handle, mode.value());
+            } catch (RuntimeException e) {
+                pushMode = before;
+                throw e;
+            }
+            return this;
         } else {
             calls.get().setPush(handle, mode.value());
         }

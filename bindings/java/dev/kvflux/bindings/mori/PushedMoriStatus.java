@@ -32,7 +32,7 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
 
     private void onPush(int code, long copyEndNanos) {
         StatusCode terminal = StatusCode.of(code);
-        if (terminal == StatusCode.SUCCESS) {
+        if (terminal == StatusCode.SUCCESS && copyEndNanos != 0) {
             copiesEndedAt(copyEndNanos);
         }
         settle(terminal);

@@ -213,8 +213,8 @@ public final class ReproRun {
             ticker.dispose();
         }
         long end = System.nanoTime();
-        long cpu = threads.cpuSince(cpuAtStart);
         long endOnStatusClock = statuses.getFirst().clockNanos();
+        long cpu = threads.cpuSince(cpuAtStart); // after both ends: it enumerates threads
         double seconds = (end - start) / 1e9;
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
         double statusLag = error != null ? Double.NaN // before afterWait, which may release the statuses

@@ -7,7 +7,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import dev.kvflux.bindings.internal.Downcalls;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
@@ -41,10 +40,17 @@ public final class PushCalls {
     private static final String CALL_TAKE = "kvflux_mori_push_take";
     /** The ABI's bad-state code: the copies have not ended, or the library cannot tell when they did. */
     private static final int E_BAD_STATE = -7;
+    /** The ABI's bad-handle code: the status was released. */
+    private static final int E_BAD_HANDLE = -2;
+    /** MoRI's ERR_BAD_STATE: what a status still waiting for its push ends with when its engine is destroyed. */
+    private static final int STATUS_ERR_BAD_STATE = 14;
 
     /** Who waits for a status's push. */
     public interface Target {
-        /** The status became terminal with {@code code}; its copies ended at {@code copyEndNanos} ({@link System#nanoTime()}'s clock). */
+        /**
+         * The status became terminal with {@code code}; its copies ended at {@code copyEndNanos}
+         * ({@link System#nanoTime()}'s clock), 0 when the library does not know when.
+         */
         void pushed(int code, long copyEndNanos);
     }
 
@@ -71,10 +77,9 @@ public final class PushCalls {
                 FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
         MethodHandle take = MoriNative.bindOptional(lookup, CALL_TAKE,
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS));
-        MethodHandle end = lookup.find("kvflux_mori_status_copy_end_ns").map(symbol -> Linker.nativeLinker()
-                .downcallHandle(symbol, FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS),
-                        Linker.Option.critical(true)))
-                .orElse(null);
+        // not critical: the shim takes a status's lock, which its notifier holds across a GPU query
+        MethodHandle end = MoriNative.bindOptional(lookup, "kvflux_mori_status_copy_end_ns",
+                FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
         return set == null || take == null || end == null ? null : new PushCalls(lib, set, take, end);
     }
 
@@ -102,8 +107,8 @@ public final class PushCalls {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(JAVA_LONG);
             int rc = (int) copyEnd.invokeExact(status, out);
-            if (rc == E_BAD_STATE) {
-                return Long.MIN_VALUE;
+            if (rc == E_BAD_STATE || rc == E_BAD_HANDLE) {
+                return Long.MIN_VALUE; // not ended, not known, or released meanwhile
             }
             lib.check(rc, "kvflux_mori_status_copy_end_ns");
             return out.get(JAVA_LONG, 0);
@@ -129,9 +134,24 @@ public final class PushCalls {
         waiting.remove(status);
     }
 
-    /** Stops waiting for every status of {@code engine}: it was destroyed, and its statuses with it. */
+    /**
+     * Ends the wait of every status of {@code engine} still waiting for its push with ERR_BAD_STATE: the engine
+     * was destroyed, and its statuses with it, so no push will come.
+     */
     public void forgetEngine(long engine) {
-        waiting.values().removeIf(w -> w.engine() == engine);
+        for (Map.Entry<Long, Waiter> entry : waiting.entrySet()) {
+            if (entry.getValue().engine() == engine && waiting.remove(entry.getKey(), entry.getValue())) {
+                deliver(entry.getValue(), STATUS_ERR_BAD_STATE, 0);
+            }
+        }
+    }
+
+    private static void deliver(Waiter waiter, int code, long copyEndNanos) {
+        try {
+            waiter.target().pushed(code, copyEndNanos);
+        } catch (Throwable ignored) {
+            // a target that throws settles nothing; its waiter's timeout ends it
+        }
     }
 
     /** How many statuses wait for a push: for tests and leak checks. */
@@ -146,6 +166,21 @@ public final class PushCalls {
     }
 
     private void notifyForever() {
+        try {
+            takeForever();
+        } catch (Throwable t) {
+            // the library failed in a way no retry mends
+        } finally {
+            synchronized (this) {
+                notifier = null;
+            }
+            if (!waiting.isEmpty()) {
+                startNotifier(); // statuses still wait: keep taking their pushes
+            }
+        }
+    }
+
+    private void takeForever() throws Throwable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment entries = arena.allocate(ENTRY_BYTES * BATCH, 8);
             MemorySegment count = arena.allocate(JAVA_LONG);
@@ -160,16 +195,10 @@ public final class PushCalls {
                     long base = i * ENTRY_BYTES;
                     Waiter waiter = waiting.remove(entries.get(JAVA_LONG, base));
                     if (waiter != null) {
-                        try {
-                            waiter.target().pushed(entries.get(JAVA_INT, base + 8), entries.get(JAVA_LONG, base + 16));
-                        } catch (RuntimeException ignored) {
-                            // a target that throws settles nothing; its waiter's timeout ends it
-                        }
+                        deliver(waiter, entries.get(JAVA_INT, base + 8), entries.get(JAVA_LONG, base + 16));
                     }
                 }
             }
-        } catch (Throwable t) {
-            notifier = null; // the next status that waits starts another
         }
     }
 }

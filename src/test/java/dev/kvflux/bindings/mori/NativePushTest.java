@@ -136,15 +136,34 @@ class NativePushTest {
     }
 
     @Test
-    void closingTheEngineForgetsItsStatusesThatStillWaitForAPush() {
+    void closingTheEngineEndsItsStatusesThatStillWaitForAPushWithBadState() {
         SimPair pair = new SimPair("push-close", BLOCK);
         pair.p.engine().push(PushMode.ON);
         pair.sim.hangNth(pair.p.engine(), 1);
-        post(pair, 1);
+        PushedStatus waiting = (PushedStatus) post(pair, 1).getFirst();
         assertThat(MoriIo.simulator().statusesAwaitingPush()).isEqualTo(1);
 
         pair.close();
 
         assertThat(MoriIo.simulator().statusesAwaitingPush()).isZero();
+        assertThat(waiting.pushed().block(Duration.ofSeconds(1))).isEqualTo(StatusCode.ERR_BAD_STATE);
+    }
+
+    @Test
+    void turningPushOffMakesLaterBatchesPolledStatusesThatStillComplete() {
+        try (SimPair pair = new SimPair("push-off", BATCHES * BLOCK)) {
+            pair.p.engine().push(PushMode.ON);
+            List<MoriStatus> pushed = post(pair, 2);
+            pair.p.engine().push(PushMode.OFF);
+            List<MoriStatus> polled = post(pair, 2);
+
+            assertThat(pushed).allMatch(s -> s instanceof PushedMoriStatus);
+            assertThat(polled).noneMatch(s -> s instanceof PushedStatus);
+            PushWait.failFast(Duration.ofSeconds(5)).await(polled).block();
+            PushWait.failFast(Duration.ofSeconds(5)).await(pushed).block();
+            pushed.forEach(MoriStatus::close);
+            polled.forEach(MoriStatus::close);
+            assertThat(MoriIo.simulator().statusesAwaitingPush()).isZero();
+        }
     }
 }
