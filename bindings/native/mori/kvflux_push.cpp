@@ -58,15 +58,28 @@ struct Signal {
   int64_t ns;
 };
 
-std::mutex mu;  // armed, ready
-std::condition_variable readyCv;
-std::unordered_map<const TransferStatus*, Armed> armed;
-std::unordered_set<const TransferStatus*> retry;  // queried after their hook and still in flight: ask again soon
-std::deque<kvflux_mori_push> ready;
+// Never destroyed: the notifier thread, the runtime's callback thread and a Java thread in Take may still use it
+// while the process exits, and destroying a condition variable that a thread waits on blocks the exit.
+struct State {
+  std::mutex mu;  // armed, retry, ready
+  std::condition_variable readyCv;
+  std::unordered_map<const TransferStatus*, Armed> armed;
+  std::unordered_set<const TransferStatus*> retry;  // queried after their hook and still in flight: ask again soon
+  std::deque<kvflux_mori_push> ready;
 
-std::mutex signalMu;  // signals (the runtime's thread takes only this one)
-std::condition_variable signalCv;
-std::vector<Signal> signals;
+  std::mutex signalMu;  // signals (the runtime's thread takes only this one)
+  std::condition_variable signalCv;
+  std::vector<Signal> signals;
+};
+State& state = *new State();
+std::mutex& mu = state.mu;
+std::condition_variable& readyCv = state.readyCv;
+std::unordered_map<const TransferStatus*, Armed>& armed = state.armed;
+std::unordered_set<const TransferStatus*>& retry = state.retry;
+std::deque<kvflux_mori_push>& ready = state.ready;
+std::mutex& signalMu = state.signalMu;
+std::condition_variable& signalCv = state.signalCv;
+std::vector<Signal>& signals = state.signals;
 
 std::once_flag started;
 bool hooked = false;
