@@ -3,7 +3,8 @@
 # with every wait strategy in vLLM's geometry, the stand-in forward pass busy beside the copies (8 GiB of scratch
 # writes per layer), in both process layouts; then kvflux bench's push wait at N = 1,000 and 10,000 with 1, 2 and 4
 # notifier threads on the machine's host. RUN=2: 8 layers of 2 GiB, so that copies are still in flight when the wait
-# begins, in both layouts, with the whole-timeout wait too; and vLLM's geometry again. Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
+# begins, in both layouts, with the whole-timeout wait too; and vLLM's geometry again. RUN=3: vLLM's geometry in both
+# layouts again, after the shim's push was mended (no TransferStatus freed while its hook may still name it). Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
 # mori/ (bindings/native/mori/build.sh --platform cuda output, plus Debian's libpci.so.3 and libudev.so.1). Writes
 # under $OUT.
 set -uo pipefail
@@ -42,6 +43,9 @@ case "${RUN:-1}" in
     --transfer-timeout 30s
   step big-p2 120 repro --backend mori --gpu 0 --processes 2 $BIG --wait $W4 --requests 30 --transfer-timeout 30s
   step vllm-p2 120 repro --backend mori --gpu 0 --processes 2 $VLLM --wait $W4 --requests 20 --transfer-timeout 30s ;;
+3)
+  step vllm-p2 120 repro --backend mori --gpu 0 --processes 2 $VLLM --wait $W4 --requests 20 --transfer-timeout 30s
+  step vllm-p1 90 repro --backend mori --gpu 0 --processes 1 $VLLM --wait $W4 --requests 10 --transfer-timeout 30s ;;
 esac
 date -u >> $OUT/summary.log
 # one archive: the machine hands back a few files only
