@@ -1,5 +1,6 @@
 package dev.kvflux.bindings;
 
+import java.util.function.Consumer;
 import reactor.core.publisher.Mono;
 
 /**
@@ -14,4 +15,15 @@ public interface PushedStatus extends TransferStatus {
      * subscriber's if already terminal. Never completes empty unless the status is never posted.
      */
     Mono<StatusCode> pushed();
+
+    /**
+     * The same push without a Reactor subscription: {@code listener} is given the terminal code once the backend
+     * pushes it, on the backend's notification thread, or at once on the caller's if it is already terminal; it may
+     * be given it twice when the push races the registration, so it must be idempotent, quick, and never throw.
+     * Returns false where the status offers no listener (the default): then use {@link #pushed()}. Waits at scale
+     * use it to spare a subscription's work on every push ({@code PushWait} does).
+     */
+    default boolean onPushed(Consumer<StatusCode> listener) {
+        return false;
+    }
 }

@@ -102,7 +102,9 @@ final class PushBarrier {
             if (statuses[i] instanceof PushedStatus pushed) {
                 Slot slot = new Slot(i);
                 slots[i] = slot;
-                pushed.pushed().subscribe(slot);
+                if (!pushed.onPushed(slot)) {
+                    pushed.pushed().subscribe((CoreSubscriber<StatusCode>) slot);
+                }
                 if (done) {
                     slot.cancel(); // the wait ended (a failure pushed meanwhile) before this slot was there to release
                 }
@@ -359,7 +361,7 @@ final class PushBarrier {
      * The subscription to one status's pushes, which also holds the code the status settled with, so that
      * a push touches only its slot and the barrier's counter.
      */
-    private final class Slot implements CoreSubscriber<StatusCode> {
+    private final class Slot implements CoreSubscriber<StatusCode>, java.util.function.Consumer<StatusCode> {
         final int index;
         volatile StatusCode code;
         private volatile Subscription subscription;
@@ -387,6 +389,12 @@ final class PushBarrier {
             } else if (code.isTerminal() && settle(code)) {
                 counted(index, code, true);
             }
+        }
+
+        /** A push through {@link PushedStatus#onPushed}: as {@link #onNext}. */
+        @Override
+        public void accept(StatusCode code) {
+            onNext(code);
         }
 
         @Override

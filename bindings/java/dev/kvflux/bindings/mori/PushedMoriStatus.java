@@ -17,6 +17,8 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     private final PushCalls calls;
     private final Sinks.One<StatusCode> pushed = Sinks.one();
     private final AtomicBoolean settled = new AtomicBoolean();
+    private volatile StatusCode settledWith;
+    private volatile java.util.function.Consumer<StatusCode> listener;
 
     PushedMoriStatus(MoriNative lib, MoriEngine engine, long handle, long bytes, PushCalls calls) {
         super(lib, engine, handle, bytes);
@@ -40,8 +42,24 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
 
     private void settle(StatusCode code) {
         if (settled.compareAndSet(false, true)) {
+            settledWith = code;
+            java.util.function.Consumer<StatusCode> l = listener;
+            if (l != null) {
+                l.accept(code);
+            }
             pushed.tryEmitValue(code);
         }
+    }
+
+    /** {@inheritDoc} Given on {@code kvflux-mori-push}, or at once if already pushed. */
+    @Override
+    public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
+        listener = l;
+        StatusCode code = settledWith;
+        if (code != null) {
+            l.accept(code);
+        }
+        return true;
     }
 
     /** {@inheritDoc} Emits on {@code kvflux-mori-push}, or at once on the subscriber's thread if already pushed. */

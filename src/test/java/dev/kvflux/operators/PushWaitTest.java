@@ -53,6 +53,52 @@ class PushWaitTest {
         }
     }
 
+    /** A status that pushes through a listener only: its pushed() must not be subscribed. */
+    private static final class Listened implements PushedStatus {
+        volatile java.util.function.Consumer<StatusCode> listener;
+        volatile StatusCode code = StatusCode.IN_PROGRESS;
+
+        void push(StatusCode terminal) {
+            code = terminal;
+            listener.accept(terminal);
+        }
+
+        @Override
+        public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
+            listener = l;
+            return true;
+        }
+
+        @Override
+        public Mono<StatusCode> pushed() {
+            return Mono.error(new AssertionError("the wait subscribed to pushed() although a listener was taken"));
+        }
+
+        @Override
+        public StatusCode code() {
+            return code;
+        }
+
+        @Override
+        public String message() {
+            return code.isFailure() ? "copy failed" : "";
+        }
+    }
+
+    @Test
+    void aStatusThatTakesAListenerIsAwaitedThroughItWithoutASubscription() {
+        Listened a = new Listened();
+        Listened b = new Listened();
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).await(List.of(a, b)))
+                .expectSubscription()
+                .then(() -> a.push(StatusCode.SUCCESS))
+                .then(() -> a.push(StatusCode.SUCCESS)) // a push racing the registration may come twice
+                .expectNoEvent(Duration.ofSeconds(1))
+                .then(() -> b.push(StatusCode.ERR_RDMA_OP))
+                .expectErrorMatches(e -> e instanceof TransferException t && t.code() == StatusCode.ERR_RDMA_OP)
+                .verify();
+    }
+
     @Test
     void theWaitEndsWhenTheLastStatusIsPushedAfterOneQueryAtSubscription() {
         Pushed a = new Pushed();
