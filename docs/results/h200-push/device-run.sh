@@ -4,7 +4,8 @@
 # writes per layer), in both process layouts; then kvflux bench's push wait at N = 1,000 and 10,000 with 1, 2 and 4
 # notifier threads on the machine's host. RUN=2: 8 layers of 2 GiB, so that copies are still in flight when the wait
 # begins, in both layouts, with the whole-timeout wait too; and vLLM's geometry again. RUN=3: vLLM's geometry in both
-# layouts again, after the shim's push was mended (no TransferStatus freed while its hook may still name it). Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
+# layouts again, after the shim's push was mended (no TransferStatus freed while its hook may still name it).
+# RUN=5: the bench's push rows again, after PushWait took pushes through listeners. Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
 # mori/ (bindings/native/mori/build.sh --platform cuda output, plus Debian's libpci.so.3 and libudev.so.1). Writes
 # under $OUT.
 set -uo pipefail
@@ -46,6 +47,10 @@ case "${RUN:-1}" in
 3)
   step vllm-p2 120 repro --backend mori --gpu 0 --processes 2 $VLLM --wait $W4 --requests 20 --transfer-timeout 30s
   step vllm-p1 90 repro --backend mori --gpu 0 --processes 1 $VLLM --wait $W4 --requests 10 --transfer-timeout 30s ;;
+5)
+  for k in 1 2 4; do
+    step bench-k$k 80 bench --n 1000,10000 --strategies reactive-push --notifiers $k
+  done ;;
 esac
 date -u >> $OUT/summary.log
 # one archive: the machine hands back a few files only
