@@ -251,24 +251,22 @@ public final class CompletionWait implements WaitStrategy {
                         })
                         .timeout(transferTimeout,
                                 Mono.fromRunnable(tracker::pollAtDeadline).then(Mono.defer(tracker::signal)), on);
-            } else if (adaptive != null) {
-                long bytes = tracker.bytesInFlight();
-                AdaptiveSchedule schedule = AdaptiveSchedule.around(slice, adaptive.predictNanos(bytes));
-                waiting = schedule.ticks(on)
-                        .filter(tick -> {
-                            boolean settled = tracker.test(tick);
-                            if (settled && tracker.succeeded()) {
-                                adaptive.observe(bytes, schedule.endedAfterNanos());
-                            }
-                            return settled;
-                        })
-                        .next()
-                        .then()
-                        .timeout(transferTimeout, Mono.fromRunnable(tracker::pollAtDeadline), on)
-                        .then(Mono.defer(tracker::signal));
             } else {
-                waiting = Flux.interval(slice, slice, on)
-                        .filter(tracker)
+                Flux<Long> ticks;
+                if (adaptive != null) {
+                    long bytes = tracker.bytesInFlight();
+                    AdaptiveSchedule schedule = AdaptiveSchedule.around(slice, adaptive.predictNanos(bytes));
+                    ticks = schedule.ticks(on).filter(tick -> {
+                        boolean settled = tracker.test(tick);
+                        if (settled && tracker.succeeded()) {
+                            adaptive.observe(bytes, schedule.endedAfterNanos());
+                        }
+                        return settled;
+                    });
+                } else {
+                    ticks = Flux.interval(slice, slice, on).filter(tracker);
+                }
+                waiting = ticks
                         .next()
                         .then()
                         .timeout(transferTimeout, Mono.fromRunnable(tracker::pollAtDeadline), on)

@@ -4,7 +4,7 @@ import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.mori.internal.MoriNative;
 import dev.kvflux.bindings.mori.internal.PushCalls;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
@@ -16,8 +16,8 @@ import reactor.core.publisher.Sinks;
 public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     private final PushCalls calls;
     private final Sinks.One<StatusCode> pushed = Sinks.one();
-    private final AtomicBoolean settled = new AtomicBoolean();
-    private volatile StatusCode settledWith;
+    /** The terminal code once settled (by the push or by the query after registering), once. */
+    private final AtomicReference<StatusCode> settled = new AtomicReference<>();
     private volatile java.util.function.Consumer<StatusCode> listener;
 
     PushedMoriStatus(MoriNative lib, MoriEngine engine, long handle, long bytes, PushCalls calls) {
@@ -41,8 +41,7 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     }
 
     private void settle(StatusCode code) {
-        if (settled.compareAndSet(false, true)) {
-            settledWith = code;
+        if (settled.compareAndSet(null, code)) {
             java.util.function.Consumer<StatusCode> l = listener;
             if (l != null) {
                 l.accept(code);
@@ -55,7 +54,7 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     @Override
     public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
         listener = l;
-        StatusCode code = settledWith;
+        StatusCode code = settled.get();
         if (code != null) {
             l.accept(code);
         }

@@ -169,7 +169,9 @@ public final class PushCalls {
         try {
             takeForever();
         } catch (Throwable t) {
-            // the library failed in a way no retry mends
+            // the library failed in a way no retry mends; pause before the next thread tries, so that a library
+            // that fails at once does not spin up threads
+            java.util.concurrent.locks.LockSupport.parkNanos(TAKE_TIMEOUT_MS * 1_000_000L);
         } finally {
             synchronized (this) {
                 notifier = null;

@@ -129,8 +129,27 @@ class NativePushTest {
             List<MoriStatus> statuses = post(pair, BATCHES);
 
             assertThat(statuses).noneMatch(s -> s instanceof PushedStatus);
-            assertThat(pair.p.engine().waitAll(statuses, -1)).isEqualTo(StatusCode.SUCCESS);
+            // MoRI's model: a bounded wait queries once and sleeps to its deadline, as nothing completes the statuses
+            // when their copies end (with ON the push would, and wake it: see the next test)
+            long before = pair.sim.nowNanos();
+            assertThat(pair.p.engine().waitAll(statuses, 400)).isEqualTo(StatusCode.SUCCESS);
+            // the copies end by 160 ms; MoRI's WaitAll truncates what is left of its deadline to whole milliseconds
+            assertThat(pair.sim.nowNanos() - before).isGreaterThan(Duration.ofMillis(390).toNanos());
             assertThat(statuses).allMatch(s -> s.completedAtNanos() == pair.sim.finishNanos(s));
+            statuses.forEach(MoriStatus::close);
+        }
+    }
+
+    @Test
+    void anEngineThatPushesWakesABoundedNativeWaitAtTheCopiesEnd() {
+        try (SimPair pair = new SimPair("push-native", BATCHES * BLOCK)) {
+            pair.p.engine().push(PushMode.ON);
+            List<MoriStatus> statuses = post(pair, BATCHES);
+
+            long before = pair.sim.nowNanos();
+            assertThat(pair.p.engine().waitAll(statuses, 5_000)).isEqualTo(StatusCode.SUCCESS);
+
+            assertThat(pair.sim.nowNanos() - before).isLessThan(Duration.ofSeconds(4).toNanos());
             statuses.forEach(MoriStatus::close);
         }
     }
