@@ -97,6 +97,8 @@ public final class MicrometerNotifyRecorder implements NotifyRecorder {
             case CLOSED_FRAME_READ_TIMEOUT -> counter(closed, closedHelp, "reason", "frame_read_timeout");
             case CLOSED_BUFFER_BUDGET -> counter(closed, closedHelp, "reason", "buffer_budget");
             case CLOSED_IDLE_TIMEOUT -> counter(closed, closedHelp, "reason", "idle_timeout");
+            case READS_THROTTLED -> counter("kvflux.notify.reads.throttled",
+                    "Times an inbound connection's reads were held back to the server's bulk rate");
             case NOTICE_WRITE_DONE -> counter(notices, noticesHelp, "result", "write_done");
             case NOTICE_WRITE_FAILED -> counter(notices, noticesHelp, "result", "write_failed");
             case NOTICE_LATE_OR_DUPLICATE -> counter(notices, noticesHelp, "result", "late_or_duplicate");

@@ -188,6 +188,7 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             "engine.sim.copy-path", "kv.mode", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
             "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret",
             "notify.max-connections", "notify.frame-read-timeout", "notify.idle-timeout", "notify.peer-budget-mib",
+            "notify.bulk-mib-per-second",
             "tracing.otlp-endpoint", "tracing.sample-probability", "limits.max-model-len", "limits.max-request-share",
             "discovery.etcd", "discovery.cluster", "discovery.lease-ttl");
 
@@ -310,7 +311,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         key(keys, "notify.max-connections", v -> ConfigValues.intIn(v, 1, 1 << 20)),
                         durationKey(keys, "notify.frame-read-timeout", ConfigValues::positive),
                         durationKey(keys, "notify.idle-timeout", ConfigValues::positive),
-                        key(keys, "notify.peer-budget-mib", v -> (long) ConfigValues.intIn(v, 1, 65_536) << 20))
+                        key(keys, "notify.peer-budget-mib", v -> (long) ConfigValues.intIn(v, 1, 65_536) << 20),
+                        key(keys, "notify.bulk-mib-per-second", v -> (long) ConfigValues.intIn(v, 1, 65_536) << 20))
                 .ap(NotifyLimits::new);
         Validation<Seq<String>, NotifyChannel> notifyChannel = Validation.combine(
                         key(keys, "notify.secret", ConfigValues::secret).mapError(List::of), limits)

@@ -56,8 +56,8 @@ public final class HostileProbe {
                         + " attempts not negative, and at least 10 acknowledgement samples; got " + hostileFrames
                         + ", " + connections + ", " + connectAttempts + ", " + ackSamples);
             }
-            if (maxFrameBytes < 64 || maxFrameBytes > 1 << 20) {
-                throw new IllegalArgumentException("the largest hostile frame must be 64 bytes to 1 MiB (decode's"
+            if (maxFrameBytes < 4096 || maxFrameBytes > 1 << 20) {
+                throw new IllegalArgumentException("the largest hostile frame must be 4 KiB to 1 MiB (decode's"
                         + " frame limit), got " + maxFrameBytes);
             }
         }
@@ -343,10 +343,7 @@ public final class HostileProbe {
             frames.add(nesting);
             frames.add(fit(NotifyCodec.encode(new NotifyMessage.WriteFailed("hostile-" + size, StatusCode.ERR_RDMA_OP,
                     "x".repeat(Math.max(0, size - 96)))), max));
-            int blocks = Math.min(65_536, Math.max(1, (size - 80) / STRIDE));
-            frames.add(fit(NotifyCodec.encode(new NotifyMessage.RemoteBlocks("r", "hostile-blocks-" + size,
-                    java.util.stream.LongStream.range(Long.MAX_VALUE - blocks, Long.MAX_VALUE).boxed().toList(), 0)),
-                    max));
+            frames.add(blockList(size, max));
             byte[] badText = NotifyCodec.encode(new NotifyMessage.WriteFailed("hostile-utf8-" + size,
                     StatusCode.ERR_RDMA_OP, "y".repeat(Math.max(1, size - 96))));
             badText[badText.length - 1] = (byte) 0xff;
@@ -358,6 +355,20 @@ public final class HostileProbe {
                     max));
         }
         return frames;
+    }
+
+    /** The longest block list of huge block ids that fits in {@code size} bytes (and so in {@code max}). */
+    private static byte[] blockList(int size, int max) {
+        int blocks = Math.min(65_536, Math.max(1, (size - 80) / STRIDE));
+        while (true) {
+            byte[] frame = NotifyCodec.encode(new NotifyMessage.RemoteBlocks("r", "hostile-blocks-" + size,
+                    java.util.stream.LongStream.range(Long.MAX_VALUE - blocks, Long.MAX_VALUE).boxed().toList(), 0));
+            if (frame.length <= Math.min(size, max) || blocks == 1) {
+                return fit(frame, max);
+            }
+            // each block id takes STRIDE bytes; drop enough of them to make the frame fit, at least one
+            blocks = Math.max(1, blocks - Math.max(1, (frame.length - Math.min(size, max) + STRIDE - 1) / STRIDE));
+        }
     }
 
     private static byte[] fit(byte[] frame, int max) {

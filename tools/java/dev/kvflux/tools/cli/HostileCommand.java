@@ -28,7 +28,7 @@ public final class HostileCommand implements Callable<Integer> {
     int frames = 10_000;
 
     @Option(names = "--max-frame-bytes", paramLabel = "BYTES",
-            description = "Largest hostile frame, at most decode's 1 MiB limit (default ${DEFAULT-VALUE}).")
+            description = "Largest hostile frame, 4096 bytes up to decode's 1 MiB limit (default ${DEFAULT-VALUE}).")
     int maxFrameBytes = 1 << 20;
 
     @Option(names = "--connections", paramLabel = "N",

@@ -30,6 +30,8 @@ public enum NotifyEvent {
     CLOSED_BUFFER_BUDGET,
     /** An inbound connection was closed: nothing arrived on it within the idle timeout. */
     CLOSED_IDLE_TIMEOUT,
+    /** An inbound connection's reads were held back: its large frames had spent the server's bulk rate. */
+    READS_THROTTLED,
     /** A {@code write_done} completed a transfer decode expected. */
     NOTICE_WRITE_DONE,
     /** A {@code write_failed} failed a transfer decode expected. */

@@ -241,20 +241,23 @@ class KvfluxConfigTest {
                   max-connections: 64
                   idle-timeout: 30s
                   peer-budget-mib: 4
+                  bulk-mib-per-second: 8
                 """))).get();
         assertThat(config.notifyChannel().limits()).isEqualTo(new NotifyLimits(64,
-                NotifyLimits.DEFAULTS.frameReadTimeout(), Duration.ofSeconds(30), 4L << 20));
+                NotifyLimits.DEFAULTS.frameReadTimeout(), Duration.ofSeconds(30), 4L << 20, 8L << 20));
 
         Validation<Seq<String>, KvfluxConfig> bad = KvfluxConfig.load(Optional.of(file("""
                 notify:
                   max-connections: 0
                   frame-read-timeout: 0s
                   peer-budget-mib: lots
+                  bulk-mib-per-second: 0
                 """)));
-        assertThat(bad.getError().toJavaList()).hasSize(3).satisfiesExactlyInAnyOrder(
+        assertThat(bad.getError().toJavaList()).hasSize(4).satisfiesExactlyInAnyOrder(
                 e -> assertThat(e).startsWith("notify.max-connections: must be between 1 and 1048576, got 0"),
                 e -> assertThat(e).startsWith("notify.frame-read-timeout: must be greater than zero"),
-                e -> assertThat(e).startsWith("notify.peer-budget-mib: 'lots' is not a whole number"));
+                e -> assertThat(e).startsWith("notify.peer-budget-mib: 'lots' is not a whole number"),
+                e -> assertThat(e).startsWith("notify.bulk-mib-per-second: must be between 1 and 65536, got 0"));
     }
 
     @Test

@@ -32,7 +32,14 @@ class HostileProbeTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"--frames=0", "--max-frame-bytes=2000000", "--connections=0", "--ack-samples=3"})
+    @ValueSource(ints = {4096, 65_536, 100_000, 1 << 20})
+    void everyLargestFrameTheProbeTakesYieldsFramesWithinIt(int max) {
+        assertThat(HostileProbe.hostileFrames(max)).allSatisfy(frame -> assertThat(frame.length)
+                .isLessThanOrEqualTo(max));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"--frames=0", "--max-frame-bytes=2000000", "--max-frame-bytes=1000", "--connections=0", "--ack-samples=3"})
     void badArgumentIsOneLineAndExitCode2(String argument) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();

@@ -1,0 +1,153 @@
+package dev.kvflux.transfer.notify;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+
+import dev.kvflux.micrometer.MicrometerNotifyRecorder;
+import dev.kvflux.transfer.ExpectedTransfers;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.embedded.EmbeddedChannel;
+import java.io.DataInputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** The notify server's bulk rate: what a peer streaming large frames gets, and what a small one keeps. */
+class BulkThrottleTest {
+    private static final long MIB = 1 << 20;
+
+    @Test
+    void aBudgetLetsOneBurstPassAtOnceAndMakesTheRestWaitByItsSizeOverTheRate() {
+        AtomicLong now = new AtomicLong(1_000_000_000L);
+        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, MIB / 2, now::get);
+        assertThat(budget.charge(MIB / 2, now.get())).as("one burst").isZero();
+        // the next quarter MiB is a quarter second beyond the burst
+        assertThat(budget.charge(MIB / 4, now.get())).isEqualTo(250_000_000L);
+        // two readers share the schedule: the second waits behind the first's bytes too
+        assertThat(budget.charge(MIB / 4, now.get())).isEqualTo(500_000_000L);
+        now.addAndGet(Duration.ofSeconds(10).toNanos());
+        assertThat(budget.charge(MIB / 2, now.get())).as("a quiet spell gives the burst back, no more").isZero();
+        assertThat(budget.charge(1024, now.get())).isPositive();
+    }
+
+    @Test
+    void aBudgetWithoutRateOrBurstIsRefused() {
+        assertThatIllegalArgumentException().isThrownBy(() -> new BulkThrottle.Budget(0, 1, System::nanoTime))
+                .withMessageContaining("positive rate");
+    }
+
+    @Test
+    void aLargeReadThatFindsTheBudgetSpentStopsItsConnectionsReadsUntilTheBudgetHasRoom() {
+        EmbeddedChannel channel = new EmbeddedChannel();
+        channel.freezeTime();
+        AtomicLong clock = new AtomicLong();
+        MicrometerNotifyRecorder counts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
+        AtomicInteger readsAsked = new AtomicInteger();
+        channel.pipeline().addLast(new ChannelOutboundHandlerAdapter() {
+            @Override
+            public void read(ChannelHandlerContext ctx) {
+                readsAsked.incrementAndGet();
+                ctx.read();
+            }
+        });
+        channel.pipeline().addLast(new BulkThrottle(new BulkThrottle.Budget(MIB, 64 << 10, clock::get), counts));
+
+        channel.writeInbound(Unpooled.wrappedBuffer(new byte[64 << 10]));
+        assertThat(channel.config().isAutoRead()).as("within the burst").isTrue();
+        channel.writeInbound(Unpooled.wrappedBuffer(new byte[64 << 10]));
+        assertThat(channel.config().isAutoRead()).as("past the burst by 64 KiB, 62.5 ms at 1 MiB/s").isFalse();
+        assertThat(counts.count(NotifyEvent.READS_THROTTLED)).isEqualTo(1);
+        int asked = readsAsked.get();
+        channel.read();
+        assertThat(readsAsked.get()).as("a read asked for while paused is held back").isEqualTo(asked);
+
+        channel.advanceTimeBy(62, TimeUnit.MILLISECONDS);
+        clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(62));
+        channel.runScheduledPendingTasks();
+        assertThat(channel.config().isAutoRead()).as("not yet").isFalse();
+        channel.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+        clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(1));
+        channel.runScheduledPendingTasks();
+        assertThat(channel.config().isAutoRead()).isTrue();
+        assertThat(readsAsked.get()).as("resuming asks for a read").isGreaterThan(asked);
+        assertThat(channel.inboundMessages()).as("every read byte was passed on").hasSize(2);
+        channel.finishAndReleaseAll();
+    }
+
+    @Test
+    void aSmallReadNeverWaitsEvenWhenTheBudgetIsSpent() {
+        EmbeddedChannel channel = new EmbeddedChannel();
+        AtomicLong clock = new AtomicLong();
+        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, 64 << 10, clock::get);
+        budget.charge(16 * MIB, 0);
+        MicrometerNotifyRecorder counts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
+        channel.pipeline().addLast(new BulkThrottle(budget, counts));
+
+        for (int i = 0; i < 100; i++) {
+            channel.writeInbound(Unpooled.wrappedBuffer(new byte[BulkThrottle.SMALL_READ_BYTES]));
+        }
+        assertThat(channel.config().isAutoRead()).isTrue();
+        assertThat(counts.count(NotifyEvent.READS_THROTTLED)).isZero();
+        channel.finishAndReleaseAll();
+    }
+
+    /**
+     * Over loopback: a peer streams 4 MiB of large frames, without waiting for their acknowledgements, to a
+     * server held to 1 MiB/s, while a client sends notifications one at a time. The notifications are all
+     * acknowledged while the stream is held back, and the stream gets no more acknowledged than the rate allows
+     * for the time it took (an upper bound, so a slow machine cannot fail it).
+     */
+    @Test
+    void aPeerStreamingLargeFramesIsHeldToTheRateWhileNotificationsPassBesideIt() throws Exception {
+        MicrometerNotifyRecorder counts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
+        ExpectedTransfers registry = ExpectedTransfers.withoutDeadline();
+        int frameBytes = 512 << 10;
+        int frames = 8;
+        try (NotifyServer server = NotifyServer.builder().port(0).recorder(counts).handler(registry)
+                .bulkBytesPerSecond(MIB).bindNow();
+                NotifyClient client = NotifyClient.builder().build();
+                Socket bulk = new Socket("127.0.0.1", server.address().getPort())) {
+            byte[] payload = NotifyCodec.encode(new NotifyMessage.WriteFailed("bulk",
+                    dev.kvflux.bindings.StatusCode.ERR_RDMA_OP, "z".repeat(frameBytes - 96)));
+            byte[] frame = ByteBuffer.allocate(4 + payload.length).putInt(payload.length).put(payload).array();
+            long start = System.nanoTime();
+            Thread writer = Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    OutputStream out = bulk.getOutputStream();
+                    for (int i = 0; i < frames; i++) {
+                        out.write(frame);
+                    }
+                } catch (java.io.IOException closed) {
+                    // the test ends by closing the socket
+                }
+            });
+            DataInputStream acks = new DataInputStream(bulk.getInputStream());
+            bulk.setSoTimeout(30_000);
+            acks.readNBytes(acks.readInt());
+            for (int i = 0; i < 20; i++) {
+                assertThat(client.send(server.address(), new NotifyMessage.WriteDone("small-" + i),
+                        Duration.ofSeconds(5)).block(Duration.ofSeconds(10))).isTrue();
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            int bulkAcked = 1;
+            while (bulkAcked < frames && bulk.getInputStream().available() > 0) {
+                acks.readNBytes(acks.readInt());
+                bulkAcked++;
+            }
+            // 1 MiB of burst, then 1 MiB/s; each frame is half a MiB, and up to one read budget may be in flight
+            double allowedFrames = (MIB + MIB * seconds + NotifyServer.DEFAULT_READ_BUDGET_BYTES) / frame.length;
+            assertThat(bulkAcked).as("bulk frames acknowledged within %.2f s", seconds)
+                    .isLessThanOrEqualTo((int) Math.floor(allowedFrames)).isLessThan(frames);
+            assertThat(counts.count(NotifyEvent.READS_THROTTLED)).isPositive();
+            writer.interrupt();
+        }
+    }
+}
