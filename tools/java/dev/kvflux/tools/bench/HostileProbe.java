@@ -142,7 +142,7 @@ public final class HostileProbe {
 
     private void hostilePhase(InetSocketAddress notify, long pid, long rssBase)
             throws InterruptedException, IOException {
-        // framed once, so that sending 1.9 GB makes no garbage in this JVM: its collector would pause the
+        // framed once, so that sending hundreds of MB makes no garbage in this JVM: its collector would pause the
         // acknowledgement timer and count against decode
         List<byte[]> frames = hostileFrames(settings.maxFrameBytes()).stream().map(HostileProbe::framed).toList();
         AtomicInteger next = new AtomicInteger();

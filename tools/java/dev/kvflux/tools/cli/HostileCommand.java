@@ -25,7 +25,7 @@ public final class HostileCommand implements Callable<Integer> {
     CommandLine.Model.CommandSpec spec;
 
     @Option(names = "--frames", paramLabel = "N", description = "Hostile frames to send (default ${DEFAULT-VALUE}).")
-    int frames = 10_000;
+    int frames = 3_000;
 
     @Option(names = "--max-frame-bytes", paramLabel = "BYTES",
             description = "Largest hostile frame, 4096 bytes up to decode's 1 MiB limit (default ${DEFAULT-VALUE}).")

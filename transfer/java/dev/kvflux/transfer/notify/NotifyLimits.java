@@ -18,7 +18,7 @@ import java.util.Objects;
  */
 public record NotifyLimits(int maxConnections, Duration frameReadTimeout, Duration idleTimeout,
         long peerBudgetBytes, long bulkBytesPerSecond) {
-    /** 1,024 connections, 10 s per frame, 120 s idle, 16 MiB for peers, 64 MiB/s of large frames. */
+    /** 1,024 connections, 10 s per frame, 120 s idle, 16 MiB for peers, 16 MiB/s of large frames. */
     public static final NotifyLimits DEFAULTS = new NotifyLimits(NotifyServer.DEFAULT_MAX_CONNECTIONS,
             NotifyServer.DEFAULT_FRAME_READ_TIMEOUT, NotifyServer.DEFAULT_IDLE_TIMEOUT, 16L << 20);
 

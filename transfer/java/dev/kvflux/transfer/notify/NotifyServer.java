@@ -64,11 +64,12 @@ public final class NotifyServer implements AutoCloseable {
      */
     public static final int DEFAULT_READ_BUDGET_BYTES = 64 << 10;
     /**
-     * The default bulk rate of one server: 64 MiB/s of reads larger than a single notification, over all its
-     * connections. A block list of a million-token prompt (65,536 blocks, about 600 KB) takes 9 ms of it; a peer
-     * streaming large frames gets no more, and cannot make the server spend more CPU on them than this rate costs.
+     * The default bulk rate of one server: 16 MiB/s of reads larger than a single notification, over all its
+     * connections. That is 1,800 block lists a second of 16K-token prompts (9 KB each), and a list of a
+     * million-token prompt (65,536 blocks, about 600 KB) passes in one burst; a peer streaming large frames
+     * gets no more, and cannot make the server, or the host, spend more CPU on them than this rate costs.
      */
-    public static final long DEFAULT_BULK_BYTES_PER_SECOND = 64L << 20;
+    public static final long DEFAULT_BULK_BYTES_PER_SECOND = 16L << 20;
     /**
      * The event loops of every notify server of this process, apart from the HTTP servers' and clients': a
      * peer's frames cannot delay completions, and the HTTP traffic cannot delay acknowledgements. Half the
@@ -264,12 +265,12 @@ public final class NotifyServer implements AutoCloseable {
         /**
          * The most bytes per second the server reads in reads larger than one notification (4 KiB), over all its
          * connections; a connection whose large read finds the rate spent waits, and its sender with it, while
-         * small reads pass at once. Default 64 MiB/s; 1 MiB/s to 64 GiB/s.
+         * small reads pass at once. Default 16 MiB/s; 1 MiB/s to 64 GiB/s.
          */
         public Builder bulkBytesPerSecond(long bulkBytesPerSecond) {
             if (bulkBytesPerSecond < 1L << 20 || bulkBytesPerSecond > 64L << 30) {
                 throw new IllegalArgumentException("notify bulk rate " + bulkBytesPerSecond + " bytes per second is"
-                        + " out of range; use 1 MiB/s to 64 GiB/s (the default is 64 MiB/s)");
+                        + " out of range; use 1 MiB/s to 64 GiB/s (the default is 16 MiB/s)");
             }
             return with(b -> b.bulkBytesPerSecond = bulkBytesPerSecond);
         }
