@@ -5,7 +5,8 @@
 # notifier threads on the machine's host. RUN=2: 8 layers of 2 GiB, so that copies are still in flight when the wait
 # begins, in both layouts, with the whole-timeout wait too; and vLLM's geometry again. RUN=3: vLLM's geometry in both
 # layouts again, after the shim's push was mended (no TransferStatus freed while its hook may still name it).
-# RUN=5: the bench's push rows again, after PushWait took pushes through listeners. Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
+# RUN=5: the bench's push rows again, after PushWait took pushes through listeners. RUN=6: the bench's push rows
+# with 1, 2 and 4 notifiers, each waking at each status's time or at most every 100 us or 1 ms (no MoRI needed). Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
 # mori/ (bindings/native/mori/build.sh --platform cuda output, plus Debian's libpci.so.3 and libudev.so.1). Writes
 # under $OUT.
 set -uo pipefail
@@ -14,7 +15,7 @@ W=/tmp/kvflux-push
 mkdir -p $W
 RUN=${RUN:-1}
 tar -xJf $B/jre.tar.xz -C $W
-cp -r $B/mori $W/
+[ -d $B/mori ] && cp -r $B/mori $W/
 export KVFLUX_MORI_LIB=$W/mori/libkvflux_mori.so LD_LIBRARY_PATH=$W/mori:${LD_LIBRARY_PATH:-}
 JAVA=$(ls -d $W/*/bin/java | head -n 1)
 J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xmx16g -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
@@ -50,6 +51,13 @@ case "${RUN:-1}" in
 5)
   for k in 1 2 4; do
     step bench-k$k 80 bench --n 1000,10000 --strategies reactive-push --notifiers $k
+  done ;;
+6)
+  for k in 1 2 4; do
+    for t in 0 100us 1ms; do
+      step bench-k$k-tick$t 80 bench --n 1000,10000 --strategies reactive-push --notifiers $k --notifier-tick $t \
+        --warmup 3 --rounds 3
+    done
   done ;;
 esac
 date -u >> $OUT/summary.log

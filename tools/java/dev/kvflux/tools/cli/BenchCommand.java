@@ -39,6 +39,12 @@ public final class BenchCommand implements Callable<Integer> {
                     + " (default: one per 8 cores, at least 1).")
     Integer notifiers;
 
+    @Option(names = "--notifier-tick", paramLabel = "DURATION",
+            description = "Each notifier wakes at most once per this, finishing every status due by then, as a"
+                    + " backend handing out completions on a timer does (default: 0, waking at each status's time;"
+                    + " at most 10ms).")
+    String notifierTick;
+
     @Option(names = "--statuses", paramLabel = "COUNT", description = "Statuses per request (default: 118).")
     Integer statuses;
 
@@ -80,14 +86,18 @@ public final class BenchCommand implements Callable<Integer> {
                     rounds != null ? rounds : defaults.rounds(), warmup != null ? warmup : defaults.warmup(),
                     sliceLength, defaults.transferTimeout(), defaults.seed(),
                     recorders != null ? recorders.stream().map(String::trim).toList() : defaults.recorders(),
-                    notifiers != null ? notifiers : defaults.notifiers());
+                    notifiers != null ? notifiers : defaults.notifiers(),
+                    notifierTick != null ? duration("--notifier-tick", notifierTick) : defaults.notifierTick());
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
         System.err.println("kvflux bench: " + settings.statuses() + " statuses per request within "
                 + Durations.format(settings.spread()) + ", " + settings.warmup() + " warm-up and " + settings.rounds()
                 + " measured rounds per row, " + settings.notifiers() + " notifier thread"
-                + (settings.notifiers() == 1 ? "" : "s") + "; " + ScaleReport.machine());
+                + (settings.notifiers() == 1 ? "" : "s")
+                + (settings.notifierTick().isZero() ? "" : " waking at most every "
+                        + Durations.format(settings.notifierTick()))
+                + "; " + ScaleReport.machine());
         List<ScaleRow> rows = ScaleBench.run(settings, line -> System.err.println("  " + line));
         System.out.println(output.json() ? ScaleReport.json(rows, settings) : ScaleReport.table(rows));
         return 0;

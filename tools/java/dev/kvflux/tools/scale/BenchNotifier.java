@@ -6,20 +6,27 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Finishes its statuses in time order: it parks until the next is due, then finishes every status due by
  * then in one batch (as a backend hands out every completion queued since it last woke), so its cost per
- * status is the push's, not a wake-up's. Measures its own allocation, CPU and lateness.
+ * status is the push's, not a wake-up's. With a tick it wakes at most once per tick, as a backend that hands
+ * out completions on a timer or after each wait for an event does: fewer wake-ups, each status up to a tick
+ * later. Measures its own allocation, CPU and lateness.
  */
 final class BenchNotifier implements Runnable {
+    /** Statuses finished between two readings of the clock within one batch. */
+    private static final int CLOCK_EVERY = 16;
     private final BenchStatus[] all;
     private final long[] schedule;
     private final long start;
+    private final long tickNanos;
     volatile long allocatedBytes;
     volatile long behindNanos;
     volatile long cpuNanos;
+    private volatile int wakes;
 
-    BenchNotifier(BenchStatus[] all, long[] schedule, long start) {
+    BenchNotifier(BenchStatus[] all, long[] schedule, long start, long tickNanos) {
         this.all = all;
         this.schedule = schedule;
         this.start = start;
+        this.tickNanos = tickNanos;
     }
 
     @Override
@@ -29,20 +36,35 @@ final class BenchNotifier implements Runnable {
         parkUntil(start);
         long cpu0 = threads.getCurrentThreadCpuTime();
         long late = 0;
+        long woke = start - tickNanos;
         int i = 0;
+        int woken = 0;
         while (i < schedule.length) {
-            parkUntil(start + (schedule[i] >>> 24));
-            long now = System.nanoTime();
-            while (i < schedule.length && start + (schedule[i] >>> 24) <= now) {
-                long due = start + (schedule[i] >>> 24);
-                all[(int) (schedule[i] & 0xFF_FFFF)].finish();
-                late = System.nanoTime() - due;
-                i++;
+            parkUntil(Math.max(start + (schedule[i] >>> 24), woke + tickNanos));
+            woke = System.nanoTime();
+            woken++;
+            long now = woke;
+            long due = 0;
+            // every status due when it woke; the clock is read again every few, so that a long batch's
+            // last statuses are not stamped with its first one's time
+            for (int inBatch = 0; i < schedule.length && start + (schedule[i] >>> 24) <= woke; inBatch++, i++) {
+                if (inBatch > 0 && inBatch % CLOCK_EVERY == 0) {
+                    now = System.nanoTime();
+                }
+                due = start + (schedule[i] >>> 24);
+                all[(int) (schedule[i] & 0xFF_FFFF)].finish(now);
             }
+            late = now - due;
         }
         cpuNanos = threads.getCurrentThreadCpuTime() - cpu0;
+        wakes = woken;
         behindNanos = Math.max(0, late);
         allocatedBytes = threads.getCurrentThreadAllocatedBytes() - bytes0;
+    }
+
+    /** How many times it woke to finish statuses; read once it has run. */
+    int wakes() {
+        return wakes;
     }
 
     /** The entries of {@code schedule} (time-ordered) whose request falls to notifier {@code i} of {@code k}. */

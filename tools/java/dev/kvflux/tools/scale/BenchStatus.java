@@ -15,7 +15,7 @@ final class BenchStatus implements PushedStatus {
     private final Sinks.One<StatusCode> sink;
     private volatile boolean done;
     private volatile java.util.function.Consumer<StatusCode> listener;
-    /** When {@link #finish} ran ({@link System#nanoTime()}), so a recording wait can measure its detection lag. */
+    /** When it was finished ({@link System#nanoTime()}, as its notifier read it), for the detection lag. */
     private long finishedAt = UNKNOWN_TIME;
     int queries;
 
@@ -40,7 +40,7 @@ final class BenchStatus implements PushedStatus {
         return done ? finishedAt : UNKNOWN_TIME;
     }
 
-    /** When {@link #finish} ran ({@link System#nanoTime()}); read after the round, once every notifier has ended. */
+    /** When it was finished ({@link System#nanoTime()}); read after the round, once every notifier has ended. */
     long finishedAt() {
         return finishedAt;
     }
@@ -63,9 +63,12 @@ final class BenchStatus implements PushedStatus {
         return sink != null ? sink.asMono() : Mono.never();
     }
 
-    /** Marks the status done and, with push, pushes SUCCESS on the calling (notifier) thread. */
-    void finish() {
-        finishedAt = System.nanoTime();
+    /**
+     * Marks the status done, finished at {@code now} ({@link System#nanoTime()}), and, with push, pushes SUCCESS on
+     * the calling (notifier) thread.
+     */
+    void finish(long now) {
+        finishedAt = now;
         done = true;
         java.util.function.Consumer<StatusCode> l = listener;
         if (l != null) {

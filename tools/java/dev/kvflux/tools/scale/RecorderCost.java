@@ -120,7 +120,7 @@ final class RecorderCost {
         BenchStatus[] all = new BenchStatus[n * per];
         for (int i = 0; i < all.length; i++) {
             all[i] = new BenchStatus(false);
-            all[i].finish();
+            all[i].finish(System.nanoTime());
         }
         com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         double best = Double.MAX_VALUE;

@@ -4,6 +4,7 @@ import dev.kvflux.micrometer.MicrometerWaitRecorder;
 import dev.kvflux.operators.WaitRecorder;
 import dev.kvflux.operators.WaitSpec;
 import dev.kvflux.operators.WaitStrategy;
+import dev.kvflux.serving.config.Durations;
 import dev.kvflux.tools.Stats;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -48,10 +49,15 @@ public final class ScaleBench {
     /** What to run. */
     public record Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
                            int warmup, Duration slice, Duration transferTimeout, long seed, List<String> recorders,
-                           int notifiers) {
+                           int notifiers, Duration notifierTick) {
         public Settings {
             if (notifiers < 1 || notifiers > 64) {
                 throw new IllegalArgumentException("--notifiers must lie between 1 and 64, got " + notifiers);
+            }
+            Objects.requireNonNull(notifierTick, "notifierTick");
+            if (notifierTick.isNegative() || notifierTick.compareTo(Duration.ofMillis(10)) > 0) {
+                throw new IllegalArgumentException("--notifier-tick must lie between 0 and 10ms, got "
+                        + Durations.format(notifierTick));
             }
             ns = List.copyOf(ns);
             strategies = List.copyOf(strategies);
@@ -84,6 +90,14 @@ public final class ScaleBench {
             if (spread.isNegative() || spread.isZero() || spread.compareTo(Duration.ofMinutes(1)) > 0) {
                 throw new IllegalArgumentException("--spread must be greater than zero and at most 1m, got " + spread);
             }
+        }
+
+        /** Settings whose notifiers wake at each status's time (no tick). */
+        public Settings(List<Integer> ns, List<String> strategies, int statuses, Duration spread, int rounds,
+                        int warmup, Duration slice, Duration transferTimeout, long seed, List<String> recorders,
+                        int notifiers) {
+            this(ns, strategies, statuses, spread, rounds, warmup, slice, transferTimeout, seed, recorders, notifiers,
+                    Duration.ZERO);
         }
 
         /** Settings with {@link #defaultNotifiers()} notifier threads. */
@@ -291,7 +305,8 @@ public final class ScaleBench {
         BenchNotifier[] notifiers = new BenchNotifier[k];
         Thread[] threads = new Thread[k];
         for (int i = 0; i < k; i++) {
-            notifiers[i] = new BenchNotifier(all, BenchNotifier.part(schedule, per, i, k), start);
+            notifiers[i] = new BenchNotifier(all, BenchNotifier.part(schedule, per, i, k), start,
+                    settings.notifierTick().toNanos());
             threads[i] = Thread.ofPlatform().name("bench-notifier-" + i).daemon().start(notifiers[i]);
         }
         BenchNotifier.parkUntil(start);

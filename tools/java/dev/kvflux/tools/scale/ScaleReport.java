@@ -119,6 +119,7 @@ public final class ScaleReport {
         root.put("rounds", settings.rounds());
         root.put("warmup", settings.warmup());
         root.put("notifiers", settings.notifiers());
+        root.put("notifier_tick_us", settings.notifierTick().toNanos() / 1e3);
         ArrayNode out = root.putArray("rows");
         for (ScaleRow r : rows) {
             ObjectNode row = out.addObject();

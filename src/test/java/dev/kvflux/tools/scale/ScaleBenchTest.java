@@ -24,6 +24,40 @@ class ScaleBenchTest {
         assertThat(row.bytesPerStatusTick()).isNaN();
     }
 
+    /**
+     * 2,000 statuses due 10 us apart (20 ms in all) with a 5 ms tick: every one is finished, none before it is
+     * due, and the notifier wakes at most once per tick (an upper bound: a slow machine wakes fewer times).
+     */
+    @Test
+    void aNotifierWithATickFinishesEveryStatusNoEarlierThanDueWakingAtMostOncePerTick() {
+        int count = 2000;
+        long step = java.util.concurrent.TimeUnit.MICROSECONDS.toNanos(10);
+        BenchStatus[] all = new BenchStatus[count];
+        long[] schedule = new long[count];
+        for (int i = 0; i < count; i++) {
+            all[i] = new BenchStatus(false);
+            schedule[i] = (i * step) << 24 | i;
+        }
+        long start = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(5);
+        long tick = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(5);
+        BenchNotifier notifier = new BenchNotifier(all, schedule, start, tick);
+        notifier.run();
+
+        for (int i = 0; i < count; i++) {
+            assertThat(all[i].code()).isEqualTo(dev.kvflux.bindings.StatusCode.SUCCESS);
+            assertThat(all[i].finishedAt() - (start + i * step)).as("status %d", i).isNotNegative();
+        }
+        long spanned = System.nanoTime() - start;
+        assertThat(notifier.wakes()).isPositive().isLessThanOrEqualTo((int) (spanned / tick) + 1);
+    }
+
+    @Test
+    void aNotifierTickOutOfRangeIsRefusedWithTheRange() {
+        assertThatThrownBy(() -> new ScaleBench.Settings(List.of(20), List.of("reactive-push"), 8, Duration.ofMillis(50),
+                1, 0, Duration.ofMillis(10), Duration.ofSeconds(30), 7, List.of("none"), 1, Duration.ofMillis(11)))
+                .hasMessage("--notifier-tick must lie between 0 and 10ms, got 11ms");
+    }
+
     @Test
     void severalNotifierThreadsPushEveryStatusAndTheirPartOfTheLagIsNeverMoreThanTheLag() {
         ScaleBench.Settings three = new ScaleBench.Settings(List.of(20), List.of("reactive-push"), 8,
