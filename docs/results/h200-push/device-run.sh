@@ -6,7 +6,8 @@
 # begins, in both layouts, with the whole-timeout wait too; and vLLM's geometry again. RUN=3: vLLM's geometry in both
 # layouts again, after the shim's push was mended (no TransferStatus freed while its hook may still name it).
 # RUN=5: the bench's push rows again, after PushWait took pushes through listeners. RUN=6: the bench's push rows
-# with 1, 2 and 4 notifiers, each waking at each status's time or at most every 100 us or 1 ms (no MoRI needed). Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
+# with 1, 2 and 4 notifiers, each waking at each status's time or at most every 100 us or 1 ms (no MoRI needed).
+# RUN=7: N = 1,000 after 10 warm-up rounds (JSON, each round's figures), and N = 10,000 with 2 and 4 notifiers again. Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
 # mori/ (bindings/native/mori/build.sh --platform cuda output, plus Debian's libpci.so.3 and libudev.so.1). Writes
 # under $OUT.
 set -uo pipefail
@@ -59,7 +60,17 @@ case "${RUN:-1}" in
         --warmup 3 --rounds 3
     done
   done ;;
+7)
+  for k in 1 2; do
+    for t in 0 1ms; do
+      step bench-n1000-k$k-tick$t 80 bench --n 1000 --strategies reactive-push --notifiers $k --notifier-tick $t \
+        --warmup 10 --rounds 5 --json
+    done
+  done
+  for k in 2 4; do
+    step bench-n10000-k$k 80 bench --n 10000 --strategies reactive-push --notifiers $k --warmup 5 --rounds 5
+  done ;;
 esac
 date -u >> $OUT/summary.log
 # one archive: the machine hands back a few files only
-tar -czf $OUT/run$RUN.tgz -C $OUT --exclude '*.tgz' .
+tar -czf /tmp/run$RUN.tgz -C $OUT . && find $OUT -mindepth 1 ! -name summary.log -delete && mv /tmp/run$RUN.tgz $OUT/
