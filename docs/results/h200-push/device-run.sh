@@ -7,7 +7,8 @@
 # layouts again, after the shim's push was mended (no TransferStatus freed while its hook may still name it).
 # RUN=5: the bench's push rows again, after PushWait took pushes through listeners. RUN=6: the bench's push rows
 # with 1, 2 and 4 notifiers, each waking at each status's time or at most every 100 us or 1 ms (no MoRI needed).
-# RUN=7: N = 1,000 after 10 warm-up rounds (JSON, each round's figures), and N = 10,000 with 2 and 4 notifiers again. Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
+# RUN=8: 2 layers of 1 GiB on one GPU, so that the last layer's copy is still running when the wait begins, every
+# strategy, one process. RUN=9: 2 layers of 4 GiB, the same way. RUN=7: N = 1,000 after 10 warm-up rounds (JSON, each round's figures), and N = 10,000 with 2 and 4 notifiers again. Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
 # mori/ (bindings/native/mori/build.sh --platform cuda output, plus Debian's libpci.so.3 and libudev.so.1). Writes
 # under $OUT.
 set -uo pipefail
@@ -70,6 +71,15 @@ case "${RUN:-1}" in
   for k in 2 4; do
     step bench-n10000-k$k 80 bench --n 10000 --strategies reactive-push --notifiers $k --warmup 5 --rounds 5
   done ;;
+8)
+  step big1g-p1 240 repro --backend mori --gpu 0 --processes 1 --layers 2 --blocks 64 --block-bytes 16777216 \
+    --forward-bytes 0 --wait native,$W4 --native-requests 1 --requests 6 --transfer-timeout 30s
+  step big1g-p1-json 150 repro --backend mori --gpu 0 --processes 1 --layers 2 --blocks 64 --block-bytes 16777216 \
+    --forward-bytes 0 --wait $W4 --requests 4 --transfer-timeout 30s --json ;;
+9)
+  step big4g-p1 280 repro --backend mori --gpu 0 --processes 1 --layers 2 --blocks 256 --block-bytes 16777216 \
+    --forward-bytes 0 --wait native,sliced-native,reactive-adaptive,reactive-push --native-requests 1 --requests 6 \
+    --transfer-timeout 30s ;;
 esac
 date -u >> $OUT/summary.log
 # one archive: the machine hands back a few files only
