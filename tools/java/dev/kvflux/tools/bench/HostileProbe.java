@@ -1,6 +1,5 @@
 package dev.kvflux.tools.bench;
 
-import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.transfer.notify.NotifyCodec;
 import dev.kvflux.tools.RoleJvm;
@@ -24,12 +23,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -67,7 +64,6 @@ public final class HostileProbe {
     public record Figures(Map<String, Object> values) {
     }
 
-    private static final int STRIDE = 9;
     private final Settings settings;
     private final PrintStream progress;
     private final Map<String, Object> figures = new LinkedHashMap<>();
@@ -144,7 +140,7 @@ public final class HostileProbe {
             throws InterruptedException, IOException {
         // framed once, so that sending hundreds of MB makes no garbage in this JVM: its collector would pause the
         // acknowledgement timer and count against decode
-        List<byte[]> frames = hostileFrames(settings.maxFrameBytes()).stream().map(HostileProbe::framed).toList();
+        List<byte[]> frames = HostileFrames.of(settings.maxFrameBytes()).stream().map(HostileProbe::framed).toList();
         AtomicInteger next = new AtomicInteger();
         AtomicLong bytesSent = new AtomicLong();
         AtomicInteger acked = new AtomicInteger();
@@ -329,53 +325,6 @@ public final class HostileProbe {
             }
         }
         return nanos;
-    }
-
-    /** The hostile frames, each at most {@code max} bytes: lying headers, nesting, bad text, big valid ones. */
-    static List<byte[]> hostileFrames(int max) {
-        List<byte[]> frames = new ArrayList<>();
-        Random random = new Random(0x686f7374L);
-        for (int size : new int[] {max, max / 4, max / 16, Math.max(64, max / 256)}) {
-            frames.add(new byte[] {(byte) 0xdf, 0x40, 0, 0, 0, (byte) 0xa1, 'a', (byte) 0xa1, 'b'});
-            frames.add(new byte[] {(byte) 0x81, (byte) 0xdb, 0x40, 0, 0, 0, 'a', 'b', 'c'});
-            byte[] nesting = new byte[size];
-            Arrays.fill(nesting, (byte) 0x91);
-            frames.add(nesting);
-            frames.add(fit(NotifyCodec.encode(new NotifyMessage.WriteFailed("hostile-" + size, StatusCode.ERR_RDMA_OP,
-                    "x".repeat(Math.max(0, size - 96)))), max));
-            frames.add(blockList(size, max));
-            byte[] badText = NotifyCodec.encode(new NotifyMessage.WriteFailed("hostile-utf8-" + size,
-                    StatusCode.ERR_RDMA_OP, "y".repeat(Math.max(1, size - 96))));
-            badText[badText.length - 1] = (byte) 0xff;
-            frames.add(fit(badText, max));
-            byte[] noise = new byte[size];
-            random.nextBytes(noise);
-            frames.add(noise);
-            frames.add(fit(NotifyCodec.encode(new NotifyMessage.WriteDone("hostile\n12:00:00.000 ERROR forged " + size)),
-                    max));
-        }
-        return frames;
-    }
-
-    /** The longest block list of huge block ids that fits in {@code size} bytes (and so in {@code max}). */
-    private static byte[] blockList(int size, int max) {
-        int blocks = Math.min(65_536, Math.max(1, (size - 80) / STRIDE));
-        while (true) {
-            byte[] frame = NotifyCodec.encode(new NotifyMessage.RemoteBlocks("r", "hostile-blocks-" + size,
-                    java.util.stream.LongStream.range(Long.MAX_VALUE - blocks, Long.MAX_VALUE).boxed().toList(), 0));
-            if (frame.length <= Math.min(size, max) || blocks == 1) {
-                return fit(frame, max);
-            }
-            // each block id takes STRIDE bytes; drop enough of them to make the frame fit, at least one
-            blocks = Math.max(1, blocks - Math.max(1, (frame.length - Math.min(size, max) + STRIDE - 1) / STRIDE));
-        }
-    }
-
-    private static byte[] fit(byte[] frame, int max) {
-        if (frame.length > max) {
-            throw new IllegalStateException("a probe frame of " + frame.length + " bytes exceeds " + max);
-        }
-        return frame;
     }
 
     private static Socket connect(InetSocketAddress to) throws IOException {

@@ -21,6 +21,12 @@ import java.util.function.LongSupplier;
  * and the sender's writes wait: the bytes it can make the server handle, and the CPU they cost, are bounded by
  * the rate. A small read never waits, so a peer sending notifications one at a time is served at once while
  * others stream.
+ *
+ * <p>No read waits longer than the budget's most wait, so that a frame of the largest size still arrives within
+ * its frame read timeout however many connections stream at once: past the number of connections whose floor
+ * (one read per most wait) adds up to the rate, the floor, not the rate, bounds what they get. Reads turned off
+ * by another handler (Reactor Netty's backpressure) before a pause are not turned on by its end; a read asked
+ * for during a pause is passed on when it ends.
  */
 final class BulkThrottle extends ChannelDuplexHandler {
     /** Reads up to this size are never held back: single notifications and acknowledgements. */
@@ -30,6 +36,10 @@ final class BulkThrottle extends ChannelDuplexHandler {
     private final NotifyRecorder recorder;
     private ScheduledFuture<?> resume;
     private long resumeAtNanos;
+    /** Whether this pause turned the channel's reads off (they were on when it began). */
+    private boolean turnedOff;
+    /** Whether a read was asked for during this pause. */
+    private boolean heldRead;
 
     BulkThrottle(Budget budget, NotifyRecorder recorder) {
         this.budget = budget;
@@ -53,6 +63,8 @@ final class BulkThrottle extends ChannelDuplexHandler {
     public void read(ChannelHandlerContext ctx) {
         if (resume == null) {
             ctx.read();
+        } else {
+            heldRead = true;
         }
     }
 
@@ -66,8 +78,16 @@ final class BulkThrottle extends ChannelDuplexHandler {
 
     /** Stops reads until {@code atNanos}; a later pause of a paused connection moves its resumption later. */
     private void pause(ChannelHandlerContext ctx, long atNanos) {
-        // set again even when paused: another handler may have turned reads back on meanwhile
-        ctx.channel().config().setAutoRead(false);
+        if (ctx.channel().config().isAutoRead()) {
+            // on at the start of a pause, or turned back on by another handler during one
+            ctx.channel().config().setAutoRead(false);
+            turnedOff = true;
+        } else if (resume == null) {
+            turnedOff = false;
+        }
+        if (resume == null) {
+            heldRead = false;
+        }
         if (resume != null) {
             if (atNanos - resumeAtNanos <= 0) {
                 return;
@@ -83,9 +103,16 @@ final class BulkThrottle extends ChannelDuplexHandler {
 
     private void resume(ChannelHandlerContext ctx) {
         resume = null;
-        if (ctx.channel().isOpen()) {
+        if (!ctx.channel().isOpen()) {
+            return;
+        }
+        var config = ctx.channel().config();
+        if (turnedOff && !config.isAutoRead()) {
             // turning reads on asks for one, which passes read() now that resume is cleared
-            ctx.channel().config().setAutoRead(true);
+            config.setAutoRead(true);
+        } else if (heldRead || config.isAutoRead()) {
+            // a read asked for meanwhile, or reads turned on meanwhile (that asked for one, held here)
+            ctx.read();
         }
     }
 
@@ -97,31 +124,39 @@ final class BulkThrottle extends ChannelDuplexHandler {
     static final class Budget {
         private final double nanosPerByte;
         private final long burstNanos;
+        private final long maxWaitNanos;
         private final AtomicLong freeAtNanos;
         private final LongSupplier clock;
 
         /**
          * @param bytesPerSecond the sustained rate
          * @param burstBytes what may pass at once after a quiet spell
+         * @param maxWaitNanos the longest one read waits; the schedule runs at most this far ahead of a burst
          * @param clock {@link System#nanoTime} but in tests
          */
-        Budget(long bytesPerSecond, long burstBytes, LongSupplier clock) {
-            if (bytesPerSecond < 1 || burstBytes < 1) {
-                throw new IllegalArgumentException("a bulk budget needs a positive rate and burst, got "
-                        + bytesPerSecond + " B/s and " + burstBytes + " B");
+        Budget(long bytesPerSecond, long burstBytes, long maxWaitNanos, LongSupplier clock) {
+            if (bytesPerSecond < 1 || burstBytes < 1 || maxWaitNanos < 1) {
+                throw new IllegalArgumentException("a bulk budget needs a positive rate, burst and most wait, got "
+                        + bytesPerSecond + " B/s, " + burstBytes + " B and " + maxWaitNanos + " ns");
             }
             this.nanosPerByte = 1e9 / bytesPerSecond;
             this.burstNanos = (long) (burstBytes * nanosPerByte);
+            this.maxWaitNanos = maxWaitNanos;
             this.clock = clock;
             this.freeAtNanos = new AtomicLong(clock.getAsLong());
         }
 
-        /** Charges {@code bytes} read at {@code now}; returns how long the reader should wait, 0 for not at all. */
+        /**
+         * Charges {@code bytes} read at {@code now}; returns how long the reader should wait, 0 for not at all, and
+         * at most the most wait. The schedule never runs further ahead than one burst and the most wait, so the
+         * debt of an attack that has ended does not hold back the reads after it.
+         */
         long charge(long bytes, long now) {
             long cost = (long) (bytes * nanosPerByte);
+            long limit = now + burstNanos + maxWaitNanos;
             while (true) {
                 long free = freeAtNanos.get();
-                long next = Math.max(free, now) + cost;
+                long next = Math.min(Math.max(free, now) + cost, limit);
                 if (freeAtNanos.compareAndSet(free, next)) {
                     return Math.max(0, next - now - burstNanos);
                 }

@@ -304,8 +304,7 @@ public final class NotifyServer implements AutoCloseable {
             return Mono.defer(() -> {
                 Connections guard = new Connections(handler, recorder, maxFrameBytes, maxConnections,
                         maxBufferedBytes, frameReadTimeout, idleTimeout, decoder(auth, accepted),
-                        new BulkThrottle.Budget(bulkBytesPerSecond, Math.max(maxFrameBytes, readBudgetBytes),
-                                System::nanoTime),
+                        bulkBudget(),
                         new RateLimitedLog(LOG, warnPeriod, null));
                 // one read of at most the budget per turn: the allocator's buffers grow to it, never past
                 var reads = new AdaptiveRecvByteBufAllocator(64, Math.min(2048, readBudgetBytes), readBudgetBytes);
@@ -337,6 +336,16 @@ public final class NotifyServer implements AutoCloseable {
                 throw new IllegalStateException("the notify server on " + host + ":" + port + " did not bind");
             }
             return server;
+        }
+
+        /**
+         * This server's bulk rate, with its most wait per read: a frame of the largest size, read a budget at a
+         * time and waiting the most before every read, still arrives within half the frame read timeout.
+         */
+        private BulkThrottle.Budget bulkBudget() {
+            long reads = Math.max(1, Math.ceilDiv(maxFrameBytes + (long) Frames.PREFIX, readBudgetBytes));
+            return new BulkThrottle.Budget(bulkBytesPerSecond, Math.max(maxFrameBytes, readBudgetBytes),
+                    Math.max(1, frameReadTimeout.toNanos() / (2 * reads)), System::nanoTime);
         }
 
         private static Function<ByteBuffer, NotifyMessage> decoder(NotifyAuth auth, Set<NotifyMessage.Type> accepted) {

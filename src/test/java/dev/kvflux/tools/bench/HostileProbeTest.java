@@ -17,7 +17,7 @@ class HostileProbeTest {
 
     @Test
     void everyHostileFrameFitsTheLimitAndMostAreRejectedByTheCodec() {
-        List<byte[]> frames = HostileProbe.hostileFrames(1 << 20);
+        List<byte[]> frames = HostileFrames.of(1 << 20);
         int rejected = 0;
         for (byte[] frame : frames) {
             assertThat(frame.length).isLessThanOrEqualTo(1 << 20);
@@ -34,7 +34,7 @@ class HostileProbeTest {
     @ParameterizedTest
     @ValueSource(ints = {4096, 65_536, 100_000, 1 << 20})
     void everyLargestFrameTheProbeTakesYieldsFramesWithinIt(int max) {
-        assertThat(HostileProbe.hostileFrames(max)).allSatisfy(frame -> assertThat(frame.length)
+        assertThat(HostileFrames.of(max)).allSatisfy(frame -> assertThat(frame.length)
                 .isLessThanOrEqualTo(max));
     }
 

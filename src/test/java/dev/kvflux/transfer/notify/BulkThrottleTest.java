@@ -23,11 +23,12 @@ import org.junit.jupiter.api.Test;
 /** The notify server's bulk rate: what a peer streaming large frames gets, and what a small one keeps. */
 class BulkThrottleTest {
     private static final long MIB = 1 << 20;
+    private static final long SECOND = Duration.ofSeconds(1).toNanos();
 
     @Test
     void aBudgetLetsOneBurstPassAtOnceAndMakesTheRestWaitByItsSizeOverTheRate() {
         AtomicLong now = new AtomicLong(1_000_000_000L);
-        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, MIB / 2, now::get);
+        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, MIB / 2, SECOND, now::get);
         assertThat(budget.charge(MIB / 2, now.get())).as("one burst").isZero();
         // the next quarter MiB is a quarter second beyond the burst
         assertThat(budget.charge(MIB / 4, now.get())).isEqualTo(250_000_000L);
@@ -39,8 +40,21 @@ class BulkThrottleTest {
     }
 
     @Test
+    void noReadWaitsLongerThanTheMostWaitAndTheDebtOfAnAttackDoesNotOutliveIt() {
+        AtomicLong now = new AtomicLong();
+        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, 64 << 10, 100_000_000L, now::get);
+        for (int i = 0; i < 1000; i++) {
+            assertThat(budget.charge(MIB, now.get())).isLessThanOrEqualTo(100_000_000L);
+        }
+        assertThat(budget.charge(MIB, now.get())).isEqualTo(100_000_000L);
+        // 1,000 MiB were read at 1 MiB/s, but once the most wait has passed the budget is as after a quiet spell
+        now.addAndGet(100_000_000L + 62_500_000L);
+        assertThat(budget.charge(64 << 10, now.get())).isZero();
+    }
+
+    @Test
     void aBudgetWithoutRateOrBurstIsRefused() {
-        assertThatIllegalArgumentException().isThrownBy(() -> new BulkThrottle.Budget(0, 1, System::nanoTime))
+        assertThatIllegalArgumentException().isThrownBy(() -> new BulkThrottle.Budget(0, 1, 1, System::nanoTime))
                 .withMessageContaining("positive rate");
     }
 
@@ -58,7 +72,7 @@ class BulkThrottleTest {
                 ctx.read();
             }
         });
-        channel.pipeline().addLast(new BulkThrottle(new BulkThrottle.Budget(MIB, 64 << 10, clock::get), counts));
+        channel.pipeline().addLast(new BulkThrottle(new BulkThrottle.Budget(MIB, 64 << 10, SECOND, clock::get), counts));
 
         channel.writeInbound(Unpooled.wrappedBuffer(new byte[64 << 10]));
         assertThat(channel.config().isAutoRead()).as("within the burst").isTrue();
@@ -83,10 +97,60 @@ class BulkThrottleTest {
     }
 
     @Test
+    void readsTurnedBackOnByAnotherHandlerDuringAPauseAreAskedForWhenItEnds() {
+        EmbeddedChannel channel = new EmbeddedChannel();
+        channel.freezeTime();
+        AtomicLong clock = new AtomicLong();
+        AtomicInteger readsAsked = new AtomicInteger();
+        channel.pipeline().addLast(new ChannelOutboundHandlerAdapter() {
+            @Override
+            public void read(ChannelHandlerContext ctx) {
+                readsAsked.incrementAndGet();
+                ctx.read();
+            }
+        });
+        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, 64 << 10, SECOND, clock::get);
+        budget.charge(MIB, 0);
+        channel.pipeline().addLast(new BulkThrottle(budget, NotifyRecorder.NOOP));
+        channel.writeInbound(Unpooled.wrappedBuffer(new byte[8192]));
+        assertThat(channel.config().isAutoRead()).isFalse();
+        // as Reactor Netty does when demand comes back: reads on, and the read that asks for is held here
+        channel.config().setAutoRead(true);
+        int asked = readsAsked.get();
+
+        channel.advanceTimeBy(2, TimeUnit.SECONDS);
+        clock.addAndGet(Duration.ofSeconds(2).toNanos());
+        channel.runScheduledPendingTasks();
+        assertThat(channel.config().isAutoRead()).isTrue();
+        assertThat(readsAsked.get()).as("the held read is passed on, or the connection would never read again")
+                .isGreaterThan(asked);
+        channel.finishAndReleaseAll();
+    }
+
+    @Test
+    void readsAnotherHandlerHadTurnedOffStayOffWhenAPauseEnds() {
+        EmbeddedChannel channel = new EmbeddedChannel();
+        channel.freezeTime();
+        AtomicLong clock = new AtomicLong();
+        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, 64 << 10, SECOND, clock::get);
+        budget.charge(MIB, 0);
+        channel.pipeline().addLast(new BulkThrottle(budget, NotifyRecorder.NOOP));
+        // Reactor Netty's backpressure: no demand, reads off, before the large read that pauses
+        channel.config().setAutoRead(false);
+        channel.writeInbound(Unpooled.wrappedBuffer(new byte[8192]));
+
+        channel.advanceTimeBy(2, TimeUnit.SECONDS);
+        clock.addAndGet(Duration.ofSeconds(2).toNanos());
+        channel.runScheduledPendingTasks();
+        assertThat(channel.config().isAutoRead()).as("the pause's end does not override the backpressure").isFalse();
+        channel.finishAndReleaseAll();
+    }
+
+    @Test
     void aSmallReadNeverWaitsEvenWhenTheBudgetIsSpent() {
         EmbeddedChannel channel = new EmbeddedChannel();
         AtomicLong clock = new AtomicLong();
-        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, 64 << 10, clock::get);
+        BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, 64 << 10, SECOND, clock::get);
         budget.charge(16 * MIB, 0);
         MicrometerNotifyRecorder counts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
         channel.pipeline().addLast(new BulkThrottle(budget, counts));
@@ -100,7 +164,7 @@ class BulkThrottleTest {
     }
 
     /**
-     * Over loopback: a peer streams 4 MiB of large frames, without waiting for their acknowledgements, to a
+     * Over loopback: a peer streams 32 MiB of large frames, without waiting for their acknowledgements, to a
      * server held to 1 MiB/s, while a client sends notifications one at a time. The notifications are all
      * acknowledged while the stream is held back, and the stream gets no more acknowledged than the rate allows
      * for the time it took (an upper bound, so a slow machine cannot fail it).
@@ -110,7 +174,7 @@ class BulkThrottleTest {
         MicrometerNotifyRecorder counts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
         ExpectedTransfers registry = ExpectedTransfers.withoutDeadline();
         int frameBytes = 512 << 10;
-        int frames = 8;
+        int frames = 64;
         try (NotifyServer server = NotifyServer.builder().port(0).recorder(counts).handler(registry)
                 .bulkBytesPerSecond(MIB).bindNow();
                 NotifyClient client = NotifyClient.builder().build();
