@@ -25,6 +25,13 @@ class BulkThrottleTest {
     private static final long MIB = 1 << 20;
     private static final long SECOND = Duration.ofSeconds(1).toNanos();
 
+    /** Moves the channel's event loop and the budget's clock on together, and runs what became due. */
+    private static void advance(EmbeddedChannel channel, AtomicLong clock, Duration by) {
+        channel.advanceTimeBy(by.toNanos(), TimeUnit.NANOSECONDS);
+        clock.addAndGet(by.toNanos());
+        channel.runScheduledPendingTasks();
+    }
+
     @Test
     void aBudgetLetsOneBurstPassAtOnceAndMakesTheRestWaitByItsSizeOverTheRate() {
         AtomicLong now = new AtomicLong(1_000_000_000L);
@@ -83,13 +90,9 @@ class BulkThrottleTest {
         channel.read();
         assertThat(readsAsked.get()).as("a read asked for while paused is held back").isEqualTo(asked);
 
-        channel.advanceTimeBy(62, TimeUnit.MILLISECONDS);
-        clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(62));
-        channel.runScheduledPendingTasks();
+        advance(channel, clock, Duration.ofMillis(62));
         assertThat(channel.config().isAutoRead()).as("not yet").isFalse();
-        channel.advanceTimeBy(1, TimeUnit.MILLISECONDS);
-        clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(1));
-        channel.runScheduledPendingTasks();
+        advance(channel, clock, Duration.ofMillis(1));
         assertThat(channel.config().isAutoRead()).isTrue();
         assertThat(readsAsked.get()).as("resuming asks for a read").isGreaterThan(asked);
         assertThat(channel.inboundMessages()).as("every read byte was passed on").hasSize(2);
@@ -118,9 +121,7 @@ class BulkThrottleTest {
         channel.config().setAutoRead(true);
         int asked = readsAsked.get();
 
-        channel.advanceTimeBy(2, TimeUnit.SECONDS);
-        clock.addAndGet(Duration.ofSeconds(2).toNanos());
-        channel.runScheduledPendingTasks();
+        advance(channel, clock, Duration.ofSeconds(2));
         assertThat(channel.config().isAutoRead()).isTrue();
         assertThat(readsAsked.get()).as("the held read is passed on, or the connection would never read again")
                 .isGreaterThan(asked);
@@ -139,9 +140,7 @@ class BulkThrottleTest {
         channel.config().setAutoRead(false);
         channel.writeInbound(Unpooled.wrappedBuffer(new byte[8192]));
 
-        channel.advanceTimeBy(2, TimeUnit.SECONDS);
-        clock.addAndGet(Duration.ofSeconds(2).toNanos());
-        channel.runScheduledPendingTasks();
+        advance(channel, clock, Duration.ofSeconds(2));
         assertThat(channel.config().isAutoRead()).as("the pause's end does not override the backpressure").isFalse();
         channel.finishAndReleaseAll();
     }
