@@ -85,7 +85,8 @@ class ReadModeSidesTest {
         assertThat(sending.write(ready()).block(WAIT)).isEqualTo(new WriteOutcome.WriteDone("r-1"));
         assertThat(kv).succeedsWithin(WAIT);
         assertThat(layers).succeedsWithin(WAIT).isEqualTo(List.of(0, 1, 2));
-        waitFor(() -> prefill.blocks().owners() == 0);
+        // prefill frees the blocks, then records the release: wait for both, not only the first
+        waitFor(() -> prefill.blocks().owners() == 0 && events.contains(PrefillRecorder.Event.READ_RELEASED));
         assertThat(events).contains(PrefillRecorder.Event.READ_RELEASED).doesNotContain(
                 PrefillRecorder.Event.READ_LEASE_EXPIRED);
         assertThat(decode.blocks().owners()).as("decode keeps its blocks while the request decodes").isEqualTo(1);
