@@ -40,18 +40,18 @@ final class BenchNotifier implements Runnable {
         int i = 0;
         int woken = 0;
         while (i < schedule.length) {
-            parkUntil(Math.max(start + (schedule[i] >>> 24), woke + tickNanos));
+            parkUntil(Math.max(dueAt(i), woke + tickNanos));
             woke = System.nanoTime();
             woken++;
             long now = woke;
             long due = 0;
             // every status due when it woke; the clock is read again every few, so that a long batch's
             // last statuses are not stamped with its first one's time
-            for (int inBatch = 0; i < schedule.length && start + (schedule[i] >>> 24) <= woke; inBatch++, i++) {
+            for (int inBatch = 0; i < schedule.length && dueAt(i) <= woke; inBatch++, i++) {
                 if (inBatch > 0 && inBatch % CLOCK_EVERY == 0) {
                     now = System.nanoTime();
                 }
-                due = start + (schedule[i] >>> 24);
+                due = dueAt(i);
                 all[(int) (schedule[i] & 0xFF_FFFF)].finish(now);
             }
             late = now - due;
@@ -60,6 +60,11 @@ final class BenchNotifier implements Runnable {
         wakes = woken;
         behindNanos = Math.max(0, late);
         allocatedBytes = threads.getCurrentThreadAllocatedBytes() - bytes0;
+    }
+
+    /** When entry {@code i} of the schedule is due ({@link System#nanoTime()}): its offset after the start. */
+    private long dueAt(int i) {
+        return start + (schedule[i] >>> 24);
     }
 
     /** How many times it woke to finish statuses; read once it has run. */

@@ -78,23 +78,23 @@ final class BulkThrottle extends ChannelDuplexHandler {
 
     /** Stops reads until {@code atNanos}; a later pause of a paused connection moves its resumption later. */
     private void pause(ChannelHandlerContext ctx, long atNanos) {
-        if (ctx.channel().config().isAutoRead()) {
-            // on at the start of a pause, or turned back on by another handler during one
-            ctx.channel().config().setAutoRead(false);
-            turnedOff = true;
-        } else if (resume == null) {
+        boolean starting = resume == null;
+        if (starting) {
             turnedOff = false;
-        }
-        if (resume == null) {
             heldRead = false;
+            recorder.record(NotifyEvent.READS_THROTTLED);
         }
-        if (resume != null) {
+        var config = ctx.channel().config();
+        if (config.isAutoRead()) {
+            // on at the start of a pause, or turned back on by another handler during one
+            config.setAutoRead(false);
+            turnedOff = true;
+        }
+        if (!starting) {
             if (atNanos - resumeAtNanos <= 0) {
                 return;
             }
             resume.cancel(false);
-        } else {
-            recorder.record(NotifyEvent.READS_THROTTLED);
         }
         resumeAtNanos = atNanos;
         resume = ctx.executor().schedule(() -> resume(ctx), Math.max(0, atNanos - budget.clock.getAsLong()),

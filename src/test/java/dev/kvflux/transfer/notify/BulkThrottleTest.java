@@ -25,6 +25,19 @@ class BulkThrottleTest {
     private static final long MIB = 1 << 20;
     private static final long SECOND = Duration.ofSeconds(1).toNanos();
 
+    /** Counts the reads that reach the channel, from a handler put before (nearer the socket than) the throttle. */
+    private static AtomicInteger countReads(EmbeddedChannel channel) {
+        AtomicInteger reads = new AtomicInteger();
+        channel.pipeline().addLast(new ChannelOutboundHandlerAdapter() {
+            @Override
+            public void read(ChannelHandlerContext ctx) {
+                reads.incrementAndGet();
+                ctx.read();
+            }
+        });
+        return reads;
+    }
+
     /** Moves the channel's event loop and the budget's clock on together, and runs what became due. */
     private static void advance(EmbeddedChannel channel, AtomicLong clock, Duration by) {
         channel.advanceTimeBy(by.toNanos(), TimeUnit.NANOSECONDS);
@@ -71,14 +84,7 @@ class BulkThrottleTest {
         channel.freezeTime();
         AtomicLong clock = new AtomicLong();
         MicrometerNotifyRecorder counts = MicrometerNotifyRecorder.of(new SimpleMeterRegistry());
-        AtomicInteger readsAsked = new AtomicInteger();
-        channel.pipeline().addLast(new ChannelOutboundHandlerAdapter() {
-            @Override
-            public void read(ChannelHandlerContext ctx) {
-                readsAsked.incrementAndGet();
-                ctx.read();
-            }
-        });
+        AtomicInteger readsAsked = countReads(channel);
         channel.pipeline().addLast(new BulkThrottle(new BulkThrottle.Budget(MIB, 64 << 10, SECOND, clock::get), counts));
 
         channel.writeInbound(Unpooled.wrappedBuffer(new byte[64 << 10]));
@@ -104,14 +110,7 @@ class BulkThrottleTest {
         EmbeddedChannel channel = new EmbeddedChannel();
         channel.freezeTime();
         AtomicLong clock = new AtomicLong();
-        AtomicInteger readsAsked = new AtomicInteger();
-        channel.pipeline().addLast(new ChannelOutboundHandlerAdapter() {
-            @Override
-            public void read(ChannelHandlerContext ctx) {
-                readsAsked.incrementAndGet();
-                ctx.read();
-            }
-        });
+        AtomicInteger readsAsked = countReads(channel);
         BulkThrottle.Budget budget = new BulkThrottle.Budget(MIB, 64 << 10, SECOND, clock::get);
         budget.charge(MIB, 0);
         channel.pipeline().addLast(new BulkThrottle(budget, NotifyRecorder.NOOP));
