@@ -3,7 +3,6 @@ package dev.kvflux.serving.http;
 import dev.kvflux.transfer.notify.BindFailures;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicInteger;
 import reactor.netty.http.server.HttpServer;
 import reactor.netty.resources.ConnectionProvider;
 
@@ -19,18 +18,30 @@ import reactor.netty.resources.ConnectionProvider;
  * @param requestTimeout how long a server gives a client to send a whole request's body; default 60 s
  * @param poolMaxIdleTime how long a pooled client connection may stay idle before it is closed; default 30 s
  * @param poolEvictEvery how often pools close idle connections in the background, used or not; default 10 s
- * @param maxConnections the most connections one server keeps open; one more is closed as soon as it is
- *     accepted, so a flood on one port cannot take the process's file descriptors from its other ports;
+ * @param maxConnections the most connections one server keeps open, so a flood on one port cannot take the process's
+ *     file descriptors from its other ports; a little before it, room is made for a new connection by closing a
+ *     stalled or idle one ({@link ConnectionGuard}), and past it the new one is closed as soon as it is accepted;
  *     default 4,096, so that the proxy's two ports together stay well inside a common 20,000-descriptor limit
+ * @param perClient how the connections are shared between client addresses: header and write timeouts, bounds per
+ *     address and on connections not yet trusted; default {@link ConnectionLimits#DEFAULT}
  */
 public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration requestTimeout,
-                         Duration poolMaxIdleTime, Duration poolEvictEvery, int maxConnections) {
+                         Duration poolMaxIdleTime, Duration poolEvictEvery, int maxConnections,
+                         ConnectionLimits perClient) {
     /** The bounds of kvflux's servers and pools unless set otherwise. */
     public static final HttpLimits DEFAULT = new HttpLimits(Duration.ofSeconds(60), Duration.ofSeconds(30),
             Duration.ofSeconds(60), Duration.ofSeconds(30), Duration.ofSeconds(10), 4_096);
 
+    /** These bounds with {@link ConnectionLimits#DEFAULT} per client. */
+    public HttpLimits(Duration idleTimeout, Duration readTimeout, Duration requestTimeout, Duration poolMaxIdleTime,
+            Duration poolEvictEvery, int maxConnections) {
+        this(idleTimeout, readTimeout, requestTimeout, poolMaxIdleTime, poolEvictEvery, maxConnections,
+                ConnectionLimits.DEFAULT);
+    }
+
     /** @throws IllegalArgumentException naming a bound that is not positive */
     public HttpLimits {
+        Objects.requireNonNull(perClient, "perClient");
         if (maxConnections < 1) {
             throw new IllegalArgumentException("the HTTP server connection cap must be at least 1, got " + maxConnections);
         }
@@ -58,20 +69,39 @@ public record HttpLimits(Duration idleTimeout, Duration readTimeout, Duration re
         return DEFAULT.poolNamed(name);
     }
 
+    /** These bounds with other connection limits per client. */
+    public HttpLimits withPerClient(ConnectionLimits perClient) {
+        return new HttpLimits(idleTimeout, readTimeout, requestTimeout, poolMaxIdleTime, poolEvictEvery, maxConnections,
+                perClient);
+    }
+
     /**
-     * An HTTP server on {@code host:port} with these bounds: a connection that sends no request for the idle
-     * timeout, or a request whose body pauses for the read timeout or takes longer than the request
-     * timeout, is closed, and so is one accepted while the server already has {@code maxConnections} open.
+     * A guard of a server's connections under these bounds ({@link ConnectionGuard}); {@code trustsSigned}: whether a
+     * request whose signature passes makes its connection trusted (a role with a notify secret).
+     */
+    public ConnectionGuard guard(boolean trustsSigned) {
+        return new ConnectionGuard(maxConnections, perClient, trustsSigned);
+    }
+
+    /**
+     * An HTTP server on {@code host:port} with these bounds and a guard of its own that trusts nothing: see
+     * {@link #serverOn(String, int, ConnectionGuard)}.
      */
     public HttpServer serverOn(String host, int port) {
-        AtomicInteger open = new AtomicInteger();
+        return serverOn(host, port, guard(false));
+    }
+
+    /**
+     * An HTTP server on {@code host:port} with these bounds: a connection that sends no request for the idle
+     * timeout, or whose request head does not arrive whole within the header timeout, or whose request body pauses for
+     * the read timeout or takes longer than the request timeout, or whose client does not read its answer for the
+     * write timeout, is closed; {@code guard} shares the connections between client addresses and caps them at
+     * {@code maxConnections}.
+     */
+    public HttpServer serverOn(String host, int port, ConnectionGuard guard) {
+        Objects.requireNonNull(guard, "guard");
         return HttpServer.create().host(host).port(port)
-                .doOnChannelInit((observer, channel, remote) -> {
-                    channel.closeFuture().addListener(closed -> open.decrementAndGet());
-                    if (open.incrementAndGet() > maxConnections) {
-                        channel.close();
-                    }
-                })
+                .doOnChannelInit((observer, channel, remote) -> guard.install(channel, remote))
                 .idleTimeout(idleTimeout)
                 .readTimeout(readTimeout)
                 .requestTimeout(requestTimeout);
