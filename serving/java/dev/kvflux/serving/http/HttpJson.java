@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
-import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -16,7 +15,6 @@ import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
-import reactor.core.scheduler.Schedulers;
 
 /** JSON bodies of the serving HTTP APIs: parsing requests and writing replies and OpenAI-style errors. */
 public final class HttpJson {
@@ -26,9 +24,6 @@ public final class HttpJson {
 
     /** The largest request body the serving APIs read: ample for a prompt of a million token ids. */
     public static final int MAX_BODY_BYTES = 16 << 20;
-
-    /** The largest body handled on the event loop that received it; a larger one is handled off it. */
-    static final int ON_LOOP_BYTES = 64 << 10;
 
     private HttpJson() {
     }
@@ -72,33 +67,23 @@ public final class HttpJson {
     /**
      * Reads the request's body (up to {@code maxBytes}, else 413 ending with {@code advice}) and answers with what
      * {@code handler} makes of its bytes. A body that stops arriving before it ends (the server's read timeout, or
-     * the client closing mid-body) is answered 408 when the connection is still open.
+     * the client closing mid-body) is answered 408 when the connection is still open. The body is held within the
+     * process's {@link BodyBudget}: when it is spent, 503 {@code body_budget_exhausted} with {@code Retry-After} at
+     * once, the body unread.
      */
     public static Mono<Void> withBytes(HttpServerRequest request, HttpServerResponse response, int maxBytes,
             String advice, Function<byte[], Publisher<Void>> handler) {
-        String declared = request.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
-        if (declared != null && declaredLength(declared) > maxBytes) {
-            return Mono.from(tooLarge(response, maxBytes, declared + " bytes declared", advice));
-        }
-        return request.receive().asByteArray()
-                .collect(ByteArrayOutputStream::new, (body, chunk) -> {
-                    if (body.size() + (long) chunk.length > maxBytes) {
-                        throw new BodyTooLargeException();
-                    }
-                    body.writeBytes(chunk);
-                })
-                .onErrorMap(e -> !(e instanceof BodyTooLargeException), BodyIncompleteException::new)
-                .flatMap(body -> body.size() <= ON_LOOP_BYTES ? Mono.from(handler.apply(body.toByteArray()))
-                        // decoding and parsing megabytes would hold up every other connection on this event
-                        // loop, and a connection whose bytes wait behind it can be closed as idle
-                        : Mono.defer(() -> Mono.from(handler.apply(body.toByteArray())))
-                                .subscribeOn(Schedulers.parallel()))
-                .onErrorResume(BodyTooLargeException.class, e -> Mono.from(tooLarge(response, maxBytes, "more was sent",
-                        advice)))
-                .onErrorResume(BodyIncompleteException.class, e -> response.hasSentHeaders() ? Mono.empty()
-                        : Mono.from(error(response, HttpResponseStatus.REQUEST_TIMEOUT, "invalid_request_error",
-                                "body_incomplete", "the request body did not arrive whole in time ("
-                                        + e.getCause().getClass().getSimpleName() + "); send the whole body at once")));
+        return withBytes(request, response, BodyBudget.process(), maxBytes, advice, null, handler);
+    }
+
+    /**
+     * As {@link #withBytes(HttpServerRequest, HttpServerResponse, int, String, Function)} within {@code budget}, each
+     * chunk passed through {@code digest} (when not null) as it arrives, so that the handler can check the body's
+     * digest without hashing it again.
+     */
+    public static Mono<Void> withBytes(HttpServerRequest request, HttpServerResponse response, BodyBudget budget,
+            int maxBytes, String advice, java.security.MessageDigest digest, Function<byte[], Publisher<Void>> handler) {
+        return BodyReader.read(request, response, budget, maxBytes, advice, digest, handler);
     }
 
     /** {@code bytes} as UTF-8, refusing malformed sequences instead of replacing them. */
@@ -112,35 +97,6 @@ public final class HttpJson {
         ByteBuffer in = ByteBuffer.wrap(bytes);
         decoder.decode(in, java.nio.CharBuffer.allocate(bytes.length), true);
         return in.position();
-    }
-
-    /** The body stopped arriving before it ended; its cause says how. */
-    private static final class BodyIncompleteException extends RuntimeException {
-        BodyIncompleteException(Throwable cause) {
-            super(cause.toString(), cause, false, false);
-        }
-    }
-
-    private static long declaredLength(String header) {
-        try {
-            return Long.parseLong(header.trim());
-        } catch (NumberFormatException e) {
-            return -1;
-        }
-    }
-
-    private static Publisher<Void> tooLarge(HttpServerResponse response, int maxBytes, String what, String advice) {
-        String limit = maxBytes >= 1 << 20 ? (maxBytes >> 20) + " MiB" : maxBytes >= 1 << 10 ? (maxBytes >> 10) + " KiB"
-                : maxBytes + " bytes";
-        return error(response, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error", "body_too_large",
-                "request body is over the " + limit + " limit (" + what + "); " + advice);
-    }
-
-    /** A body read past {@link #MAX_BODY_BYTES}; turned into a 413 answer. */
-    private static final class BodyTooLargeException extends RuntimeException {
-        BodyTooLargeException() {
-            super(null, null, false, false);
-        }
     }
 
     /**
@@ -200,6 +156,15 @@ public final class HttpJson {
     public static String write(JsonNode node) {
         try {
             return MAPPER.writeValueAsString(node);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("JSON tree did not serialize", e);
+        }
+    }
+
+    /** {@code node} as UTF-8 JSON bytes, written straight to bytes (no text copy in between). */
+    public static byte[] bytes(JsonNode node) {
+        try {
+            return MAPPER.writeValueAsBytes(node);
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("JSON tree did not serialize", e);
         }
