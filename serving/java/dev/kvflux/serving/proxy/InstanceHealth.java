@@ -11,10 +11,16 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Which registered instances earn traffic. An instance is ejected (not picked) when its health check fails
- * {@code probeFailures} times in a row, or when {@code requestFailures} requests in a row fail on it (unreachable, or
- * no first byte within the bound); it comes back once a health check succeeds, and a request-ejected one is probed
- * no sooner than {@code cooldown} after its ejection. An instance that holds a registration but never answers
- * (a blackhole) is so ejected within a few health-check intervals. Thread-safe.
+ * {@code probeFailures} times in a row, or when {@code requestFailures} requests in a row fail on it (refused or reset);
+ * it comes back once a health check succeeds, and a request-ejected one is probed no sooner than {@code cooldown}
+ * after its ejection. An instance that holds a registration but never answers (a blackhole) is so ejected within a
+ * few health-check intervals.
+ *
+ * <p>An instance whose work stops while its {@code /health} still answers is ejected on its work path: its streams
+ * stopped moving ({@link #stalled}), or a canary request through it failed ({@link #canaried}). Only a canary that
+ * succeeds, no sooner than the cooldown, brings such an instance back ({@link #needsCanary}); its {@code /health}
+ * does not. A request that merely ran past its deadline does not count against an instance: the proxy asks a canary
+ * instead, so a healthy instance serving a long answer is never ejected for it. Thread-safe.
  */
 public final class InstanceHealth {
     private static final Logger LOG = LoggerFactory.getLogger(InstanceHealth.class);
@@ -36,8 +42,20 @@ public final class InstanceHealth {
         int failedProbes;
         int failedRequests;
         boolean ejected;
+        /** Ejected on its work path: only a canary that succeeds restores it. */
+        boolean workPath;
         long ejectedAtNanos;
         long ejections;
+    }
+
+    /** What a canary request through an instance showed. */
+    public enum Canary {
+        /** It answered the canary whole, in time. */
+        HEALTHY,
+        /** It answered, but refused the canary (overloaded, say), or the canary failed elsewhere: nothing learnt. */
+        INCONCLUSIVE,
+        /** Its answer did not come, stopped, or its connection failed. */
+        FAILED
     }
 
     public InstanceHealth(int probeFailures, int requestFailures, Duration cooldown, LongSupplier nanoClock) {
@@ -73,6 +91,9 @@ public final class InstanceHealth {
         synchronized (state) {
             if (ok) {
                 state.failedProbes = 0;
+                if (state.workPath) {
+                    return; // its /health answering says nothing of the work that stopped
+                }
                 if (state.ejected && nanoClock.getAsLong() - state.ejectedAtNanos >= cooldownNanos
                         || state.ejected && state.failedRequests < requestFailures) {
                     state.ejected = false;
@@ -107,12 +128,68 @@ public final class InstanceHealth {
         }
     }
 
+    /**
+     * Ejects {@code instance} on its work path: {@code why} says how its work stopped (its streams stopped moving while
+     * others moved, or a canary through it failed). Only a canary that succeeds brings it back.
+     */
+    public void stalled(Instance instance, String why) {
+        State state = states.computeIfAbsent(instance, i -> new State());
+        synchronized (state) {
+            if (state.ejected && state.workPath) {
+                return;
+            }
+            state.workPath = true;
+            if (state.ejected) {
+                LOG.warn("{} instance {} stays ejected: {}; only a canary request through it brings it back",
+                        instance.role().wireName(), instance.baseUrl(), why);
+                return;
+            }
+            eject(instance, state, why + "; only a canary request through it brings it back");
+        }
+    }
+
+    /** A canary request through {@code instance} ended as {@code outcome}. */
+    public void canaried(Instance instance, Canary outcome) {
+        if (outcome == Canary.FAILED) {
+            stalled(instance, "a canary request through it got no whole answer in time");
+            return;
+        }
+        if (outcome != Canary.HEALTHY) {
+            return;
+        }
+        State state = states.get(instance);
+        if (state == null) {
+            return;
+        }
+        synchronized (state) {
+            state.failedRequests = 0;
+            if (state.ejected && nanoClock.getAsLong() - state.ejectedAtNanos >= cooldownNanos) {
+                state.ejected = false;
+                state.workPath = false;
+                state.failedProbes = 0;
+                LOG.info("{} instance {} answered a canary request whole: it takes requests again",
+                        instance.role().wireName(), instance.baseUrl());
+            }
+        }
+    }
+
+    /** Whether {@code instance} is ejected on its work path and its cooldown has passed: a canary may restore it. */
+    public boolean needsCanary(Instance instance) {
+        State state = states.get(instance);
+        if (state == null) {
+            return false;
+        }
+        synchronized (state) {
+            return state.ejected && state.workPath && nanoClock.getAsLong() - state.ejectedAtNanos >= cooldownNanos;
+        }
+    }
+
     private void eject(Instance instance, State state, String why) {
         state.ejected = true;
         state.ejectedAtNanos = nanoClock.getAsLong();
         state.ejections++;
-        LOG.warn("ejected {} instance {}: {}; it gets no requests until a health check succeeds",
-                instance.role().wireName(), instance.baseUrl(), why);
+        LOG.warn("ejected {} instance {}: {}{}", instance.role().wireName(), instance.baseUrl(), why,
+                state.workPath ? "" : "; it gets no requests until a health check succeeds");
     }
 
     /** Instances ejected now. */

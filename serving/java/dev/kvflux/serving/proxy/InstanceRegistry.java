@@ -61,9 +61,12 @@ public final class InstanceRegistry {
     private final Scheduler clock;
     private final int maxPerRole;
     private final Map<Instance, Seen> lastSeen = new LinkedHashMap<>();
-    private final AtomicLong turns = new AtomicLong();
+    /** Each role's round-robin turn: one counter per role, so that picking a prefill never moves the decodes' turn. */
+    private final java.util.EnumMap<Role, AtomicLong> turns = new java.util.EnumMap<>(Map.of(Role.PREFILL,
+            new AtomicLong(), Role.DECODE, new AtomicLong()));
     private final AtomicLong refusedFull = new AtomicLong();
     private final AtomicLong refusedClaims = new AtomicLong();
+    private final AtomicLong impostors = new AtomicLong();
     /** Told of every instance that leaves: expired or removed. */
     private final List<Consumer<Instance>> dropListeners = new CopyOnWriteArrayList<>();
     /** When the last "refused, full" warning was logged (the registry's clock), and refusals since; guarded by this. */
@@ -189,6 +192,35 @@ public final class InstanceRegistry {
         return true;
     }
 
+    /** The incarnation {@code instance} registered with; 0 when it named none or is not registered. */
+    public synchronized long incarnation(Instance instance) {
+        Seen seen = lastSeen.get(instance);
+        return seen == null ? 0 : seen.incarnation();
+    }
+
+    /**
+     * Drops {@code instance}: another instance answers at its HTTP address ({@code why} says which), so its
+     * registration only claims that address. The instance that holds it can then register; counted.
+     *
+     * @return whether it was registered
+     */
+    public synchronized boolean impostor(Instance instance, String why) {
+        if (lastSeen.remove(instance) == null) {
+            return false;
+        }
+        impostors.incrementAndGet();
+        dropped(instance);
+        LOG.warn("dropped {} instance http={} notify={}: {}; its registration only claimed that address",
+                instance.role().wireName(), Instance.hostPort(instance.httpAddress()),
+                Instance.hostPort(instance.notifyAddress()), why);
+        return true;
+    }
+
+    /** Registrations dropped because another instance answered at their HTTP address. */
+    public long impostors() {
+        return impostors.get();
+    }
+
     /** Whether a membership store holds {@code instance} ({@link #hold}). */
     public synchronized boolean held(Instance instance) {
         Seen seen = lastSeen.get(instance);
@@ -240,6 +272,18 @@ public final class InstanceRegistry {
                 Instance.hostPort(instance.httpAddress()), Instance.hostPort(instance.notifyAddress()),
                 held ? " (from etcd)" : "");
         return Outcome.REGISTERED;
+    }
+
+    /** The live instances, other than {@code instance} itself, that hold one of its addresses. */
+    public synchronized List<Instance> holders(Instance instance) {
+        java.util.Set<java.net.InetSocketAddress> mine = addresses(instance);
+        List<Instance> holders = new ArrayList<>();
+        for (Instance other : lastSeen.keySet()) {
+            if (!other.equals(instance) && addresses(other).stream().anyMatch(mine::contains)) {
+                holders.add(other);
+            }
+        }
+        return holders;
     }
 
     /** The live instance, other than {@code instance} itself, that holds one of its addresses; null if none. */
@@ -299,7 +343,7 @@ public final class InstanceRegistry {
         }
         List<Instance> healthy = live.stream().filter(usable).toList();
         List<Instance> from = healthy.isEmpty() ? live : healthy;
-        return Optional.of(from.get(Math.floorMod(turns.getAndIncrement(), from.size())));
+        return Optional.of(from.get(Math.floorMod(turns.get(role).getAndIncrement(), from.size())));
     }
 
     private void expire() {

@@ -18,6 +18,7 @@ import dev.kvflux.transfer.notify.LogText;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import io.micrometer.observation.transport.Kind;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
@@ -33,18 +34,22 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.ByteBufFlux;
 import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.client.HttpClientResponse;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 import reactor.netty.internal.shaded.reactor.pool.PoolAcquirePendingLimitException;
 
 /**
- * The proxy's routes: {@code POST /v1/completions} (split between a prefill and a decode instance, one answer per
- * request), {@code POST /register} and {@code GET /health}; see {@link ProxyServer} for what each does.
+ * The proxy's completions route: {@code POST /v1/completions}, split between a prefill and a decode instance, one
+ * answer per request; see {@link ProxyServer} for what it answers. Decode's streamed answers are watched
+ * ({@link StreamWatch}), so a decode whose streams stop is ejected and its streams end with the reason; a request that
+ * runs past its deadline asks for a canary ({@link Canaries}) instead of counting against its decode.
  */
 final class ProxyRoutes {
     /** The proxy's own logger: its lines read as the proxy's, whichever file holds the code. */
@@ -53,48 +58,9 @@ final class ProxyRoutes {
     private ProxyRoutes() {
     }
 
-    /** Prefill could not be reached or answered with an error, so the request's KV will never come. */
-    private static final class PrefillFailedException extends RuntimeException {
-        private final boolean overloaded;
-
-        PrefillFailedException(Instance prefill, String what) {
-            this(prefill, what, false);
-        }
-
-        PrefillFailedException(Instance prefill, String what, boolean overloaded) {
-            super("prefill instance " + prefill.baseUrl() + (overloaded ? " is overloaded: " : " failed: ") + what,
-                    null, false, false);
-            this.overloaded = overloaded;
-        }
-    }
-
-    /** Decode sent nothing within the first-byte bound: it holds the request without answering. */
-    private static final class FirstByteTimeoutException extends RuntimeException {
-        FirstByteTimeoutException(Instance decode, Duration within) {
-            super("decode instance " + decode.baseUrl() + " sent no answer within the proxy's first-byte timeout of "
-                    + within.toSeconds() + " s; check that it is alive and runs with a receive deadline", null, false,
-                    false);
-        }
-    }
-
-    /** Too many requests already wait for a connection to an instance; the request was not sent. */
-    private static final class OverloadedException extends RuntimeException {
-        private final Role role;
-
-        OverloadedException(Role role, Instance instance, int connections, int pending) {
-            super("the proxy is overloaded: " + connections + " requests are open to " + role.wireName()
-                    + " instance " + instance.baseUrl() + " and " + pending + " more wait for a connection to it;"
-                    + " retry later, or lower the client's concurrency", null, false, false);
-            this.role = role;
-        }
-    }
-
-    /** The largest registration body read: a registration is three short strings. */
-    static final int MAX_REGISTRATION_BYTES = 4096;
-
-    /** Who answers a client's request: nobody yet, decode (its answer is streaming) or prefill's failure. */
     /** The most bytes of an instance's error answer the proxy reads; messages quote far less. */
     private static final int MAX_ANSWER_HEAD_BYTES = 4096;
+    /** Who answers a client's request: nobody yet, decode (its answer is streaming) or prefill's failure. */
     private static final int NOBODY = 0;
     private static final int DECODE_OWNS = 1;
     private static final int PREFILL_OWNS = 2;
@@ -103,16 +69,30 @@ final class ProxyRoutes {
     /** The roles' completions path, as the proxy signs it. */
     private static final String COMPLETIONS = "/v1/completions";
 
+    /**
+     * The time bounds of a completion's legs.
+     *
+     * @param firstByteTimeout how long decode may take to start its answer: a streamed one's first byte
+     * @param tokenTimeout how much longer a non-streamed answer may take per token of its {@code max_tokens} (the
+     *     proxy's upstream timeout, on the silence of any answer, still bounds it)
+     */
+    record Bounds(Duration firstByteTimeout, Duration tokenTimeout) {
+        /** How long decode may take to start the answer of a request of {@code maxTokens}, streamed or not. */
+        Duration firstByteWithin(boolean streamed, int maxTokens) {
+            return streamed ? firstByteTimeout : firstByteTimeout.plus(tokenTimeout.multipliedBy(maxTokens));
+        }
+    }
+
     record Handlers(InstanceRegistry registry, HttpClient client, int maxConnections, int maxPending,
-                            AtomicBoolean warnedOverloaded, RegistrationAuth registrationAuth,
-                            RequestAuth requestAuth, AtomicBoolean warnedRefusedRegistration, RoleMetrics meters,
-                            ObservationRegistry observations, InstanceHealth health, Duration firstByteTimeout,
-                            int maxModelLen, EtcdMembers members) {
+                    AtomicBoolean warnedOverloaded, RequestAuth requestAuth, RoleMetrics meters,
+                    ObservationRegistry observations, InstanceHealth health, Bounds bounds, int maxModelLen,
+                    ClientKeys clientKeys, StreamWatch streams, Canaries canaries) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             long start = System.nanoTime();
+            String client = clientKeys.of(request.requestHeaders(), request.remoteAddress());
             return Mono.from(HttpJson.withBody(request, response,
-                            body -> route(body, request.requestHeaders(), response)))
+                            body -> route(body, request.requestHeaders(), client, response)))
                     .doFinally(signal -> meters.timer("kvflux.proxy.requests",
                                     "Completions from their arrival to the end of their answer, by HTTP status",
                                     "status", signal == SignalType.CANCEL ? "cancelled"
@@ -126,7 +106,7 @@ final class ProxyRoutes {
                     "upstream", upstream.wireName(), "reason", reason).increment(n);
         }
 
-        private Publisher<Void> route(String body, HttpHeaders headers, HttpServerResponse response) {
+        private Publisher<Void> route(String body, HttpHeaders headers, String client, HttpServerResponse response) {
             ObjectNode json;
             try {
                 json = CompletionSchema.check(HttpJson.object(body), maxModelLen);
@@ -149,23 +129,63 @@ final class ProxyRoutes {
             Observation span = Spans.server(observations, "kvflux.proxy.completion", transferId, headers);
             Observation prefillCall = Spans.sent(observations, "kvflux.proxy.prefill", transferId, span, Kind.CLIENT);
             Observation decodeCall = Spans.sent(observations, "kvflux.proxy.decode", transferId, span, Kind.CLIENT);
-            return answer(json, transferId, prefill.get(), decode.get(), response, prefillCall, decodeCall)
+            return answer(json, transferId, client, prefill.get(), decode.get(), response, prefillCall, decodeCall)
                     .doOnError(span::error)
                     .doFinally(signal -> span.stop())
                     .contextWrite(LogContext.context(transferId, Spans.traceId(span)));
         }
 
-        /** Sends the request to both instances and answers the client once, from whichever side owns it. */
-        private Mono<Void> answer(ObjectNode json, String transferId, Instance prefill, Instance decode,
-                HttpServerResponse response, Observation prefillCall, Observation decodeCall) {
+        /** The request to prefill: one token, not streamed, naming decode's notify addresses. */
+        private static ObjectNode toPrefill(ObjectNode json, String transferId, Instance decode) {
             ObjectNode toPrefill = new KvTransferParams(transferId, Role.DECODE, decode.notifyRanks())
                     .into(json.deepCopy());
             toPrefill.put("max_tokens", 1);
             toPrefill.put("stream", false);
             toPrefill.remove("stream_options");
-            ObjectNode toDecode = new KvTransferParams(transferId, Role.PREFILL, prefill.notifyRanks())
-                    .into(json.deepCopy());
+            return toPrefill;
+        }
 
+        /** The request to decode: the client's, naming prefill's notify addresses. */
+        private static ObjectNode toDecode(ObjectNode json, String transferId, Instance prefill) {
+            return new KvTransferParams(transferId, Role.PREFILL, prefill.notifyRanks()).into(json.deepCopy());
+        }
+
+        /**
+         * Prefill's leg: it never completes when prefill answers 200 (its answer is dropped), and fails with a
+         * {@link UpstreamErrors.PrefillFailedException} when prefill refuses, fails or cannot be reached.
+         */
+        private Mono<Void> prefillLeg(Instance prefill, ObjectNode toPrefill, String transferId, String traceparent,
+                String clientKey, Step step) {
+            return post(prefill, toPrefill, transferId, traceparent, clientKey)
+                    .response((status, content) -> head(content)
+                            .doOnNext(text -> {
+                                health.requested(prefill, true);
+                                if (status.status().code() == 200) {
+                                    step.stop();
+                                }
+                            })
+                            .flatMap(text -> status.status().code() == 200
+                                    ? Mono.<Void>never()
+                                    : failure(status.status().code(), Mono.<Void>error(
+                                            new UpstreamErrors.PrefillFailedException(prefill, status.status().code(),
+                                                    text)))))
+                    .then()
+                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill))
+                    .doOnError(e -> !isRefusal(e), e -> health.requested(prefill, false))
+                    .onErrorMap(e -> !isRefusal(e), e -> new UpstreamErrors.PrefillFailedException(prefill, 0,
+                            e.toString()));
+        }
+
+        private static boolean isRefusal(Throwable e) {
+            return e instanceof UpstreamErrors.PrefillFailedException || e instanceof UpstreamErrors.OverloadedException;
+        }
+
+        /** Sends the request to both instances and answers the client once, from whichever side owns it. */
+        private Mono<Void> answer(ObjectNode json, String transferId, String client, Instance prefill, Instance decode,
+                HttpServerResponse response, Observation prefillCall, Observation decodeCall) {
+            boolean streamed = json.path("stream").asBoolean(false);
+            Duration firstByteWithin = bounds.firstByteWithin(streamed,
+                    json.path("max_tokens").asInt(CompletionSchema.DEFAULT_MAX_TOKENS));
             // Exactly one side answers the client: decode, once its answer's headers arrive, or prefill's
             // failure, if it comes first. Whichever claims the response first owns it; the other's outcome is
             // only logged, so the two answers never race on one response.
@@ -174,25 +194,8 @@ final class ProxyRoutes {
             // request is cancelled at once instead of waiting for its receive deadline.
             // the prefill call's span ends when prefill has answered, not when the request ends
             Step prefillStep = Step.of(prefillCall);
-            Mono<Void> prefillFailed = post(prefill, toPrefill, transferId, Spans.traceparent(prefillCall))
-                    .response((status, content) -> head(content)
-                            .doOnNext(text -> {
-                                health.requested(prefill, true);
-                                if (status.status().code() == 200) {
-                                    prefillStep.stop();
-                                }
-                            })
-                            .flatMap(text -> status.status().code() == 200
-                                    ? Mono.<Void>never()
-                                    : failure(status.status().code(), Mono.<Void>error(new PrefillFailedException(prefill,
-                                            status.status().code() + " " + LogText.escape(text),
-                                            status.status().code() == HttpResponseStatus.SERVICE_UNAVAILABLE.code())))))
-                    .then()
-                    .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill))
-                    .doOnError(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
-                            e -> health.requested(prefill, false))
-                    .onErrorMap(e -> !(e instanceof PrefillFailedException || e instanceof OverloadedException),
-                            e -> new PrefillFailedException(prefill, e.toString()))
+            Mono<Void> prefillFailed = prefillLeg(prefill, toPrefill(json, transferId, decode), transferId,
+                    Spans.traceparent(prefillCall), client, prefillStep)
                     .doOnError(prefillStep::fail)
                     .doFinally(signal -> prefillStep.stop())
                     .onErrorResume(e -> {
@@ -205,73 +208,107 @@ final class ProxyRoutes {
                     });
 
             response.header("x-kvflux-transfer-id", transferId);
-            Mono<Void> decoded = post(decode, toDecode, transferId, Spans.traceparent(decodeCall))
+            Mono<Void> decoded = post(decode, toDecode(json, transferId, prefill), transferId,
+                    Spans.traceparent(decodeCall), client)
                     .response((status, content) -> {
                         health.requested(decode, true);
                         if (!owner.compareAndSet(NOBODY, DECODE_OWNS)) {
                             return Mono.never();
                         }
-                        response.status(status.status());
-                        String type = status.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE);
-                        if (type != null) {
-                            response.header(HttpHeaderNames.CONTENT_TYPE, type);
-                        }
-                        return response.send(content.retain(), buf -> true).then();
+                        return relay(status, content, decode, response);
                     })
                     .then()
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.DECODE, decode))
-                    .doOnError(e -> !(e instanceof OverloadedException), e -> health.requested(decode, false))
+                    .doOnError(e -> !(e instanceof UpstreamErrors.OverloadedException), e -> {
+                        if (e instanceof ReadTimeoutException) {
+                            canaries.suspect(decode); // a slow answer is not a dead decode: a canary decides
+                        } else {
+                            health.requested(decode, false);
+                        }
+                    })
                     .doOnError(decodeCall::error)
                     .doFinally(signal -> decodeCall.stop())
                     .onErrorResume(e -> owner.compareAndSet(NOBODY, DECODE_OWNS) || owner.get() == DECODE_OWNS
                             ? Mono.error(e) : Mono.never());
             // decode's first byte is bounded far below the upstream timeout: a decode that holds requests and never
-            // answers fails them in a minute, not ten, and is ejected
-            Mono<Void> firstByte = Mono.delay(firstByteTimeout, Schedulers.parallel())
+            // answers fails them in a minute, not ten; whether it is to blame, a canary through it decides
+            Mono<Void> firstByte = Mono.delay(firstByteWithin, Schedulers.parallel())
                     .then(Mono.defer(() -> owner.compareAndSet(NOBODY, DECODE_OWNS)
-                            ? Mono.<Void>error(new FirstByteTimeoutException(decode, firstByteTimeout))
+                            ? Mono.<Void>error(new UpstreamErrors.FirstByteTimeoutException(decode, firstByteWithin,
+                                    streamed))
                             : Mono.<Void>never()))
-                    .doOnError(e -> health.requested(decode, false));
+                    .doOnError(e -> canaries.suspect(decode));
             return Mono.firstWithSignal(decoded, prefillFailed, firstByte)
-                    .doOnError(this::countUpstreamError)
+                    .doOnError(e -> upstreamError(UpstreamErrors.upstream(e), UpstreamErrors.reason(e), 1))
                     .onErrorResume(error -> {
-                        if (error instanceof PrefillFailedException) {
+                        if (!(error instanceof UpstreamErrors.OverloadedException)) {
                             LOG.warn("transfer {}: {}", transferId, error.getMessage());
                         }
                         if (response.hasSentHeaders()) {
                             return Mono.error(error);
                         }
-                        if (error instanceof OverloadedException) {
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
-                                    "overloaded", "proxy_overloaded", error.getMessage()));
-                        }
-                        if (error instanceof PrefillFailedException failed && failed.overloaded) {
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE,
-                                    "overloaded", "prefill_overloaded", error.getMessage()
-                                            + "; retry later, or lower the client's concurrency"));
-                        }
-                        if (error instanceof PrefillFailedException) {
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
-                                    "prefill_failed", error.getMessage()));
-                        }
-                        if (error instanceof FirstByteTimeoutException) {
-                            LOG.warn("transfer {}: {}", transferId, error.getMessage());
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.GATEWAY_TIMEOUT,
-                                    "upstream_error", "upstream_timeout", error.getMessage()));
-                        }
-                        if (error instanceof ReadTimeoutException) {
-                            LOG.warn("transfer {}: decode instance {} sent nothing for the upstream timeout", transferId,
-                                    decode.baseUrl());
-                            return Mono.from(HttpJson.error(response, HttpResponseStatus.GATEWAY_TIMEOUT,
-                                    "upstream_error", "upstream_timeout", "decode instance " + decode.baseUrl()
-                                            + " sent nothing within the proxy's upstream timeout; check that it is"
-                                            + " alive and runs with a receive deadline"));
-                        }
-                        return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error",
-                                "decode_unreachable", "decode instance " + decode.baseUrl()
-                                        + " did not answer: " + (error.getMessage() != null ? error.getMessage()
-                                                : error.getClass().getSimpleName())));
+                        return Mono.from(UpstreamErrors.answer(response, error, decode, requestAuth != null));
                     });
+        }
+
+        /**
+         * Sends decode's answer on to the client: status, content type and body as decode sent them. A streamed answer
+         * (server-sent events) is watched: when its decode stalls, it ends with an error event naming why.
+         */
+        private Mono<Void> relay(HttpClientResponse status, ByteBufFlux content, Instance decode,
+                HttpServerResponse response) {
+            if (status.status().code() == HttpResponseStatus.UNAUTHORIZED.code() && requestAuth == null) {
+                return head(content).then(Mono.from(UpstreamErrors.unsignedProxy(response, "decode")));
+            }
+            response.status(status.status());
+            String type = status.responseHeaders().get(HttpHeaderNames.CONTENT_TYPE);
+            if (type != null) {
+                response.header(HttpHeaderNames.CONTENT_TYPE, type);
+            }
+            if (type == null || !type.startsWith("text/event-stream")) {
+                return response.send(content.retain(), buf -> true).then();
+            }
+            StreamWatch.Stream watched = streams.start(decode);
+            Flux<ByteBuf> body = content.retain().doOnNext(buf -> watched.progressed())
+                    .takeUntilOther(watched.aborted());
+            Mono<ByteBuf> tail = Mono.fromSupplier(watched::abortReason).map(why -> {
+                upstreamError(Role.DECODE, "stalled", 1);
+                LOG.warn("{}", why);
+                return Unpooled.wrappedBuffer(errorEvent(why));
+            });
+            return response.send(body.concatWith(tail), buf -> true).then().doFinally(signal -> watched.ended());
+        }
+
+        /** The server-sent events that end a stream whose decode stalled: an OpenAI-style error, then [DONE]. */
+        private static byte[] errorEvent(String why) {
+            return ("data: " + HttpJson.write(HttpJson.errorBody("upstream_error", "decode_stalled", why))
+                    + "\n\ndata: [DONE]\n\n").getBytes(StandardCharsets.UTF_8);
+        }
+
+        /**
+         * A canary through {@code decode} and any usable prefill: a small streamed completion, as a client's; what it
+         * showed within {@code within} ({@link InstanceHealth.Canary}).
+         */
+        Mono<InstanceHealth.Canary> canary(Instance decode, Duration within) {
+            Optional<Instance> prefill = registry.pick(Role.PREFILL, health::usable);
+            if (prefill.isEmpty()) {
+                return Mono.just(InstanceHealth.Canary.INCONCLUSIVE);
+            }
+            String transferId = "kvflux-canary-" + UUID.randomUUID();
+            ObjectNode json = HttpJson.MAPPER.createObjectNode().put("prompt", "kvflux canary").put("max_tokens", 2)
+                    .put("stream", true);
+            Mono<InstanceHealth.Canary> prefillRefused = prefillLeg(prefill.get(), toPrefill(json, transferId, decode),
+                    transferId, null, "", Step.NONE)
+                    .then(Mono.<InstanceHealth.Canary>empty())
+                    .onErrorReturn(InstanceHealth.Canary.INCONCLUSIVE);
+            Mono<InstanceHealth.Canary> decoded = post(decode, toDecode(json, transferId, prefill.get()), transferId,
+                    null, "")
+                    .responseSingle((status, body) -> body.asByteArray().map(bytes -> bytes.length)
+                            .defaultIfEmpty(0).map(n -> status.status().code() == 200 ? InstanceHealth.Canary.HEALTHY
+                                    : InstanceHealth.Canary.INCONCLUSIVE))
+                    .onErrorReturn(InstanceHealth.Canary.FAILED);
+            return Mono.firstWithValue(decoded, prefillRefused)
+                    .timeout(within, Mono.just(InstanceHealth.Canary.FAILED), Schedulers.parallel());
         }
 
         /**
@@ -283,17 +320,6 @@ final class ProxyRoutes {
             return status == HttpResponseStatus.CONFLICT.code()
                     ? Mono.delay(Duration.ofMillis(DECODE_FIRST_GRACE_MILLIS), Schedulers.parallel()).then(failed)
                     : failed;
-        }
-
-        private void countUpstreamError(Throwable error) {
-            switch (error) {
-                case OverloadedException overloaded -> upstreamError(overloaded.role, "pool_full", 1);
-                case PrefillFailedException failed -> upstreamError(Role.PREFILL, failed.overloaded ? "overloaded"
-                        : "failed", 1);
-                case ReadTimeoutException timeout -> upstreamError(Role.DECODE, "timeout", 1);
-                case FirstByteTimeoutException timeout -> upstreamError(Role.DECODE, "timeout", 1);
-                default -> upstreamError(Role.DECODE, "unreachable", 1);
-            }
         }
 
         /**
@@ -310,8 +336,9 @@ final class ProxyRoutes {
         }
 
         /** The request's refusal; the first is logged as a warning, later ones at debug level. */
-        private OverloadedException overloaded(Role role, Instance instance) {
-            OverloadedException e = new OverloadedException(role, instance, maxConnections, maxPending);
+        private UpstreamErrors.OverloadedException overloaded(Role role, Instance instance) {
+            UpstreamErrors.OverloadedException e = new UpstreamErrors.OverloadedException(role, instance,
+                    maxConnections, maxPending);
             if (warnedOverloaded.compareAndSet(false, true)) {
                 LOG.warn("{}. Requests are refused with 503 while this lasts; later refusals are logged at debug"
                         + " level", e.getMessage());
@@ -322,112 +349,28 @@ final class ProxyRoutes {
         }
 
         /**
-         * POSTs {@code body} to the instance, signed for {@code transferId} when the proxy has a secret, with the
-         * {@code traceparent} header unless it is null.
+         * POSTs {@code body} to the instance, signed for {@code transferId} and the instance when the proxy has a
+         * secret, naming the client by {@code clientKey} (none when empty), with the {@code traceparent} header unless
+         * it is null.
          */
         private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body, String transferId,
-                String traceparent) {
-            byte[] bytes = HttpJson.write(body).getBytes(StandardCharsets.UTF_8);
+                String traceparent, String clientKey) {
+            byte[] bytes = HttpJson.bytes(body);
             return client.headers(h -> {
                         h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
                         if (traceparent != null) {
                             h.set(Spans.TRACEPARENT, traceparent);
                         }
+                        if (!clientKey.isEmpty()) {
+                            h.set(RequestAuth.CLIENT_HEADER, clientKey);
+                        }
                         if (requestAuth != null) {
-                            requestAuth.sign(h, "POST", COMPLETIONS, transferId, bytes);
+                            requestAuth.sign(h, "POST", COMPLETIONS, transferId,
+                                    Instance.hostPort(instance.httpAddress()), clientKey, bytes);
                         }
                     })
                     .post().uri(instance.baseUrl() + COMPLETIONS)
                     .send(Mono.fromSupplier(() -> Unpooled.wrappedBuffer(bytes)));
-        }
-
-        Publisher<Void> register(HttpServerRequest request, HttpServerResponse response) {
-            return HttpJson.withBody(request, response, MAX_REGISTRATION_BYTES, "a registration is {\"role\", \"http\","
-                    + " \"notify\"}, with \"notify_ranks\" for an instance of several ranks, and nothing more", body -> {
-                long signedAt = Long.MIN_VALUE;
-                if (registrationAuth != null) {
-                    try {
-                        signedAt = registrationAuth.verify(request.requestHeaders(), body.getBytes(StandardCharsets.UTF_8));
-                    } catch (RegistrationAuth.RefusedException e) {
-                        return Mono.from(refuseRegistration(response, HttpResponseStatus.UNAUTHORIZED,
-                                "unauthenticated_registration", e.getMessage(), request));
-                    }
-                }
-                Instance instance;
-                long incarnation;
-                try {
-                    ObjectNode json = HttpJson.object(body);
-                    java.net.InetSocketAddress notify = Instance.address(text(json, "notify"));
-                    instance = new Instance(Role.of(text(json, "role")), Instance.address(text(json, "http")), notify,
-                            Instance.ranks(json, "notify_ranks", notify));
-                    incarnation = incarnation(json);
-                } catch (IllegalArgumentException e) {
-                    return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
-                            "invalid_request_error", "bad_registration", e.getMessage()));
-                }
-                return Mono.from(switch (registry.ping(instance, signedAt, incarnation)) {
-                    case REGISTERED, REFRESHED -> HttpJson.reply(response, HttpResponseStatus.OK,
-                            HttpJson.MAPPER.createObjectNode().put("status", "registered"));
-                    case FULL -> HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
-                            "instance_cap", registry.maxPerRole() + " " + instance.role().wireName() + " instances are"
-                                    + " registered, the most this proxy holds; a place frees when one stops pinging");
-                    case REPLAYED -> refuseRegistration(response, HttpResponseStatus.UNAUTHORIZED,
-                            "replayed_registration", "the registration is no newer than the last one accepted for this"
-                                    + " instance: a replay", request);
-                    case CLAIMED -> refuseRegistration(response, HttpResponseStatus.CONFLICT, "address_claimed",
-                            "another live instance holds this registration's HTTP or notify address; an instance"
-                                    + " registers the addresses it listens on, both of them", request);
-                });
-            });
-        }
-
-        /** Refuses a registration; the first refusal is logged as a warning, later ones at debug level. */
-        private Publisher<Void> refuseRegistration(HttpServerResponse response, HttpResponseStatus status, String code,
-                String message, HttpServerRequest request) {
-            if (warnedRefusedRegistration.compareAndSet(false, true)) {
-                LOG.warn("refused a registration from {}: {}. Later refusals are logged at debug level",
-                        request.remoteAddress(), message);
-            } else {
-                LOG.debug("refused a registration from {}: {}", request.remoteAddress(), message);
-            }
-            return HttpJson.error(response, status, "authentication_error", code, message);
-        }
-
-        Publisher<Void> health(HttpServerRequest request, HttpServerResponse response) {
-            ObjectNode body = HttpJson.MAPPER.createObjectNode().put("status", "ok");
-            body.set("membership", members != null ? members.describe()
-                    : HttpJson.MAPPER.createObjectNode().put("source", "registrations"));
-            for (Role role : Role.values()) {
-                ArrayNode list = body.putArray(role.wireName());
-                for (Instance instance : registry.live(role)) {
-                    list.addObject().put("http", Instance.hostPort(instance.httpAddress()))
-                            .put("notify", Instance.hostPort(instance.notifyAddress()))
-                            .put("ejected", !health.usable(instance));
-                    instance.putRanks((ObjectNode) list.get(list.size() - 1));
-                }
-            }
-            return HttpJson.reply(response, HttpResponseStatus.OK, body);
-        }
-
-        /** The registration's {@code incarnation}: a positive integer, or 0 when it names none. */
-        private static long incarnation(JsonNode json) {
-            JsonNode value = json.get("incarnation");
-            if (value == null) {
-                return 0;
-            }
-            if (!value.canConvertToLong() || !value.isIntegralNumber() || value.asLong() <= 0) {
-                throw new IllegalArgumentException("registration's \"incarnation\" must be a positive integer");
-            }
-            return value.asLong();
-        }
-
-        private static String text(JsonNode json, String key) {
-            JsonNode value = json.get(key);
-            if (value == null || !value.isTextual()) {
-                throw new IllegalArgumentException("registration needs \"" + key + "\" as a string, e.g. "
-                        + "{\"role\": \"decode\", \"http\": \"127.0.0.1:8200\", \"notify\": \"127.0.0.1:8201\"}");
-            }
-            return value.asText();
         }
     }
 }

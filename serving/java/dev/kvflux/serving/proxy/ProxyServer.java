@@ -4,7 +4,6 @@ import dev.kvflux.bindings.DurationText;
 import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RegistrationAuth;
 import dev.kvflux.serving.api.RequestAuth;
-import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.etcd.EtcdClient;
 import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.http.HttpLimits;
@@ -17,6 +16,8 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import reactor.core.scheduler.Schedulers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -51,15 +52,8 @@ import reactor.netty.resources.ConnectionProvider;
  *       {@code {"source": "registrations"}} for the built-in registry, or, with {@link Builder#membership etcd},
  *       {@code {"source": "etcd", "cluster", "endpoints", "connected", "since", "records"}} (and {@code "problem"}
  *       while etcd cannot be reached; the proxy then routes to the members it last knew).</li>
- *   <li>{@code GET /metrics}, on the clients' port: the proxy's meters as Prometheus text ({@link RoleMetrics}),
- *       all tagged {@code role=proxy}: the timer {@code kvflux.proxy.requests} from a completion's arrival to
- *       the end of its answer (tag {@code status}: the HTTP status, or {@code cancelled} when the client went
- *       away first), {@code kvflux.proxy.upstream.errors} (tags {@code upstream}: prefill or decode, and
- *       {@code reason}: failed, overloaded, unreachable, timeout, pool_full) and the gauge
- *       {@code kvflux.proxy.instances} (live instances, tag {@code upstream}); with etcd, the gauge
- *       {@code kvflux.proxy.membership.connected} (1 while etcd answers and the watch runs, else 0; tag
- *       {@code source=etcd}), {@code kvflux.proxy.membership.reads} (reads of the whole prefix: one at start, one per
- *       reconnection) and {@code kvflux.proxy.membership.records.refused} (tag {@code reason}).</li>
+ *   <li>{@code GET /metrics}, on the clients' port: the proxy's meters as Prometheus text ({@link RoleMetrics}), all
+ *       tagged {@code role=proxy}; {@link ProxyMeters} lists them.</li>
  * </ul>
  *
  * <p>Membership: instances register by {@code POST /register} (the built-in registry, always on when there is a
@@ -111,6 +105,14 @@ public final class ProxyServer implements AutoCloseable {
      * receive deadline (45 s for the default 30 s transfer timeout), so a decode that is alive always answers first.
      */
     public static final Duration DEFAULT_FIRST_BYTE_TIMEOUT = Duration.ofSeconds(60);
+    /** How much longer a non-streamed answer may take per token of its {@code max_tokens}, by default. */
+    public static final Duration DEFAULT_TOKEN_TIMEOUT = Duration.ofMillis(100);
+    /** How long a decode's streams may all be silent before it counts as stalled, by default. */
+    public static final Duration DEFAULT_STALL_TIMEOUT = Duration.ofSeconds(5);
+    /** How long a canary request may take to be answered whole, by default. */
+    public static final Duration DEFAULT_CANARY_TIMEOUT = Duration.ofSeconds(5);
+    /** The least time between two canaries through one decode. */
+    private static final Duration CANARY_GAP = Duration.ofSeconds(2);
     /** The shortest time a health check may take before it counts as failed: a busy instance is not a dead one. */
     private static final Duration MIN_PROBE_TIMEOUT = Duration.ofMillis(500);
     /** How often the proxy checks every registered instance's {@code /health}, by default. */
@@ -145,6 +147,10 @@ public final class ProxyServer implements AutoCloseable {
         private ObservationRegistry observations = ObservationRegistry.NOOP;
         private EtcdDiscovery membership;
         private Duration etcdHeartbeat = EtcdMembers.DEFAULT_HEARTBEAT;
+        private ClientKeys clientKeys = ClientKeys.DEFAULT;
+        private Duration tokenTimeout = DEFAULT_TOKEN_TIMEOUT;
+        private Duration stallTimeout = DEFAULT_STALL_TIMEOUT;
+        private Duration canaryTimeout = DEFAULT_CANARY_TIMEOUT;
 
         private Builder() {
         }
@@ -157,6 +163,15 @@ public final class ProxyServer implements AutoCloseable {
          */
         public Builder membership(EtcdDiscovery membership) {
             this.membership = membership;
+            return this;
+        }
+
+        /**
+         * How a request's client is named to the roles, which share their KV blocks and prefill time between clients;
+         * default {@link ClientKeys#DEFAULT} (the client's API key, else its address).
+         */
+        public Builder clientKeys(ClientKeys clientKeys) {
+            this.clientKeys = Objects.requireNonNull(clientKeys, "clientKeys");
             return this;
         }
 
@@ -229,12 +244,7 @@ public final class ProxyServer implements AutoCloseable {
          * {@link #DEFAULT_UPSTREAM_TIMEOUT}.
          */
         public Builder upstreamTimeout(Duration upstreamTimeout) {
-            Objects.requireNonNull(upstreamTimeout, "upstreamTimeout");
-            if (upstreamTimeout.isZero() || upstreamTimeout.isNegative()) {
-                throw new IllegalArgumentException("upstream timeout must be positive, got "
-                        + DurationText.of(upstreamTimeout));
-            }
-            this.upstreamTimeout = upstreamTimeout;
+            this.upstreamTimeout = positive(upstreamTimeout, "upstream timeout");
             return this;
         }
 
@@ -257,13 +267,42 @@ public final class ProxyServer implements AutoCloseable {
          * {@link #DEFAULT_FIRST_BYTE_TIMEOUT}. Keep it longer than decode's receive deadline.
          */
         public Builder firstByteTimeout(Duration firstByteTimeout) {
-            Objects.requireNonNull(firstByteTimeout, "firstByteTimeout");
-            if (firstByteTimeout.isZero() || firstByteTimeout.isNegative()) {
-                throw new IllegalArgumentException("first-byte timeout must be positive, got "
-                        + DurationText.of(firstByteTimeout));
-            }
-            this.firstByteTimeout = firstByteTimeout;
+            this.firstByteTimeout = positive(firstByteTimeout, "first-byte timeout");
             return this;
+        }
+
+        /**
+         * How much longer than the first-byte timeout a non-streamed answer may take per token of its
+         * {@code max_tokens}, since it comes whole at its end: its deadline is the first-byte timeout plus
+         * {@code max_tokens} times this. Default {@link #DEFAULT_TOKEN_TIMEOUT}.
+         */
+        public Builder tokenTimeout(Duration tokenTimeout) {
+            this.tokenTimeout = positive(tokenTimeout, "token timeout");
+            return this;
+        }
+
+        /**
+         * How long a decode's streams may all send nothing before it counts as stalled (ejected at once when another
+         * decode's streams moved meanwhile; else a canary request through it decides). Default
+         * {@link #DEFAULT_STALL_TIMEOUT}.
+         */
+        public Builder stallTimeout(Duration stallTimeout) {
+            this.stallTimeout = positive(stallTimeout, "stall timeout");
+            return this;
+        }
+
+        /** How long a canary request may take to be answered whole before its decode counts as failed; default 5 s. */
+        public Builder canaryTimeout(Duration canaryTimeout) {
+            this.canaryTimeout = positive(canaryTimeout, "canary timeout");
+            return this;
+        }
+
+        private static Duration positive(Duration d, String what) {
+            Objects.requireNonNull(d, what);
+            if (d.isZero() || d.isNegative()) {
+                throw new IllegalArgumentException(what + " must be positive, got " + DurationText.of(d));
+            }
+            return d;
         }
 
         /**
@@ -354,15 +393,24 @@ public final class ProxyServer implements AutoCloseable {
                     startedEtcd.close();
                 }
             };
-            ProxyRoutes.Handlers handlers = new ProxyRoutes.Handlers(registry, client, maxConnections, maxPending, new AtomicBoolean(),
-                    registrationAuth, requestAuth, new AtomicBoolean(), meters, observations, health,
-                    firstByteTimeout, maxModelLen, members);
+            AtomicReference<ProxyRoutes.Handlers> routes = new AtomicReference<>();
+            Canaries canaries = new Canaries(health, canaryTimeout, CANARY_GAP, Schedulers.parallel(),
+                    (decode, within) -> routes.get().canary(decode, within));
+            StreamWatch streams = new StreamWatch(health, stallTimeout, Schedulers.parallel(), canaries::suspect);
+            canaries.watch(streams);
+            ProxyRoutes.Handlers handlers = new ProxyRoutes.Handlers(registry, client, maxConnections, maxPending,
+                    new AtomicBoolean(), requestAuth, meters, observations, health,
+                    new ProxyRoutes.Bounds(firstByteTimeout, tokenTimeout), maxModelLen, clientKeys,
+                    streams, canaries);
+            routes.set(handlers);
+            DiscoveryRoutes discoveryRoutes = new DiscoveryRoutes(registry, registrationAuth, new AtomicBoolean(),
+                    new AtomicBoolean(), health, members, HttpClient.create(connections));
             DisposableServer server;
             try {
                 server = httpLimits.serverOn(host, port)
-                        .route(routes -> routes
+                        .route(r -> r
                                 .post("/v1/completions", handlers::completions)
-                                .get("/health", handlers::health)
+                                .get("/health", discoveryRoutes::health)
                                 .get("/metrics", (req, res) -> meters.serve(res)))
                         .bindNow();
             } catch (RuntimeException e) {
@@ -375,7 +423,8 @@ public final class ProxyServer implements AutoCloseable {
             if (discoveryPort >= 0) {
                 try {
                     discovery = httpLimits.serverOn(host, discoveryPort)
-                            .route(routes -> routes.post("/register", handlers::register).get("/health", handlers::health))
+                            .route(r -> r.post("/register", discoveryRoutes::register).get("/health",
+                                    discoveryRoutes::health))
                             .bindNow();
                 } catch (RuntimeException e) {
                     server.disposeNow();
@@ -388,49 +437,23 @@ public final class ProxyServer implements AutoCloseable {
             LOG.info("proxy listening on http://{}:{}{}{}", host, ((InetSocketAddress) server.address()).getPort(),
                     discovery == null ? "" : ", registrations on port "
                             + ((InetSocketAddress) discovery.address()).getPort()
-                            + (registrationAuth == null ? " (unsigned accepted)" : " (signed only)"),
+                            + (registrationAuth == null ? " (unsigned accepted; this proxy has no notify secret, so"
+                                    + " instances that have one refuse its requests)" : " (signed only)"),
                     membership == null ? "" : "; members from etcd " + membership.url() + ", cluster "
                             + membership.cluster());
-            // every failure kind is exported from the start, so a rate over them exists before the first one
-            handlers.upstreamError(Role.PREFILL, "failed", 0);
-            handlers.upstreamError(Role.PREFILL, "overloaded", 0);
-            for (Role role : Role.values()) {
-                handlers.upstreamError(role, "pool_full", 0);
-            }
-            handlers.upstreamError(Role.DECODE, "timeout", 0);
-            handlers.upstreamError(Role.DECODE, "unreachable", 0);
-            for (Role role : Role.values()) {
-                meters.gauge("kvflux.proxy.instances", "Live instances the proxy picks from", registry,
-                        r -> r.live(role).size(), "upstream", role.wireName());
-            }
-            meters.gauge("kvflux.proxy.instances.ejected", "Instances ejected for failed health checks or requests",
-                    health, InstanceHealth::ejected);
-            meters.functionCounter("kvflux.proxy.ejections", "Instances ejected so far", health,
-                    InstanceHealth::ejections);
-            if (members != null) {
-                meters.gauge("kvflux.proxy.membership.connected", "1 while etcd answers and its watch runs, else 0",
-                        members, m -> m.connected() ? 1 : 0, "source", "etcd");
-                meters.functionCounter("kvflux.proxy.membership.reads",
-                        "Reads of the cluster's whole prefix in etcd: one at start, one per reconnection", members,
-                        EtcdMembers::reads);
-                for (String reason : new String[] {"malformed_key", "oversized", "malformed", "mismatch", "unsigned",
-                        "bad_signature", "stale", "instance_cap", "address_claimed", "replayed"}) {
-                    meters.functionCounter("kvflux.proxy.membership.records.refused",
-                            "Membership records in etcd the proxy refused, by reason", members, m -> m.refused(reason),
-                            "reason", reason);
-                }
-            }
-            meters.functionCounter("kvflux.proxy.registrations.claimed",
-                    "Registrations refused for claiming another live instance's address", registry,
-                    InstanceRegistry::refusedClaims);
+            ProxyMeters.register(meters, handlers, registry, health, members, canaries, streams);
             Duration probeTimeout = healthInterval.dividedBy(2).compareTo(MIN_PROBE_TIMEOUT) > 0
                     ? healthInterval.dividedBy(2) : MIN_PROBE_TIMEOUT;
-            Disposable probes = HealthChecks.start(registry, health, healthInterval, probeTimeout,
+            Disposable probes = HealthChecks.start(registry, health, canaries, healthInterval, probeTimeout,
                     HttpClient.create(connections).responseTimeout(probeTimeout));
             // an instance that left is forgotten, so that the ejected count is of listed instances only
-            Runnable forgetting = registry.onDropped(health::forget);
+            Runnable forgetting = registry.onDropped(instance -> {
+                health.forget(instance);
+                canaries.forget(instance);
+            });
             Disposable checks = () -> {
                 probes.dispose();
+                streams.dispose();
                 forgetting.run();
             };
             return new ProxyServer(server, discovery, connections, meters, checks, members, etcd);

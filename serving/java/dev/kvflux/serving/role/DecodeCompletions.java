@@ -43,13 +43,15 @@ final class DecodeCompletions {
     private final DecodeRanks ranks;
     private final TpRanks pair;
     private final ObservationRegistry observations;
-    private final RequestGate gate;
+    private final RoleFront front;
+    private final ClientShares shares;
     private final int maxModelLen;
 
     DecodeCompletions(ServingModel model, DecodeRanks ranks, TpRanks pair, ObservationRegistry observations,
-            RequestGate gate, int maxModelLen, boolean readMode) {
+            RoleFront front, ClientShares shares, int maxModelLen, boolean readMode) {
         this.readMode = readMode;
-        this.gate = gate;
+        this.shares = shares;
+        this.front = front;
         this.maxModelLen = maxModelLen;
         this.model = model;
         this.ranks = ranks;
@@ -61,14 +63,14 @@ final class DecodeCompletions {
     private final boolean readMode;
 
     Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
-        return gate.withBody(request, response, (body, signedFor) -> serve(body, signedFor, request.requestHeaders(),
-                response));
+        return front.withBody(request, response, passed -> serve(passed, request.requestHeaders(), response));
     }
 
-    private Publisher<Void> serve(String body, String signedFor, HttpHeaders headers, HttpServerResponse response) {
+    private Publisher<Void> serve(RequestGate.Passed passed, HttpHeaders headers, HttpServerResponse response) {
+        String signedFor = passed.signedFor();
         CompletionRequest request;
         try {
-            request = CompletionRequest.parse(HttpJson.object(body), Role.DECODE, maxModelLen);
+            request = CompletionRequest.parse(HttpJson.object(passed.body()), Role.DECODE, maxModelLen);
         } catch (CompletionSchema.ModelLengthException e) {
             return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                     "context_length_exceeded", e.getMessage());
@@ -78,12 +80,12 @@ final class DecodeCompletions {
         }
         String id = request.params().transferId();
         if (signedFor != null && !signedFor.equals(id)) {
-            return gate.mismatched(response, signedFor, id);
+            return front.gate().mismatched(response, signedFor, id);
         }
         Observation span = Spans.server(observations, "kvflux.decode.request", id, headers);
         String traceId = Spans.traceId(span);
         try (LogContext.Scope _ = LogContext.open(id, traceId)) {
-            return Mono.from(serve(request, span, traceId, response))
+            return Mono.from(serve(request, passed.client(), span, traceId, response))
                     .doOnError(span::error)
                     .doFinally(signal -> span.stop())
                     .contextWrite(LogContext.context(id, traceId));
@@ -91,7 +93,7 @@ final class DecodeCompletions {
     }
 
     /** Takes the request in, or refuses it at once; the request's answer. */
-    private Publisher<Void> serve(CompletionRequest request, Observation span, String traceId,
+    private Publisher<Void> serve(CompletionRequest request, String client, Observation span, String traceId,
             HttpServerResponse response) {
         String id = request.params().transferId();
         int prefillTp = request.params().remoteNotifyRanks().size();
@@ -100,15 +102,24 @@ final class DecodeCompletions {
                     "this request's prefill runs " + prefillTp + " rank(s); this decode's KV is cut for prefills of "
                             + pair.prefillTp() + " (--peer-tp); route it to a decode started for that TP size");
         }
+        int blocks = model.blocksFor(request.promptTokens());
+        if (!shares.tryTake(client, blocks)) {
+            return HttpJson.error(response, HttpResponseStatus.TOO_MANY_REQUESTS, "rate_limit_error",
+                    "client_over_share", shares.refusal(blocks));
+        }
         DecodeRanks.Transfer t;
         try {
-            t = ranks.open(id, request.params().remoteNotifyRanks(), model.blocksFor(request.promptTokens()),
-                    new Traced(id, traceId));
+            t = ranks.open(id, request.params().remoteNotifyRanks(), blocks, new Traced(id, traceId));
         } catch (TransferRefusedException e) {
+            shares.give(client, blocks);
             return refused(response, e);
         } catch (IllegalArgumentException e) {
+            shares.give(client, blocks);
             return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "bad_request",
                     e.getMessage());
+        } catch (RuntimeException e) {
+            shares.give(client, blocks);
+            throw e;
         }
         // READ mode: the first step runs layer by layer, each layer once its reads are through, beside the reads of
         // the layers after it; WRITE mode: the KV is whole when it arrives
@@ -121,7 +132,10 @@ final class DecodeCompletions {
                 // the side refuses a transfer id that is already waiting or finished
                 .onErrorResume(e -> e instanceof TransferRefusedException && !response.hasSentHeaders(),
                         e -> Mono.from(refused(response, (TransferRefusedException) e)))
-                .doFinally(signal -> t.close());
+                .doFinally(signal -> {
+                    t.close();
+                    shares.give(client, blocks);
+                });
     }
 
     private static Publisher<Void> refused(HttpServerResponse response, TransferRefusedException e) {

@@ -244,9 +244,12 @@ public final class DecodeServer implements AutoCloseable {
         }
         DecodeRanks ranks = DecodeRanks.of(sides);
         try {
+            RoleFront front = RoleFront.of(settings.auth, meters);
+            ClientShares shares = new ClientShares(settings.kvBlocks, settings.clientShare);
+            shares.register(meters, "kvflux.decode");
             DecodeCompletions completions = new DecodeCompletions(model, ranks, pair, settings.observations,
-                    RoleSettings.gate(settings.auth, meters), settings.maxModelLen, settings.kvMode == KvMode.READ);
-            DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
+                    front, shares, settings.maxModelLen, settings.kvMode == KvMode.READ);
+            DisposableServer http = front.bind(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, () -> BlockMetrics.sum(sides.stream().map(DecodeSide::blocks).toList()),
                     sides.stream().mapToInt(DecodeSide::blockCapacity).sum());
             BlockMetrics.registerIncarnation(meters, sides.getFirst().incarnation());
@@ -271,6 +274,7 @@ public final class DecodeServer implements AutoCloseable {
             }
             DecodeServer server = new DecodeServer(http, ranks, where.host(), settings.auth, meters, notifyMeters,
                     closeOwned);
+            front.identify(Role.DECODE, server.incarnation(), server.notifyAddress());
             LOG.info("decode listening: http {}, notify {} ({}), model {}, {} mode, {}, receive deadline {}, KV on {}"
                     + " ({} bytes per rank{})",
                     Instance.hostPort(server.httpAddress()), server.instance().notifyRanks().stream()

@@ -48,16 +48,19 @@ final class PrefillCompletions {
     private final PrefillLoop loop;
     private final PrefillStats stats;
     private final ObservationRegistry observations;
-    private final RequestGate gate;
+    private final RoleFront front;
+    private final ClientShares shares;
     private final int maxModelLen;
     private volatile boolean closing;
 
     PrefillCompletions(ServingModel model, PrefillRanks ranks, TpRanks pair, PrefillLoop loop, PrefillStats stats,
-            List<RoleMemory> memories, ObservationRegistry observations, RequestGate gate, int maxModelLen) {
+            List<RoleMemory> memories, ObservationRegistry observations, RoleFront front, ClientShares shares,
+            int maxModelLen) {
+        this.shares = shares;
         this.memories = List.copyOf(memories);
         this.ranks = ranks;
         this.pair = pair;
-        this.gate = gate;
+        this.front = front;
         this.maxModelLen = maxModelLen;
         this.model = model;
         this.loop = loop;
@@ -71,10 +74,11 @@ final class PrefillCompletions {
     }
 
     Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
-        return gate.withBody(request, response, (body, signedFor) -> {
+        return front.withBody(request, response, passed -> {
+            String signedFor = passed.signedFor();
             CompletionRequest parsed;
             try {
-                parsed = CompletionRequest.parse(HttpJson.object(body), Role.PREFILL, maxModelLen);
+                parsed = CompletionRequest.parse(HttpJson.object(passed.body()), Role.PREFILL, maxModelLen);
             } catch (CompletionSchema.ModelLengthException e) {
                 return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
                         "invalid_request_error", "context_length_exceeded", e.getMessage()));
@@ -84,12 +88,12 @@ final class PrefillCompletions {
             }
             String id = parsed.params().transferId();
             if (signedFor != null && !signedFor.equals(id)) {
-                return gate.mismatched(response, signedFor, id);
+                return front.gate().mismatched(response, signedFor, id);
             }
             Observation span = Spans.server(observations, "kvflux.prefill.request", id, request.requestHeaders());
             String traceId = Spans.traceId(span);
             try (LogContext.Scope _ = LogContext.open(id, traceId)) {
-                return admit(parsed, new Traced(id, span, traceId), response)
+                return admit(parsed, passed.client(), new Traced(id, span, traceId), response)
                         .doOnError(span::error)
                         .doFinally(signal -> span.stop())
                         .contextWrite(LogContext.context(id, traceId));
@@ -98,7 +102,7 @@ final class PrefillCompletions {
     }
 
     /** Takes the request in, or refuses it at once; the request's answer. */
-    private Mono<Void> admit(CompletionRequest parsed, Traced traced, HttpServerResponse response) {
+    private Mono<Void> admit(CompletionRequest parsed, String client, Traced traced, HttpServerResponse response) {
         String id = parsed.params().transferId();
         if (closing) {
             return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
@@ -118,26 +122,40 @@ final class PrefillCompletions {
         for (int k = 1; k < linkObservers.length; k++) {
             linkObservers[k] = new Traced(id, Observation.NOOP, traced.traceId);
         }
+        int blocks = model.blocksFor(parsed.promptTokens());
+        if (!shares.tryTake(client, blocks)) {
+            return Mono.from(overShare(response, shares.refusal(blocks)));
+        }
         PrefillRanks.Transfer t;
         try {
-            t = ranks.open(id, parsed.params().remoteNotifyRanks(), model.blocksFor(parsed.promptTokens()),
-                    link -> linkObservers[link]);
+            t = ranks.open(id, parsed.params().remoteNotifyRanks(), blocks, link -> linkObservers[link]);
         } catch (TransferRefusedException e) {
+            shares.give(client, blocks);
             return Mono.from(refused(response, id, e));
         } catch (IllegalArgumentException e) {
+            shares.give(client, blocks);
             return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                     "bad_request", e.getMessage()));
+        } catch (RuntimeException e) {
+            shares.give(client, blocks);
+            throw e;
         }
         Mono<Void> prefilled;
         try {
             traced.queue = Step.of(Spans.child(observations, "kvflux.prefill.queue", id, traced.span));
-            prefilled = loop.submit(parsed.promptTokens(), (startsIn, length) -> startWrite(t, linkObservers,
+            prefilled = loop.submit(client, parsed.promptTokens(), (startsIn, length) -> startWrite(t, linkObservers,
                     startsIn, length));
         } catch (PrefillLoop.QueueFullException e) {
             stats.refusedQueueFull.increment();
             t.close();
+            shares.give(client, blocks);
             return Mono.from(HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "overloaded",
                     "prefill_queue_full", e.getMessage()));
+        } catch (PrefillLoop.ClientOverShareException e) {
+            stats.refusedClientShare.increment();
+            t.close();
+            shares.give(client, blocks);
+            return Mono.from(overShare(response, e.getMessage()));
         }
         stats.requests.increment();
         // Whichever comes first: the prompt's last step ends, or the transfer is aborted (which cancels the
@@ -148,7 +166,13 @@ final class PrefillCompletions {
                 .flatMap(aborted -> aborted.isEmpty()
                         ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
                         : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
-                                "transfer_aborted", "transfer " + id + " was aborted: " + aborted)));
+                                "transfer_aborted", "transfer " + id + " was aborted: " + aborted)))
+                .doFinally(signal -> shares.give(client, blocks));
+    }
+
+    private static Publisher<Void> overShare(HttpServerResponse response, String why) {
+        return HttpJson.error(response, HttpResponseStatus.TOO_MANY_REQUESTS, "rate_limit_error", "client_over_share",
+                why);
     }
 
     private static Publisher<Void> refused(HttpServerResponse response, String id, TransferRefusedException e) {

@@ -26,6 +26,13 @@ import reactor.core.scheduler.Scheduler;
  * <p>At most {@code maxQueued} prompts wait for their last step at once; {@link #submit} refuses more
  * with a {@link QueueFullException}, so an overloaded prefill pushes back instead of queueing without bound.
  *
+ * <p>Prompts are queued per client (the key the proxy names a request's client by; one queue for requests that name
+ * none), and a step takes them by deficit round-robin: each client in turn is given a quantum of tokens, one eighth
+ * of a step, and its prompts take from it in arrival order, so one client's long prompts cannot keep another's short
+ * one waiting behind them. One client may have at most {@code clientShare} of {@code maxQueued} prompts waiting
+ * ({@link ClientOverShareException} beyond that), and while another client has had prompts in the last second, one
+ * client's prompts fill at most {@code clientShare} of a step, so the steps a waiting prompt sits behind stay short.
+ *
  * <p>All state is confined to one worker of the given scheduler; time is that scheduler's clock.
  */
 final class PrefillLoop implements AutoCloseable {
@@ -42,6 +49,18 @@ final class PrefillLoop implements AutoCloseable {
                     false);
         }
     }
+
+    /** The prompt's client already has its share of the queue waiting; the prompt was not queued. */
+    static final class ClientOverShareException extends RuntimeException {
+        ClientOverShareException(int perClient, int maxQueued) {
+            super("this client already has " + perClient + " prompts waiting for a prefill step, its share of the "
+                    + maxQueued + " this prefill queues (--client-share); retry when some have been prefilled, or send"
+                    + " fewer at once", null, false, false);
+        }
+    }
+
+    /** How long a client counts as active after its last prompt was queued or formed. */
+    static final Duration RECENT = Duration.ofSeconds(1);
 
     /** Called when a prompt's last step is queued. */
     interface LastStep {
@@ -66,9 +85,21 @@ final class PrefillLoop implements AutoCloseable {
     private final Scheduler.Worker worker;
     private final long launchAheadNanos;
     private final int maxQueued;
+    private final double clientShare;
+    private final int maxQueuedPerClient;
     /** Prompts submitted whose last step is not yet formed; updated from any thread. */
     private final AtomicInteger waiting = new AtomicInteger();
-    private final ArrayDeque<Job> queue = new ArrayDeque<>();
+    /** The same per client that names itself; updated from any thread. */
+    private final java.util.concurrent.ConcurrentHashMap<String, AtomicInteger> waitingPerClient =
+            new java.util.concurrent.ConcurrentHashMap<>();
+    /** Each client's prompts, in arrival order; on the worker. */
+    private final java.util.Map<String, ArrayDeque<Job>> queues = new java.util.HashMap<>();
+    /** The clients with prompts queued, in their round-robin order; on the worker. */
+    private final ArrayDeque<String> turns = new ArrayDeque<>();
+    /** Each queued client's tokens granted and not yet used; on the worker. */
+    private final java.util.Map<String, Long> deficits = new java.util.HashMap<>();
+    /** When each client last had a prompt queued or formed (the scheduler's clock); on the worker. */
+    private final java.util.Map<String, Long> lastActive = new java.util.HashMap<>();
     private long busyUntil = Long.MIN_VALUE;
     private boolean planned;
     private long steps;
@@ -82,10 +113,24 @@ final class PrefillLoop implements AutoCloseable {
      */
     PrefillLoop(ServingModel model, StepListener steps, Scheduler scheduler, Duration launchAhead,
             int maxQueued) {
+        this(model, steps, scheduler, launchAhead, maxQueued, 1.0);
+    }
+
+    /**
+     * @throws IllegalArgumentException if {@code maxQueued} is not positive or {@code clientShare} not in (0, 1]
+     */
+    PrefillLoop(ServingModel model, StepListener steps, Scheduler scheduler, Duration launchAhead,
+            int maxQueued, double clientShare) {
         if (maxQueued < 1) {
             throw new IllegalArgumentException("the prefill queue must hold at least 1 prompt, got " + maxQueued);
         }
+        if (!(clientShare > 0 && clientShare <= 1)) {
+            throw new IllegalArgumentException("a client's share of the prefill queue must be more than 0 and at most"
+                    + " 1, got " + clientShare);
+        }
         this.maxQueued = maxQueued;
+        this.clientShare = clientShare;
+        this.maxQueuedPerClient = Math.max(1, (int) Math.floor(maxQueued * clientShare));
         this.model = model;
         this.listener = steps;
         this.scheduler = scheduler;
@@ -93,8 +138,13 @@ final class PrefillLoop implements AutoCloseable {
         this.launchAheadNanos = launchAhead.toNanos();
     }
 
+    /** As {@link #submit(String, int, LastStep)} for a prompt that names no client. */
+    Mono<Void> submit(int tokens, LastStep onLastStep) {
+        return submit("", tokens, onLastStep);
+    }
+
     /**
-     * Queues a prompt of {@code tokens} tokens.
+     * Queues a prompt of {@code tokens} tokens for {@code client} (empty: one that names none).
      *
      * @return a {@code Mono} that completes when the prompt's last prefill step ends. Cancelling it
      *     before the prompt's last step is formed takes the prompt out of the queue (on the loop's worker),
@@ -102,17 +152,29 @@ final class PrefillLoop implements AutoCloseable {
      *     is formed, cancelling only stops the signal
      * @throws QueueFullException at once, queueing nothing, if {@code maxQueued} prompts already wait for
      *     their last step
+     * @throws ClientOverShareException at once, queueing nothing, if the client already has its share of them waiting
      */
-    Mono<Void> submit(int tokens, LastStep onLastStep) {
+    Mono<Void> submit(String client, int tokens, LastStep onLastStep) {
+        AtomicInteger mine = null;
+        if (!client.isEmpty() && clientShare < 1) {
+            mine = waitingPerClient.computeIfAbsent(client, c -> new AtomicInteger());
+            if (mine.incrementAndGet() > maxQueuedPerClient) {
+                release(client, mine);
+                throw new ClientOverShareException(maxQueuedPerClient, maxQueued);
+            }
+        }
         if (waiting.incrementAndGet() > maxQueued) {
             waiting.decrementAndGet();
+            if (mine != null) {
+                release(client, mine);
+            }
             throw new QueueFullException(maxQueued);
         }
         Sinks.Empty<Void> done = Sinks.empty();
-        Job job = new Job(tokens, onLastStep, done);
+        Job job = new Job(client, tokens, onLastStep, done, mine);
         worker.schedule(() -> {
             if (!job.cancelled) {
-                queue.add(job);
+                enqueue(job);
                 planSoon();
             }
         });
@@ -123,6 +185,24 @@ final class PrefillLoop implements AutoCloseable {
                 // the loop is closed: nothing runs any more
             }
         });
+    }
+
+    /** Gives back one of a client's places in its share, forgetting a client with none left. */
+    private void release(String client, AtomicInteger mine) {
+        if (mine.decrementAndGet() <= 0) {
+            waitingPerClient.remove(client, mine);
+        }
+    }
+
+    private void enqueue(Job job) {
+        ArrayDeque<Job> queue = queues.get(job.client);
+        if (queue == null) {
+            queue = new ArrayDeque<>();
+            queues.put(job.client, queue);
+            turns.addLast(job.client);
+        }
+        queue.addLast(job);
+        lastActive.put(job.client, now());
     }
 
     /** How many prompts wait for their last step (submitted, not cancelled, last step not yet formed). */
@@ -136,8 +216,28 @@ final class PrefillLoop implements AutoCloseable {
             return;
         }
         job.cancelled = true;
-        queue.remove(job);
+        ArrayDeque<Job> queue = queues.get(job.client);
+        if (queue != null) {
+            queue.remove(job);
+            if (queue.isEmpty()) {
+                dropClient(job.client);
+            }
+        }
+        left(job);
+    }
+
+    /** A job left the queue, formed or cancelled: its places in the bounds are given back. */
+    private void left(Job job) {
         waiting.decrementAndGet();
+        if (job.share != null) {
+            release(job.client, job.share);
+        }
+    }
+
+    private void dropClient(String client) {
+        queues.remove(client);
+        turns.remove(client);
+        deficits.remove(client);
     }
 
     /** How many steps have been queued. */
@@ -160,23 +260,51 @@ final class PrefillLoop implements AutoCloseable {
         int budget = model.maxBatchedTokens();
         int batch = 0;
         List<Job> finishing = new ArrayList<>();
-        while (!queue.isEmpty() && budget > 0) {
-            Job job = queue.peek();
-            int take = Math.min(job.remaining, budget);
-            job.remaining -= take;
-            budget -= take;
-            batch += take;
-            if (job.remaining == 0) {
-                Job formed = queue.poll();
-                formed.formed = true;
-                finishing.add(formed);
-                waiting.decrementAndGet();
+        long now = now();
+        // while another client is active, each client's prompts fill at most its share of the step
+        lastActive.values().removeIf(at -> now - at > RECENT.toNanos());
+        long perClient = activeClients() > 1 ? Math.max(1, (long) Math.ceil(budget * clientShare)) : budget;
+        long quantum = Math.max(1, model.maxBatchedTokens() / 8);
+        java.util.Map<String, Long> taken = new java.util.HashMap<>();
+        boolean progress = true;
+        while (budget > 0 && progress && !turns.isEmpty()) {
+            progress = false;
+            for (int visits = turns.size(); visits > 0 && budget > 0 && !turns.isEmpty(); visits--) {
+                String client = turns.pollFirst();
+                ArrayDeque<Job> queue = queues.get(client);
+                long used = taken.getOrDefault(client, 0L);
+                long deficit = used >= perClient ? deficits.getOrDefault(client, 0L)
+                        : Math.min(deficits.getOrDefault(client, 0L) + quantum, model.maxBatchedTokens());
+                while (budget > 0 && deficit > 0 && used < perClient && !queue.isEmpty()) {
+                    Job job = queue.peek();
+                    int take = (int) Math.min(Math.min(job.remaining, budget), Math.min(deficit, perClient - used));
+                    job.remaining -= take;
+                    budget -= take;
+                    batch += take;
+                    deficit -= take;
+                    used += take;
+                    progress = true;
+                    if (job.remaining == 0) {
+                        Job formed = queue.poll();
+                        formed.formed = true;
+                        finishing.add(formed);
+                        left(formed);
+                        lastActive.put(client, now);
+                    }
+                }
+                taken.put(client, used);
+                if (queue.isEmpty()) {
+                    queues.remove(client);
+                    deficits.remove(client);
+                } else {
+                    deficits.put(client, deficit);
+                    turns.addLast(client);
+                }
             }
         }
         if (batch == 0) {
             return;
         }
-        long now = now();
         long start = Math.max(now, busyUntil);
         Duration length = model.stepTime(batch);
         listener.queued(length);
@@ -192,9 +320,20 @@ final class PrefillLoop implements AutoCloseable {
         }
         worker.schedule(() -> finishing.forEach(job -> job.done.tryEmitEmpty()), busyUntil - now,
                 TimeUnit.NANOSECONDS);
-        if (!queue.isEmpty()) {
+        if (!turns.isEmpty()) {
             planSoon();
         }
+    }
+
+    /** Clients with prompts queued or active within {@link #RECENT}; on the worker. */
+    private int activeClients() {
+        int n = lastActive.size();
+        for (String client : turns) {
+            if (!lastActive.containsKey(client)) {
+                n++;
+            }
+        }
+        return n;
     }
 
     private long now() {
@@ -207,16 +346,21 @@ final class PrefillLoop implements AutoCloseable {
     }
 
     private static final class Job {
+        final String client;
         int remaining;
         boolean cancelled;
         boolean formed;
         final LastStep onLastStep;
         final Sinks.Empty<Void> done;
+        /** The client's count of waiting prompts this job holds a place in; null when not counted. */
+        final AtomicInteger share;
 
-        Job(int tokens, LastStep onLastStep, Sinks.Empty<Void> done) {
+        Job(String client, int tokens, LastStep onLastStep, Sinks.Empty<Void> done, AtomicInteger share) {
+            this.client = client;
             this.remaining = tokens;
             this.onLastStep = onLastStep;
             this.done = done;
+            this.share = share;
         }
     }
 }

@@ -276,11 +276,14 @@ public final class PrefillServer implements AutoCloseable {
         PrefillRanks ranks = PrefillRanks.of(sides);
         Scheduler loopScheduler = Schedulers.newSingle("kvflux-prefill");
         PrefillLoop loop = new PrefillLoop(model, settings.steps(), loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
-                settings.maxQueuedPrompts);
+                settings.maxQueuedPrompts, settings.clientShare);
         try {
+            RoleFront front = RoleFront.of(settings.auth, meters);
+            ClientShares shares = new ClientShares(settings.kvBlocks, settings.clientShare);
+            shares.register(meters, "kvflux.prefill");
             PrefillCompletions completions = new PrefillCompletions(model, ranks, pair, loop, stats, memories,
-                    settings.observations, RoleSettings.gate(settings.auth, meters), settings.maxModelLen);
-            DisposableServer http = RoleSettings.http(where.host(), where.httpPort(), completions::serve, meters);
+                    settings.observations, front, shares, settings.maxModelLen);
+            DisposableServer http = front.bind(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, () -> BlockMetrics.sum(sides.stream().map(PrefillSide::blocks).toList()),
                     sides.stream().mapToInt(PrefillSide::blockCapacity).sum());
             BlockMetrics.registerIncarnation(meters, sides.getFirst().incarnation());
@@ -298,6 +301,7 @@ public final class PrefillServer implements AutoCloseable {
             EngineMeters.register(meters, settings.engines);
             PrefillServer server = new PrefillServer(http, ranks, completions, loop, loopScheduler, stats, where.host(),
                     settings.auth, meters, notifyMeters, sessions, memories);
+            front.identify(Role.PREFILL, server.incarnation(), server.notifyAddress());
             LOG.info("prefill listening: http {}, notify {} ({}), {} mode, {}, policy {}, transfer timeout {} ms,"
                     + " engine {}, model {}", Instance.hostPort(server.httpAddress()), server.instance().notifyRanks()
                             .stream().map(Instance::hostPort).toList(),

@@ -29,6 +29,7 @@ public final class PrefillStats implements PrefillRecorder {
     final Counter readReleases;
     final Counter readLeasesExpired;
     final Counter refusedQueueFull;
+    final Counter refusedClientShare;
     final Counter refusedOutOfBlocks;
     final Counter aborted;
     final Counter abortsForUnknown;
@@ -45,6 +46,7 @@ public final class PrefillStats implements PrefillRecorder {
         String refused = "kvflux.prefill.requests.refused";
         String refusedHelp = "Completion requests refused at once, by reason";
         refusedQueueFull = meters.counter(refused, refusedHelp, "reason", "queue_full");
+        refusedClientShare = meters.counter(refused, refusedHelp, "reason", "client_share");
         refusedOutOfBlocks = meters.counter(refused, refusedHelp, "reason", "out_of_blocks");
         refusedFenced = meters.counter(refused, refusedHelp, "reason", "fenced");
         failuresNotNotified = meters.counter("kvflux.prefill.writes.unnotified",

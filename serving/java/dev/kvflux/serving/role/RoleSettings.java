@@ -4,20 +4,12 @@ import dev.kvflux.bindings.gpu.GpuRuntime;
 import dev.kvflux.transfer.KvMode;
 import dev.kvflux.transfer.TpRanks;
 import dev.kvflux.serving.api.CompletionSchema;
-import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.http.HttpLimits;
-import dev.kvflux.serving.metrics.RoleMetrics;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.observation.ObservationRegistry;
 import java.util.Objects;
-import java.util.function.BiFunction;
-import org.reactivestreams.Publisher;
-import reactor.core.publisher.Mono;
-import reactor.netty.DisposableServer;
-import reactor.netty.http.server.HttpServerRequest;
-import reactor.netty.http.server.HttpServerResponse;
 
 /**
  * The settings prefill and decode share: where they listen, their model, notify signing and limits, their KV
@@ -37,6 +29,7 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     ObservationRegistry observations = ObservationRegistry.NOOP;
     int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
     double maxRequestShare = 1.0;
+    double clientShare = ClientShares.DEFAULT_SHARE;
     int gpu;
     GpuRuntime gpuRuntime;
     KvMode kvMode = KvMode.WRITE;
@@ -169,6 +162,23 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     }
 
     /**
+     * The largest share of the role's KV blocks one client may hold at once (more than 0, at most 1), and, on prefill,
+     * of its queue of prompts and of a prefill step while other clients have prompts waiting: a request beyond it is
+     * refused with 429 {@code client_over_share}, so one client's long prompts cannot take every block or every step.
+     * A client is the key the proxy names it by (its API key, else its address); requests that name none are not
+     * counted. 1 turns the share off. Default {@value ClientShares#DEFAULT_SHARE}.
+     *
+     * @throws IllegalArgumentException if it is not in (0, 1]
+     */
+    public B clientShare(double clientShare) {
+        if (!(clientShare > 0 && clientShare <= 1)) {
+            throw new IllegalArgumentException("--client-share must be more than 0 and at most 1, got " + clientShare);
+        }
+        this.clientShare = clientShare;
+        return self();
+    }
+
+    /**
      * Refuses to bind a non-loopback address without a notify secret: the role would take unsigned requests from
      * the network, and a request names where the role connects.
      *
@@ -228,36 +238,5 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     public B observationRegistry(ObservationRegistry observations) {
         this.observations = Objects.requireNonNull(observations, "observations");
         return self();
-    }
-
-    /**
-     * The gate of a role's completions: with a notify secret only requests the proxy signed, each refusal counted
-     * in {@code kvflux.http.requests.unauthenticated} (tag {@code reason}: the refusal's code).
-     */
-    static RequestGate gate(NotifyAuth auth, RoleMetrics meters) {
-        for (String reason : new String[] {"unsigned_request", "malformed_signature", "stale_request", "bad_signature",
-                "replayed_request", "replay_window_full"}) {
-            refusals(meters, reason);
-        }
-        return RequestGate.of(auth, reason -> refusals(meters, reason).increment());
-    }
-
-    /**
-     * A role's HTTP server on {@code host:port} with kvflux's HTTP bounds: {@code POST /v1/completions} to
-     * {@code completions}, {@code GET /health} and {@code GET /metrics} (Prometheus text of {@code meters}).
-     */
-    static DisposableServer http(String host, int port,
-            BiFunction<HttpServerRequest, HttpServerResponse, Publisher<Void>> completions, RoleMetrics meters) {
-        return HttpLimits.server(host, port)
-                .route(routes -> routes.post("/v1/completions", completions)
-                        .get("/health", (req, res) -> res.sendString(Mono.just("{\"status\":\"ok\"}")))
-                        .get("/metrics", (req, res) -> meters.serve(res)))
-                .bindNow();
-    }
-
-    private static io.micrometer.core.instrument.Counter refusals(RoleMetrics meters, String reason) {
-        return meters.counter("kvflux.http.requests.unauthenticated",
-                "Completion requests refused before their body was parsed: unsigned, forged, replayed or stale",
-                "reason", reason);
     }
 }

@@ -66,7 +66,7 @@ final class RoleAttacks {
         // one request as the proxy would sign it, sent once for real, then replayed
         String once = body("replayed", decode.notifyAddress());
         HttpHeaders original = RequestAuth.of(secret).sign(new DefaultHttpHeaders(), "POST", "/v1/completions",
-                "replayed", bytes(once));
+                "replayed", destination(prefill.httpAddress()), "", bytes(once));
         String first = post(prefill.httpAddress(), once, original);
         // alone first, so that every connection, block and place counted is the attack's
         // (the one signed request above may still hold its blocks and place: counted from what is held now)
@@ -107,6 +107,11 @@ final class RoleAttacks {
         return figures;
     }
 
+    /** A role's address as the proxy names it in a signature. */
+    private static String destination(InetSocketAddress role) {
+        return dev.kvflux.serving.api.Instance.hostPort(role);
+    }
+
     /** Direct request {@code i}: unsigned, forged, stale, or the replay of one the proxy signed, in turn. */
     private Mono<String> attack(int i, PrefillServer prefill, DecodeServer decode, RequestAuth forger,
             RequestAuth stale, String once, HttpHeaders original) {
@@ -118,8 +123,10 @@ final class RoleAttacks {
         String body = body(id, new InetSocketAddress("127.0.0.1", 9));
         HttpHeaders headers = switch (i % 4) {
             case 0 -> new DefaultHttpHeaders();
-            case 1 -> forger.sign(new DefaultHttpHeaders(), "POST", "/v1/completions", id, bytes(body));
-            default -> stale.sign(new DefaultHttpHeaders(), "POST", "/v1/completions", id, bytes(body));
+            case 1 -> forger.sign(new DefaultHttpHeaders(), "POST", "/v1/completions", id, destination(to), "",
+                    bytes(body));
+            default -> stale.sign(new DefaultHttpHeaders(), "POST", "/v1/completions", id, destination(to), "",
+                    bytes(body));
         };
         return send(to, body, headers);
     }

@@ -195,7 +195,7 @@ class RegistrationTest {
     void aRegistrationBodyOverFourKibibytesIsRefusedUnread() {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
         proxy = ProxyServer.builder().discoveryPort(0).registry(registry).bindNow();
-        String padded = DECODE.replace("}", ", \"pad\": \"" + "x".repeat(ProxyRoutes.MAX_REGISTRATION_BYTES) + "\"}");
+        String padded = DECODE.replace("}", ", \"pad\": \"" + "x".repeat(DiscoveryRoutes.MAX_REGISTRATION_BYTES) + "\"}");
 
         assertThat(register(padded, new DefaultHttpHeaders())).startsWith("413 ").contains("4 KiB limit");
         assertThat(registry.live(Role.DECODE)).isEmpty();

@@ -29,13 +29,18 @@ final class Completions {
             dev.kvflux.serving.api.RequestAuth auth, java.util.function.Consumer<io.netty.handler.codec.http.HttpHeaders> headers) {
         byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
         return HttpClient.create().headers(h -> {
-                    auth.sign(h, "POST", "/v1/completions", transferId, bytes);
+                    auth.sign(h, "POST", "/v1/completions", transferId, destination(http), "", bytes);
                     headers.accept(h);
                 }).post()
                 .uri("http://127.0.0.1:" + http.getPort() + "/v1/completions")
                 .send(Mono.just(Unpooled.wrappedBuffer(bytes)))
                 .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
                         .map(text -> res.status().code() + " " + text));
+    }
+
+    /** A role's address as the proxy names it when it signs a request for it: {@code 127.0.0.1:PORT}. */
+    static String destination(InetSocketAddress http) {
+        return "127.0.0.1:" + http.getPort();
     }
 
     /** The instance's {@code /metrics} body, read as Prometheus text. */

@@ -113,4 +113,50 @@ class PrefillLoopTest {
             assertThat(ended).as("every prompt of the step ends").containsExactlyInAnyOrder("a failed", "b");
         }
     }
+
+    @Test
+    void aClientsShortPromptIsNotKeptBehindAnotherClientsLongOnes() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        // 100 tokens a step at 1,000 tokens a second: a full step lasts 100 ms
+        ServingModel model = new ServingModel("test", 1000, 100, 2, Duration.ofMillis(1), 16, 8);
+        List<Duration> steps = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Map<String, Long> doneAtMs = new ConcurrentHashMap<>();
+        try (PrefillLoop loop = new PrefillLoop(model, steps::add, clock, PrefillLoop.DEFAULT_LAUNCH_AHEAD, 64, 0.5)) {
+            for (int i = 0; i < 5; i++) {
+                String name = "hog-" + i;
+                loop.submit("key:hog", 100, (startsIn, length) -> { })
+                        .subscribe(null, null, () -> doneAtMs.put(name, clock.now(TimeUnit.MILLISECONDS)));
+            }
+            clock.advanceTimeBy(Duration.ofMillis(10));
+            loop.submit("key:legit", 10, (startsIn, length) -> { })
+                    .subscribe(null, null, () -> doneAtMs.put("legit", clock.now(TimeUnit.MILLISECONDS)));
+
+            clock.advanceTimeBy(Duration.ofSeconds(2));
+
+            // the hog's first prompt fills the first step alone (nobody else was waiting); in the next, formed 5 ms
+            // before the first ends, the hog fills at most its half and the legit prompt is taken whole: 60 tokens
+            assertThat(steps.subList(0, 2)).containsExactly(Duration.ofMillis(100), Duration.ofMillis(60));
+            assertThat(doneAtMs.get("legit")).as("the legit prompt, queued behind 400 of the hog's tokens")
+                    .isEqualTo(160L);
+            assertThat(doneAtMs.get("hog-4")).isGreaterThan(doneAtMs.get("legit"));
+            assertThat(doneAtMs).hasSize(6);
+        }
+    }
+
+    @Test
+    void oneClientMayQueueOnlyItsShareOfThePromptsWhileAnotherStillGetsIn() {
+        VirtualTimeScheduler clock = VirtualTimeScheduler.create();
+        ServingModel model = new ServingModel("test", 1000, 100, 2, Duration.ofMillis(1), 16, 8);
+        try (PrefillLoop loop = new PrefillLoop(model, length -> { }, clock, PrefillLoop.DEFAULT_LAUNCH_AHEAD, 4, 0.5)) {
+            // prompts of two steps each: the first is still waiting for its last step when the others come
+            loop.submit("key:hog", 200, (startsIn, length) -> { }).subscribe();
+            loop.submit("key:hog", 200, (startsIn, length) -> { }).subscribe();
+
+            assertThatThrownBy(() -> loop.submit("key:hog", 200, (startsIn, length) -> { }))
+                    .isInstanceOf(PrefillLoop.ClientOverShareException.class)
+                    .hasMessageContaining("2 prompts waiting").hasMessageContaining("--client-share");
+            loop.submit("key:legit", 200, (startsIn, length) -> { }).subscribe();
+            assertThat(loop.waiting()).isEqualTo(3);
+        }
+    }
 }

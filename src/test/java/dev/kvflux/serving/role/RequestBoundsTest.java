@@ -46,4 +46,41 @@ class RequestBoundsTest {
                     .doesNotContain("request_too_large");
         }
     }
+
+    /** Posts a completion that names {@code client} as the proxy names a request's client. */
+    private static reactor.core.publisher.Mono<String> postFor(String client, InetSocketAddress http, String body) {
+        return reactor.netty.http.client.HttpClient.create().headers(h -> h.set("x-kvflux-client", client)).post()
+                .uri("http://127.0.0.1:" + http.getPort() + "/v1/completions")
+                .send(reactor.core.publisher.Mono.just(io.netty.buffer.Unpooled.wrappedBuffer(
+                        body.getBytes(java.nio.charset.StandardCharsets.UTF_8))))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .map(text -> res.status().code() + " " + text));
+    }
+
+    @Test
+    void aClientHoldingItsShareOfBlocksIsRefused429WhileAnotherClientIsServed() throws InterruptedException {
+        try (DecodeServer decode = DecodeServer.builder().model(SMALL).kvBlocks(64).clientShare(0.5)
+                .receiveDeadline(Duration.ofSeconds(3)).bindNow()) {
+            // 320 words need 20 blocks; a client may hold 32 of the 64. Its KV never comes (no prefill runs), so the
+            // first request holds its blocks until the receive deadline
+            var first = postFor("key:hog", decode.httpAddress(), body("hog-1", 320, 1, decode.notifyAddress()))
+                    .toFuture();
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (decode.blocks().owners() == 0 && System.nanoTime() < until) {
+                Thread.sleep(5);
+            }
+
+            String second = postFor("key:hog", decode.httpAddress(), body("hog-2", 320, 1, decode.notifyAddress()))
+                    .block(WAIT);
+            var other = postFor("key:legit", decode.httpAddress(), body("legit", 320, 1, decode.notifyAddress()))
+                    .toFuture();
+            Thread.sleep(200);
+
+            assertThat(second).startsWith("429 ").contains("client_over_share").contains("32 of them");
+            assertThat(other.isDone() ? other.join() : "still waiting for its KV").doesNotStartWith("429");
+            assertThat(decode.blocks().owners()).as("the hog's first request and the other client's").isEqualTo(2);
+            first.join();
+            other.join();
+        }
+    }
 }

@@ -100,7 +100,8 @@ class SignedRequestsTest {
         String signed = body("altered");
         byte[] bytes = signed.getBytes(java.nio.charset.StandardCharsets.UTF_8);
         var headers = new io.netty.handler.codec.http.DefaultHttpHeaders();
-        proxy.sign(headers, "POST", "/v1/completions", "altered", bytes);
+        proxy.sign(headers, "POST", "/v1/completions", "altered", Completions.destination(decode.httpAddress()), "",
+                bytes);
         String answer = reactor.netty.http.client.HttpClient.create().headers(h -> h.add(headers)).post()
                 .uri("http://127.0.0.1:" + decode.httpAddress().getPort() + "/v1/completions")
                 .send(reactor.core.publisher.Mono.just(io.netty.buffer.Unpooled.wrappedBuffer(
@@ -148,6 +149,49 @@ class SignedRequestsTest {
         RequestAuth proxy = RequestAuth.of(AUTH);
         assertThat(Completions.postSigned(prefill.httpAddress(), body("named-in-body"), "signed-for", proxy, h -> { })
                 .block(WAIT)).startsWith("401 ").contains("bad_signature");
+        assertNothingTaken();
+    }
+
+    @Test
+    void aRequestSignedForAnotherInstanceIsRefusedThere() {
+        DecodeServer other = DecodeServer.builder().model(SMALL).receiveDeadline(Duration.ofSeconds(2)).auth(AUTH)
+                .bindNow();
+        try {
+            RequestAuth proxy = RequestAuth.of(AUTH);
+            String forOther = Completions.destination(other.httpAddress());
+            var headers = new io.netty.handler.codec.http.DefaultHttpHeaders();
+            byte[] bytes = body("misdirected").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            proxy.sign(headers, "POST", "/v1/completions", "misdirected", forOther, "", bytes);
+
+            String answer = reactor.netty.http.client.HttpClient.create().headers(h -> h.add(headers)).post()
+                    .uri("http://127.0.0.1:" + decode.httpAddress().getPort() + "/v1/completions")
+                    .send(reactor.core.publisher.Mono.just(io.netty.buffer.Unpooled.wrappedBuffer(bytes)))
+                    .responseSingle((res, content) -> content.asString().map(t -> res.status().code() + " " + t))
+                    .block(WAIT);
+
+            assertThat(answer).startsWith("401 ").contains("wrong_destination").contains(forOther);
+            assertNothingTaken();
+        } finally {
+            other.close();
+        }
+    }
+
+    @Test
+    void aForgedRequestIsRefusedFromItsHeadersBeforeItsBodyIsSent() throws IOException {
+        RequestAuth forger = RequestAuth.of(NotifyAuth.of("not-the-cluster-secret-0123456789"));
+        var headers = new io.netty.handler.codec.http.DefaultHttpHeaders();
+        forger.sign(headers, "POST", "/v1/completions", "forged-large", Completions.destination(decode.httpAddress()),
+                "", new byte[16]);
+        StringBuilder head = new StringBuilder("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 16000000\r\n");
+        headers.forEach(h -> head.append(h.getKey()).append(": ").append(h.getValue()).append("\r\n"));
+        try (Socket socket = new Socket("127.0.0.1", decode.httpAddress().getPort())) {
+            socket.setSoTimeout(5_000);
+            socket.getOutputStream().write(head.append("\r\n").toString().getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            // none of the 16 MB is sent: the answer comes from the headers alone, and the connection closes after it
+            String answer = new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+
+            assertThat(answer).startsWith("HTTP/1.1 401").contains("bad_signature");
+        }
         assertNothingTaken();
     }
 
