@@ -162,6 +162,65 @@ class RegistrationTest {
         assertThat(registry.refusedClaims()).isEqualTo(2);
     }
 
+    /** An instance's HTTP port whose {@code /health} says it is incarnation {@code incarnation} with {@code notify}. */
+    private static reactor.netty.DisposableServer answeringAs(long incarnation, String notify) {
+        return reactor.netty.http.server.HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.get("/health", (req, res) -> res.sendString(Mono.just("{\"status\": \"ok\", \"role\":"
+                        + " \"decode\", \"incarnation\": " + incarnation + ", \"notify\": \"" + notify + "\"}"))))
+                .bindNow();
+    }
+
+    private static String registration(int httpPort, String notify, long incarnation) {
+        return "{\"role\": \"decode\", \"http\": \"127.0.0.1:" + httpPort + "\", \"notify\": \"" + notify
+                + "\", \"incarnation\": " + incarnation + "}";
+    }
+
+    @Test
+    void theInstanceAnsweringAtAnAddressTakesItBackFromASquatterAtOnce() {
+        reactor.netty.DisposableServer real = answeringAs(7, "127.0.0.1:8301");
+        try {
+            InstanceRegistry registry = securedProxy();
+            // while the real instance was away, another holder of the secret registered its HTTP address
+            String squatted = registration(real.port(), "127.0.0.1:9999", 5);
+            assertThat(register(squatted, signed(NotifyAuth.of(SECRET), squatted))).startsWith("200 ");
+
+            String back = registration(real.port(), "127.0.0.1:8301", 7);
+            String answer = register(back, signed(NotifyAuth.of(SECRET), back));
+
+            assertThat(answer).startsWith("200 ");
+            assertThat(registry.live(Role.DECODE)).extracting(i -> Instance.hostPort(i.notifyAddress()))
+                    .containsExactly("127.0.0.1:8301");
+            assertThat(registry.impostors()).isEqualTo(1);
+            String again = registration(real.port(), "127.0.0.1:9999", 6);
+            assertThat(register(again, signed(NotifyAuth.of(SECRET), again))).as("the squatter, again")
+                    .startsWith("409 ").contains("address_claimed");
+        } finally {
+            real.disposeNow();
+        }
+    }
+
+    @Test
+    void aRegistrationWhoseAddressAnswersAsAnotherInstanceIsDroppedByTheHealthChecks() throws InterruptedException {
+        reactor.netty.DisposableServer real = answeringAs(7, "127.0.0.1:8301");
+        try {
+            InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+            proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
+                    .healthChecks(Duration.ofMillis(50), InstanceHealth.defaults()).bindNow();
+            String squatted = registration(real.port(), "127.0.0.1:9999", 5);
+            assertThat(register(squatted, new DefaultHttpHeaders())).startsWith("200 ");
+
+            long until = System.nanoTime() + WAIT.toNanos();
+            while (!registry.live(Role.DECODE).isEmpty() && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+
+            assertThat(registry.live(Role.DECODE)).isEmpty();
+            assertThat(registry.impostors()).isEqualTo(1);
+        } finally {
+            real.disposeNow();
+        }
+    }
+
     @Test
     void aNewerIncarnationAtTheSameAddressesIsARestartAndAnOlderOneIsRefused() {
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30), VirtualTimeScheduler.create(), 64);

@@ -196,6 +196,16 @@ class SignedRequestsTest {
     }
 
     @Test
+    void aRolesHealthSaysWhichInstanceAnswersAtItsAddress() {
+        String health = reactor.netty.http.client.HttpClient.create().get()
+                .uri("http://127.0.0.1:" + decode.httpAddress().getPort() + "/health")
+                .responseContent().aggregate().asString().block(WAIT);
+
+        assertThat(health).contains("\"role\":\"decode\"").contains("\"incarnation\":" + decode.incarnation())
+                .contains("\"notify\":\"127.0.0.1:" + decode.notifyAddress().getPort() + "\"");
+    }
+
+    @Test
     void refusalsAreCountedByReasonInTheRolesMetrics() {
         Completions.post(decode.httpAddress(), body("unsigned")).block(WAIT);
         assertThat(Completions.metrics(decode.httpAddress()).count("kvflux_http_requests_unauthenticated_total",
