@@ -155,11 +155,17 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
     /**
      * What one request may cost at most: {@code maxModelLen} tokens of prompt and {@code max_tokens} together
      * ({@code limits.max-model-len}, checked by the proxy and by both roles), and {@code maxRequestShare} of a role's
-     * KV blocks ({@code limits.max-request-share}, 0 to 1).
+     * KV blocks ({@code limits.max-request-share}, 0 to 1); and what one client may hold at once: {@code clientShare}
+     * of a role's KV blocks and prefill queue ({@code limits.client-share}, 0 to 1).
      */
-    public record Limits(int maxModelLen, double maxRequestShare) {
-        /** 32,768 tokens (the simulated model's context), a quarter of a role's blocks. */
-        public static final Limits DEFAULTS = new Limits(32_768, 0.25);
+    public record Limits(int maxModelLen, double maxRequestShare, double clientShare) {
+        /** 32,768 tokens (the simulated model's context), a quarter of a role's blocks, half of them per client. */
+        public static final Limits DEFAULTS = new Limits(32_768, 0.25, 0.5);
+
+        /** These limits with half of a role's blocks per client. */
+        public Limits(int maxModelLen, double maxRequestShare) {
+            this(maxModelLen, maxRequestShare, 0.5);
+        }
     }
 
     /**
@@ -190,6 +196,7 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             "notify.max-connections", "notify.frame-read-timeout", "notify.idle-timeout", "notify.peer-budget-mib",
             "notify.bulk-mib-per-second",
             "tracing.otlp-endpoint", "tracing.sample-probability", "limits.max-model-len", "limits.max-request-share",
+            "limits.client-share",
             "discovery.etcd", "discovery.cluster", "discovery.lease-ttl");
 
     /** The defaults alone. */
@@ -324,7 +331,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                 .ap(TraceExport::new);
         Validation<Seq<String>, Limits> requestLimits = Validation.combine(
                         key(keys, "limits.max-model-len", v -> ConfigValues.intIn(v, 1, 1 << 24)),
-                        key(keys, "limits.max-request-share", ConfigValues::share))
+                        key(keys, "limits.max-request-share", ConfigValues::share),
+                        key(keys, "limits.client-share", ConfigValues::share))
                 .ap(Limits::new);
         Validation<Seq<String>, Discovery> discovery = Validation.combine(
                         key(keys, "discovery.etcd", ConfigValues::etcd),

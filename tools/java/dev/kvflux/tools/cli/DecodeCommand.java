@@ -26,7 +26,8 @@ import dev.kvflux.transfer.KvMode;
                 + " the KV (every block's bytes, where the engine holds them), then"
                 + " decodes one token per decode step; a write_failed or its receive deadline fails the request"
                 + " with a clear error. Registers with the proxy every 3s, or keeps a leased record in etcd"
-                + " (--discovery etcd://HOST:PORT)."})
+                + " (--discovery etcd://HOST:PORT)."
+                + " Requests and notifications are signed with the cluster's notify secret, from the environment variable KVFLUX_NOTIFY_SECRET (or notify.secret in --config): give the proxy and every role the same one; a role bound to an address other than loopback needs it."})
 public final class DecodeCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -101,6 +102,7 @@ public final class DecodeCommand implements Callable<Integer> {
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
+                    .clientShare(roleOptions.clientShare(config))
                     .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))

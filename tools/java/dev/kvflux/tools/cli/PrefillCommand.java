@@ -26,7 +26,8 @@ import dev.kvflux.transfer.KvMode;
                 + " is written into decode's KV region through the WRITE pipeline on the --backend engine (the simulated"
                 + " xGMI engine by default), and the outcome"
                 + " is sent to decode (write_done, or write_failed under the kvflux policy). Registers with the"
-                + " proxy every 3s, or keeps a leased record in etcd (--discovery etcd://HOST:PORT)."})
+                + " proxy every 3s, or keeps a leased record in etcd (--discovery etcd://HOST:PORT)."
+                + " Requests and notifications are signed with the cluster's notify secret, from the environment variable KVFLUX_NOTIFY_SECRET (or notify.secret in --config): give the proxy and every role the same one; a role bound to an address other than loopback needs it."})
 public final class PrefillCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -94,6 +95,7 @@ public final class PrefillCommand implements Callable<Integer> {
                     .gpuRuntime(engineOptions.runtime().orElse(null)).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
+                    .clientShare(roleOptions.clientShare(config))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))
                     .bindNow();

@@ -2,6 +2,7 @@ package dev.kvflux.tools.cli;
 
 import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.observe.Tracing;
+import dev.kvflux.serving.proxy.ClientKeys;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.transfer.notify.NotifyAuth;
@@ -23,7 +24,8 @@ import reactor.core.scheduler.Schedulers;
                 + " port only, signed with the notify secret when one is set (notify.secret or KVFLUX_NOTIFY_SECRET), and"
                 + " are dropped when they stop pinging; with --discovery etcd://HOST:PORT the proxy also reads and watches"
                 + " the cluster's records in etcd, so several proxies route the same cluster and a restarted one routes"
-                + " at once. Ports default to the configuration's."})
+                + " at once. Ports default to the configuration's. Give it the same notify secret as the roles"
+                + " (KVFLUX_NOTIFY_SECRET): a role with a secret refuses a proxy without one."})
 public final class ProxyCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -61,9 +63,32 @@ public final class ProxyCommand implements Callable<Integer> {
     Integer maxModelLen;
 
     @Option(names = "--first-byte-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
-            description = "Answer 504, and count it against the decode instance, when decode sends no first byte for"
-                    + " this long (default 60s; keep it above decode's receive deadline).")
+            description = "Answer 504 when decode sends no first byte for this long, and send a canary request"
+                    + " through it to learn whether it is to blame (default 60s; keep it above decode's receive"
+                    + " deadline). A non-streamed answer, which comes whole at its end, gets --token-timeout more per"
+                    + " token of its max_tokens.")
     Duration firstByteTimeout = ProxyServer.DEFAULT_FIRST_BYTE_TIMEOUT;
+
+    @Option(names = "--token-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How much longer than --first-byte-timeout a non-streamed answer may take per token of its"
+                    + " max_tokens (default 100ms: 4,000 tokens may take 60s + 400s).")
+    Duration tokenTimeout = ProxyServer.DEFAULT_TOKEN_TIMEOUT;
+
+    @Option(names = "--stall-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "Eject a decode whose streams all send nothing for this long while other decodes' streams"
+                    + " move (or that then fails a canary request), and end its streams with an error event"
+                    + " (decode_stalled); only a canary brings it back (default 5s).")
+    Duration stallTimeout = ProxyServer.DEFAULT_STALL_TIMEOUT;
+
+    @Option(names = "--canary-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
+            description = "How long a canary request through a decode may take to be answered whole (default 5s).")
+    Duration canaryTimeout = ProxyServer.DEFAULT_CANARY_TIMEOUT;
+
+    @Option(names = "--client-header", paramLabel = "NAME",
+            description = "Name each request's client by this header (e.g. X-Forwarded-For, set by a gateway in front"
+                    + " of the proxy) instead of its API key, else its address; the roles share their KV blocks and"
+                    + " prefill between clients (default: API key, else address).")
+    String clientHeader;
 
     @Option(names = "--max-instances-per-role", paramLabel = "N",
             description = "Hold at most N prefill and N decode instances; a new one beyond that is refused until a"
@@ -77,6 +102,9 @@ public final class ProxyCommand implements Callable<Integer> {
         OptionChecks.positive(spec.commandLine(), "--instance-ttl", instanceTtl);
         OptionChecks.positive(spec.commandLine(), "--upstream-timeout", upstreamTimeout);
         OptionChecks.positive(spec.commandLine(), "--first-byte-timeout", firstByteTimeout);
+        OptionChecks.positive(spec.commandLine(), "--token-timeout", tokenTimeout);
+        OptionChecks.positive(spec.commandLine(), "--stall-timeout", stallTimeout);
+        OptionChecks.positive(spec.commandLine(), "--canary-timeout", canaryTimeout);
         if (maxModelLen != null) {
             OptionChecks.inRange(spec.commandLine(), "--max-model-len", maxModelLen, 1, 1 << 24);
         }
@@ -91,7 +119,9 @@ public final class ProxyCommand implements Callable<Integer> {
             settings = ProxyServer.builder().host(host).port(port != null ? port : config.ports().proxy())
                     .discoveryPort(discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery())
                     .registry(new InstanceRegistry(instanceTtl, Schedulers.parallel(), maxInstancesPerRole))
-                    .upstreamTimeout(upstreamTimeout).firstByteTimeout(firstByteTimeout)
+                    .upstreamTimeout(upstreamTimeout).firstByteTimeout(firstByteTimeout).tokenTimeout(tokenTimeout)
+                    .stallTimeout(stallTimeout).canaryTimeout(canaryTimeout)
+                    .clientKeys(clientHeader == null ? ClientKeys.DEFAULT : ClientKeys.fromHeader(clientHeader))
                     .maxModelLen(maxModelLen != null ? maxModelLen : config.limits().maxModelLen())
                     .meterRegistry(RoleRunner.processMeters()).registrationSecret(secret)
                     .membership(etcd.orElse(null));

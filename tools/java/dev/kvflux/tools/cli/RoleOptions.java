@@ -41,6 +41,13 @@ public final class RoleOptions {
                     + " most 1; larger requests get 400 (default: limits.max-request-share, 0.25).")
     Double maxRequestShare;
 
+    @Option(names = "--client-share", paramLabel = "SHARE",
+            description = "The largest share of this instance's KV blocks (and, on prefill, of its queue and of a step"
+                    + " while others wait) one client may hold, more than 0 and at most 1; a client is its API key,"
+                    + " else its address, as the proxy names it; beyond it 429 client_over_share. 1 turns it off"
+                    + " (default: limits.client-share, 0.5).")
+    Double clientShare;
+
     @Option(names = "--proxy", paramLabel = "URL",
             description = "The proxy's discovery URL (default http://127.0.0.1:<ports.proxy-discovery>); not with"
                     + " --discovery etcd://.")
@@ -72,6 +79,10 @@ public final class RoleOptions {
         if (maxModelLen != null) {
             OptionChecks.inRange(cmd, "--max-model-len", maxModelLen, 1, 1 << 24);
         }
+        if (clientShare != null && !(clientShare > 0 && clientShare <= 1)) {
+            throw new CommandLine.ParameterException(cmd, "--client-share must be more than 0 and at most 1, got "
+                    + clientShare);
+        }
         if (maxRequestShare != null && !(maxRequestShare > 0 && maxRequestShare <= 1)) {
             throw new CommandLine.ParameterException(cmd, "--max-request-share must be more than 0 and at most 1, got "
                     + maxRequestShare);
@@ -81,6 +92,11 @@ public final class RoleOptions {
     /** The largest share of blocks per request: {@code --max-request-share}, else the configuration's. */
     double maxRequestShare(KvfluxConfig config) {
         return maxRequestShare != null ? maxRequestShare : config.limits().maxRequestShare();
+    }
+
+    /** A client's largest share: {@code --client-share}, else the configuration's. */
+    double clientShare(KvfluxConfig config) {
+        return clientShare != null ? clientShare : config.limits().clientShare();
     }
 
     /** The model length: {@code --max-model-len}, else the configuration's. */

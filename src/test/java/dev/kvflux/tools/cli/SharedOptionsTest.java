@@ -47,4 +47,25 @@ class SharedOptionsTest {
         assertThat(code).isEqualTo(2);
         assertThat(err.toString()).startsWith("invalid simulated model: ").doesNotContain("Exception");
     }
+
+    @Test
+    void eachRolesHelpNamesTheNotifySecretsVariable() {
+        for (String command : List.of("prefill", "decode", "proxy")) {
+            String help = CLI.getSubcommands().get(command).getUsageMessage();
+            assertThat(help.replaceAll("\\s+", " ")).as(command).contains("KVFLUX_NOTIFY_SECRET");
+        }
+    }
+
+    @Test
+    void aClientShareOutsideZeroToOneIsAUsageErrorOnBothRoles() {
+        for (String command : List.of("prefill", "decode")) {
+            StringWriter err = new StringWriter();
+            int code = KvfluxCli.commandLine().setErr(new PrintWriter(err, true))
+                    .execute(command, "--client-share", "1.5", "--http-port", "1", "--notify-port", "1");
+
+            assertThat(code).as(command).isEqualTo(2);
+            assertThat(err.toString()).as(command).startsWith("--client-share must be more than 0 and at most 1")
+                    .doesNotContain("Exception");
+        }
+    }
 }
