@@ -2,6 +2,7 @@ package dev.kvflux.serving.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.serving.http.HttpJson;
 import java.util.Locale;
 import java.util.Map;
 
@@ -47,6 +48,37 @@ public final class CompletionSchema {
             "frequency_penalty", new double[] {-2, 2});
 
     private CompletionSchema() {
+    }
+
+    /** Readers of request bodies bounded by a model length, one per model length in use. */
+    private static final java.util.Map<Integer, com.fasterxml.jackson.databind.ObjectMapper> BOUNDED =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * A completion request's body as a JSON object, read within bounds of {@code maxModelLen}: no string of more than
+     * 64 characters per token of it (at least 64 Ki), and no more than 4 JSON values per token of it (and 4,096 more),
+     * so a body far over the model length is refused while it is read, before its text or values fill the heap. Any
+     * request within the model length fits these bounds many times over.
+     *
+     * @throws ModelLengthException if the body goes past them
+     * @throws IllegalArgumentException if the body is not a JSON object
+     */
+    public static ObjectNode parse(String body, int maxModelLen) {
+        try {
+            return HttpJson.object(body, BOUNDED.computeIfAbsent(maxModelLen, CompletionSchema::boundedMapper));
+        } catch (HttpJson.BoundExceededException e) {
+            throw new ModelLengthException("this request is far over the model length of " + maxModelLen
+                    + " tokens (" + e.getMessage() + "); shorten the prompt");
+        }
+    }
+
+    private static com.fasterxml.jackson.databind.ObjectMapper boundedMapper(int maxModelLen) {
+        com.fasterxml.jackson.databind.ObjectMapper mapper = HttpJson.MAPPER.copy();
+        mapper.getFactory().setStreamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()
+                .maxStringLength((int) Math.min(Integer.MAX_VALUE, Math.max(1 << 16, 64L * maxModelLen)))
+                .maxTokenCount(4L * maxModelLen + 4096)
+                .build());
+        return mapper;
     }
 
     /**

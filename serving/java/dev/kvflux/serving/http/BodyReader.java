@@ -139,9 +139,14 @@ public final class BodyReader {
             size += chunk.length;
         }
 
+        /** The body, handed over once: the buffer lets go of it, so that it is garbage once its handler is done. */
         byte[] bytes() {
-            return size == bytes.length ? bytes : Arrays.copyOf(bytes, size);
+            byte[] whole = size == bytes.length ? bytes : Arrays.copyOf(bytes, size);
+            bytes = EMPTY;
+            return whole;
         }
+
+        private static final byte[] EMPTY = new byte[0];
     }
 
     /** The body stopped arriving before it ended; its cause says how. */

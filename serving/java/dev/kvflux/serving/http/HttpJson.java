@@ -6,9 +6,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
-import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
@@ -54,14 +51,13 @@ public final class HttpJson {
      */
     public static Publisher<Void> withText(HttpServerResponse response, byte[] bytes,
             Function<String, Publisher<Void>> handler) {
-        String text;
-        try {
-            text = strictUtf8(bytes);
-        } catch (CharacterCodingException e) {
+        int bad = Utf8.firstMalformed(bytes);
+        if (bad >= 0) {
             return error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_utf8",
-                    "request body is not well-formed UTF-8 (at byte " + firstBadByte(bytes) + "); send UTF-8 JSON");
+                    "request body is not well-formed UTF-8 (at byte " + bad + "); send UTF-8 JSON");
         }
-        return handler.apply(text);
+        // well-formed: decoded without a buffer of chars in between (ASCII straight to the string's bytes)
+        return handler.apply(new String(bytes, StandardCharsets.UTF_8));
     }
 
     /**
@@ -86,28 +82,27 @@ public final class HttpJson {
         return BodyReader.read(request, response, budget, maxBytes, advice, digest, handler);
     }
 
-    /** {@code bytes} as UTF-8, refusing malformed sequences instead of replacing them. */
-    private static String strictUtf8(byte[] bytes) throws CharacterCodingException {
-        return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
-                .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
-    }
-
-    private static int firstBadByte(byte[] bytes) {
-        var decoder = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT);
-        ByteBuffer in = ByteBuffer.wrap(bytes);
-        decoder.decode(in, java.nio.CharBuffer.allocate(bytes.length), true);
-        return in.position();
-    }
-
     /**
      * The body as a JSON object.
      *
      * @throws IllegalArgumentException saying what was wrong, if it is not one
      */
     public static ObjectNode object(String body) {
+        return object(body, MAPPER);
+    }
+
+    /**
+     * The body as a JSON object, read by {@code mapper} (whose stream constraints bound its strings and values).
+     *
+     * @throws BoundExceededException if the body goes past one of the mapper's constraints
+     * @throws IllegalArgumentException saying what was wrong, if it is not a JSON object
+     */
+    public static ObjectNode object(String body, ObjectMapper mapper) {
         JsonNode node;
         try {
-            node = MAPPER.readTree(body);
+            node = mapper.readTree(body);
+        } catch (com.fasterxml.jackson.core.exc.StreamConstraintsException e) {
+            throw new BoundExceededException(e.getOriginalMessage());
         } catch (JsonProcessingException e) {
             throw new IllegalArgumentException("request body is not JSON: " + e.getOriginalMessage());
         }
@@ -151,6 +146,13 @@ public final class HttpJson {
             }
         }
         return false;
+    }
+
+    /** A body that went past a bound of the mapper that read it (a string's length, the number of its values). */
+    public static final class BoundExceededException extends IllegalArgumentException {
+        BoundExceededException(String message) {
+            super(message);
+        }
     }
 
     public static String write(JsonNode node) {

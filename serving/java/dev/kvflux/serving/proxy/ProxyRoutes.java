@@ -109,7 +109,7 @@ final class ProxyRoutes {
         private Publisher<Void> route(String body, HttpHeaders headers, String client, HttpServerResponse response) {
             ObjectNode json;
             try {
-                json = CompletionSchema.check(HttpJson.object(body), maxModelLen);
+                json = CompletionSchema.check(CompletionSchema.parse(body, maxModelLen), maxModelLen);
             } catch (CompletionSchema.ModelLengthException e) {
                 return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                         "context_length_exceeded", e.getMessage());

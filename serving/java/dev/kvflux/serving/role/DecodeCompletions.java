@@ -70,7 +70,7 @@ final class DecodeCompletions {
         String signedFor = passed.signedFor();
         CompletionRequest request;
         try {
-            request = CompletionRequest.parse(HttpJson.object(passed.body()), Role.DECODE, maxModelLen);
+            request = CompletionRequest.parse(CompletionSchema.parse(passed.body(), maxModelLen), Role.DECODE, maxModelLen);
         } catch (CompletionSchema.ModelLengthException e) {
             return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                     "context_length_exceeded", e.getMessage());

@@ -78,7 +78,7 @@ final class PrefillCompletions {
             String signedFor = passed.signedFor();
             CompletionRequest parsed;
             try {
-                parsed = CompletionRequest.parse(HttpJson.object(passed.body()), Role.PREFILL, maxModelLen);
+                parsed = CompletionRequest.parse(CompletionSchema.parse(passed.body(), maxModelLen), Role.PREFILL, maxModelLen);
             } catch (CompletionSchema.ModelLengthException e) {
                 return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
                         "invalid_request_error", "context_length_exceeded", e.getMessage()));

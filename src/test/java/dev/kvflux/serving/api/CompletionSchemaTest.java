@@ -73,4 +73,20 @@ class CompletionSchemaTest {
         assertThat(CompletionSchema.maxTokens(HttpJson.object("{\"max_tokens\": null}")))
                 .isEqualTo(CompletionSchema.DEFAULT_MAX_TOKENS);
     }
+
+    @Test
+    void aBodyFarOverTheModelLengthIsRefusedWhileItIsRead() {
+        // at most 64 characters a token (and 64 Ki) and 4 values a token (and 4,096): for 1,000 tokens a string of
+        // 70,000 characters is far over; for 100 tokens, 5,000 values are
+        String longString = "{\"prompt\": \"" + "w".repeat(70_000) + "\"}";
+        String manyValues = "{\"prompt\": [" + "1,".repeat(5_000) + "1]}";
+
+        assertThatThrownBy(() -> CompletionSchema.parse(longString, 1_000))
+                .isInstanceOf(CompletionSchema.ModelLengthException.class).hasMessageContaining("far over the model"
+                        + " length of 1000 tokens");
+        assertThatThrownBy(() -> CompletionSchema.parse(manyValues, 100))
+                .isInstanceOf(CompletionSchema.ModelLengthException.class);
+        assertThat(CompletionSchema.parse("{\"prompt\": [" + "1,".repeat(99) + "1]}", 100).get("prompt").size())
+                .as("a prompt at the model length").isEqualTo(100);
+    }
 }
