@@ -279,7 +279,8 @@ public final class CompletionSchema {
         }
     }
 
-    private static int words(String text) {
+    /** The whitespace-separated words of {@code text}: the simulated model's tokens. */
+    static int words(String text) {
         int count = 0;
         boolean inWord = false;
         for (int i = 0; i < text.length(); i++) {

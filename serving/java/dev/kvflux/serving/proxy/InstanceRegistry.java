@@ -337,7 +337,16 @@ public final class InstanceRegistry {
      * live.
      */
     public Optional<Instance> pick(Role role, java.util.function.Predicate<Instance> usable) {
-        List<Instance> live = live(role);
+        return pick(role, instance -> true, usable);
+    }
+
+    /**
+     * As {@link #pick(Role, java.util.function.Predicate)} among the live instances of {@code role} that are
+     * {@code of} a kind (kvflux's roles, or vLLM's instances): a request goes to a prefill and a decode of one kind.
+     */
+    public Optional<Instance> pick(Role role, java.util.function.Predicate<Instance> of,
+            java.util.function.Predicate<Instance> usable) {
+        List<Instance> live = live(role).stream().filter(of).toList();
         if (live.isEmpty()) {
             return Optional.empty();
         }

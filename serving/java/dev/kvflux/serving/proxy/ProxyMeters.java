@@ -67,4 +67,20 @@ final class ProxyMeters {
         meters.gauge("kvflux.proxy.streams.watched", "Decode streams whose progress the proxy watches", streams,
                 StreamWatch::watching);
     }
+
+    /**
+     * The vLLM instances' meters: {@code kvflux.proxy.vllm.registrations} (tag {@code outcome}: registered, refreshed,
+     * replaced, mode_mismatch, full, claimed, malformed, not_allowed, greeting) when a vLLM discovery port is bound.
+     */
+    static void registerVllm(RoleMetrics meters, VllmInstances vllm,
+            dev.kvflux.serving.vllm.VllmDiscovery discovery) {
+        if (discovery == null) {
+            return;
+        }
+        for (String outcome : new String[] {"registered", "refreshed", "replaced", "mode_mismatch", "full", "claimed",
+                "malformed", "not_allowed", "greeting", "error"}) {
+            meters.functionCounter("kvflux.proxy.vllm.registrations", "vLLM registrations on the vLLM discovery port,"
+                    + " by what became of them", discovery, d -> d.outcome(outcome), "outcome", outcome);
+        }
+    }
 }

@@ -3,6 +3,8 @@ package dev.kvflux.serving.proxy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.serving.api.ChatSchema;
+import dev.kvflux.serving.api.CompletionApi;
 import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.KvTransferParams;
@@ -66,8 +68,6 @@ final class ProxyRoutes {
     private static final int PREFILL_OWNS = 2;
     /** How long prefill's 409 (decode aborted the transfer) gives decode's own answer to arrive first. */
     private static final long DECODE_FIRST_GRACE_MILLIS = 500;
-    /** The roles' completions path, as the proxy signs it. */
-    private static final String COMPLETIONS = "/v1/completions";
 
     /**
      * The time bounds of a completion's legs.
@@ -86,13 +86,21 @@ final class ProxyRoutes {
     record Handlers(InstanceRegistry registry, HttpClient client, int maxConnections, int maxPending,
                     AtomicBoolean warnedOverloaded, RequestAuth requestAuth, RoleMetrics meters,
                     ObservationRegistry observations, InstanceHealth health, Bounds bounds, int maxModelLen,
-                    ClientKeys clientKeys, StreamWatch streams, Canaries canaries) {
+                    ClientKeys clientKeys, StreamWatch streams, Canaries canaries, VllmInstances vllm) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
+            return serve(request, response, CompletionApi.COMPLETIONS);
+        }
+
+        Publisher<Void> chat(HttpServerRequest request, HttpServerResponse response) {
+            return serve(request, response, CompletionApi.CHAT);
+        }
+
+        private Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response, CompletionApi api) {
             long start = System.nanoTime();
             String client = clientKeys.of(request.requestHeaders(), request.remoteAddress());
             return Mono.from(HttpJson.withBody(request, response,
-                            body -> route(body, request.requestHeaders(), client, response)))
+                            body -> route(body, request.requestHeaders(), client, response, api)))
                     .doFinally(signal -> meters.timer("kvflux.proxy.requests",
                                     "Completions from their arrival to the end of their answer, by HTTP status",
                                     "status", signal == SignalType.CANCEL ? "cancelled"
@@ -106,10 +114,13 @@ final class ProxyRoutes {
                     "upstream", upstream.wireName(), "reason", reason).increment(n);
         }
 
-        private Publisher<Void> route(String body, HttpHeaders headers, String client, HttpServerResponse response) {
+        private Publisher<Void> route(String body, HttpHeaders headers, String client, HttpServerResponse response,
+                CompletionApi api) {
             ObjectNode json;
             try {
-                json = CompletionSchema.check(CompletionSchema.parse(body, maxModelLen), maxModelLen);
+                ObjectNode parsed = CompletionSchema.parse(body, maxModelLen);
+                json = api == CompletionApi.CHAT ? ChatSchema.check(parsed, maxModelLen)
+                        : CompletionSchema.check(parsed, maxModelLen);
             } catch (CompletionSchema.ModelLengthException e) {
                 return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                         "context_length_exceeded", e.getMessage());
@@ -117,9 +128,14 @@ final class ProxyRoutes {
                 return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                         "invalid_request", e.getMessage());
             }
-            Optional<Instance> prefill = registry.pick(Role.PREFILL, health::usable);
-            Optional<Instance> decode = registry.pick(Role.DECODE, health::usable);
+            java.util.function.Predicate<Instance> ours = instance -> !vllm.isVllm(instance);
+            Optional<Instance> prefill = registry.pick(Role.PREFILL, ours, health::usable);
+            Optional<Instance> decode = registry.pick(Role.DECODE, ours, health::usable);
             if (prefill.isEmpty() || decode.isEmpty()) {
+                VllmLegs.Pair pair = VllmLegs.choose(this);
+                if (pair != null) {
+                    return VllmLegs.answer(this, json, api, pair, headers, client, response);
+                }
                 String missing = prefill.isEmpty() ? "prefill" : "decode";
                 return HttpJson.error(response, HttpResponseStatus.SERVICE_UNAVAILABLE, "unavailable",
                         "no_" + missing, "no " + missing + " instance is registered; start one with `kvflux "
@@ -129,7 +145,7 @@ final class ProxyRoutes {
             Observation span = Spans.server(observations, "kvflux.proxy.completion", transferId, headers);
             Observation prefillCall = Spans.sent(observations, "kvflux.proxy.prefill", transferId, span, Kind.CLIENT);
             Observation decodeCall = Spans.sent(observations, "kvflux.proxy.decode", transferId, span, Kind.CLIENT);
-            return answer(json, transferId, client, prefill.get(), decode.get(), response, prefillCall, decodeCall)
+            return answer(json, api, transferId, client, prefill.get(), decode.get(), response, prefillCall, decodeCall)
                     .doOnError(span::error)
                     .doFinally(signal -> span.stop())
                     .contextWrite(LogContext.context(transferId, Spans.traceId(span)));
@@ -137,12 +153,18 @@ final class ProxyRoutes {
 
         /** The request to prefill: one token, not streamed, naming decode's notify addresses. */
         private static ObjectNode toPrefill(ObjectNode json, String transferId, Instance decode) {
-            ObjectNode toPrefill = new KvTransferParams(transferId, Role.DECODE, decode.notifyRanks())
-                    .into(json.deepCopy());
-            toPrefill.put("max_tokens", 1);
-            toPrefill.put("stream", false);
-            toPrefill.remove("stream_options");
-            return toPrefill;
+            return oneToken(new KvTransferParams(transferId, Role.DECODE, decode.notifyRanks()).into(json.deepCopy()));
+        }
+
+        /** {@code request} made prefill's: one token ({@code max_completion_tokens} too, where given), not streamed. */
+        static ObjectNode oneToken(ObjectNode request) {
+            request.put("max_tokens", 1);
+            if (request.has("max_completion_tokens")) {
+                request.put("max_completion_tokens", 1);
+            }
+            request.put("stream", false);
+            request.remove("stream_options");
+            return request;
         }
 
         /** The request to decode: the client's, naming prefill's notify addresses. */
@@ -155,8 +177,8 @@ final class ProxyRoutes {
          * {@link UpstreamErrors.PrefillFailedException} when prefill refuses, fails or cannot be reached.
          */
         private Mono<Void> prefillLeg(Instance prefill, ObjectNode toPrefill, String transferId, String traceparent,
-                String clientKey, Step step) {
-            return post(prefill, toPrefill, transferId, traceparent, clientKey)
+                String clientKey, Step step, CompletionApi api) {
+            return post(prefill, toPrefill, transferId, traceparent, clientKey, api)
                     .response((status, content) -> head(content)
                             .doOnNext(text -> {
                                 health.requested(prefill, true);
@@ -181,11 +203,12 @@ final class ProxyRoutes {
         }
 
         /** Sends the request to both instances and answers the client once, from whichever side owns it. */
-        private Mono<Void> answer(ObjectNode json, String transferId, String client, Instance prefill, Instance decode,
-                HttpServerResponse response, Observation prefillCall, Observation decodeCall) {
+        private Mono<Void> answer(ObjectNode json, CompletionApi api, String transferId, String client,
+                Instance prefill, Instance decode, HttpServerResponse response, Observation prefillCall,
+                Observation decodeCall) {
             boolean streamed = json.path("stream").asBoolean(false);
-            Duration firstByteWithin = bounds.firstByteWithin(streamed,
-                    json.path("max_tokens").asInt(CompletionSchema.DEFAULT_MAX_TOKENS));
+            Duration firstByteWithin = bounds.firstByteWithin(streamed, api == CompletionApi.CHAT
+                    ? ChatSchema.maxTokens(json) : CompletionSchema.maxTokens(json));
             // Exactly one side answers the client: decode, once its answer's headers arrive, or prefill's
             // failure, if it comes first. Whichever claims the response first owns it; the other's outcome is
             // only logged, so the two answers never race on one response.
@@ -195,7 +218,7 @@ final class ProxyRoutes {
             // the prefill call's span ends when prefill has answered, not when the request ends
             Step prefillStep = Step.of(prefillCall);
             Mono<Void> prefillFailed = prefillLeg(prefill, toPrefill(json, transferId, decode), transferId,
-                    Spans.traceparent(prefillCall), client, prefillStep)
+                    Spans.traceparent(prefillCall), client, prefillStep, api)
                     .doOnError(prefillStep::fail)
                     .doFinally(signal -> prefillStep.stop())
                     .onErrorResume(e -> {
@@ -209,7 +232,7 @@ final class ProxyRoutes {
 
             response.header("x-kvflux-transfer-id", transferId);
             Mono<Void> decoded = post(decode, toDecode(json, transferId, prefill), transferId,
-                    Spans.traceparent(decodeCall), client)
+                    Spans.traceparent(decodeCall), client, api)
                     .response((status, content) -> {
                         health.requested(decode, true);
                         if (!owner.compareAndSet(NOBODY, DECODE_OWNS)) {
@@ -255,7 +278,7 @@ final class ProxyRoutes {
          * Sends decode's answer on to the client: status, content type and body as decode sent them. A streamed answer
          * (server-sent events) is watched: when its decode stalls, it ends with an error event naming why.
          */
-        private Mono<Void> relay(HttpClientResponse status, ByteBufFlux content, Instance decode,
+        Mono<Void> relay(HttpClientResponse status, ByteBufFlux content, Instance decode,
                 HttpServerResponse response) {
             if (status.status().code() == HttpResponseStatus.UNAUTHORIZED.code() && requestAuth == null) {
                 return head(content).then(Mono.from(UpstreamErrors.unsignedProxy(response, "decode")));
@@ -290,7 +313,11 @@ final class ProxyRoutes {
          * showed within {@code within} ({@link InstanceHealth.Canary}).
          */
         Mono<InstanceHealth.Canary> canary(Instance decode, Duration within) {
-            Optional<Instance> prefill = registry.pick(Role.PREFILL, health::usable);
+            if (vllm.isVllm(decode)) {
+                return VllmLegs.canary(this, decode, within);
+            }
+            Optional<Instance> prefill = registry.pick(Role.PREFILL, instance -> !vllm.isVllm(instance),
+                    health::usable);
             if (prefill.isEmpty()) {
                 return Mono.just(InstanceHealth.Canary.INCONCLUSIVE);
             }
@@ -298,11 +325,11 @@ final class ProxyRoutes {
             ObjectNode json = HttpJson.MAPPER.createObjectNode().put("prompt", "kvflux canary").put("max_tokens", 2)
                     .put("stream", true);
             Mono<InstanceHealth.Canary> prefillRefused = prefillLeg(prefill.get(), toPrefill(json, transferId, decode),
-                    transferId, null, "", Step.NONE)
+                    transferId, null, "", Step.NONE, CompletionApi.COMPLETIONS)
                     .then(Mono.<InstanceHealth.Canary>empty())
                     .onErrorReturn(InstanceHealth.Canary.INCONCLUSIVE);
             Mono<InstanceHealth.Canary> decoded = post(decode, toDecode(json, transferId, prefill.get()), transferId,
-                    null, "")
+                    null, "", CompletionApi.COMPLETIONS)
                     .responseSingle((status, body) -> body.asByteArray().map(bytes -> bytes.length)
                             .defaultIfEmpty(0).map(n -> status.status().code() == 200 ? InstanceHealth.Canary.HEALTHY
                                     : InstanceHealth.Canary.INCONCLUSIVE))
@@ -316,7 +343,7 @@ final class ProxyRoutes {
          * the transfer; then decode refused first and its answer (with decode's reason) is on its way, so prefill's
          * waits {@value #DECODE_FIRST_GRACE_MILLIS} ms for it to take the response.
          */
-        private static Mono<Void> failure(int status, Mono<Void> failed) {
+        static Mono<Void> failure(int status, Mono<Void> failed) {
             return status == HttpResponseStatus.CONFLICT.code()
                     ? Mono.delay(Duration.ofMillis(DECODE_FIRST_GRACE_MILLIS), Schedulers.parallel()).then(failed)
                     : failed;
@@ -326,7 +353,7 @@ final class ProxyRoutes {
          * The first {@value #MAX_ANSWER_HEAD_BYTES} bytes of an instance's answer as text (empty if it has
          * none); the rest is not read, so an instance's endless or huge body is never held in memory.
          */
-        private static Mono<String> head(ByteBufFlux content) {
+        static Mono<String> head(ByteBufFlux content) {
             AtomicInteger seen = new AtomicInteger();
             return content.asByteArray()
                     .takeUntil(chunk -> seen.addAndGet(chunk.length) >= MAX_ANSWER_HEAD_BYTES)
@@ -336,7 +363,7 @@ final class ProxyRoutes {
         }
 
         /** The request's refusal; the first is logged as a warning, later ones at debug level. */
-        private UpstreamErrors.OverloadedException overloaded(Role role, Instance instance) {
+        UpstreamErrors.OverloadedException overloaded(Role role, Instance instance) {
             UpstreamErrors.OverloadedException e = new UpstreamErrors.OverloadedException(role, instance,
                     maxConnections, maxPending);
             if (warnedOverloaded.compareAndSet(false, true)) {
@@ -354,7 +381,7 @@ final class ProxyRoutes {
          * it is null.
          */
         private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body, String transferId,
-                String traceparent, String clientKey) {
+                String traceparent, String clientKey, CompletionApi api) {
             byte[] bytes = HttpJson.bytes(body);
             return client.headers(h -> {
                         h.set(HttpHeaderNames.CONTENT_TYPE, "application/json");
@@ -365,11 +392,11 @@ final class ProxyRoutes {
                             h.set(RequestAuth.CLIENT_HEADER, clientKey);
                         }
                         if (requestAuth != null) {
-                            requestAuth.sign(h, "POST", COMPLETIONS, transferId,
+                            requestAuth.sign(h, "POST", api.path(), transferId,
                                     Instance.hostPort(instance.httpAddress()), clientKey, bytes);
                         }
                     })
-                    .post().uri(instance.baseUrl() + COMPLETIONS)
+                    .post().uri(instance.baseUrl() + api.path())
                     .send(Mono.fromSupplier(() -> Unpooled.wrappedBuffer(bytes)));
         }
     }

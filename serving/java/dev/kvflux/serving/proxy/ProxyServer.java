@@ -8,6 +8,8 @@ import dev.kvflux.serving.etcd.EtcdClient;
 import dev.kvflux.serving.etcd.EtcdDiscovery;
 import dev.kvflux.serving.http.HttpLimits;
 import dev.kvflux.serving.metrics.RoleMetrics;
+import dev.kvflux.serving.vllm.Networks;
+import dev.kvflux.serving.vllm.VllmDiscovery;
 import dev.kvflux.transfer.LogContext;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -15,15 +17,10 @@ import io.micrometer.observation.ObservationRegistry;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
-import reactor.core.scheduler.Schedulers;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
-import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
-import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
 
 /**
@@ -77,9 +74,12 @@ public final class ProxyServer implements AutoCloseable {
     private final Disposable healthChecks;
     private final EtcdMembers members;
     private final EtcdClient etcd;
+    private final VllmDiscovery vllmDiscovery;
 
-    private ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections,
-            RoleMetrics meters, Disposable healthChecks, EtcdMembers members, EtcdClient etcd) {
+    ProxyServer(DisposableServer server, DisposableServer discovery, ConnectionProvider connections,
+            RoleMetrics meters, Disposable healthChecks, EtcdMembers members, EtcdClient etcd,
+            VllmDiscovery vllmDiscovery) {
+        this.vllmDiscovery = vllmDiscovery;
         this.members = members;
         this.etcd = etcd;
         this.meters = meters;
@@ -112,13 +112,13 @@ public final class ProxyServer implements AutoCloseable {
     /** How long a canary request may take to be answered whole, by default. */
     public static final Duration DEFAULT_CANARY_TIMEOUT = Duration.ofSeconds(5);
     /** The least time between two canaries through one decode. */
-    private static final Duration CANARY_GAP = Duration.ofSeconds(2);
+    static final Duration CANARY_GAP = Duration.ofSeconds(2);
     /** The shortest time a health check may take before it counts as failed: a busy instance is not a dead one. */
-    private static final Duration MIN_PROBE_TIMEOUT = Duration.ofMillis(500);
+    static final Duration MIN_PROBE_TIMEOUT = Duration.ofMillis(500);
     /** How often the proxy checks every registered instance's {@code /health}, by default. */
     public static final Duration DEFAULT_HEALTH_INTERVAL = Duration.ofSeconds(1);
     /** The longest the proxy waits for its first read of etcd before it binds its ports without it. */
-    private static final Duration FIRST_READ_WAIT = Duration.ofSeconds(5);
+    static final Duration FIRST_READ_WAIT = Duration.ofSeconds(5);
 
     /**
      * A proxy's settings; {@link Builder#bindNow()} binds it. Only the registry must be set: the proxy listens
@@ -130,27 +130,29 @@ public final class ProxyServer implements AutoCloseable {
 
     /** A proxy's settings; {@link #start} binds it. Each setter checks its value. */
     public static final class Builder {
-        private String host = "127.0.0.1";
-        private int port;
-        private int discoveryPort = -1;
-        private InstanceRegistry registry;
-        private Duration upstreamTimeout = DEFAULT_UPSTREAM_TIMEOUT;
-        private Duration firstByteTimeout = DEFAULT_FIRST_BYTE_TIMEOUT;
-        private Duration healthInterval = DEFAULT_HEALTH_INTERVAL;
-        private InstanceHealth health = InstanceHealth.defaults();
-        private int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
-        private int maxConnections = DEFAULT_MAX_CONNECTIONS;
-        private RegistrationAuth registrationAuth;
-        private RequestAuth requestAuth;
-        private HttpLimits httpLimits = HttpLimits.DEFAULT;
-        private MeterRegistry meterRegistry;
-        private ObservationRegistry observations = ObservationRegistry.NOOP;
-        private EtcdDiscovery membership;
-        private Duration etcdHeartbeat = EtcdMembers.DEFAULT_HEARTBEAT;
-        private ClientKeys clientKeys = ClientKeys.DEFAULT;
-        private Duration tokenTimeout = DEFAULT_TOKEN_TIMEOUT;
-        private Duration stallTimeout = DEFAULT_STALL_TIMEOUT;
-        private Duration canaryTimeout = DEFAULT_CANARY_TIMEOUT;
+        String host = "127.0.0.1";
+        int port;
+        int discoveryPort = -1;
+        InstanceRegistry registry;
+        Duration upstreamTimeout = DEFAULT_UPSTREAM_TIMEOUT;
+        Duration firstByteTimeout = DEFAULT_FIRST_BYTE_TIMEOUT;
+        Duration healthInterval = DEFAULT_HEALTH_INTERVAL;
+        InstanceHealth health = InstanceHealth.defaults();
+        int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
+        int maxConnections = DEFAULT_MAX_CONNECTIONS;
+        RegistrationAuth registrationAuth;
+        RequestAuth requestAuth;
+        HttpLimits httpLimits = HttpLimits.DEFAULT;
+        MeterRegistry meterRegistry;
+        ObservationRegistry observations = ObservationRegistry.NOOP;
+        EtcdDiscovery membership;
+        Duration etcdHeartbeat = EtcdMembers.DEFAULT_HEARTBEAT;
+        ClientKeys clientKeys = ClientKeys.DEFAULT;
+        Duration tokenTimeout = DEFAULT_TOKEN_TIMEOUT;
+        Duration stallTimeout = DEFAULT_STALL_TIMEOUT;
+        Duration canaryTimeout = DEFAULT_CANARY_TIMEOUT;
+        InetSocketAddress vllmDiscovery;
+        Networks vllmAllow = Networks.LOOPBACK;
 
         private Builder() {
         }
@@ -291,6 +293,19 @@ public final class ProxyServer implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Takes the registrations of vLLM's MoRIIO instances, as vLLM's proxy does: a ZeroMQ ROUTER on {@code address}
+         * (vLLM's default port is {@value VllmDiscovery#DEFAULT_PORT}) taking msgpack registrations
+         * ({@link VllmDiscovery}) from the {@code allowed} networks only. Their requests are then sent as vLLM's proxy
+         * sends them ({@link VllmLegs}), to pairs of vLLM instances; kvflux's roles are paired among themselves.
+         * {@code null} (the default): none.
+         */
+        public Builder vllmDiscovery(InetSocketAddress address, Networks allowed) {
+            this.vllmDiscovery = address;
+            this.vllmAllow = Objects.requireNonNull(allowed, "allowed");
+            return this;
+        }
+
         /** How long a canary request may take to be answered whole before its decode counts as failed; default 5 s. */
         public Builder canaryTimeout(Duration canaryTimeout) {
             this.canaryTimeout = positive(canaryTimeout, "canary timeout");
@@ -362,101 +377,7 @@ public final class ProxyServer implements AutoCloseable {
          * @throws IllegalStateException saying why, if a port cannot be bound
          */
         public ProxyServer bindNow() {
-            Objects.requireNonNull(registry, "set a registry before starting the proxy");
-            if (requestAuth == null && !HttpLimits.isLoopback(host)) {
-                throw new IllegalStateException("the proxy binds " + host + ", not a loopback address, without a notify"
-                        + " secret; give it the cluster's secret (registrationSecret(...), KVFLUX_NOTIFY_SECRET or"
-                        + " notify.secret) so that registrations and the requests it sends are signed");
-            }
-            LogContext.enable();
-            int maxPending = maxConnections * PENDING_PER_CONNECTION;
-            ConnectionProvider connections = httpLimits.poolNamed("kvflux-proxy")
-                    .maxConnections(maxConnections).pendingAcquireMaxCount(maxPending).build();
-            HttpClient client = HttpClient.create(connections).responseTimeout(upstreamTimeout);
-            RoleMetrics meters = RoleMetrics.of(meterRegistry, "proxy");
-            EtcdClient etcd = null;
-            EtcdMembers members = null;
-            if (membership != null) {
-                etcd = EtcdClient.of(membership.endpoints());
-                members = EtcdMembers.start(etcd, membership.cluster(), registry, registrationAuth, etcdHeartbeat);
-                Boolean read = members.firstRead().timeout(FIRST_READ_WAIT, Mono.just(false)).block();
-                if (!Boolean.TRUE.equals(read)) {
-                    LOG.warn("etcd ({}) did not answer the first read of cluster {}: starting without its members;"
-                            + " they are taken as soon as it answers", etcd.endpointsText(), membership.cluster());
-                }
-            }
-            EtcdMembers started = members;
-            EtcdClient startedEtcd = etcd;
-            Runnable stopMembership = () -> {
-                if (started != null) {
-                    started.dispose();
-                    startedEtcd.close();
-                }
-            };
-            AtomicReference<ProxyRoutes.Handlers> routes = new AtomicReference<>();
-            Canaries canaries = new Canaries(health, canaryTimeout, CANARY_GAP, Schedulers.parallel(),
-                    (decode, within) -> routes.get().canary(decode, within));
-            StreamWatch streams = new StreamWatch(health, stallTimeout, Schedulers.parallel(), canaries::suspect);
-            canaries.watch(streams);
-            ProxyRoutes.Handlers handlers = new ProxyRoutes.Handlers(registry, client, maxConnections, maxPending,
-                    new AtomicBoolean(), requestAuth, meters, observations, health,
-                    new ProxyRoutes.Bounds(firstByteTimeout, tokenTimeout), maxModelLen, clientKeys,
-                    streams, canaries);
-            routes.set(handlers);
-            DiscoveryRoutes discoveryRoutes = new DiscoveryRoutes(registry, registrationAuth, new AtomicBoolean(),
-                    new AtomicBoolean(), health, members, HttpClient.create(connections));
-            DisposableServer server;
-            try {
-                server = httpLimits.serverOn(host, port)
-                        .route(r -> r
-                                .post("/v1/completions", handlers::completions)
-                                .get("/health", discoveryRoutes::health)
-                                .get("/metrics", (req, res) -> meters.serve(res)))
-                        .bindNow();
-            } catch (RuntimeException e) {
-                connections.dispose();
-                stopMembership.run();
-                throw new IllegalStateException("cannot start the proxy on " + host + ":" + port + ": "
-                        + HttpLimits.bindFailure(host, port, e), e);
-            }
-            DisposableServer discovery = null;
-            if (discoveryPort >= 0) {
-                try {
-                    discovery = httpLimits.serverOn(host, discoveryPort)
-                            .route(r -> r.post("/register", discoveryRoutes::register).get("/health",
-                                    discoveryRoutes::health))
-                            .bindNow();
-                } catch (RuntimeException e) {
-                    server.disposeNow();
-                    connections.dispose();
-                    stopMembership.run();
-                    throw new IllegalStateException("cannot start the proxy's discovery port on " + host + ":"
-                            + discoveryPort + ": " + HttpLimits.bindFailure(host, discoveryPort, e), e);
-                }
-            }
-            LOG.info("proxy listening on http://{}:{}{}{}", host, ((InetSocketAddress) server.address()).getPort(),
-                    discovery == null ? "" : ", registrations on port "
-                            + ((InetSocketAddress) discovery.address()).getPort()
-                            + (registrationAuth == null ? " (unsigned accepted; this proxy has no notify secret, so"
-                                    + " instances that have one refuse its requests)" : " (signed only)"),
-                    membership == null ? "" : "; members from etcd " + membership.url() + ", cluster "
-                            + membership.cluster());
-            ProxyMeters.register(meters, handlers, registry, health, members, canaries, streams);
-            Duration probeTimeout = healthInterval.dividedBy(2).compareTo(MIN_PROBE_TIMEOUT) > 0
-                    ? healthInterval.dividedBy(2) : MIN_PROBE_TIMEOUT;
-            Disposable probes = HealthChecks.start(registry, health, canaries, healthInterval, probeTimeout,
-                    HttpClient.create(connections).responseTimeout(probeTimeout));
-            // an instance that left is forgotten, so that the ejected count is of listed instances only
-            Runnable forgetting = registry.onDropped(instance -> {
-                health.forget(instance);
-                canaries.forget(instance);
-            });
-            Disposable checks = () -> {
-                probes.dispose();
-                streams.dispose();
-                forgetting.run();
-            };
-            return new ProxyServer(server, discovery, connections, meters, checks, members, etcd);
+            return ProxyStart.bind(this);
         }
     }
 
@@ -479,6 +400,9 @@ public final class ProxyServer implements AutoCloseable {
 
     @Override
     public void close() {
+        if (vllmDiscovery != null) {
+            vllmDiscovery.close();
+        }
         healthChecks.dispose();
         if (members != null) {
             members.dispose();

@@ -72,6 +72,19 @@ final class OptionChecks {
     }
 
     /** An {@code http://host:port} URL; {@code null} passes. */
+    /**
+     * {@code value} as {@code HOST:PORT} (a host name or IP address, and a port from 1 to 65535).
+     *
+     * @throws CommandLine.ParameterException one line naming the option and the value
+     */
+    static java.net.InetSocketAddress hostPort(CommandLine cmd, String option, String value) {
+        try {
+            return dev.kvflux.serving.api.Instance.address(value);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, option + ": " + e.getMessage());
+        }
+    }
+
     static String httpUrl(CommandLine cmd, String option, String value) {
         if (value == null) {
             return null;

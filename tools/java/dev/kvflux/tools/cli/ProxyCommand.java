@@ -3,6 +3,7 @@ package dev.kvflux.tools.cli;
 import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.observe.Tracing;
 import dev.kvflux.serving.proxy.ClientKeys;
+import dev.kvflux.serving.vllm.Networks;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.transfer.notify.NotifyAuth;
@@ -84,6 +85,17 @@ public final class ProxyCommand implements Callable<Integer> {
             description = "How long a canary request through a decode may take to be answered whole (default 5s).")
     Duration canaryTimeout = ProxyServer.DEFAULT_CANARY_TIMEOUT;
 
+    @Option(names = "--vllm-discovery", paramLabel = "HOST:PORT",
+            description = "Also take vLLM MoRIIO instances' registrations, as vLLM's proxy does: a ZeroMQ ROUTER on"
+                    + " HOST:PORT (vLLM's default port is 36367) taking their msgpack pings; requests then go to pairs"
+                    + " of vLLM instances as vLLM's proxy sends them (default: none).")
+    String vllmDiscovery;
+
+    @Option(names = "--vllm-allow", paramLabel = "CIDR[,CIDR...]",
+            description = "The networks vLLM registrations are taken from; nothing in them can be authenticated"
+                    + " (default ${DEFAULT-VALUE}).")
+    String vllmAllow = "127.0.0.0/8,::1/128";
+
     @Option(names = "--client-header", paramLabel = "NAME",
             description = "Name each request's client by this header (e.g. X-Forwarded-For, set by a gateway in front"
                     + " of the proxy) instead of its API key, else its address; the roles share their KV blocks and"
@@ -122,6 +134,8 @@ public final class ProxyCommand implements Callable<Integer> {
                     .upstreamTimeout(upstreamTimeout).firstByteTimeout(firstByteTimeout).tokenTimeout(tokenTimeout)
                     .stallTimeout(stallTimeout).canaryTimeout(canaryTimeout)
                     .clientKeys(clientHeader == null ? ClientKeys.DEFAULT : ClientKeys.fromHeader(clientHeader))
+                    .vllmDiscovery(vllmDiscovery == null ? null : OptionChecks.hostPort(spec.commandLine(),
+                            "--vllm-discovery", vllmDiscovery), Networks.parse(vllmAllow))
                     .maxModelLen(maxModelLen != null ? maxModelLen : config.limits().maxModelLen())
                     .meterRegistry(RoleRunner.processMeters()).registrationSecret(secret)
                     .membership(etcd.orElse(null));
