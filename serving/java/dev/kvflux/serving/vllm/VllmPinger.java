@@ -30,8 +30,11 @@ public final class VllmPinger implements AutoCloseable {
     private final String proxy;
     private final ScheduledExecutorService timer;
     private final byte[] registration;
-    /** The context and socket, made, used and closed on the timer's thread only. */
-    private ZContext context;
+    /**
+     * The process's one ZeroMQ context for pingers: JeroMQ sometimes left one of two sockets made at once in contexts
+     * of their own unconnected for seconds. Its sockets are each made, used and closed on their pinger's thread.
+     */
+    private static ZContext shared;
     private ZMQ.Socket dealer;
     private long failures;
 
@@ -77,8 +80,7 @@ public final class VllmPinger implements AutoCloseable {
     private void ping() {
         try {
             if (dealer == null) {
-                context = new ZContext(1);
-                dealer = context.createSocket(SocketType.DEALER);
+                dealer = context().createSocket(SocketType.DEALER);
                 dealer.setLinger(0);
                 dealer.setSendTimeOut(1_000);
                 dealer.setSndHWM(4);
@@ -102,11 +104,17 @@ public final class VllmPinger implements AutoCloseable {
         }
     }
 
-    private void closeSocket() {
-        if (context != null) {
-            context.close();
+    private static synchronized ZContext context() {
+        if (shared == null) {
+            shared = new ZContext(1);
         }
-        context = null;
+        return shared;
+    }
+
+    private void closeSocket() {
+        if (dealer != null) {
+            context().destroySocket(dealer);
+        }
         dealer = null;
     }
 

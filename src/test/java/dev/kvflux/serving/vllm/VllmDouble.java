@@ -36,6 +36,8 @@ public final class VllmDouble implements AutoCloseable {
     public final AtomicInteger failWith = new AtomicInteger();
     /** Answer nothing, holding the request until its connection goes. */
     public final AtomicBoolean hold = new AtomicBoolean();
+    /** How long to wait before answering, in milliseconds. */
+    public final java.util.concurrent.atomic.AtomicLong answerDelayMillis = new java.util.concurrent.atomic.AtomicLong();
     /** Requests whose connection went away before their answer ended. */
     public final AtomicInteger cancelled = new AtomicInteger();
 
@@ -81,7 +83,9 @@ public final class VllmDouble implements AutoCloseable {
 
     private org.reactivestreams.Publisher<Void> serve(reactor.netty.http.server.HttpServerRequest req,
             reactor.netty.http.server.HttpServerResponse res, boolean chat) {
-        return req.receive().aggregate().asString().defaultIfEmpty("{}").flatMap(text -> {
+        return req.receive().aggregate().asString().defaultIfEmpty("{}")
+                .delayUntil(text -> Mono.delay(Duration.ofMillis(answerDelayMillis.get())))
+                .flatMap(text -> {
             JsonNode body = read(text);
             received.add(new Received(req.path().startsWith("/") ? req.path() : "/" + req.path(),
                     req.requestHeaders().get("X-Request-Id"), req.requestHeaders().get("X-data-parallel-rank"), body));
