@@ -27,12 +27,15 @@ public final class RequestGate {
     private final ReplayWindow seen;
     private final Consumer<String> refused;
     private final Supplier<String> self;
+    private final java.util.function.Predicate<java.net.InetAddress> unsignedFrom;
 
-    private RequestGate(RequestAuth auth, ReplayWindow seen, Consumer<String> refused, Supplier<String> self) {
+    private RequestGate(RequestAuth auth, ReplayWindow seen, Consumer<String> refused, Supplier<String> self,
+            java.util.function.Predicate<java.net.InetAddress> unsignedFrom) {
         this.auth = auth;
         this.seen = seen;
         this.refused = refused;
         this.self = self;
+        this.unsignedFrom = unsignedFrom;
     }
 
     /**
@@ -41,11 +44,21 @@ public final class RequestGate {
      * ({@link RequestAuth.RefusedException#code()}) to {@code refused}.
      */
     public static RequestGate of(NotifyAuth secret, Supplier<String> self, Consumer<String> refused) {
+        return of(secret, self, refused, address -> false);
+    }
+
+    /**
+     * As {@link #of(NotifyAuth, Supplier, Consumer)}, letting unsigned requests through from addresses that
+     * {@code unsignedFrom} allows: vLLM's proxy, in front of a role started with {@code --vllm-proxy}, signs nothing.
+     */
+    public static RequestGate of(NotifyAuth secret, Supplier<String> self, Consumer<String> refused,
+            java.util.function.Predicate<java.net.InetAddress> unsignedFrom) {
+        java.util.Objects.requireNonNull(unsignedFrom, "unsignedFrom");
         if (secret == null) {
-            return new RequestGate(null, null, refused, self);
+            return new RequestGate(null, null, refused, self, unsignedFrom);
         }
         return new RequestGate(RequestAuth.of(secret), new ReplayWindow(ReplayWindow.DEFAULT_CAPACITY,
-                secret.maxAge().toMillis(), secret::nowMillis), refused, self);
+                secret.maxAge().toMillis(), secret::nowMillis), refused, self, unsignedFrom);
     }
 
     /** Whether requests must be signed. */
@@ -69,7 +82,9 @@ public final class RequestGate {
     public Mono<Void> withBody(HttpServerRequest request, HttpServerResponse response, Runnable trusted,
             Function<Passed, Publisher<Void>> handler) {
         String advice = "send a shorter prompt, or the prompt as a list of token ids";
-        if (auth == null) {
+        if (auth == null || !request.requestHeaders().contains(RequestAuth.SIGNATURE_HEADER)
+                && request.remoteAddress() != null && request.remoteAddress().getAddress() != null
+                && unsignedFrom.test(request.remoteAddress().getAddress())) {
             String client = clientKey(request.requestHeaders().get(RequestAuth.CLIENT_HEADER, ""));
             return HttpJson.withBody(request, response, HttpJson.MAX_BODY_BYTES, advice,
                     body -> handler.apply(new Passed(body, null, client)));

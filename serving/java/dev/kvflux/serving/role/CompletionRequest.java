@@ -1,15 +1,27 @@
 package dev.kvflux.serving.role;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.kvflux.serving.api.ChatSchema;
 import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.KvTransferParams;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.vllm.VllmRequests;
 
 /**
  * The parts of an OpenAI-style completion request the simulated roles use. The prompt's token count is
- * its number of whitespace-separated words for a string prompt, or its length for a list of token ids.
+ * its number of whitespace-separated words for a string prompt (or the messages' texts, for chat), or its length for
+ * a list of token ids. A request in vLLM's shape ({@code vllmShaped}, from vLLM's proxy) names its peer in its request
+ * id ({@link VllmRequests}); kvflux's own proxy names it in {@code kv_transfer_params.remote_notify}.
+ *
+ * @param chat whether it came on {@code /v1/chat/completions}
+ * @param vllmShaped whether its {@code kv_transfer_params} are vLLM's
  */
-record CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTransferParams params) {
+record CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTransferParams params, boolean chat,
+                         boolean vllmShaped) {
+
+    CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTransferParams params) {
+        this(promptTokens, maxTokens, stream, params, false, false);
+    }
 
     /**
      * Reads a request that an instance of {@code self} received, with the proxy's checks
@@ -27,9 +39,21 @@ record CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTran
      * @throws CompletionSchema.ModelLengthException if prompt and max_tokens exceed {@code maxModelLen}
      */
     static CompletionRequest parse(ObjectNode json, Role self, int maxModelLen) {
-        KvTransferParams params = KvTransferParams.from(json, self);
-        CompletionRequest request = new CompletionRequest(CompletionSchema.promptTokens(json.get("prompt")),
-                CompletionSchema.maxTokens(json), CompletionSchema.stream(json), params);
+        return parse(json, self, maxModelLen, false, null);
+    }
+
+    /**
+     * As {@link #parse(ObjectNode, Role, int)}, for the API the request came on ({@code chat}), with its
+     * {@code X-Request-Id} ({@code requestId}, null when none), where a request from vLLM's proxy names its peer.
+     */
+    static CompletionRequest parse(ObjectNode json, Role self, int maxModelLen, boolean chat, String requestId) {
+        boolean vllm = VllmRequests.vllmShaped(json);
+        KvTransferParams params = vllm ? VllmRequests.params(json, self, requestId) : KvTransferParams.from(json, self);
+        CompletionRequest request = chat
+                ? new CompletionRequest(ChatSchema.promptTokens(json), ChatSchema.maxTokens(json),
+                        CompletionSchema.stream(json), params, true, vllm)
+                : new CompletionRequest(CompletionSchema.promptTokens(json.get("prompt")),
+                        CompletionSchema.maxTokens(json), CompletionSchema.stream(json), params, false, vllm);
         CompletionSchema.modelLength(request.promptTokens(), request.maxTokens(), maxModelLen);
         return request;
     }

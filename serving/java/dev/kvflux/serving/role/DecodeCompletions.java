@@ -63,14 +63,17 @@ final class DecodeCompletions {
     private final boolean readMode;
 
     Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
-        return front.withBody(request, response, passed -> serve(passed, request.requestHeaders(), response));
+        boolean chat = request.fullPath().endsWith("/chat/completions");
+        return front.withBody(request, response, passed -> serve(passed, request.requestHeaders(), response, chat));
     }
 
-    private Publisher<Void> serve(RequestGate.Passed passed, HttpHeaders headers, HttpServerResponse response) {
+    private Publisher<Void> serve(RequestGate.Passed passed, HttpHeaders headers, HttpServerResponse response,
+            boolean chat) {
         String signedFor = passed.signedFor();
         CompletionRequest request;
         try {
-            request = CompletionRequest.parse(CompletionSchema.parse(passed.body(), maxModelLen), Role.DECODE, maxModelLen);
+            request = CompletionRequest.parse(CompletionSchema.parse(passed.body(), maxModelLen), Role.DECODE, maxModelLen,
+                    chat, headers.get("X-Request-Id"));
         } catch (CompletionSchema.ModelLengthException e) {
             return HttpJson.error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
                     "context_length_exceeded", e.getMessage());
@@ -173,45 +176,19 @@ final class DecodeCompletions {
 
     /** The answer, after the decode steps still to run ({@code stepsDone} ran layer by layer already). */
     private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response, int stepsDone) {
-        String id = "cmpl-" + request.params().transferId();
         if (!request.stream()) {
             return Mono.delay(model.decodeStep().multipliedBy(Math.max(0, request.maxTokens() - stepsDone)),
                     Schedulers.parallel())
-                    .flatMap(tick -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, completion(id, request))));
+                    .flatMap(tick -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                            Answers.completion(request, request.maxTokens()))));
         }
         Flux<String> events = Flux.interval(model.decodeStep(), Schedulers.parallel())
                 .take(request.maxTokens())
-                .map(i -> "data: " + HttpJson.write(chunk(id, i, i == request.maxTokens() - 1)) + "\n\n")
+                .map(i -> "data: " + HttpJson.write(Answers.chunk(request, i, i == request.maxTokens() - 1)) + "\n\n")
                 .concatWith(Mono.just("data: [DONE]\n\n"));
         return response.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
                 .sendString(events, StandardCharsets.UTF_8)
                 .then();
-    }
-
-    private static ObjectNode chunk(String id, long index, boolean last) {
-        ObjectNode chunk = HttpJson.MAPPER.createObjectNode().put("id", id).put("object", "text_completion");
-        ObjectNode choice = chunk.putArray("choices").addObject();
-        choice.put("index", 0).put("text", " t" + index);
-        if (last) {
-            choice.put("finish_reason", "length");
-        } else {
-            choice.putNull("finish_reason");
-        }
-        return chunk;
-    }
-
-    private static ObjectNode completion(String id, CompletionRequest request) {
-        StringBuilder text = new StringBuilder();
-        for (int i = 0; i < request.maxTokens(); i++) {
-            text.append(" t").append(i);
-        }
-        ObjectNode body = HttpJson.MAPPER.createObjectNode().put("id", id).put("object", "text_completion");
-        body.putArray("choices").addObject().put("index", 0).put("text", text.toString())
-                .put("finish_reason", "length");
-        body.putObject("usage").put("prompt_tokens", request.promptTokens())
-                .put("completion_tokens", request.maxTokens())
-                .put("total_tokens", request.promptTokens() + request.maxTokens());
-        return body;
     }
 
     /** One request as the transfer's observer: its trace id for log lines, and a span for each traced notice. */

@@ -244,7 +244,7 @@ public final class DecodeServer implements AutoCloseable {
         }
         DecodeRanks ranks = DecodeRanks.of(sides);
         try {
-            RoleFront front = RoleFront.of(settings.auth, meters);
+            RoleFront front = RoleFront.of(settings.auth, meters, settings.unsignedFrom);
             ClientShares shares = new ClientShares(settings.kvBlocks, settings.clientShare);
             shares.register(meters, "kvflux.decode");
             DecodeCompletions completions = new DecodeCompletions(model, ranks, pair, settings.observations,
@@ -290,6 +290,18 @@ public final class DecodeServer implements AutoCloseable {
             throw new IllegalStateException("cannot start decode's HTTP server on " + where.host() + ":"
                     + where.httpPort() + ": " + HttpLimits.bindFailure(where.host(), where.httpPort(), e), e);
         }
+    }
+
+    /**
+     * Registers with a vLLM-style proxy's ZeroMQ discovery port at {@code proxy} ({@code host:port}): vLLM's own MoRIIO
+     * proxy, or kvflux's with {@code --vllm-discovery}, now and every 3 s, as vLLM's connector does; its requests then
+     * come in vLLM's shape ({@code kvflux prefill|decode --vllm-proxy}). {@code mode} is the transfer mode it says it
+     * runs, which must be this instance's.
+     */
+    public DecodeServer registerWithVllmProxy(String proxy, dev.kvflux.transfer.KvMode mode) {
+        listing.registerWithVllm(proxy, Listing.vllmRegistration(instance(), ranks.ranks().size(), mode),
+                dev.kvflux.serving.vllm.VllmPinger.INTERVAL);
+        return this;
     }
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */

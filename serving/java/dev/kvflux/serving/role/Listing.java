@@ -35,6 +35,31 @@ final class Listing implements Disposable {
         current = EtcdRegistration.start(discovery, self, incarnation, auth);
     }
 
+    /**
+     * Registers {@code registration} with a vLLM-style proxy's ZeroMQ discovery port at {@code proxy} ({@code host:port})
+     * every {@code interval}, as vLLM's connector does (unsigned: nothing there can be authenticated).
+     */
+    synchronized void registerWithVllm(String proxy, dev.kvflux.serving.vllm.VllmRegistration registration,
+            Duration interval) {
+        current.dispose();
+        dev.kvflux.serving.vllm.VllmPinger pinger = dev.kvflux.serving.vllm.VllmPinger.start(proxy, registration,
+                interval);
+        current = Disposables.composite(pinger::close);
+    }
+
+    /**
+     * {@code self}'s registration as vLLM's connector sends it: its notify address in the ZeroMQ address (as both its
+     * handshake and notify ports: kvflux's roles have no handshake port of their own), one data-parallel rank,
+     * {@code tp} tensor-parallel ranks (listening on the notify port plus their rank, as vLLM's do) and {@code mode}.
+     */
+    static dev.kvflux.serving.vllm.VllmRegistration vllmRegistration(Instance self, int tp,
+            dev.kvflux.transfer.KvMode mode) {
+        String host = self.notifyAddress().getHostString();
+        int notify = self.notifyAddress().getPort();
+        return new dev.kvflux.serving.vllm.VllmRegistration(self.role(), self.httpAddress(), "host:" + host
+                + ",handshake:" + notify + ",notify:" + notify, host, notify, notify, 1, tp, mode);
+    }
+
     /** Stops pinging, or revokes the record's lease so that proxies drop the instance at once. */
     @Override
     public synchronized void dispose() {

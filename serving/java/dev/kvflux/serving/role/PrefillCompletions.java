@@ -74,11 +74,14 @@ final class PrefillCompletions {
     }
 
     Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response) {
+        boolean chat = request.fullPath().endsWith("/chat/completions");
+        String requestId = request.requestHeaders().get("X-Request-Id");
         return front.withBody(request, response, passed -> {
             String signedFor = passed.signedFor();
             CompletionRequest parsed;
             try {
-                parsed = CompletionRequest.parse(CompletionSchema.parse(passed.body(), maxModelLen), Role.PREFILL, maxModelLen);
+                parsed = CompletionRequest.parse(CompletionSchema.parse(passed.body(), maxModelLen), Role.PREFILL,
+                        maxModelLen, chat, requestId);
             } catch (CompletionSchema.ModelLengthException e) {
                 return Mono.from(HttpJson.error(response, HttpResponseStatus.BAD_REQUEST,
                         "invalid_request_error", "context_length_exceeded", e.getMessage()));
@@ -164,7 +167,8 @@ final class PrefillCompletions {
                 .doOnCancel(() -> t.abort("prefill's HTTP request was cancelled: the client or the proxy gave up"))
                 .doOnError(e -> t.abort("prefill could not start its write: " + e.getMessage()))
                 .flatMap(aborted -> aborted.isEmpty()
-                        ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, firstToken(parsed)))
+                        ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, Answers.firstToken(parsed,
+                                ranks.ranks().getFirst().notifyAddress(), pair.prefillTp())))
                         : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
                                 "transfer_aborted", "transfer " + id + " was aborted: " + aborted)))
                 .doFinally(signal -> shares.give(client, blocks));
@@ -236,15 +240,6 @@ final class PrefillCompletions {
                 return both;
             });
         }
-    }
-
-    private static ObjectNode firstToken(CompletionRequest request) {
-        ObjectNode body = HttpJson.MAPPER.createObjectNode()
-                .put("id", "cmpl-" + request.params().transferId()).put("object", "text_completion");
-        body.putArray("choices").addObject().put("index", 0).put("text", " t0").put("finish_reason", "length");
-        body.putObject("usage").put("prompt_tokens", request.promptTokens()).put("completion_tokens", 1)
-                .put("total_tokens", request.promptTokens() + 1);
-        return body;
     }
 
     /**

@@ -278,7 +278,7 @@ public final class PrefillServer implements AutoCloseable {
         PrefillLoop loop = new PrefillLoop(model, settings.steps(), loopScheduler, PrefillLoop.DEFAULT_LAUNCH_AHEAD,
                 settings.maxQueuedPrompts, settings.clientShare);
         try {
-            RoleFront front = RoleFront.of(settings.auth, meters);
+            RoleFront front = RoleFront.of(settings.auth, meters, settings.unsignedFrom);
             ClientShares shares = new ClientShares(settings.kvBlocks, settings.clientShare);
             shares.register(meters, "kvflux.prefill");
             PrefillCompletions completions = new PrefillCompletions(model, ranks, pair, loop, stats, memories,
@@ -322,6 +322,18 @@ public final class PrefillServer implements AutoCloseable {
     private static String engineName(TransferEngine engine) {
         return engine instanceof SimulatedXgmiEngine sim ? engine.backend() + " (copy path " + sim.copyPath() + ")"
                 : engine.backend();
+    }
+
+    /**
+     * Registers with a vLLM-style proxy's ZeroMQ discovery port at {@code proxy} ({@code host:port}): vLLM's own MoRIIO
+     * proxy, or kvflux's with {@code --vllm-discovery}, now and every 3 s, as vLLM's connector does; its requests then
+     * come in vLLM's shape ({@code kvflux prefill|decode --vllm-proxy}). {@code mode} is the transfer mode it says it
+     * runs, which must be this instance's.
+     */
+    public PrefillServer registerWithVllmProxy(String proxy, dev.kvflux.transfer.KvMode mode) {
+        listing.registerWithVllm(proxy, Listing.vllmRegistration(instance(), ranks.ranks().size(), mode),
+                dev.kvflux.serving.vllm.VllmPinger.INTERVAL);
+        return this;
     }
 
     /** Registers with the proxy at {@code proxyBaseUrl} now and every {@code interval}. */

@@ -52,11 +52,21 @@ final class RoleFront {
 
     /** The front of a role whose requests are signed with {@code auth} (null: unsigned), its meters in {@code meters}. */
     static RoleFront of(NotifyAuth auth, RoleMetrics meters) {
+        return of(auth, meters, address -> false);
+    }
+
+    /**
+     * The front of a role whose requests are signed with {@code auth} (null: unsigned), its meters in {@code meters},
+     * taking unsigned requests from the addresses {@code unsignedFrom} allows (vLLM's proxy).
+     */
+    static RoleFront of(NotifyAuth auth, RoleMetrics meters, java.util.function.Predicate<java.net.InetAddress>
+            unsignedFrom) {
         for (String reason : REFUSALS) {
             refusals(meters, reason);
         }
         AtomicReference<String> self = new AtomicReference<>();
-        RequestGate gate = RequestGate.of(auth, self::get, reason -> refusals(meters, reason).increment());
+        RequestGate gate = RequestGate.of(auth, self::get, reason -> refusals(meters, reason).increment(),
+                unsignedFrom);
         ConnectionGuard guard = HttpLimits.DEFAULT.guard(auth != null);
         meters.gauge("kvflux.http.connections.open", "Connections open to the role's HTTP port", guard,
                 ConnectionGuard::open);
@@ -90,6 +100,7 @@ final class RoleFront {
             BiFunction<HttpServerRequest, HttpServerResponse, Publisher<Void>> completions, RoleMetrics meters) {
         DisposableServer server = HttpLimits.DEFAULT.serverOn(host, port, guard)
                 .route(routes -> routes.post("/v1/completions", completions)
+                        .post("/v1/chat/completions", completions)
                         .get("/health", (req, res) -> HttpJson.reply(res, HttpResponseStatus.OK, identity))
                         .get("/metrics", (req, res) -> meters.serve(res)))
                 .bindNow();

@@ -30,6 +30,7 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
     double maxRequestShare = 1.0;
     double clientShare = ClientShares.DEFAULT_SHARE;
+    java.util.function.Predicate<java.net.InetAddress> unsignedFrom = address -> false;
     int gpu;
     GpuRuntime gpuRuntime;
     KvMode kvMode = KvMode.WRITE;
@@ -175,6 +176,15 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
             throw new IllegalArgumentException("--client-share must be more than 0 and at most 1, got " + clientShare);
         }
         this.clientShare = clientShare;
+        return self();
+    }
+
+    /**
+     * Takes unsigned requests from the addresses {@code from} allows, beside those the proxy signed: vLLM's proxy, in
+     * front of a role registered with it ({@code --vllm-proxy}), signs nothing. Default: none.
+     */
+    public B unsignedFrom(java.util.function.Predicate<java.net.InetAddress> from) {
+        this.unsignedFrom = Objects.requireNonNull(from, "from");
         return self();
     }
 

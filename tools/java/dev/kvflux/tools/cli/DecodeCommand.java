@@ -82,6 +82,9 @@ public final class DecodeCommand implements Callable<Integer> {
         NotifyAuth auth = NotifySecret.resolve(config, spec.commandLine());
         roleOptions.requireSecretOffLoopback(spec.commandLine(), auth);
         Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
+        String vllmProxy = roleOptions.vllmProxy(spec.commandLine(), etcd.isPresent());
+        java.util.function.Predicate<java.net.InetAddress> unsignedFrom = vllmProxy == null ? address -> false
+                : roleOptions.vllmAllow(spec.commandLine())::contains;
         engineOptions.check(spec.commandLine(), config);
         KvMode kvMode = engineOptions.kvMode(spec.commandLine(), config);
         EngineOptions.FaultSpec faults = injectFault == null ? null
@@ -102,7 +105,7 @@ public final class DecodeCommand implements Callable<Integer> {
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
-                    .clientShare(roleOptions.clientShare(config))
+                    .clientShare(roleOptions.clientShare(config)).unsignedFrom(unsignedFrom)
                     .blockLease(blockLease != null ? blockLease : config.transfer().timeout().multipliedBy(2))
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))
@@ -116,7 +119,9 @@ public final class DecodeCommand implements Callable<Integer> {
             RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
-        if (etcd.isPresent()) {
+        if (vllmProxy != null) {
+            decode.registerWithVllmProxy(vllmProxy, kvMode);
+        } else if (etcd.isPresent()) {
             decode.registerIn(etcd.get());
         } else {
             decode.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));

@@ -71,6 +71,9 @@ public final class PrefillCommand implements Callable<Integer> {
         roleOptions.check(spec.commandLine());
         KvfluxConfig config = roleOptions.config(spec.commandLine());
         Optional<EtcdDiscovery> etcd = roleOptions.etcd(spec.commandLine(), config);
+        String vllmProxy = roleOptions.vllmProxy(spec.commandLine(), etcd.isPresent());
+        java.util.function.Predicate<java.net.InetAddress> unsignedFrom = vllmProxy == null ? address -> false
+                : roleOptions.vllmAllow(spec.commandLine())::contains;
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         engineOptions.check(spec.commandLine(), config);
         KvMode kvMode = engineOptions.kvMode(spec.commandLine(), config);
@@ -95,7 +98,7 @@ public final class PrefillCommand implements Callable<Integer> {
                     .gpuRuntime(engineOptions.runtime().orElse(null)).transfer(config.transfer().withTimeout(timeout))
                     .notifyWithin(DecodeSide.defaultReceiveDeadline(timeout)).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
-                    .clientShare(roleOptions.clientShare(config))
+                    .clientShare(roleOptions.clientShare(config)).unsignedFrom(unsignedFrom)
                     .limits(config.notifyChannel().limits()).meterRegistry(RoleRunner.processMeters())
                     .observationRegistry(TracingOptions.registry(tracing))
                     .bindNow();
@@ -108,7 +111,9 @@ public final class PrefillCommand implements Callable<Integer> {
             RoleRunner.close(tracing);
             return RoleRunner.cannotStart(spec.commandLine(), e);
         }
-        if (etcd.isPresent()) {
+        if (vllmProxy != null) {
+            prefill.registerWithVllmProxy(vllmProxy, kvMode);
+        } else if (etcd.isPresent()) {
             prefill.registerIn(etcd.get());
         } else {
             prefill.pingProxy(roleOptions.proxyUrl(config), Duration.ofSeconds(3));

@@ -56,6 +56,18 @@ public final class RoleOptions {
     @Mixin
     DiscoveryOptions discoveryOptions;
 
+    @Option(names = "--vllm-proxy", paramLabel = "HOST:PORT",
+            description = "Register with vLLM's MoRIIO proxy (or kvflux proxy --vllm-discovery) at its ZeroMQ"
+                    + " discovery port, as vLLM's connector does, and take its requests in vLLM's shape, unsigned,"
+                    + " from --vllm-allow networks; the KV still moves by kvflux's own notifications (not with"
+                    + " --proxy or --discovery).")
+    String vllmProxy;
+
+    @Option(names = "--vllm-allow", paramLabel = "CIDR[,CIDR...]",
+            description = "With --vllm-proxy: the networks unsigned requests are taken from (default"
+                    + " ${DEFAULT-VALUE}).")
+    String vllmAllow = "127.0.0.0/8,::1/128";
+
     @Option(names = "--lease-ttl", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "With etcd: how long this instance's record outlives its last keep-alive, kept alive every"
                     + " third of it (whole seconds; default: discovery.lease-ttl, 10s).")
@@ -141,6 +153,32 @@ public final class RoleOptions {
                     + " --discovery etcd://HOST:PORT too (or discovery.etcd)");
         }
         return etcd;
+    }
+
+    /**
+     * Where to register as vLLM's instances do ({@code --vllm-proxy}), checked; null when not given.
+     *
+     * @throws CommandLine.ParameterException one line, for a bad value or one given with {@code --proxy} or etcd
+     */
+    String vllmProxy(CommandLine cmd, boolean etcd) {
+        if (vllmProxy == null) {
+            return null;
+        }
+        OptionChecks.hostPort(cmd, "--vllm-proxy", vllmProxy);
+        if (proxy != null || etcd) {
+            throw new CommandLine.ParameterException(cmd, "--vllm-proxy registers with vLLM's proxy, --proxy with"
+                    + " kvflux's and --discovery in etcd; give one of them");
+        }
+        return vllmProxy;
+    }
+
+    /** The networks unsigned requests are taken from, with {@code --vllm-proxy}. */
+    dev.kvflux.serving.vllm.Networks vllmAllow(CommandLine cmd) {
+        try {
+            return dev.kvflux.serving.vllm.Networks.parse(vllmAllow);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, "--vllm-allow: " + e.getMessage());
+        }
     }
 
     String proxyUrl(KvfluxConfig config) {
