@@ -18,8 +18,10 @@ import org.slf4j.LoggerFactory;
  * The vLLM instances among the proxy's members: each registration ({@link VllmRegistration}) becomes an
  * {@link Instance} of the proxy's registry (its HTTP address, and its ZeroMQ host with its notify base port), so
  * that vLLM instances expire, are health-checked, ejected and listed as every member is, and this table keeps what
- * routing them needs (ZeroMQ address, DP and TP sizes). A registration at an HTTP address another vLLM registration
- * held with other ports is the instance restarted there: it replaces the old one, as vLLM's proxy does.
+ * routing them needs (ZeroMQ address, DP and TP sizes). A registration sharing its HTTP or ZeroMQ notify address with
+ * another vLLM registration is that instance restarted (on other ports, or with other ones): it replaces the old one at
+ * once, where vLLM's proxy keeps an instance that moved to another HTTP port listed for ever. Nothing in a vLLM
+ * registration can be authenticated: its networks are the bound (--vllm-allow).
  *
  * <p>The first vLLM registration fixes the vLLM instances' transfer mode; one of the other mode is refused and
  * counted, since a READ prefill and a WRITE decode cannot move KV between them. kvflux's own roles are routed
@@ -65,12 +67,13 @@ public final class VllmInstances {
         boolean replaced = false;
         for (Instance holder : registry.holders(instance)) {
             VllmRegistration before = byInstance.get(holder);
-            if (before != null && before.http().equals(registration.http())) {
+            if (before != null) {
                 registry.remove(holder);
                 byInstance.remove(holder);
                 replaced = true;
-                LOG.info("vLLM instance http={} registered again with zmq {} (was {})", registration.httpHostPort(),
-                        registration.zmqAddress(), before.zmqAddress());
+                LOG.info("vLLM instance http={} zmq {} replaces http={} zmq {}: the same instance, restarted",
+                        registration.httpHostPort(), registration.zmqAddress(), before.httpHostPort(),
+                        before.zmqAddress());
             }
         }
         InstanceRegistry.Outcome outcome = registry.ping(instance);

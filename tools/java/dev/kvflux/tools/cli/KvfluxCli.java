@@ -17,6 +17,7 @@ import picocli.CommandLine.Command;
             BenchCommand.class,
             HostileCommand.class,
             ProxyProbeCommand.class,
+            ProxyBenchCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 

@@ -8,6 +8,8 @@ import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.serving.role.DecodeServer;
 import dev.kvflux.serving.role.PrefillServer;
 import dev.kvflux.serving.role.ServingModel;
+import dev.kvflux.tools.vllm.ToyProxy;
+import dev.kvflux.tools.vllm.VllmDouble;
 import dev.kvflux.transfer.KvMode;
 import io.netty.buffer.Unpooled;
 import java.net.InetSocketAddress;

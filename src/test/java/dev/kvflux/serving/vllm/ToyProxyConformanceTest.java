@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.tools.vllm.ToyProxy;
+import dev.kvflux.tools.vllm.VllmDouble;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;

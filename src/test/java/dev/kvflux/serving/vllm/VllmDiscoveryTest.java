@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.tools.vllm.ToyProxy;
+import dev.kvflux.tools.vllm.VllmDouble;
 import dev.kvflux.transfer.KvMode;
 import java.time.Duration;
 import java.util.List;

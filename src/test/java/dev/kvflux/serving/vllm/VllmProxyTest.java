@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.tools.vllm.ToyProxy;
+import dev.kvflux.tools.vllm.VllmDouble;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.transfer.KvMode;

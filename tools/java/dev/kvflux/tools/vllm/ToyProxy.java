@@ -1,4 +1,4 @@
-package dev.kvflux.serving.vllm;
+package dev.kvflux.tools.vllm;
 
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -15,8 +15,8 @@ import java.util.concurrent.TimeUnit;
  * module it imports. Its discovery port is fixed in the file, {@value #DISCOVERY_PORT} on every address, so one runs
  * at a time.
  */
-final class ToyProxy implements AutoCloseable {
-    static final int DISCOVERY_PORT = 36367;
+public final class ToyProxy implements AutoCloseable {
+    public static final int DISCOVERY_PORT = 36367;
     private static final String PYTHON = "/usr/bin/python3";
 
     private final Process process;
@@ -30,7 +30,7 @@ final class ToyProxy implements AutoCloseable {
     }
 
     /** Where the pinned toy proxy is, or null when this checkout has no {@code ../shared} beside it. */
-    static Path source() {
+    public static Path source() {
         for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
             Path candidate = dir.resolve("../shared/third_party/vllm-moriio-proxy/moriio_toy_proxy_server.py")
                     .normalize();
@@ -42,7 +42,7 @@ final class ToyProxy implements AutoCloseable {
     }
 
     /** Why the toy proxy cannot run here, or null when it can. */
-    static String unavailable() {
+    public static String unavailable() {
         if (source() == null) {
             return "the pinned toy proxy (../shared/third_party/vllm-moriio-proxy) is not beside this checkout";
         }
@@ -67,7 +67,7 @@ final class ToyProxy implements AutoCloseable {
     }
 
     /** Starts the toy proxy on a free HTTP port and returns once it answers. */
-    static ToyProxy start(Path work) throws IOException, InterruptedException {
+    public static ToyProxy start(Path work) throws IOException, InterruptedException {
         Path stub = work.resolve("stub");
         Path module = stub.resolve("vllm/distributed/kv_transfer/kv_connector/v1/moriio");
         Files.createDirectories(module);
@@ -107,11 +107,16 @@ final class ToyProxy implements AutoCloseable {
         }
     }
 
-    int port() {
+    public int port() {
         return port;
     }
 
-    String log() throws IOException {
+    /** The toy proxy's process id, for its CPU time and memory. */
+    public long pid() {
+        return process.pid();
+    }
+
+    public String log() throws IOException {
         return Files.readString(log);
     }
 
@@ -129,7 +134,7 @@ final class ToyProxy implements AutoCloseable {
     }
 
     /** The Python packages the toy proxy needs, as .ci/run installs them. */
-    static List<String> debianPackages() {
+    public static List<String> debianPackages() {
         return List.of("python3-quart", "python3-hypercorn", "python3-aiohttp", "python3-zmq", "python3-msgpack");
     }
 }

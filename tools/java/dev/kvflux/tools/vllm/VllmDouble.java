@@ -1,9 +1,11 @@
-package dev.kvflux.serving.vllm;
+package dev.kvflux.tools.vllm;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.serving.vllm.VllmPinger;
+import dev.kvflux.serving.vllm.VllmRegistration;
 import dev.kvflux.transfer.KvMode;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -40,6 +42,10 @@ public final class VllmDouble implements AutoCloseable {
     public final java.util.concurrent.atomic.AtomicLong answerDelayMillis = new java.util.concurrent.atomic.AtomicLong();
     /** Requests whose connection went away before their answer ended. */
     public final AtomicInteger cancelled = new AtomicInteger();
+    /** The request ids whose answer this double sent whole. */
+    public final java.util.Set<String> answered = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** The request ids this double failed (its {@link #failWith} status). */
+    public final java.util.Set<String> failedIds = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private VllmDouble(Role role, DisposableServer http, VllmRegistration registration) {
         this.role = role;
@@ -89,37 +95,44 @@ public final class VllmDouble implements AutoCloseable {
             JsonNode body = read(text);
             received.add(new Received(req.path().startsWith("/") ? req.path() : "/" + req.path(),
                     req.requestHeaders().get("X-Request-Id"), req.requestHeaders().get("X-data-parallel-rank"), body));
+            String requestId = req.requestHeaders().get("X-Request-Id", "");
             if (failWith.get() != 0) {
+                failedIds.add(requestId);
                 return res.status(failWith.get()).sendString(Mono.just("{\"error\": {\"message\": \"double failed\"}}"))
                         .then();
             }
             if (hold.get()) {
-                return Mono.<Void>never().doOnCancel(cancelled::incrementAndGet);
+                return Mono.<Void>never();
             }
-            if (role == Role.PREFILL) {
-                ObjectNode answer = HttpJson.MAPPER.createObjectNode().put("id", "cmpl-p").put("object",
-                        chat ? "chat.completion" : "text_completion");
-                answer.putArray("choices").addObject().put("index", 0).put("text", " a");
-                ObjectNode kv = answer.putObject("kv_transfer_params");
-                kv.put("do_remote_prefill", true).put("do_remote_decode", false);
-                kv.putArray("remote_block_ids").addArray().add(3).add(4);
-                kv.put("remote_engine_id", "127.0.0.1:" + registration.handshakePort())
-                        .put("remote_host", "127.0.0.1").put("remote_handshake_port", registration.handshakePort())
-                        .put("remote_notify_port", registration.notifyPort()).put("remote_dp_size", 1)
-                        .put("tp_size", 1).put("transfer_id", body.path("kv_transfer_params").path("transfer_id")
-                                .asText("none"));
-                return res.header("content-type", "application/json").sendString(Mono.just(HttpJson.write(answer)))
-                        .then();
-            }
-            int tokens = Math.max(1, body.path("max_tokens").asInt(2));
-            if (body.path("stream").asBoolean(false)) {
-                return res.header("content-type", "text/event-stream")
-                        .sendString(Flux.range(0, tokens).map(i -> "data: {\"t\": " + i + "}\n\n")
-                                .concatWith(Mono.just("data: [DONE]\n\n"))).then();
-            }
-            return res.header("content-type", "application/json")
-                    .sendString(Mono.just("{\"id\": \"cmpl-d\", \"choices\": [{\"text\": \"done\"}]}")).then();
-        });
+            return answer(req, res, chat, body).doOnSuccess(done -> answered.add(requestId));
+        }).doOnCancel(cancelled::incrementAndGet);
+    }
+
+    private Mono<Void> answer(reactor.netty.http.server.HttpServerRequest req,
+            reactor.netty.http.server.HttpServerResponse res, boolean chat, JsonNode body) {
+        if (role == Role.PREFILL) {
+            ObjectNode answer = HttpJson.MAPPER.createObjectNode().put("id", "cmpl-p").put("object",
+                    chat ? "chat.completion" : "text_completion");
+            answer.putArray("choices").addObject().put("index", 0).put("text", " a");
+            ObjectNode kv = answer.putObject("kv_transfer_params");
+            kv.put("do_remote_prefill", true).put("do_remote_decode", false);
+            kv.putArray("remote_block_ids").addArray().add(3).add(4);
+            kv.put("remote_engine_id", "127.0.0.1:" + registration.handshakePort())
+                    .put("remote_host", "127.0.0.1").put("remote_handshake_port", registration.handshakePort())
+                    .put("remote_notify_port", registration.notifyPort()).put("remote_dp_size", 1)
+                    .put("tp_size", 1).put("transfer_id", body.path("kv_transfer_params").path("transfer_id")
+                            .asText("none"));
+            return res.header("content-type", "application/json").sendString(Mono.just(HttpJson.write(answer)))
+                    .then();
+        }
+        int tokens = Math.max(1, body.path("max_tokens").asInt(2));
+        if (body.path("stream").asBoolean(false)) {
+            return res.header("content-type", "text/event-stream")
+                    .sendString(Flux.range(0, tokens).map(i -> "data: {\"t\": " + i + "}\n\n")
+                            .concatWith(Mono.just("data: [DONE]\n\n"))).then();
+        }
+        return res.header("content-type", "application/json")
+                .sendString(Mono.just("{\"id\": \"cmpl-d\", \"choices\": [{\"text\": \"done\"}]}")).then();
     }
 
     private static JsonNode read(String text) {
