@@ -26,11 +26,14 @@ import java.util.function.Supplier;
  * reads the answer, and sends the next as soon as it has one. A request is given {@value #ANSWER_LIMIT_SECONDS} s
  * from its first byte: then its socket is closed, writing or reading, and it counts as unanswered. The time to an
  * answer is taken from the last byte handed to the kernel (an approximation: up to a socket buffer of the body may
- * still be on its way) and, for every answer, from the first byte.
+ * still be on its way) and, for every answer, from the first byte. A sender whose connection is refused (the target
+ * died) waits {@value #REFUSED_PAUSE_MS} ms before it tries again.
  */
 final class BodyFlood {
     /** How long a request may go without an answer, from its first byte. */
     static final int ANSWER_LIMIT_SECONDS = 120;
+    /** How long a sender waits after its connection was refused. */
+    static final long REFUSED_PAUSE_MS = 250;
 
     /**
      * One request's fate.
@@ -96,7 +99,16 @@ final class BodyFlood {
 
     private void loop() {
         while (running) {
-            sent.add(sendOne());
+            Sent one = sendOne();
+            sent.add(one);
+            if (one.outcome().equals("refused")) {
+                // nothing listens (the target died): trying again at once would only spin, and take the cores
+                try {
+                    Thread.sleep(REFUSED_PAUSE_MS);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
         }
     }
 
