@@ -49,7 +49,8 @@ final class RssWatch {
 
     /**
      * Stops, and returns per role: {@code ROLE_rss_mib_before}, {@code _peak}, {@code _after} (now; -1 once the
-     * process is gone), {@code ROLE_oom} and {@code ROLE_alive_at_end}.
+     * process is gone), {@code ROLE_oom}, {@code ROLE_alive_at_end} and, for a role that died, its
+     * {@code ROLE_exit_status}.
      */
     Map<String, Object> stop() throws InterruptedException {
         running = false;
@@ -64,6 +65,10 @@ final class RssWatch {
         for (AttackStack.Role role : roles) {
             figures.put(role.name() + "_oom", role.oom());
             figures.put(role.name() + "_alive_at_end", role.process().isAlive());
+            if (!role.process().isAlive()) {
+                // 134 is SIGABRT: glibc aborting on a corrupted malloc heap, say
+                figures.put(role.name() + "_exit_status", role.process().exitValue());
+            }
         }
         return figures;
     }
