@@ -39,7 +39,8 @@ class HostileProbeTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"--frames=0", "--max-frame-bytes=2000000", "--max-frame-bytes=1000", "--connections=0", "--ack-samples=3"})
+    @ValueSource(strings = {"--frames=0", "--max-frame-bytes=2000000", "--max-frame-bytes=1000", "--connections=0",
+            "--ack-samples=3", "--attack=nosuch", "--attack=slowloris,nosuch"})
     void badArgumentIsOneLineAndExitCode2(String argument) {
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();

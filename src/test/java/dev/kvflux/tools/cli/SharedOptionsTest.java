@@ -30,7 +30,7 @@ class SharedOptionsTest {
 
     @Test
     void everyCommandPrintingATableOrJsonTakesTheSameJsonOption() {
-        for (String command : List.of("repro", "serve-bench", "bench")) {
+        for (String command : List.of("repro", "serve-bench", "bench", "hostile")) {
             CommandLine.Model.OptionSpec json = CLI.getSubcommands().get(command).getCommandSpec().findOption("--json");
             assertThat(json).as(command).isNotNull();
             assertThat(json.description()).as(command)
