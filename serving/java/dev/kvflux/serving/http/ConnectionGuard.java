@@ -101,10 +101,18 @@ public final class ConnectionGuard {
      * is still sending its body before it could read the answer. Nothing is kept of those bytes.
      */
     public static void lingerOnClose(Connection connection) {
-        Conn conn = connection.channel().attr(CONN).get();
-        if (conn != null) {
-            conn.linger = true;
+        Channel channel = connection.channel();
+        Conn conn = channel.attr(CONN).get();
+        if (conn == null) {
+            return;
         }
+        conn.linger = true;
+        // from now on what the client still sends is dropped as it is read, before the HTTP codec, so none of it
+        // queues for a handler that will never ask for it; the connection goes at the linger's end in any case
+        channel.eventLoop().execute(() -> conn.dropping = true);
+        channel.eventLoop().schedule(() -> {
+            channel.close();
+        }, LINGER_MILLIS, TimeUnit.MILLISECONDS);
     }
 
     /** How long a connection closed without reading its request's body drains it before it is closed for good. */
@@ -437,8 +445,10 @@ public final class ConnectionGuard {
         ScheduledFuture<?> deadline;
         /** Set from the answer's thread; read on the channel's event loop. */
         volatile boolean linger;
-        /** On the channel's event loop: the connection is closing and drops what it reads. */
-        boolean draining;
+        /** On the channel's event loop: the connection drops what it reads. */
+        boolean dropping;
+        /** On the channel's event loop: the connection's lingering close has begun. */
+        boolean closing;
 
         Conn(ConnectionGuard owner, Channel channel, Peer peer, long since) {
             this.owner = owner;

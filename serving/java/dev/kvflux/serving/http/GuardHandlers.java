@@ -23,7 +23,7 @@ final class GuardHandlers {
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            if (conn.draining) {
+            if (conn.dropping) {
                 io.netty.util.ReferenceCountUtil.release(msg);
                 return;
             }
@@ -56,13 +56,14 @@ final class GuardHandlers {
 
         @Override
         public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
-            if (!conn.linger || conn.draining || !(ctx.channel() instanceof io.netty.channel.socket.DuplexChannel duplex)
+            if (!conn.linger || conn.closing || !(ctx.channel() instanceof io.netty.channel.socket.DuplexChannel duplex)
                     || !ctx.channel().isActive()) {
                 ctx.close(promise);
                 return;
             }
             // a lingering close: the answer goes out whole, then what the client still sends is read and dropped
-            conn.draining = true;
+            conn.closing = true;
+            conn.dropping = true;
             ctx.flush();
             duplex.shutdownOutput();
             ctx.channel().config().setAutoRead(true);
