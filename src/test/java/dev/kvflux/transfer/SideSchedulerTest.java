@@ -46,13 +46,6 @@ class SideSchedulerTest {
         clock.dispose();
     }
 
-    private DecodeSide decode() {
-        DecodeSide side = DecodeSide.builder().blocks(16).receiveDeadline(DEADLINE).blockLease(LEASE).scheduler(clock)
-                .bindNow();
-        open.add(() -> side.close(Duration.ZERO));
-        return side;
-    }
-
     /** A notify address nothing listens on: a prefill that is gone. */
     private static InetSocketAddress nobody() throws IOException {
         try (ServerSocket probe = new ServerSocket(0)) {
@@ -61,10 +54,18 @@ class SideSchedulerTest {
     }
 
     @Test
-    void quarantinedBlocksAreFreedAtTheLeaseInVirtualTime() throws IOException {
-        DecodeSide decode = decode();
-        DecodeTransfer t = decode.open("lease-1", nobody(), 4, DecodeTransfer.Observer.NONE);
+    void quarantinedBlocksAreFreedAtTheLeaseInVirtualTime() throws Exception {
+        NotifyServer prefill = NotifyServer.builder().handler(m -> { }).bindNow(); // takes the abort, never releases
+        open.add(prefill);
+        List<NotifyEvent> sent = new CopyOnWriteArrayList<>();
+        DecodeSide decode = DecodeSide.builder().blocks(16).receiveDeadline(DEADLINE).blockLease(LEASE).scheduler(clock)
+                .notifyRecorder(sent::add).bindNow();
+        open.add(() -> decode.close(Duration.ZERO));
+        DecodeTransfer t = decode.open("lease-1", prefill.address(), 4, DecodeTransfer.Observer.NONE);
         t.close(); // prefill never says release: the blocks stay quarantined for the lease after the receive deadline
+        // no notify client may schedule on the clock from its event loop while the test moves it: a move made while
+        // another thread drains the clock returns before its tasks have run
+        waitFor(() -> sent.contains(NotifyEvent.SENT));
 
         assertThat(decode.blocks().count(BlockAllocator.State.QUARANTINED)).isEqualTo(4);
         clock.advanceTimeBy(DEADLINE.plus(LEASE).minusSeconds(1));
