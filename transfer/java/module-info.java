@@ -6,10 +6,10 @@
  * ownership). Logs through slf4j-api only; reports metrics through recorder interfaces (kvflux-micrometer has
  * Micrometer ones).
  */
-@SuppressWarnings("requires-automatic") // reactor-netty-core, context-propagation
+@SuppressWarnings({"requires-automatic", "requires-transitive-automatic"}) // reactor-netty-core, context-propagation
 module dev.kvflux.transfer {
     requires transitive dev.kvflux.pipeline;
-    requires reactor.netty.core;
+    requires transitive reactor.netty.core; // LoopResources, taken by the sides' and the notify channel's builders
     requires io.netty.buffer;
     requires io.netty.codec;
     requires io.netty.common;

@@ -8,7 +8,9 @@ import dev.kvflux.transfer.notify.LogText;
 import dev.kvflux.transfer.notify.NotifyMessage;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -27,6 +29,8 @@ final class DecodeReads {
     private final DecodeRecorder recorder;
     /** Tells prefill {@code release} for a transfer whose reads have drained. */
     private final BiConsumer<DecodeTransfer, NotifyMessage.ReadReady> release;
+    /** Transfers whose reads were posted and have not settled yet (drained, or given up on at their timeout). */
+    private final AtomicInteger inFlight = new AtomicInteger();
 
     DecodeReads(Settings settings, BlockAllocator blocks, ContentCheck contentCheck, DecodeRecorder recorder,
             BiConsumer<DecodeTransfer, NotifyMessage.ReadReady> release) {
@@ -79,14 +83,25 @@ final class DecodeReads {
             release.accept(t, ready);
         };
         // the session goes back once the reads are over, drained or stalled: nothing more is posted through it
-        Runnable settled = () -> settings.sessions().released(t.prefill(), ready.incarnation());
-        return settings.reads().read(session, plans, uid, drained, settled)
+        Runnable settled = () -> {
+            settings.sessions().released(t.prefill(), ready.incarnation());
+            inFlight.decrementAndGet();
+        };
+        return Flux.defer(() -> {
+                    inFlight.incrementAndGet(); // LayerReads settles once per subscription, whichever way it ends
+                    return settings.reads().read(session, plans, uid, drained, settled);
+                })
                 .doOnNext(t::layerRead)
                 .onErrorMap(TransferException.class, e -> new ReceiveFailedException(id,
                         ReceiveFailedException.Kind.READ_FAILED, e.code(), "decode's read of transfer " + id + "'s KV"
                                 + " from prefill failed: " + e.getMessage()))
                 .then(Mono.defer(() -> checked(t, ready)))
                 .doOnSuccess(v -> t.layersEnded(null));
+    }
+
+    /** How many transfers' reads are in flight: posted, and neither drained nor given up on at their timeout. */
+    int inFlight() {
+        return inFlight.get();
     }
 
     /**

@@ -14,14 +14,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * The decode side of KV transfers: it allocates each transfer's blocks, sends prefill the block list
@@ -38,8 +36,10 @@ import reactor.core.scheduler.Schedulers;
  * the peer budget ({@link NotifyLimits#peerBudgetBytes()}). The notify server takes only {@code write_done},
  * {@code write_failed} and {@code release}.
  *
- * <p>Threads: notices are handled on the notify server's event loop; the deadline and the lease run on
- * {@link Schedulers#parallel()}; {@link #close()} blocks up to 2 s for the aborts it sends.
+ * <p>Threads and time: notices are handled on the notify server's event loop; the receive deadline, the lease, the
+ * reaper that frees blocks at it and the notify client's retries run on the {@linkplain Builder#scheduler
+ * scheduler} (default {@code Schedulers.parallel()}) and keep its time; {@link #close()} blocks up to 2 s for the
+ * reads in flight and the aborts it sends.
  */
 public final class DecodeSide implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(DecodeSide.class);
@@ -49,8 +49,6 @@ public final class DecodeSide implements AutoCloseable {
     public static final Duration DEFAULT_BLOCK_LEASE = Duration.ofSeconds(60);
     /** The most releases kept for transfers decode has not opened yet. */
     private static final int EARLY_RELEASES = 4096;
-    /** The shortest time an abort is retried towards prefill. */
-    private static final Duration ABORT_AT_LEAST_WITHIN = Duration.ofSeconds(5);
     /** How long close() waits for the aborts it sends to prefill. */
     private static final Duration ABORTS_ON_CLOSE_WITHIN = Duration.ofSeconds(2);
     /** How long remote_blocks is retried without a receive deadline (as long as prefill's defer timeout). */
@@ -61,11 +59,11 @@ public final class DecodeSide implements AutoCloseable {
     private final Settings settings;
     private final NotifyServer notify;
     private final NotifyClient client;
+    private final DecodeSends sends;
     private final ExpectedTransfers expected;
     private final BlockAllocator blocks;
     private final EarlyReleases earlyReleases;
     private final Map<String, DecodeTransfer> active = new ConcurrentHashMap<>();
-    private final AtomicInteger abortsInFlight = new AtomicInteger();
     private final Disposable reaper;
     /** READ mode's reads; null in WRITE mode. */
     private final DecodeReads reads;
@@ -75,19 +73,19 @@ public final class DecodeSide implements AutoCloseable {
             NotifyServer.Builder server) {
         this.settings = settings;
         this.client = client;
+        this.sends = new DecodeSends(client, settings.recorder, settings.incarnation, settings.blocksWithin());
         this.expected = expected;
         this.blocks = blocks;
         this.reads = settings.reads == null ? null : new DecodeReads(settings.reads, blocks, settings.contentCheck,
-                settings.recorder, (t, ready) -> sendRelease(t.id(), t.observer().traceId(), t.prefill(),
-                        ready.incarnation()));
-        this.earlyReleases = new EarlyReleases(EARLY_RELEASES, settings.blockLease.toNanos(), System::nanoTime);
+                settings.recorder, (t, ready) -> sendRelease(t, ready.incarnation()));
+        this.earlyReleases = new EarlyReleases(EARLY_RELEASES, settings.blockLease.toNanos(), settings.clock::nanos);
         DecodeNotices notices = new DecodeNotices(settings.incarnation, settings.contentCheck, settings.recorder,
                 active, expected, blocks, earlyReleases, settings.reads == null ? null : settings.reads.sessions());
         this.notify = server.handler(notices::accept).bindNow();
         Duration eighth = settings.blockLease.dividedBy(8);
         Duration reapEvery = eighth.compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
                 : eighth.isZero() ? Duration.ofMillis(1) : eighth;
-        this.reaper = Flux.interval(reapEvery, Schedulers.parallel()).subscribe(tick -> reap());
+        this.reaper = Flux.interval(reapEvery, settings.clock.scheduler()).subscribe(tick -> reap());
     }
 
     /** A decode side's settings; {@link Builder#bindNow()} starts one. */
@@ -123,12 +121,12 @@ public final class DecodeSide implements AutoCloseable {
         Objects.requireNonNull(observer, "observer");
         if (closing) {
             settings.recorder.record(DecodeRecorder.Event.REFUSED_SHUTTING_DOWN, transferId);
-            sendAbort(transferId, observer.traceId(), prefill, "decode is shutting down");
+            sends.abort(transferId, observer.traceId(), prefill, "decode is shutting down");
             throw new TransferRefusedException(TransferRefusedException.Reason.SHUTTING_DOWN, SHUTTING_DOWN);
         }
         if (blockCount > settings.maxBlocksPerTransfer) {
             settings.recorder.record(DecodeRecorder.Event.REFUSED_OUT_OF_BLOCKS, transferId);
-            sendAbort(transferId, observer.traceId(), prefill, "decode refused it: it needs more blocks than one"
+            sends.abort(transferId, observer.traceId(), prefill, "decode refused it: it needs more blocks than one"
                     + " transfer may hold");
             throw new TransferRefusedException(TransferRefusedException.Reason.TOO_LARGE, "transfer " + transferId
                     + " needs " + blockCount + " KV blocks, more than the " + settings.maxBlocksPerTransfer
@@ -145,13 +143,13 @@ public final class DecodeSide implements AutoCloseable {
             }
         } catch (BlockAllocator.OutOfBlocksException e) {
             settings.recorder.record(DecodeRecorder.Event.REFUSED_OUT_OF_BLOCKS, transferId);
-            sendAbort(transferId, observer.traceId(), prefill, "decode is out of KV blocks");
+            sends.abort(transferId, observer.traceId(), prefill, "decode is out of KV blocks");
             throw new TransferRefusedException(TransferRefusedException.Reason.OUT_OF_BLOCKS, e.getMessage());
         } catch (IllegalStateException e) {
             throw new TransferRefusedException(TransferRefusedException.Reason.DUPLICATE, "transfer " + transferId
                     + " is already running here; every request needs its own transfer id");
         }
-        DecodeTransfer t = new DecodeTransfer(this, transferId, prefill, granted, observer);
+        DecodeTransfer t = new DecodeTransfer(this, transferId, prefill, granted, observer, settings.clock.nanos());
         active.put(transferId, t);
         return t;
     }
@@ -207,19 +205,13 @@ public final class DecodeSide implements AutoCloseable {
                         null, "transfer " + id + "'s wait for its KV was cancelled")));
     }
 
-    private void sendRelease(String id, String traceId, InetSocketAddress prefill, long prefillIncarnation) {
-        settings.recorder.record(DecodeRecorder.Event.READ_RELEASE_SENT, id);
-        abortsInFlight.incrementAndGet();
-        client.send(prefill, new NotifyMessage.Release(id, settings.incarnation, prefillIncarnation,
-                        settings.reads.tpSize()), settings.blocksWithin())
-                .doFinally(signal -> abortsInFlight.decrementAndGet())
-                .contextWrite(LogContext.context(id, traceId))
-                .subscribe();
+    private void sendRelease(DecodeTransfer t, long prefillIncarnation) {
+        sends.release(t.id(), t.observer().traceId(), t.prefill(), prefillIncarnation, settings.reads.tpSize());
     }
 
     private void waitEnded(DecodeTransfer t, DecodeRecorder.WaitOutcome outcome) {
         if (t.waitEnded()) {
-            settings.recorder.kvWaitEnded(outcome, System.nanoTime() - t.openedNanos());
+            settings.recorder.kvWaitEnded(outcome, settings.clock.nanos() - t.openedNanos());
         }
     }
 
@@ -257,31 +249,18 @@ public final class DecodeSide implements AutoCloseable {
             // READ mode: nothing writes into decode's blocks now; prefill's offered, unread blocks may go too
             blocks.release(t.id());
             if (t.readReady() != null && !t.readsStarted()) {
-                sendRelease(t.id(), t.observer().traceId(), t.prefill(), t.readReady().incarnation());
+                sendRelease(t, t.readReady().incarnation());
             }
         }
         // the lease counts from the receive deadline at the earliest: prefill may start copies until its own
         // deadline for the transfer (the same length, from about the same moment) even if this one ended early
         // and the abort telling it so was lost
-        blocks.end(t.id(), settings.blockLease, settings.receiveDeadline == null ? System.nanoTime()
+        blocks.end(t.id(), settings.blockLease, settings.receiveDeadline == null ? settings.clock.nanos()
                 : t.openedNanos() + settings.receiveDeadline.toNanos());
         if (!t.prefillSettled()) {
-            sendAbort(t.id(), t.observer().traceId(), t.prefill(), t.failure() != null ? t.failure()
+            sends.abort(t.id(), t.observer().traceId(), t.prefill(), t.failure() != null ? t.failure()
                     : "decode's client went away before the KV arrived");
         }
-    }
-
-    private void sendAbort(String id, String traceId, InetSocketAddress prefill, String reason) {
-        settings.recorder.record(DecodeRecorder.Event.ABORT_SENT, id);
-        abortsInFlight.incrementAndGet();
-        // an abort is useful until prefill's own deadline for the transfer, later than decode's: retry it for at
-        // least 5 s even when the block list's window is shorter
-        Duration blocksWithin = settings.blocksWithin();
-        Duration within = blocksWithin.compareTo(ABORT_AT_LEAST_WITHIN) < 0 ? ABORT_AT_LEAST_WITHIN : blocksWithin;
-        client.send(prefill, new NotifyMessage.Abort(id, reason, settings.incarnation), within)
-                .doFinally(signal -> abortsInFlight.decrementAndGet())
-                .contextWrite(LogContext.context(id, traceId))
-                .subscribe();
     }
 
     /** Frees quarantined blocks whose lease passed: prefill never said release. */
@@ -334,14 +313,19 @@ public final class DecodeSide implements AutoCloseable {
     /**
      * Stops: new transfers are refused ({@code SHUTTING_DOWN}, prefill told {@code abort}), every transfer still
      * waiting for its KV fails as {@code SHUTTING_DOWN} (so each is told {@code abort} when it is closed), this
-     * waits up to 2 s for those aborts, then the notify server and client close. Blocks. Logs what it did.
+     * waits up to 2 s for those aborts and for the reads in flight (READ mode) to drain and their {@code release} to
+     * be sent, so that no read still writes into decode's memory once it returns, then the notify server and client
+     * close. Blocks, in real time. Logs what it did.
      */
     @Override
     public void close() {
         close(ABORTS_ON_CLOSE_WITHIN);
     }
 
-    /** As {@link #close()}, waiting up to {@code grace} for the failed transfers to close and their aborts to be sent. */
+    /**
+     * As {@link #close()}, waiting up to {@code grace} for the failed transfers to close, the reads in flight to
+     * drain and the aborts and releases to be sent.
+     */
     public void close(Duration grace) {
         Objects.requireNonNull(grace, "grace");
         closing = true;
@@ -354,7 +338,7 @@ public final class DecodeSide implements AutoCloseable {
         }
         // each failed transfer tells prefill abort when its consumer closes it, after answering its client
         long until = System.nanoTime() + grace.toNanos();
-        while ((abortsInFlight.get() > 0 || failed.stream().anyMatch(t -> active.containsKey(t.id())))
+        while ((sends.inFlight() > 0 || readsInFlight() > 0 || failed.stream().anyMatch(t -> active.containsKey(t.id())))
                 && until - System.nanoTime() > 0) {
             try {
                 Thread.sleep(5);
@@ -363,16 +347,22 @@ public final class DecodeSide implements AutoCloseable {
                 break;
             }
         }
-        LOG.info("decode stopping: {} requests waiting for their KV failed and prefill was told abort ({} not"
-                + " confirmed)", failed.size(), abortsInFlight.get());
+        LOG.info("decode stopping: {} requests waiting for their KV failed and prefill was told abort ({} messages not"
+                + " confirmed, {} transfers' reads still in flight)", failed.size(), sends.inFlight(), readsInFlight());
         reaper.dispose();
         notify.close();
         client.close();
     }
 
+    /** READ mode: how many transfers' reads are in flight (posted, not yet drained or given up on); 0 in WRITE mode. */
+    public int readsInFlight() {
+        return reads == null ? 0 : reads.inFlight();
+    }
+
     /** What a side was built with. */
     private record Settings(Duration receiveDeadline, Duration blockLease, ContentCheck contentCheck,
-            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvRegion region, DecodeReads.Settings reads) {
+            DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvRegion region, DecodeReads.Settings reads,
+            SideClock clock) {
         /** How long remote_blocks is retried: half the receive deadline (prefill needs the rest to write and notify). */
         Duration blocksWithin() {
             return receiveDeadline != null ? receiveDeadline.dividedBy(2) : NO_DEADLINE_BLOCKS_WITHIN;
@@ -477,19 +467,21 @@ public final class DecodeSide implements AutoCloseable {
          * @throws IllegalStateException if the port cannot be bound (saying why)
          */
         public DecodeSide bindNow() {
+            SideClock clock = clock();
             Settings settings = new Settings(receiveDeadline, blockLease, contentCheck, recorder, Incarnation.next(),
-                    maxBlocksPerTransfer, region, reads);
+                    maxBlocksPerTransfer, region, reads, clock);
             ExpectedTransfers expected = (receiveDeadline == null ? ExpectedTransfers.withoutDeadline()
                     : ExpectedTransfers.withDeadline(receiveDeadline)).recorder(notifyRecorder)
                     .earlyBudget(limits.peerBudgetBytes());
-            NotifyClient client = NotifyClient.builder().recorder(notifyRecorder).auth(auth).build();
-            NotifyServer.Builder server = NotifyServer.builder().host(host).port(port)
+            expected = clock.given() != null ? expected.scheduler(clock.given()) : expected;
+            NotifyClient client = notifyClient();
+            NotifyServer.Builder server = notifyServer().host(host).port(port)
                     .accepts(reads != null ? new NotifyMessage.Type[] {NotifyMessage.Type.READ_READY,
                             NotifyMessage.Type.WRITE_FAILED} : new NotifyMessage.Type[] {NotifyMessage.Type.WRITE_DONE,
                             NotifyMessage.Type.WRITE_FAILED, NotifyMessage.Type.RELEASE})
                     .limits(limits).recorder(notifyRecorder).auth(auth);
             try {
-                return new DecodeSide(settings, client, expected, new BlockAllocator("decode", blocks, System::nanoTime),
+                return new DecodeSide(settings, client, expected, new BlockAllocator("decode", blocks, clock::nanos),
                         server);
             } catch (RuntimeException e) {
                 client.close();

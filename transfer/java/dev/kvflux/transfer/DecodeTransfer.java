@@ -56,7 +56,7 @@ public final class DecodeTransfer implements AutoCloseable {
     private final List<Long> blocks;
     private final Observer observer;
     private final long openedMillis = System.currentTimeMillis();
-    private final long openedNanos = System.nanoTime();
+    private final long openedNanos;
     private final Sinks.Empty<Void> stop = Sinks.empty();
     private final AtomicBoolean waited = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -72,8 +72,10 @@ public final class DecodeTransfer implements AutoCloseable {
     private volatile boolean readsStarted;
     private final Sinks.Many<Integer> layers = Sinks.many().replay().all();
 
-    DecodeTransfer(DecodeSide side, String id, InetSocketAddress prefill, List<Long> blocks, Observer observer) {
+    DecodeTransfer(DecodeSide side, String id, InetSocketAddress prefill, List<Long> blocks, Observer observer,
+            long openedNanos) {
         this.side = side;
+        this.openedNanos = openedNanos;
         this.id = id;
         this.prefill = prefill;
         this.blocks = List.copyOf(blocks);

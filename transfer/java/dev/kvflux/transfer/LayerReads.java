@@ -1,6 +1,7 @@
 package dev.kvflux.transfer;
 
 import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.DurationText;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
@@ -172,7 +173,7 @@ public final class LayerReads {
                         // blocks they may still write into stay held (the caller's lease frees them)
                         Statuses.close(posted);
                         LOG.warn("reads still in flight {} after their transfer failed; their blocks stay held",
-                                drain.transferTimeout());
+                                DurationText.of(drain.transferTimeout()));
                     } else {
                         once.run();
                     }

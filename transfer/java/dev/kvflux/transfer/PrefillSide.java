@@ -16,7 +16,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
-import reactor.core.scheduler.Schedulers;
 
 /**
  * The prefill side of KV transfers: it takes decode's block list for each transfer, writes the transfer's layers
@@ -38,9 +37,11 @@ import reactor.core.scheduler.Schedulers;
  * posts nothing. Block lists that come before their transfer are kept within the peer budget
  * ({@link NotifyLimits#peerBudgetBytes()}).
  *
- * <p>Threads: notify messages are handled on the notify server's event loop; {@link PrefillTransfer#write} runs
- * on the caller's thread until the pipeline takes over; outcomes, drains and releases run on the pipeline's and
- * the waits' schedulers. {@link #close(Duration)} blocks.
+ * <p>Threads and time: notify messages are handled on the notify server's event loop; {@link PrefillTransfer#write}
+ * runs on the caller's thread until the pipeline takes over; outcomes, drains and releases run on the pipeline's and
+ * the waits' schedulers. The transfers' deadlines, the wait for decode's block list, READ mode's event polls and
+ * read lease, and the notify client's retries run on the {@linkplain Builder#scheduler scheduler} (default
+ * {@code Schedulers.parallel()}) and keep its time. {@link #close(Duration)} blocks, in real time.
  */
 public final class PrefillSide implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillSide.class);
@@ -71,7 +72,7 @@ public final class PrefillSide implements AutoCloseable {
         Duration quarter = settings.decodeDeadline.dividedBy(4);
         Duration every = quarter.compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
                 : quarter.toMillis() < 1 ? Duration.ofMillis(1) : quarter;
-        this.reaper = Flux.interval(every, Schedulers.parallel()).subscribe(tick -> abortUnwritten());
+        this.reaper = Flux.interval(every, settings.clock.scheduler()).subscribe(tick -> abortUnwritten());
     }
 
     /**
@@ -79,7 +80,7 @@ public final class PrefillSide implements AutoCloseable {
      * would free its blocks if its embedder never writes or closes it.
      */
     private void abortUnwritten() {
-        long now = System.nanoTime();
+        long now = settings.clock.nanos();
         for (PrefillTransfer t : transfers.running()) {
             if (!t.wrote() && now - t.deadlineNanos() > 0) {
                 settings.recorder.record(PrefillRecorder.Event.PAST_DEADLINE, t.id());
@@ -126,7 +127,7 @@ public final class PrefillSide implements AutoCloseable {
                     + " needs " + blockCount + " KV blocks, more than the " + settings.maxBlocksPerTransfer
                     + " one transfer may hold on prefill; shorten the prompt");
         }
-        long now = System.nanoTime();
+        long now = settings.clock.nanos();
         PrefillTransfer t;
         try {
             t = transfers.open(transferId, () -> new PrefillTransfer(this, transferId, decode, now,
@@ -205,7 +206,7 @@ public final class PrefillSide implements AutoCloseable {
             throw new IllegalArgumentException("transfer " + t.id() + " needs one event per layer: the layout has "
                     + settings.layout.layers() + " layers, got " + events.size() + " events");
         }
-        if (System.nanoTime() - t.deadlineNanos() > 0) {
+        if (settings.clock.nanos() - t.deadlineNanos() > 0) {
             // decode has given up on it by now and may reuse its blocks once its lease passes: post nothing
             settings.recorder.record(PrefillRecorder.Event.PAST_DEADLINE, t.id());
             abort(t, "its write came after the transfer's deadline (" + DurationText.of(settings.decodeDeadline)
@@ -277,7 +278,7 @@ public final class PrefillSide implements AutoCloseable {
     record Settings(KvLayout layout, DecodeSessions sessions, WritePipeline pipeline, Duration transferTimeout,
             Duration decodeDeadline, Duration notifyWithin, boolean failureNotices, ContentCheck contentCheck,
             PrefillRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvMode mode, KvRegion region,
-            Duration readLease) {
+            Duration readLease, SideClock clock) {
     }
 
     /**
@@ -435,14 +436,14 @@ public final class PrefillSide implements AutoCloseable {
             Settings settings = new Settings(layout, sessions, pipeline, transferTimeout, deadline,
                     notifyWithin != null ? notifyWithin : deadline, failureNotices, contentCheck, recorder,
                     Incarnation.next(), maxBlocksPerTransfer, mode, region,
-                    readLease != null ? readLease : deadline.plus(transferTimeout.multipliedBy(2)));
+                    readLease != null ? readLease : deadline.plus(transferTimeout.multipliedBy(2)), clock());
             RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
                     notifyRecorder);
-            BlockAllocator blockAllocator = new BlockAllocator("prefill", blocks, System::nanoTime);
+            BlockAllocator blockAllocator = new BlockAllocator("prefill", blocks, settings.clock()::nanos);
             PrefillTransfers transfers = new PrefillTransfers();
             // the side handles messages once it exists; what comes before (nothing can: the port is new) goes to the board
             PrefillSide[] side = new PrefillSide[1];
-            NotifyServer server = NotifyServer.builder().host(host).port(port)
+            NotifyServer server = notifyServer().host(host).port(port)
                     .accepts(mode == KvMode.READ ? new NotifyMessage.Type[] {NotifyMessage.Type.REMOTE_BLOCKS,
                             NotifyMessage.Type.ABORT, NotifyMessage.Type.RELEASE} : new NotifyMessage.Type[] {
                             NotifyMessage.Type.REMOTE_BLOCKS, NotifyMessage.Type.ABORT}).limits(limits)
@@ -454,7 +455,7 @@ public final class PrefillSide implements AutoCloseable {
                             board.accept(message);
                         }
                     }).bindNow();
-            NotifyClient client = NotifyClient.builder().recorder(notifyRecorder).auth(auth).build();
+            NotifyClient client = notifyClient();
             side[0] = new PrefillSide(settings, server, client, blockAllocator, transfers, board);
             return side[0];
         }

@@ -24,7 +24,6 @@ import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import dev.kvflux.operators.Polls;
-import reactor.core.scheduler.Schedulers;
 import java.util.concurrent.TimeoutException;
 
 /**
@@ -65,7 +64,7 @@ final class PrefillWrites {
             String id = t.id();
             blocks.writing(id);
             int layers = settings.layout().layers();
-            Duration left = Duration.ofNanos(Math.max(1_000_000, t.deadlineNanos() - System.nanoTime()));
+            Duration left = Duration.ofNanos(Math.max(1_000_000, t.deadlineNanos() - settings.clock().nanos()));
             AtomicInteger posted = new AtomicInteger();
             Runnable afterPost = () -> {
                 if (posted.incrementAndGet() == layers) {
@@ -108,7 +107,8 @@ final class PrefillWrites {
                 .timeout(left, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE, "decode's block"
                         + " list for " + id + " did not arrive by the transfer's deadline ("
                         + DurationText.of(settings.decodeDeadline()) + " after it was opened, when decode gives"
-                        + " up); decode is gone, slow, or cannot reach prefill's notify port")));
+                        + " up); decode is gone, slow, or cannot reach prefill's notify port")),
+                        settings.clock().scheduler());
     }
 
     /** Runs {@code work} for {@code t}, stoppable by an abort and by {@link #dispose}, then {@code then} its result. */
@@ -145,7 +145,7 @@ final class PrefillWrites {
                     t.decodeBlocks(remoteBlocks.subList(0, Math.min(t.localBlocks().size(), remoteBlocks.size())));
                     return Flux.range(0, events.size())
                             .concatMap(l -> Polls.layerReady(events.get(l), Polls.DEFAULT_EVENT_POLL, eventTimeout,
-                                            Schedulers.parallel())
+                                            settings.clock().scheduler())
                                     .onErrorMap(e -> new TransferException(StatusCode.ERR_GPU_OP, "layer " + l
                                             + "'s event " + (e.getCause() instanceof TimeoutException ? "was not"
                                             + " ready after " + DurationText.of(eventTimeout) : "failed: "
@@ -163,7 +163,7 @@ final class PrefillWrites {
                             return Mono.just(true);
                         }
                         t.observer().written(result);
-                        settings.recorder().written(result, Duration.ofNanos(System.nanoTime() - t.openedNanos()));
+                        settings.recorder().written(result, Duration.ofNanos(settings.clock().nanos() - t.openedNanos()));
                         t.outcome(result);
                         long check = settings.contentCheck().of(id, t.decodeBlocks());
                         NotifyMessage ready = new NotifyMessage.ReadReady(id, t.localBlocks(), settings.incarnation(),
@@ -181,7 +181,7 @@ final class PrefillWrites {
                                             LogText.escape(id), DurationText.of(settings.readLease()));
                                 }
                                 return false;
-                            }));
+                            }), settings.clock().scheduler());
                 }), held -> settle(t));
     }
 
@@ -199,7 +199,7 @@ final class PrefillWrites {
 
     private void finish(WriteOutcome outcome, PrefillTransfer t) {
         t.observer().written(outcome);
-        settings.recorder().written(outcome, Duration.ofNanos(System.nanoTime() - t.openedNanos()));
+        settings.recorder().written(outcome, Duration.ofNanos(settings.clock().nanos() - t.openedNanos()));
         if (outcome instanceof WriteOutcome.WriteFailed failed) {
             LOG.warn("transfer {}: MoRIIO batch wait failed ({}): {}{}", LogText.escape(failed.transferId()),
                     failed.code().qualifiedName(), failed.reason(),
@@ -301,7 +301,7 @@ final class PrefillWrites {
             t.outcome(failed);
             if (t.markAborted(why)) {
                 stopped++;
-                settings.recorder().written(failed, Duration.ofNanos(System.nanoTime() - t.openedNanos()));
+                settings.recorder().written(failed, Duration.ofNanos(settings.clock().nanos() - t.openedNanos()));
                 sendOutcome(t, new NotifyMessage.WriteFailed(t.id(), StatusCode.ERR_BAD_STATE, why,
                         settings.incarnation(), t.decodeIncarnation()));
                 settle(t);

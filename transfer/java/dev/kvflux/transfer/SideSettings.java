@@ -1,15 +1,19 @@
 package dev.kvflux.transfer;
 
 import dev.kvflux.transfer.notify.NotifyAuth;
+import dev.kvflux.transfer.notify.NotifyClient;
 import dev.kvflux.transfer.notify.NotifyLimits;
 import dev.kvflux.transfer.notify.NotifyRecorder;
+import dev.kvflux.transfer.notify.NotifyServer;
 import java.util.Objects;
 import java.util.function.Consumer;
+import reactor.core.scheduler.Scheduler;
+import reactor.netty.resources.LoopResources;
 
 /**
  * What both sides of a transfer are built with: where their notify server listens, the secret they sign with, what
- * their notify channel grants peers and where it reports, their blocks, the most one transfer may hold, and the
- * content check. Immutable, as the sides' builders ({@link PrefillSide.Builder}, {@link DecodeSide.Builder}) are:
+ * their notify channel grants peers and where it reports, their blocks, the most one transfer may hold, the
+ * content check, the scheduler their timers run on and the event loops of their notify channel. Immutable, as the sides' builders ({@link PrefillSide.Builder}, {@link DecodeSide.Builder}) are:
  * every setter returns a changed copy.
  *
  * @param <B> the side's builder
@@ -24,6 +28,8 @@ public abstract sealed class SideSettings<B extends SideSettings<B>> permits Pre
     int blocks;
     int maxBlocksPerTransfer = Integer.MAX_VALUE;
     ContentCheck contentCheck = ContentCheck.NONE;
+    Scheduler scheduler;
+    LoopResources loops;
 
     SideSettings(String side, int defaultBlocks) {
         this.side = side;
@@ -40,6 +46,8 @@ public abstract sealed class SideSettings<B extends SideSettings<B>> permits Pre
         blocks = from.blocks;
         maxBlocksPerTransfer = from.maxBlocksPerTransfer;
         contentCheck = from.contentCheck;
+        scheduler = from.scheduler;
+        loops = from.loops;
     }
 
     /** A copy of this builder, to change. */
@@ -111,5 +119,47 @@ public abstract sealed class SideSettings<B extends SideSettings<B>> permits Pre
     public B contentCheck(ContentCheck contentCheck) {
         Objects.requireNonNull(contentCheck, "contentCheck");
         return with(b -> b.contentCheck = contentCheck);
+    }
+
+    /**
+     * The scheduler every timer of the side runs on and every time it keeps is read from: the receive deadline, the
+     * block lease and the reaper that frees blocks at it (decode), the transfer's deadline, the wait for decode's
+     * block list, the layers' events in READ mode and the read lease (prefill), and the notify client's retries,
+     * backoff and acknowledgement timeouts (both). Give a {@code VirtualTimeScheduler} to test all of them in
+     * virtual time, and give the WRITE pipeline's wait the same scheduler. Default: {@code Schedulers.parallel()},
+     * looked up at each use, and {@link System#nanoTime()}. Blocking calls ({@code close}) wait in real time; the
+     * notify connections' own timers (a frame's read timeout, idle connections) run on their event loops.
+     */
+    public B scheduler(Scheduler scheduler) {
+        Objects.requireNonNull(scheduler, "scheduler");
+        return with(b -> b.scheduler = scheduler);
+    }
+
+    /**
+     * The event loops the side's notify server and client run on. The caller owns them: dispose of them after
+     * closing the side. Default: the notify servers' own process-wide daemon loops (half the cores, at least two)
+     * for the server, and Reactor Netty's global TCP resources for the client.
+     */
+    public B loops(LoopResources loops) {
+        Objects.requireNonNull(loops, "loops");
+        return with(b -> b.loops = loops);
+    }
+
+    /** The side's clock and timers, from {@link #scheduler}. */
+    final SideClock clock() {
+        return new SideClock(scheduler);
+    }
+
+    /** The side's notify client: signed, recorded, on the scheduler and the loops when they were given. */
+    final NotifyClient notifyClient() {
+        NotifyClient.Builder client = NotifyClient.builder().recorder(notifyRecorder).auth(auth);
+        client = scheduler != null ? client.scheduler(scheduler) : client;
+        return (loops != null ? client.loops(loops) : client).build();
+    }
+
+    /** The side's notify server, on the loops when they were given. */
+    final NotifyServer.Builder notifyServer() {
+        NotifyServer.Builder server = NotifyServer.builder();
+        return loops != null ? server.loops(loops) : server;
     }
 }

@@ -20,10 +20,11 @@ public enum Policy {
      */
     LEGACY(false, false),
     /**
-     * vLLM's MoRI-IO connector with its sliced wait ({@code seed} on the command line): the same worker and
-     * silence on failure, with the sliced native wait (10 ms slices).
+     * vLLM's MoRI-IO connector with its fix, the sliced wait ({@code sliced} on the command line; {@code seed}, its
+     * old name, is a deprecated alias): the same worker and silence on failure, with the sliced native wait (10 ms
+     * slices).
      */
-    SEED(false, false),
+    SLICED(false, false),
     /**
      * kvflux: the reactive completion wait, requests written independently (transfer.max-in-flight at once),
      * {@code write_failed} with code and reason on failure, and a receive deadline on decode.
@@ -40,7 +41,7 @@ public enum Policy {
 
     /**
      * Prefill's WRITE pipeline under this policy. LEGACY: one native wait with the whole timeout, one
-     * request at a time. SEED: the sliced native wait (fail-fast, the configured slice), one request at a
+     * request at a time. SLICED: the sliced native wait (fail-fast, the configured slice), one request at a
      * time. KVFLUX: the configured completion wait (fail mode, slice) with the configured number of
      * requests in flight. Every policy takes the configured event poll period and event timeout. The waits
      * report to no recorder.
@@ -53,7 +54,7 @@ public enum Policy {
     public WritePipeline writePipeline(TransferEngine engine, KvfluxConfig.Transfer transfer, WaitRecorder recorder) {
         WaitStrategy wait = switch (this) {
             case LEGACY -> NativeWait.of(engine, transfer.timeout());
-            case SEED -> SlicedNativeWait.failFast(engine, transfer.timeout()).slice(transfer.slice());
+            case SLICED -> SlicedNativeWait.failFast(engine, transfer.timeout()).slice(transfer.slice());
             case KVFLUX -> transfer.completionWait();
         };
         return WritePipeline.builder()
@@ -81,16 +82,34 @@ public enum Policy {
     }
 
     /**
-     * The policy with that name.
+     * The policy with that name; {@code seed}, the old name of {@link #SLICED}, is still read as it (see
+     * {@link #deprecation}).
      *
      * @throws IllegalArgumentException naming the accepted values
      */
     public static Policy of(String name) {
+        String wanted = name.trim().toLowerCase(Locale.ROOT);
         for (Policy policy : values()) {
-            if (policy.wireName().equals(name.trim().toLowerCase(Locale.ROOT))) {
+            if (policy.wireName().equals(wanted)) {
                 return policy;
             }
         }
-        throw new IllegalArgumentException("unknown policy '" + name + "'; expected legacy, seed or kvflux");
+        if (wanted.equals(DEPRECATED_SLICED)) {
+            return SLICED;
+        }
+        throw new IllegalArgumentException("unknown policy '" + name + "'; expected legacy, sliced or kvflux");
+    }
+
+    /** The old name of {@link #SLICED}, read until a later version removes it. */
+    private static final String DEPRECATED_SLICED = "seed";
+
+    /**
+     * What to tell a user who named a policy {@code name}: that the name is deprecated and what to write instead, or
+     * null when it is a current name.
+     */
+    public static String deprecation(String name) {
+        return name.trim().toLowerCase(Locale.ROOT).equals(DEPRECATED_SLICED) ? "policy name '" + DEPRECATED_SLICED
+                + "' is deprecated and will be removed in a later version; write 'sliced' (vLLM's sliced native wait)"
+                : null;
     }
 }

@@ -51,6 +51,10 @@ class ReadModeSidesTest {
     }
 
     private DecodeSide decode() {
+        return decode(decodeEngine);
+    }
+
+    private DecodeSide decode(SimulatedXgmiEngine decodeEngine) {
         MemoryRegion local = decodeEngine.registerMemory(LAYOUT.regionBytes(), 0);
         HandshakeSessions prefills = HandshakeSessions.intoPrefills(decodeEngine, local, LAYOUT);
         DecodeSide side = DecodeSide.builder().receiveDeadline(Duration.ofSeconds(3))
@@ -151,6 +155,23 @@ class ReadModeSidesTest {
         assertThat(prefill.blocks().owners()).isZero();
         assertThat(events).contains(PrefillRecorder.Event.ABORTED).as("decode takes no release in READ mode")
                 .doesNotContain(PrefillRecorder.Event.RELEASE_SENT);
+    }
+
+    @Test
+    void closingDecodeWaitsUntilItsReadsInFlightHaveDrained() {
+        SimulatedXgmiEngine slow = SimulatedXgmiEngine.builder()
+                .fault(dev.kvflux.bindings.sim.Fault.slow(0, Duration.ofMillis(600))).build();
+        open.add(slow);
+        PrefillSide prefill = prefill(Duration.ofSeconds(30));
+        DecodeSide decode = decode(slow);
+        DecodeTransfer receiving = decode.open("r-9", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
+        receiving.kv().doFinally(signal -> receiving.close()).subscribe(v -> { }, e -> { });
+        PrefillTransfer sending = prefill.open("r-9", decode.notifyAddress(), 4, PrefillTransfer.Observer.NONE);
+        assertThat(sending.write(ready()).block(WAIT)).isEqualTo(new WriteOutcome.WriteDone("r-9"));
+        waitFor(() -> decode.readsInFlight() == 1);
+
+        decode.close();
+        assertThat(decode.readsInFlight()).as("close returns once no read writes into decode's memory").isZero();
     }
 
     private static void waitFor(BooleanSupplier condition) {

@@ -55,9 +55,9 @@ public final class ChaosRun {
     public static final List<String> MEMBERSHIP_FAULTS = java.util.Arrays.stream(ChaosFault.Membership.values())
             .map(ChaosFault::label).toList();
 
-    /** What to run. */
+    /** What to run; {@code gpu} is the roles' GPU on the GPU backends (cuda, hip, mori). */
     public record Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
-                           List<String> faults, Path logDir, String backend, KvMode kvMode, TpRanks tp) {
+                           List<String> faults, Path logDir, String backend, KvMode kvMode, TpRanks tp, int gpu) {
         public Settings {
             Objects.requireNonNull(tp, "tp");
             Objects.requireNonNull(transferTimeout, "transferTimeout");
@@ -79,19 +79,13 @@ public final class ChaosRun {
         public Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
                 List<String> faults, Path logDir, String backend, KvMode kvMode) {
             this(requests, concurrency, transferTimeout, promptWords, maxTokens, faults, logDir, backend, kvMode,
-                    TpRanks.SINGLE);
-        }
-
-        /** In WRITE mode. */
-        public Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
-                List<String> faults, Path logDir, String backend) {
-            this(requests, concurrency, transferTimeout, promptWords, maxTokens, faults, logDir, backend, KvMode.WRITE);
+                    TpRanks.SINGLE, 0);
         }
 
         /** On the default backend, the simulated xGMI engine, in WRITE mode. */
         public Settings(int requests, int concurrency, Duration transferTimeout, int promptWords, int maxTokens,
                 List<String> faults, Path logDir) {
-            this(requests, concurrency, transferTimeout, promptWords, maxTokens, faults, logDir, "sim-xgmi");
+            this(requests, concurrency, transferTimeout, promptWords, maxTokens, faults, logDir, "sim-xgmi", KvMode.WRITE);
         }
 
         /** The faults to run, in order. */
@@ -216,6 +210,9 @@ public final class ChaosRun {
     private List<String> common() {
         List<String> args = new ArrayList<>(COMMON);
         args.addAll(List.of("--backend", settings.backend(), "--kv-mode", settings.kvMode().wireName()));
+        if (List.of("cuda", "hip", "mori").contains(settings.backend())) {
+            args.addAll(List.of("--gpu", Integer.toString(settings.gpu())));
+        }
         return args;
     }
 

@@ -53,13 +53,21 @@ public final class ChaosCommand implements Callable<Integer> {
             + " directory).")
     Path logs;
 
-    @Option(names = "--json", description = "Print {\"faults\": [...]} as JSON instead of a table.")
+    @Option(names = "--json", description = "Print {\"backend\": ..., \"kv_mode\": ..., \"faults\": [...]} as JSON"
+            + " instead of a table.")
     boolean json;
 
     @Option(names = "--backend", paramLabel = "NAME",
             description = "The roles' transfer engine: sim-xgmi (default), native-sim (the C simulator through FFM,"
-                    + " decode's KV in shared host memory, every block checked), cuda or hip (on --gpu 0).")
+                    + " decode's KV in shared host memory, every block checked), cuda or hip (kvflux's GPU copy engine)"
+                    + " or mori (the real MoRI IO through libkvflux_mori.so: -Dkvflux.mori.lib or KVFLUX_MORI_LIB),"
+                    + " the last three with both roles' KV on --gpu; the injected status faults act on the simulators"
+                    + " only.")
     String backend = "sim-xgmi";
+
+    @Option(names = "--gpu", paramLabel = "N",
+            description = "cuda, hip and mori: the GPU both roles keep their KV on (default ${DEFAULT-VALUE}).")
+    int gpu;
 
     @Option(names = "--kv-mode", paramLabel = "MODE",
             description = "write (prefill writes into decode; default) or read (decode reads from prefill; the injected"
@@ -90,9 +98,17 @@ public final class ChaosCommand implements Callable<Integer> {
                 throw new IllegalArgumentException("--prefill-tp " + prefillTp + " --decode-tp " + decodeTp + ": "
                         + e.getMessage());
             }
+            if (gpu != 0 && !List.of("cuda", "hip", "mori").contains(backend)) {
+                throw new IllegalArgumentException("--gpu chooses the GPU of --backend cuda, hip or mori; backend "
+                        + backend + " keeps its KV in host memory");
+            }
+            if (gpu < 0 || gpu > ReproGpuOptions.MAX_GPU) {
+                throw new IllegalArgumentException("--gpu must lie in 0.." + ReproGpuOptions.MAX_GPU + ", got " + gpu);
+            }
             faults = faultsOn(backend, mode, faults, faults == ChaosRun.FAULTS);
             settings = new ChaosRun.Settings(requests, concurrency, transferTimeout, 256, 4, faults,
-                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"), backend, mode, tp);
+                    logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"), backend, mode, tp,
+                    gpu);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -109,8 +125,12 @@ public final class ChaosCommand implements Callable<Integer> {
         List<ChaosRun.FaultResult> results = new ChaosRun(settings)
                 .run(line -> spec.commandLine().getErr().println(line));
         if (json) {
-            spec.commandLine().getOut().println(HttpJson.write(toJson(results)));
+            spec.commandLine().getOut().println(HttpJson.write(toJson(settings, results)));
         } else {
+            spec.commandLine().getOut().println("kvflux chaos on " + settings.backend()
+                    + (List.of("cuda", "hip", "mori").contains(settings.backend()) ? " (GPU " + settings.gpu() + ")" : "")
+                    + ", " + settings.kvMode().wireName() + " mode, prefill TP " + settings.tp().prefillTp()
+                    + ", decode TP " + settings.tp().decodeTp() + ", " + settings.requests() + " requests per fault");
             spec.commandLine().getOut().printf("%-24s %8s %9s %14s %14s %13s %14s %15s %10s%n", "fault", "requests",
                     "completed", "failed_cleanly", "never_finished", "leaked_blocks", "leaked_handles",
                     "corrupt_outputs", "recovery_s");
@@ -161,8 +181,14 @@ public final class ChaosCommand implements Callable<Integer> {
         return faults.stream().filter(f -> !lacking.contains(f)).toList();
     }
 
-    static ObjectNode toJson(List<ChaosRun.FaultResult> results) {
-        ObjectNode root = HttpJson.MAPPER.createObjectNode();
+    /** The report: what the roles ran on (backend, GPU, KV mode, ranks), then each fault's figures. */
+    static ObjectNode toJson(ChaosRun.Settings settings, List<ChaosRun.FaultResult> results) {
+        ObjectNode root = HttpJson.MAPPER.createObjectNode().put("backend", settings.backend());
+        if (List.of("cuda", "hip", "mori").contains(settings.backend())) {
+            root.put("gpu", settings.gpu());
+        }
+        root.put("kv_mode", settings.kvMode().wireName()).put("prefill_tp", settings.tp().prefillTp())
+                .put("decode_tp", settings.tp().decodeTp()).put("requests", settings.requests());
         ArrayNode array = root.putArray("faults");
         for (ChaosRun.FaultResult r : results) {
             ObjectNode f = array.addObject().put("fault", r.fault()).put("requests", r.requests())

@@ -42,7 +42,7 @@ public final class PrefillCommand implements Callable<Integer> {
     EngineOptions engineOptions;
 
     @Option(names = "--policy", paramLabel = "NAME", converter = PolicyConverter.class,
-            description = "legacy (vLLM's connector with the whole-timeout wait), seed (vLLM's sliced-wait fix) or"
+            description = "legacy (vLLM's connector with the whole-timeout wait), sliced (vLLM's sliced-wait fix) or"
                     + " kvflux (default ${DEFAULT-VALUE}).")
     Policy policy = Policy.KVFLUX;
 

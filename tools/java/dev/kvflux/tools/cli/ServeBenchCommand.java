@@ -49,9 +49,9 @@ public final class ServeBenchCommand implements Callable<Integer> {
     ModelOptions modelOptions;
 
     @Option(names = "--policy", split = ",", paramLabel = "NAME", converter = PolicyConverter.class,
-            description = "Comma list of legacy (vLLM's connector with the whole-timeout wait), seed (vLLM's"
+            description = "Comma list of legacy (vLLM's connector with the whole-timeout wait), sliced (vLLM's"
                     + " sliced-wait fix), kvflux (default: all three).")
-    List<Policy> policies = List.of(Policy.LEGACY, Policy.SEED, Policy.KVFLUX);
+    List<Policy> policies = List.of(Policy.LEGACY, Policy.SLICED, Policy.KVFLUX);
 
     @Option(names = "--concurrency", split = ",", paramLabel = "N",
             description = "Comma list of client concurrencies (default 8,16).")

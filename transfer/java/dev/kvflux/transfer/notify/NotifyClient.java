@@ -17,6 +17,7 @@ import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.Connection;
+import reactor.netty.resources.LoopResources;
 import reactor.netty.tcp.TcpClient;
 import reactor.util.retry.Retry;
 
@@ -45,6 +46,7 @@ public final class NotifyClient implements AutoCloseable {
     private final int maxFrameBytes;
     private final NotifyAuth auth;
     private final Duration idleLimit;
+    private final LoopResources loops;
     private final Map<InetSocketAddress, Mono<Peer>> peers = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
@@ -57,6 +59,7 @@ public final class NotifyClient implements AutoCloseable {
         this.maxFrameBytes = b.maxFrameBytes;
         this.auth = b.auth;
         this.idleLimit = b.idleLimit;
+        this.loops = b.loops;
     }
 
     public static Builder builder() {
@@ -144,7 +147,8 @@ public final class NotifyClient implements AutoCloseable {
 
     private Mono<Peer> connect(InetSocketAddress address) {
         int max = maxFrameBytes;
-        return TcpClient.create()
+        TcpClient tcp = TcpClient.create();
+        return (loops != null ? tcp.runOn(loops) : tcp)
                 .remoteAddress(() -> address)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 1000)
                 .doOnConnected(connection -> connection.addHandlerLast("kvflux-frames", Frames.decoder(max)))
@@ -278,6 +282,7 @@ public final class NotifyClient implements AutoCloseable {
         private int maxFrameBytes = Frames.DEFAULT_MAX_FRAME_BYTES;
         private NotifyAuth auth;
         private Duration idleLimit = Duration.ofSeconds(DEFAULT_IDLE_LIMIT_SECONDS);
+        private LoopResources loops;
 
         private Builder() {
         }
@@ -291,6 +296,7 @@ public final class NotifyClient implements AutoCloseable {
             maxFrameBytes = from.maxFrameBytes;
             auth = from.auth;
             idleLimit = from.idleLimit;
+            loops = from.loops;
         }
 
         private Builder with(java.util.function.Consumer<Builder> change) {
@@ -343,6 +349,15 @@ public final class NotifyClient implements AutoCloseable {
         public Builder scheduler(Scheduler scheduler) {
             Objects.requireNonNull(scheduler, "scheduler");
             return with(b -> b.scheduler = scheduler);
+        }
+
+        /**
+         * The event loops the client's connections run on; the caller owns them and disposes of them after closing
+         * the client. Default: Reactor Netty's global TCP resources.
+         */
+        public Builder loops(LoopResources loops) {
+            Objects.requireNonNull(loops, "loops");
+            return with(b -> b.loops = loops);
         }
 
         /** The largest payload sent; a larger message fails its send at once. Default 1 MiB. */

@@ -140,6 +140,7 @@ public final class NotifyServer implements AutoCloseable {
         private Consumer<NotifyMessage> handler;
         private NotifyAuth auth;
         private Set<NotifyMessage.Type> accepted;
+        private LoopResources loops;
 
         private Builder() {
         }
@@ -159,6 +160,7 @@ public final class NotifyServer implements AutoCloseable {
             handler = from.handler;
             auth = from.auth;
             accepted = from.accepted;
+            loops = from.loops;
         }
 
         private Builder with(Consumer<Builder> change) {
@@ -177,6 +179,12 @@ public final class NotifyServer implements AutoCloseable {
             }
             Set<NotifyMessage.Type> set = Set.of(types);
             return with(b -> b.accepted = set);
+        }
+
+        /** The event loops it serves on, the caller's to dispose of after {@link #close}; default the notify servers' own. */
+        public Builder loops(LoopResources loops) {
+            Objects.requireNonNull(loops, "loops");
+            return with(b -> b.loops = loops);
         }
 
         /** Accept only frames signed with this secret; {@code null} (the default) accepts unsigned frames. */
@@ -310,7 +318,7 @@ public final class NotifyServer implements AutoCloseable {
                 var reads = new AdaptiveRecvByteBufAllocator(64, Math.min(2048, readBudgetBytes), readBudgetBytes);
                 reads.maxMessagesPerRead(1);
                 return TcpServer.create()
-                        .runOn(LOOPS)
+                        .runOn(loops != null ? loops : LOOPS)
                         .childOption(ChannelOption.RECVBUF_ALLOCATOR, reads)
                         .host(host)
                         .port(port)
@@ -331,11 +339,7 @@ public final class NotifyServer implements AutoCloseable {
          * @throws IllegalStateException if the address cannot be bound, or binding takes longer than 10 s
          */
         public NotifyServer bindNow() {
-            NotifyServer server = bind().block(BIND_WITHIN);
-            if (server == null) {
-                throw new IllegalStateException("the notify server on " + host + ":" + port + " did not bind");
-            }
-            return server;
+            return Objects.requireNonNull(bind().block(BIND_WITHIN), "the notify server did not bind");
         }
 
         /**

@@ -37,14 +37,17 @@ class NativeFailureTest {
     @Test
     void failFastErrorsWithTheNativeFailureWhileLaterCopiesAreStillInFlight() {
         try (SimPair pair = new SimPair("fail-fast", BATCHES * BLOCK)) {
+            // the last copy never ends, so it is still in flight whenever the wait sees the failure, however busy
+            // the machine (a claim on how early it sees it would be a timing figure, not this test's)
+            pair.sim.hangNth(pair.p.engine(), BATCHES);
             List<MoriStatus> statuses = postWithThirdFailing(pair);
             TransferException error = catchThrowableOfType(TransferException.class,
-                    () -> CompletionWait.failFast(Duration.ofSeconds(2)).await(statuses).block());
-            long erroredAt = pair.sim.nowNanos();
+                    () -> CompletionWait.failFast(Duration.ofSeconds(30)).await(statuses).block());
 
             assertThat(error.code()).isEqualTo(StatusCode.ERR_GPU_OP);
             assertThat(error.reason()).isEqualTo(REASON);
-            assertThat(erroredAt).isLessThan(pair.sim.finishNanos(statuses.getLast()));
+            assertThat(error.isTimeout()).as("it did not wait for the copy still in flight").isFalse();
+            assertThat(statuses.getLast().code()).isEqualTo(StatusCode.IN_PROGRESS);
         }
     }
 

@@ -43,6 +43,23 @@ class KvfluxConfigTest {
     }
 
     @Test
+    void theDefaultPortsDoNotCollideWhenBothRolesRunTheLargestTensorParallelSizeOnOneHost() {
+        KvfluxConfig.Ports ports = KvfluxConfig.defaults().ports();
+        // a role of --tp N listens for notifications on its notify port + R for rank R
+        java.util.Map<Integer, String> taken = new java.util.HashMap<>();
+        for (var fixed : java.util.Map.of("proxy", ports.proxy(), "proxy-discovery", ports.proxyDiscovery(),
+                "prefill-http", ports.prefillHttp(), "decode-http", ports.decodeHttp()).entrySet()) {
+            assertThat(taken.put(fixed.getValue(), fixed.getKey())).as("port " + fixed.getValue()).isNull();
+        }
+        for (int rank = 0; rank < dev.kvflux.transfer.TpRanks.MAX_TP; rank++) {
+            assertThat(taken.put(ports.prefillNotify() + rank, "prefill rank " + rank))
+                    .as("prefill rank " + rank + "'s notify port " + (ports.prefillNotify() + rank)).isNull();
+            assertThat(taken.put(ports.decodeNotify() + rank, "decode rank " + rank))
+                    .as("decode rank " + rank + "'s notify port " + (ports.decodeNotify() + rank)).isNull();
+        }
+    }
+
+    @Test
     void aUserFileOverridesTheDefaultsKeyByKey() throws IOException {
         Validation<Seq<String>, KvfluxConfig> config = KvfluxConfig.load(Optional.of(file("""
                 transfer:

@@ -31,15 +31,15 @@ class PolicyTest {
     }
 
     @Test
-    void legacyAndSeedWriteOneRequestAtATimeWithTheirNativeWaits() {
+    void legacyAndSlicedWriteOneRequestAtATimeWithTheirNativeWaits() {
         try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create()) {
             WritePipeline legacy = Policy.LEGACY.writePipeline(engine, CONFIGURED);
-            WritePipeline seed = Policy.SEED.writePipeline(engine, CONFIGURED);
+            WritePipeline sliced = Policy.SLICED.writePipeline(engine, CONFIGURED);
 
             assertThat(legacy.maxInFlight()).isEqualTo(1);
             assertThat(legacy.waitStrategy()).isInstanceOf(NativeWait.class);
-            assertThat(seed.maxInFlight()).isEqualTo(1);
-            assertThat(seed.waitStrategy()).isInstanceOfSatisfying(SlicedNativeWait.class,
+            assertThat(sliced.maxInFlight()).isEqualTo(1);
+            assertThat(sliced.waitStrategy()).isInstanceOfSatisfying(SlicedNativeWait.class,
                     wait -> assertThat(wait.slice()).isEqualTo(Duration.ofMillis(4)));
         }
     }

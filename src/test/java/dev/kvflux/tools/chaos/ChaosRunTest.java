@@ -90,7 +90,7 @@ class ChaosRunTest {
             throws Exception {
         List<String> faults = List.of("decode-restart", "prefill-kill", "notify-loss", "status-fail-gpu-op");
         List<ChaosRun.FaultResult> results = new ChaosRun(new ChaosRun.Settings(6, 3, Duration.ofSeconds(1), 64, 2,
-                faults, logs, "native-sim")).run(line -> { });
+                faults, logs, "native-sim", dev.kvflux.transfer.KvMode.WRITE)).run(line -> { });
 
         assertThat(results).extracting(ChaosRun.FaultResult::fault).containsExactlyElementsOf(faults);
         results.forEach(ChaosRunTest::check);

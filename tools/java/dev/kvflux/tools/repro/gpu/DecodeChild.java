@@ -147,6 +147,7 @@ public final class DecodeChild {
         String launcher = ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         List<String> command = new ArrayList<>(List.of(launcher, "--enable-native-access=ALL-UNNAMED",
+                "--sun-misc-unsafe-memory-access=allow",
                 "-cp", System.getProperty("java.class.path")));
         for (String property : INHERITED) {
             String value = System.getProperty(property);

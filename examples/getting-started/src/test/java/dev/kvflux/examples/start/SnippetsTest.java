@@ -16,9 +16,10 @@ import reactor.test.StepVerifier;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /**
- * The code the README and docs/embedding.md show is this module's code: every block marked
- * {@code <!-- snippet: FILE -->} stands in FILE line for line (blank lines and indentation aside), so the docs cannot
- * drift from what CI compiles and tests. And the README's snippets run.
+ * The code the README, docs/embedding.md and docs/lifecycle.md show is the examples' code (this module's, and
+ * examples/lifecycle's for the lifecycle): every block marked {@code <!-- snippet: FILE -->} stands in FILE line
+ * for line (blank lines and indentation aside), so the docs cannot drift from what CI compiles and tests. And the
+ * README's snippets run.
  */
 class SnippetsTest {
     private static final Pattern MARKED = Pattern.compile("<!-- snippet: (\\S+) -->\\n```java\\n(.*?)\\n```",
@@ -57,10 +58,12 @@ class SnippetsTest {
     }
 
     @Test
-    void everyMarkedSnippetOfTheReadmeAndTheEmbeddingPageStandsInThisModule() throws IOException {
-        assertThat(checkedBlocks(root().resolve("README.md"))).as("marked snippets in README.md").isEqualTo(3);
+    void everyMarkedSnippetOfTheReadmeAndTheEmbeddingAndLifecyclePagesStandsInItsFile() throws IOException {
+        assertThat(checkedBlocks(root().resolve("README.md"))).as("marked snippets in README.md").isEqualTo(4);
         assertThat(checkedBlocks(root().resolve("docs").resolve("embedding.md"))).as("marked snippets in embedding.md")
                 .isEqualTo(3);
+        assertThat(checkedBlocks(root().resolve("docs").resolve("lifecycle.md"))).as("marked snippets in lifecycle.md")
+                .isEqualTo(16);
     }
 
     @Test

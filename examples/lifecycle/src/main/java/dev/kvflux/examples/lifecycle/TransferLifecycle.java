@@ -58,7 +58,7 @@ public final class TransferLifecycle {
     /** Blocks one request's KV takes. */
     public static final int BLOCKS_PER_REQUEST = 8;
     /** Where a request's KV lives on both sides: {@link #LAYERS} rows of {@link #ROW_BLOCKS} blocks. */
-    public static final KvLayout LAYOUT = KvLayout.rows(LAYERS, ROW_BLOCKS, BLOCK_BYTES);
+    public static final KvLayout.Rows LAYOUT = new KvLayout.Rows(LAYERS, ROW_BLOCKS, BLOCK_BYTES);
     /** The bound of prefill's completion wait, and of its drain before {@code release}. */
     public static final Duration TRANSFER_TIMEOUT = Duration.ofSeconds(2);
     /** How long decode waits for a request's KV: the timeout and a margin, so prefill's own failure comes first. */
