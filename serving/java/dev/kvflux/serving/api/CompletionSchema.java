@@ -72,6 +72,16 @@ public final class CompletionSchema {
         }
     }
 
+    /** As {@link #parse(String, int)}, from the UTF-8 bytes readable in {@code body}. */
+    public static ObjectNode parse(io.netty.buffer.ByteBuf body, int maxModelLen) {
+        try {
+            return HttpJson.object(body, BOUNDED.computeIfAbsent(maxModelLen, CompletionSchema::boundedMapper));
+        } catch (HttpJson.BoundExceededException e) {
+            throw new ModelLengthException("this request is far over the model length of " + maxModelLen
+                    + " tokens (" + e.getMessage() + "); shorten the prompt");
+        }
+    }
+
     private static com.fasterxml.jackson.databind.ObjectMapper boundedMapper(int maxModelLen) {
         com.fasterxml.jackson.databind.ObjectMapper mapper = HttpJson.MAPPER.copy();
         mapper.getFactory().setStreamReadConstraints(com.fasterxml.jackson.core.StreamReadConstraints.builder()

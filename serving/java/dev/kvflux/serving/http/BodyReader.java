@@ -1,10 +1,14 @@
 package dev.kvflux.serving.http;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.security.MessageDigest;
-import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
@@ -13,7 +17,7 @@ import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
 /**
- * Reads one request's body into memory within its bounds: its length (413 past {@code maxBytes}, declared or sent),
+ * Reads one request's body into a direct buffer within its bounds: its length (413 past {@code maxBytes}, declared or sent),
  * the process's {@link BodyBudget} (503 with {@code Retry-After} when spent, before the bytes are read), and its
  * arrival (408 when it stops before its end). The bytes can be passed through a digest as they arrive. The handler
  * sees the whole body, on the event loop for a small one and on {@link Schedulers#parallel()} for a large one; the
@@ -30,6 +34,17 @@ public final class BodyReader {
 
     static Mono<Void> read(HttpServerRequest request, HttpServerResponse response, BodyBudget budget, int maxBytes,
             String advice, MessageDigest digest, Function<byte[], Publisher<Void>> handler) {
+        return readBuffer(request, response, budget, maxBytes, advice, digest,
+                buffer -> handler.apply(ByteBufUtil.getBytes(buffer)));
+    }
+
+    /**
+     * As {@link #read} but the handler gets the body in the direct buffer it arrived into, off the heap, and the
+     * buffer is released once the handler's answer ends: a body refused after a look at part of it (a prompt far
+     * over the model length) leaves no array of its size behind for the collector.
+     */
+    static Mono<Void> readBuffer(HttpServerRequest request, HttpServerResponse response, BodyBudget budget,
+            int maxBytes, String advice, MessageDigest digest, Function<ByteBuf, Publisher<Void>> handler) {
         String declared = request.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
         long length = declared == null ? -1 : declaredLength(declared);
         if (length > maxBytes) {
@@ -42,10 +57,12 @@ public final class BodyReader {
             }
             held.set(length);
         }
-        Buffer body = new Buffer(length > 0 ? (int) length : 0);
-        return request.receive().asByteArray()
+        AtomicReference<ByteBuf> body = new AtomicReference<>();
+        return request.receive()
                 .doOnNext(chunk -> {
-                    long after = (long) body.size + chunk.length;
+                    ByteBuf into = body.get();
+                    int size = into == null ? 0 : into.readableBytes();
+                    long after = (long) size + chunk.readableBytes();
                     if (after > maxBytes) {
                         throw new BodyTooLargeException();
                     }
@@ -57,17 +74,24 @@ public final class BodyReader {
                         held.set(after);
                     }
                     if (digest != null) {
-                        digest.update(chunk);
+                        digest.update(chunk.nioBuffer());
                     }
-                    body.append(chunk);
+                    if (into == null) {
+                        into = ByteBufAllocator.DEFAULT.directBuffer(
+                                (int) Math.max(chunk.readableBytes(), Math.max(length, 0)), maxBytes);
+                        body.set(into);
+                    }
+                    into.writeBytes(chunk);
                 })
                 .onErrorMap(e -> !(e instanceof BodyTooLargeException || e instanceof BudgetSpentException),
                         BodyIncompleteException::new)
-                .then(Mono.fromSupplier(body::bytes))
-                .flatMap(bytes -> bytes.length <= ON_LOOP_BYTES ? Mono.from(handler.apply(bytes))
-                        // decoding and parsing megabytes would hold up every other connection on this event
-                        // loop, and a connection whose bytes wait behind it can be closed as idle
-                        : Mono.defer(() -> Mono.from(handler.apply(bytes))).subscribeOn(Schedulers.parallel()))
+                .then(Mono.defer(() -> {
+                    ByteBuf whole = body.get() != null ? body.get() : Unpooled.EMPTY_BUFFER;
+                    return whole.readableBytes() <= ON_LOOP_BYTES ? Mono.from(handler.apply(whole))
+                            // decoding and parsing megabytes would hold up every other connection on this event
+                            // loop, and a connection whose bytes wait behind it can be closed as idle
+                            : Mono.defer(() -> Mono.from(handler.apply(whole))).subscribeOn(Schedulers.parallel());
+                }))
                 .onErrorResume(BodyTooLargeException.class, e -> Mono.from(tooLarge(response, maxBytes, "more was sent",
                         advice)))
                 .onErrorResume(BudgetSpentException.class, e -> Mono.from(budgetSpent(response, budget)))
@@ -75,7 +99,14 @@ public final class BodyReader {
                         : Mono.from(HttpJson.error(response, HttpResponseStatus.REQUEST_TIMEOUT, "invalid_request_error",
                                 "body_incomplete", "the request body did not arrive whole in time ("
                                         + e.getCause().getClass().getSimpleName() + "); send the whole body at once")))
-                .doFinally(signal -> budget.release(held.getAndSet(0)));
+                .doFinally(signal -> {
+                    // once the answer has ended, however it ended: the body handled, cut short, refused or cancelled
+                    ByteBuf whole = body.getAndSet(null);
+                    if (whole != null) {
+                        whole.release();
+                    }
+                    budget.release(held.getAndSet(0));
+                });
     }
 
     /**
@@ -119,34 +150,6 @@ public final class BodyReader {
         lingerThenClose(response);
         return HttpJson.error(response, HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error",
                 "body_too_large", "request body is over the " + limit + " limit (" + what + "); " + advice);
-    }
-
-    /** A body's bytes as they arrive: one array of the declared length, or grown as needed when none was declared. */
-    private static final class Buffer {
-        private byte[] bytes;
-        private int size;
-
-        Buffer(int declared) {
-            this.bytes = new byte[declared];
-        }
-
-        void append(byte[] chunk) {
-            if (size + chunk.length > bytes.length) {
-                bytes = Arrays.copyOf(bytes, Math.max(size + chunk.length, Math.min(bytes.length * 2,
-                        HttpJson.MAX_BODY_BYTES)));
-            }
-            System.arraycopy(chunk, 0, bytes, size, chunk.length);
-            size += chunk.length;
-        }
-
-        /** The body, handed over once: the buffer lets go of it, so that it is garbage once its handler is done. */
-        byte[] bytes() {
-            byte[] whole = size == bytes.length ? bytes : Arrays.copyOf(bytes, size);
-            bytes = EMPTY;
-            return whole;
-        }
-
-        private static final byte[] EMPTY = new byte[0];
     }
 
     /** The body stopped arriving before it ended; its cause says how. */

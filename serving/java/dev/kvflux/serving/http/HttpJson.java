@@ -83,6 +83,24 @@ public final class HttpJson {
     }
 
     /**
+     * As {@link #withBody(HttpServerRequest, HttpServerResponse, Function)}, but the handler gets the well-formed UTF-8
+     * body in the direct buffer it arrived into ({@link #object(io.netty.buffer.ByteBuf, ObjectMapper)} reads it),
+     * valid until the handler's answer ends: no array or string of the body's size is made on the heap.
+     */
+    public static Mono<Void> withUtf8Buffer(HttpServerRequest request, HttpServerResponse response,
+            Function<io.netty.buffer.ByteBuf, Publisher<Void>> handler) {
+        return BodyReader.readBuffer(request, response, BodyBudget.process(), MAX_BODY_BYTES,
+                "send a shorter prompt, or the prompt as a list of token ids", null, buffer -> {
+                    int bad = Utf8.firstMalformed(buffer);
+                    if (bad >= 0) {
+                        return error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_utf8",
+                                "request body is not well-formed UTF-8 (at byte " + bad + "); send UTF-8 JSON");
+                    }
+                    return handler.apply(buffer);
+                });
+    }
+
+    /**
      * The body as a JSON object.
      *
      * @throws IllegalArgumentException saying what was wrong, if it is not one
@@ -98,13 +116,35 @@ public final class HttpJson {
      * @throws IllegalArgumentException saying what was wrong, if it is not a JSON object
      */
     public static ObjectNode object(String body, ObjectMapper mapper) {
+        return object(mapper, () -> mapper.readTree(body));
+    }
+
+    /**
+     * The readable bytes of {@code body}, UTF-8, as a JSON object read by {@code mapper}; the buffer's indexes are left
+     * as they are. A string past the mapper's bounds stops the reading there, so a body far over them costs little.
+     *
+     * @throws BoundExceededException if the body goes past one of the mapper's constraints
+     * @throws IllegalArgumentException saying what was wrong, if it is not a JSON object
+     */
+    public static ObjectNode object(io.netty.buffer.ByteBuf body, ObjectMapper mapper) {
+        return object(mapper, () -> mapper.readTree((java.io.InputStream)
+                new io.netty.buffer.ByteBufInputStream(body.duplicate())));
+    }
+
+    private interface TreeRead {
+        JsonNode read() throws java.io.IOException;
+    }
+
+    private static ObjectNode object(ObjectMapper mapper, TreeRead read) {
         JsonNode node;
         try {
-            node = mapper.readTree(body);
+            node = read.read();
         } catch (com.fasterxml.jackson.core.exc.StreamConstraintsException e) {
             throw new BoundExceededException(e.getOriginalMessage());
         } catch (JsonProcessingException e) {
             throw new IllegalArgumentException("request body is not JSON: " + e.getOriginalMessage());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
         }
         if (node == null || !node.isObject()) {
             throw new IllegalArgumentException("request body must be a JSON object, e.g. {\"prompt\": \"...\", \"max_tokens\": 16}");

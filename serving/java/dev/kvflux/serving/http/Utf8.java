@@ -10,10 +10,19 @@ final class Utf8 {
 
     /** The index of the first byte that starts a malformed sequence, or -1 when all of {@code bytes} is well-formed. */
     static int firstMalformed(byte[] bytes) {
+        return firstMalformed(io.netty.buffer.Unpooled.wrappedBuffer(bytes));
+    }
+
+    /**
+     * The index (from the reader index) of the first byte of {@code bytes}' readable bytes that starts a malformed
+     * sequence, or -1 when they are all well-formed. The buffer's indexes are left as they are.
+     */
+    static int firstMalformed(io.netty.buffer.ByteBuf buffer) {
+        int base = buffer.readerIndex();
         int i = 0;
-        int n = bytes.length;
+        int n = buffer.readableBytes();
         while (i < n) {
-            int b = bytes[i] & 0xFF;
+            int b = buffer.getByte(base + i) & 0xFF;
             if (b < 0x80) {
                 i++;
                 continue;
@@ -37,7 +46,7 @@ final class Utf8 {
             }
             int code = b & (0xFF >> (length + 1));
             for (int k = 1; k < length; k++) {
-                int c = bytes[i + k] & 0xFF;
+                int c = buffer.getByte(base + i + k) & 0xFF;
                 if ((c & 0xC0) != 0x80) {
                     return i;
                 }

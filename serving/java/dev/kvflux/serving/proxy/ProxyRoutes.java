@@ -99,7 +99,7 @@ final class ProxyRoutes {
         private Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response, CompletionApi api) {
             long start = System.nanoTime();
             String client = clientKeys.of(request.requestHeaders(), request.remoteAddress());
-            return Mono.from(HttpJson.withBody(request, response,
+            return Mono.from(HttpJson.withUtf8Buffer(request, response,
                             body -> route(body, request.requestHeaders(), client, response, api)))
                     .doFinally(signal -> meters.timer("kvflux.proxy.requests",
                                     "Completions from their arrival to the end of their answer, by HTTP status",
@@ -114,7 +114,7 @@ final class ProxyRoutes {
                     "upstream", upstream.wireName(), "reason", reason).increment(n);
         }
 
-        private Publisher<Void> route(String body, HttpHeaders headers, String client, HttpServerResponse response,
+        private Publisher<Void> route(io.netty.buffer.ByteBuf body, HttpHeaders headers, String client, HttpServerResponse response,
                 CompletionApi api) {
             ObjectNode json;
             try {
