@@ -11,6 +11,7 @@ import dev.kvflux.serving.api.KvTransferParams;
 import dev.kvflux.serving.api.RegistrationAuth;
 import dev.kvflux.serving.api.RequestAuth;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.http.BodyReader;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.metrics.RoleMetrics;
 import dev.kvflux.serving.observe.Spans;
@@ -68,6 +69,8 @@ final class ProxyRoutes {
     private static final int PREFILL_OWNS = 2;
     /** How long prefill's 409 (decode aborted the transfer) gives decode's own answer to arrive first. */
     private static final long DECODE_FIRST_GRACE_MILLIS = 500;
+    /** How long the proxy holds its own 429 for a client at its cap before it answers. */
+    static final long OVER_CAP_HOLD_MILLIS = 500;
 
     /**
      * The time bounds of a completion's legs.
@@ -86,7 +89,8 @@ final class ProxyRoutes {
     record Handlers(InstanceRegistry registry, HttpClient client, int maxConnections, int maxPending,
                     AtomicBoolean warnedOverloaded, RequestAuth requestAuth, RoleMetrics meters,
                     ObservationRegistry observations, InstanceHealth health, Bounds bounds, int maxModelLen,
-                    ClientKeys clientKeys, StreamWatch streams, Canaries canaries, VllmInstances vllm) {
+                    ClientKeys clientKeys, StreamWatch streams, Canaries canaries, VllmInstances vllm,
+                    ClientCaps caps) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             return serve(request, response, CompletionApi.COMPLETIONS);
@@ -99,13 +103,34 @@ final class ProxyRoutes {
         private Publisher<Void> serve(HttpServerRequest request, HttpServerResponse response, CompletionApi api) {
             long start = System.nanoTime();
             String client = clientKeys.of(request.requestHeaders(), request.remoteAddress());
+            int cap = caps.tryStart(client);
+            if (cap >= 0) {
+                return overCap(response, cap).doFinally(signal -> meters.counter("kvflux.proxy.client.refusals",
+                        "Requests the proxy refused itself because their client is at its cap").increment());
+            }
             return Mono.from(HttpJson.withUtf8Buffer(request, response,
                             body -> route(body, request.requestHeaders(), client, response, api)))
+                    .doFinally(signal -> caps.ended(client,
+                            response.status().code() == HttpResponseStatus.TOO_MANY_REQUESTS.code()))
                     .doFinally(signal -> meters.timer("kvflux.proxy.requests",
                                     "Completions from their arrival to the end of their answer, by HTTP status",
                                     "status", signal == SignalType.CANCEL ? "cancelled"
                                             : Integer.toString(response.status().code()))
                             .record(System.nanoTime() - start, java.util.concurrent.TimeUnit.NANOSECONDS));
+        }
+
+        /**
+         * 429 {@code client_over_share} from the proxy itself, its body unread: the client is at its cap
+         * ({@link ClientCaps}). The answer comes {@value #OVER_CAP_HOLD_MILLIS} ms later, so that a client that sends
+         * again at once does not spin on refusals.
+         */
+        private static Mono<Void> overCap(HttpServerResponse response, int cap) {
+            BodyReader.lingerThenClose(response);
+            return Mono.delay(Duration.ofMillis(OVER_CAP_HOLD_MILLIS)).then(Mono.from(HttpJson.error(
+                    response.header(HttpHeaderNames.RETRY_AFTER, "1"), HttpResponseStatus.TOO_MANY_REQUESTS,
+                    "rate_limit_error", "client_over_share", "this client already has " + cap + " requests in flight,"
+                            + " as many as its share of the instances' KV blocks or prefill queue let in (the roles'"
+                            + " --client-share); retry when one of them has ended")));
         }
 
         /** Counts {@code n} failures of an instance behind the proxy; {@code reason} is one of a fixed few. */
