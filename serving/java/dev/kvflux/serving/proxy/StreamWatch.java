@@ -20,7 +20,8 @@ import reactor.core.scheduler.Scheduler;
  * The progress of decode's streamed answers, so that a decode whose streams stop moving is found in seconds, not at
  * the upstream timeout. Every {@code stallAfter / 4} (at least 100 ms) it looks at each decode with streams open: when
  * every one of them has sent nothing for {@code stallAfter}, the decode is stalled if another decode's stream moved
- * meanwhile, and suspect if there is none to compare with. A stalled decode is ejected on its work path
+ * meanwhile (one still open, or one that has ended since). A decode whose streams have all been silent for half of
+ * {@code stallAfter} is suspect. A stalled decode is ejected on its work path
  * ({@link InstanceHealth#stalled}) and each of its silent streams is ended with the reason ({@link Stream#aborted});
  * a suspect one is handed to {@code suspect} (which sends a canary through it, and reports back with
  * {@link #failed}). A decode some of whose streams move is alive: only its silent streams are left as they are.
@@ -32,6 +33,8 @@ final class StreamWatch implements Disposable {
     private final Scheduler clock;
     private final Consumer<Instance> suspect;
     private final Map<Instance, LinkedHashSet<Stream>> open = new HashMap<>();
+    /** When each decode's last ended stream last moved, for {@code stallAfter}: one entry a decode at most. */
+    private final Map<Instance, Long> recent = new HashMap<>();
     private final Disposable ticks;
 
     StreamWatch(InstanceHealth health, Duration stallAfter, Scheduler clock, Consumer<Instance> suspect) {
@@ -67,6 +70,8 @@ final class StreamWatch implements Disposable {
                 if (streams != null && streams.remove(this) && streams.isEmpty()) {
                     open.remove(decode);
                 }
+                // a decode whose streams end quickly has none open when the watch looks: what it sent still counts
+                recent.merge(decode, lastNanos, Math::max);
             }
         }
 
@@ -108,17 +113,29 @@ final class StreamWatch implements Disposable {
         List<Instance> suspects = new ArrayList<>();
         synchronized (this) {
             boolean[] moving = new boolean[open.size()];
+            boolean[] quiet = new boolean[open.size()];
             List<Instance> decodes = new ArrayList<>(open.keySet());
             for (int i = 0; i < decodes.size(); i++) {
-                moving[i] = now - lastProgress(open.get(decodes.get(i))) < stallAfterNanos;
+                long silence = now - lastProgress(open.get(decodes.get(i)));
+                moving[i] = silence < stallAfterNanos;
+                quiet[i] = silence >= stallAfterNanos / 2;
             }
+            recent.values().removeIf(last -> now - last >= stallAfterNanos);
             for (int i = 0; i < decodes.size(); i++) {
                 if (moving[i]) {
+                    if (quiet[i]) {
+                        // half the stall timeout without a byte: a canary finds out whether it is alive, so that a
+                        // decode with nothing to compare it with is ejected soon after the stall timeout, not later
+                        suspects.add(decodes.get(i));
+                    }
                     continue;
                 }
                 boolean others = false;
                 for (int j = 0; j < decodes.size(); j++) {
                     others |= j != i && moving[j];
+                }
+                for (Instance other : recent.keySet()) {
+                    others |= !other.equals(decodes.get(i));
                 }
                 (others ? stalled : suspects).add(decodes.get(i));
             }
