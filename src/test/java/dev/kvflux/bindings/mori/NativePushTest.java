@@ -132,9 +132,13 @@ class NativePushTest {
             // MoRI's model: a bounded wait queries once and sleeps to its deadline, as nothing completes the statuses
             // when their copies end (with ON the push would, and wake it: see the next test)
             long before = pair.sim.nowNanos();
-            assertThat(pair.p.engine().waitAll(statuses, 400)).isEqualTo(StatusCode.SUCCESS);
-            // the copies end by 160 ms; MoRI's WaitAll truncates what is left of its deadline to whole milliseconds
+            StatusCode code = pair.p.engine().waitAll(statuses, 400);
+            // the copies are timed to end by 160 ms; MoRI's WaitAll truncates what is left of its deadline to whole
+            // milliseconds, and sleeps to it however early they end
             assertThat(pair.sim.nowNanos() - before).isGreaterThan(Duration.ofMillis(390).toNanos());
+            // on a loaded machine the copy thread may still be behind at the deadline: the wait's length is the claim
+            assertThat(code).isIn(StatusCode.SUCCESS, StatusCode.IN_PROGRESS);
+            PushWait.failFast(Duration.ofSeconds(10)).await(statuses).block();
             assertThat(statuses).allMatch(s -> s.completedAtNanos() == pair.sim.finishNanos(s));
             statuses.forEach(MoriStatus::close);
         }
