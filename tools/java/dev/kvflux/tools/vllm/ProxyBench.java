@@ -223,19 +223,21 @@ public final class ProxyBench {
         }
     }
 
-    /** Sends {@code frames} malformed frames to a discovery port; how many were sent. */
+    /**
+     * Sends {@code frames} malformed frames to a discovery port; how many were sent. A port that stopped reading (vLLM's
+     * toy proxy's listener ends at its first undecodable frame) fills ZeroMQ's queue, and the flood ends at the first
+     * frame not taken within 1 s.
+     */
     private static int flood(String discovery, int frames) {
         try (ZContext context = new ZContext(1)) {
             ZMQ.Socket socket = context.createSocket(SocketType.DEALER);
-            socket.setSendTimeOut(2_000);
+            socket.setSendTimeOut(1_000);
             socket.setLinger(2_000);
             socket.connect("tcp://" + discovery);
             byte[][] bad = {{(byte) 0xc1}, {(byte) 0x90}, new byte[64], "{\"type\": \"P\"}".getBytes()};
             int sent = 0;
-            for (int i = 0; i < frames; i++) {
-                if (socket.send(bad[i % bad.length], 0)) {
-                    sent++;
-                }
+            while (sent < frames && socket.send(bad[sent % bad.length], 0)) {
+                sent++;
             }
             return sent;
         }
