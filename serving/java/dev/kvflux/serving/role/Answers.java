@@ -8,7 +8,9 @@ import java.net.InetSocketAddress;
 /**
  * The simulated model's answers, in the OpenAI shapes of the API the request came on: completions
  * ({@code text_completion}, {@code choices[].text}) or chat ({@code chat.completion}, {@code choices[].message};
- * streamed, {@code chat.completion.chunk} with {@code delta}). Token {@code i} is the text {@code " t<i>"}.
+ * streamed, {@code chat.completion.chunk} with {@code delta}). Token {@code i} is the text {@code " t<i>"}. Each
+ * answer and chunk has the fields OpenAI's SDKs require: {@code id}, {@code object}, {@code created} and
+ * {@code model} (the request's, else the served model's name).
  */
 final class Answers {
     private Answers() {
@@ -19,10 +21,14 @@ final class Answers {
         return (request.chat() ? "chatcmpl-" : "cmpl-") + request.params().transferId();
     }
 
-    /** Streamed token {@code index}, the last one saying why the answer ended. */
-    static ObjectNode chunk(CompletionRequest request, long index, boolean last) {
-        ObjectNode chunk = HttpJson.MAPPER.createObjectNode().put("id", id(request))
-                .put("object", request.chat() ? "chat.completion.chunk" : "text_completion");
+    private static ObjectNode head(CompletionRequest request, String served, String object) {
+        return HttpJson.MAPPER.createObjectNode().put("id", id(request)).put("object", object)
+                .put("created", request.created()).put("model", request.model() != null ? request.model() : served);
+    }
+
+    /** Streamed token {@code index} of a model named {@code served}, the last one saying why the answer ended. */
+    static ObjectNode chunk(CompletionRequest request, String served, long index, boolean last) {
+        ObjectNode chunk = head(request, served, request.chat() ? "chat.completion.chunk" : "text_completion");
         ObjectNode choice = chunk.putArray("choices").addObject().put("index", 0);
         if (request.chat()) {
             ObjectNode delta = choice.putObject("delta");
@@ -41,14 +47,13 @@ final class Answers {
         return chunk;
     }
 
-    /** The whole answer of {@code tokens} tokens. */
-    static ObjectNode completion(CompletionRequest request, int tokens) {
+    /** The whole answer of {@code tokens} tokens, of a model named {@code served}. */
+    static ObjectNode completion(CompletionRequest request, String served, int tokens) {
         StringBuilder text = new StringBuilder();
         for (int i = 0; i < tokens; i++) {
             text.append(" t").append(i);
         }
-        ObjectNode body = HttpJson.MAPPER.createObjectNode().put("id", id(request))
-                .put("object", request.chat() ? "chat.completion" : "text_completion");
+        ObjectNode body = head(request, served, request.chat() ? "chat.completion" : "text_completion");
         ObjectNode choice = body.putArray("choices").addObject().put("index", 0);
         if (request.chat()) {
             choice.putObject("message").put("role", "assistant").put("content", text.toString());
@@ -66,8 +71,8 @@ final class Answers {
      * hands decode in READ mode (this instance's notify address standing for its engine: kvflux's roles find each
      * other's KV regions through their own notifications).
      */
-    static ObjectNode firstToken(CompletionRequest request, InetSocketAddress notify, int tp) {
-        ObjectNode body = completion(request, 1);
+    static ObjectNode firstToken(CompletionRequest request, String served, InetSocketAddress notify, int tp) {
+        ObjectNode body = completion(request, served, 1);
         if (request.vllmShaped()) {
             ObjectNode kv = body.putObject("kv_transfer_params");
             kv.put("do_remote_prefill", true).put("do_remote_decode", false);

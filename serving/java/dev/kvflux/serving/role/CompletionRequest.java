@@ -15,12 +15,14 @@ import dev.kvflux.serving.vllm.VllmRequests;
  *
  * @param chat whether it came on {@code /v1/chat/completions}
  * @param vllmShaped whether its {@code kv_transfer_params} are vLLM's
+ * @param model the request's {@code model}, null when it named none
+ * @param created when it arrived, in seconds since the epoch: its answer's {@code created}
  */
 record CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTransferParams params, boolean chat,
-                         boolean vllmShaped) {
+                         boolean vllmShaped, String model, long created) {
 
     CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTransferParams params) {
-        this(promptTokens, maxTokens, stream, params, false, false);
+        this(promptTokens, maxTokens, stream, params, false, false, null, System.currentTimeMillis() / 1000);
     }
 
     /**
@@ -49,11 +51,14 @@ record CompletionRequest(int promptTokens, int maxTokens, boolean stream, KvTran
     static CompletionRequest parse(ObjectNode json, Role self, int maxModelLen, boolean chat, String requestId) {
         boolean vllm = VllmRequests.vllmShaped(json);
         KvTransferParams params = vllm ? VllmRequests.params(json, self, requestId) : KvTransferParams.from(json, self);
+        String model = json.path("model").isTextual() ? json.get("model").asText() : null;
+        long created = System.currentTimeMillis() / 1000;
         CompletionRequest request = chat
                 ? new CompletionRequest(ChatSchema.promptTokens(json), ChatSchema.maxTokens(json),
-                        CompletionSchema.stream(json), params, true, vllm)
+                        CompletionSchema.stream(json), params, true, vllm, model, created)
                 : new CompletionRequest(CompletionSchema.promptTokens(json.get("prompt")),
-                        CompletionSchema.maxTokens(json), CompletionSchema.stream(json), params, false, vllm);
+                        CompletionSchema.maxTokens(json), CompletionSchema.stream(json), params, false, vllm, model,
+                        created);
         CompletionSchema.modelLength(request.promptTokens(), request.maxTokens(), maxModelLen);
         return request;
     }

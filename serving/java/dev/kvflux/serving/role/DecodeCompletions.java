@@ -180,11 +180,12 @@ final class DecodeCompletions {
             return Mono.delay(model.decodeStep().multipliedBy(Math.max(0, request.maxTokens() - stepsDone)),
                     Schedulers.parallel())
                     .flatMap(tick -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
-                            Answers.completion(request, request.maxTokens()))));
+                            Answers.completion(request, model.name(), request.maxTokens()))));
         }
         Flux<String> events = Flux.interval(model.decodeStep(), Schedulers.parallel())
                 .take(request.maxTokens())
-                .map(i -> "data: " + HttpJson.write(Answers.chunk(request, i, i == request.maxTokens() - 1)) + "\n\n")
+                .map(i -> "data: " + HttpJson.write(Answers.chunk(request, model.name(), i,
+                        i == request.maxTokens() - 1)) + "\n\n")
                 .concatWith(Mono.just("data: [DONE]\n\n"));
         return response.header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream")
                 .sendString(events, StandardCharsets.UTF_8)

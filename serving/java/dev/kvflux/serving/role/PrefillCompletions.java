@@ -168,7 +168,7 @@ final class PrefillCompletions {
                 .doOnError(e -> t.abort("prefill could not start its write: " + e.getMessage()))
                 .flatMap(aborted -> aborted.isEmpty()
                         ? Mono.from(HttpJson.reply(response, HttpResponseStatus.OK, Answers.firstToken(parsed,
-                                ranks.ranks().getFirst().notifyAddress(), pair.prefillTp())))
+                                model.name(), ranks.ranks().getFirst().notifyAddress(), pair.prefillTp())))
                         : Mono.from(HttpJson.error(response, HttpResponseStatus.CONFLICT, "kv_transfer_aborted",
                                 "transfer_aborted", "transfer " + id + " was aborted: " + aborted)))
                 .doFinally(signal -> shares.give(client, blocks));

@@ -54,15 +54,9 @@ class RolesBehindVllmProxyTest {
             String why = ToyProxy.unavailable();
             org.junit.jupiter.api.Assumptions.assumeTrue(why == null, () -> "vLLM's toy proxy cannot run here: " + why);
         }
-        try (Front front = Front.start(proxyKind, work);
-             SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
-             DecodeServer decode = DecodeServer.builder().model(SMALL).kvMode(mode)
-                     .receiveDeadline(Duration.ofSeconds(10)).unsignedFrom(Networks.LOOPBACK::contains).bindNow();
-             PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine).kvMode(mode)
-                     .unsignedFrom(Networks.LOOPBACK::contains).bindNow()) {
-            decode.registerWithVllmProxy(front.discovery(), mode);
-            prefill.registerWithVllmProxy(front.discovery(), mode);
-            Thread.sleep(3_500); // both registered (they ping every 3 s; the first at once)
+        try (Stack stack = Stack.start(proxyKind, mode, work)) {
+            Front front = stack.front();
+            DecodeServer decode = stack.decode();
 
             List<String[]> set = List.of(
                     new String[] {"/v1/completions", "{\"prompt\": \"a b c d\", \"max_tokens\": 5}"},
@@ -97,8 +91,34 @@ class RolesBehindVllmProxyTest {
                 .block(WAIT);
     }
 
+    /** kvflux's roles on the simulated engine behind a vLLM-style proxy, both registered with it. */
+    record Stack(Front front, SimulatedXgmiEngine engine, DecodeServer decode, PrefillServer prefill)
+            implements AutoCloseable {
+        /** The {@code proxyKind} proxy ({@code toy} or {@code kvflux}) and the roles in {@code mode}, registered. */
+        static Stack start(String proxyKind, KvMode mode, Path work) throws Exception {
+            Front front = Front.start(proxyKind, work);
+            SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
+            DecodeServer decode = DecodeServer.builder().model(SMALL).kvMode(mode)
+                    .receiveDeadline(Duration.ofSeconds(10)).unsignedFrom(Networks.LOOPBACK::contains).bindNow();
+            PrefillServer prefill = PrefillServer.builder().model(SMALL).engine(engine).kvMode(mode)
+                    .unsignedFrom(Networks.LOOPBACK::contains).bindNow();
+            Stack stack = new Stack(front, engine, decode, prefill);
+            decode.registerWithVllmProxy(front.discovery(), mode);
+            prefill.registerWithVllmProxy(front.discovery(), mode);
+            Thread.sleep(3_500); // both registered (they ping every 3 s; the first at once)
+            return stack;
+        }
+
+        @Override
+        public void close() throws Exception {
+            try (front; engine; decode; prefill) {
+                // closed in reverse: prefill, decode, the engine, then the proxy
+            }
+        }
+    }
+
     /** The proxy in front: vLLM's toy proxy, or kvflux's taking vLLM registrations. */
-    private record Front(AutoCloseable server, int port, String discovery) implements AutoCloseable {
+    record Front(AutoCloseable server, int port, String discovery) implements AutoCloseable {
         static Front start(String kind, Path work) throws Exception {
             if (kind.equals("toy")) {
                 ToyProxy toy = ToyProxy.start(work);
