@@ -3,6 +3,7 @@ package dev.kvflux.tools.chaos;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.metrics.PrometheusText;
+import dev.kvflux.serving.proxy.InstanceHealth;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import java.io.IOException;
@@ -331,7 +332,7 @@ public final class ChaosRun {
                      relay.close();
                  }
              };
-             ProxyServer proxy = ProxyServer.builder().registry(registry).bindNow()) {
+             ProxyServer proxy = proxyFor(fault, registry)) {
             RoleProcess[] pair = pair(fault, prefillArgs, decodeArgs);
             RoleProcess decode = pair[0];
             RoleProcess prefill = pair[1];
@@ -354,6 +355,20 @@ public final class ChaosRun {
             Leaks leaks = settle(List.of(prefill, decode)).corruptSince(corruptBefore);
             return summarise(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks, Double.NaN, Map.of());
         }
+    }
+
+    /**
+     * The proxy of a fault on one prefill and one decode. The roles of a relay fault are registered with a relay's
+     * notify address in place of their own, which the proxy's health checks rightly take for a registration that only
+     * claims the address (the instance answering at its HTTP address reports another notify address) and drop: those
+     * faults, on the notify channel alone, run with the checks an hour apart, so never within the fault.
+     */
+    private static ProxyServer proxyFor(ChaosFault fault, InstanceRegistry registry) {
+        ProxyServer.Builder proxy = ProxyServer.builder().registry(registry);
+        if (fault.relay().isPresent()) {
+            proxy.healthChecks(Duration.ofHours(1), InstanceHealth.defaults());
+        }
+        return proxy.bindNow();
     }
 
     /** {@code instance} as the proxy is told of it: its last rank's notify address behind a new relay. */
