@@ -143,7 +143,9 @@ final class VllmLegs {
                         .map(bytes -> {
                             String text = new String(bytes, 0, Math.min(bytes.length, MAX_PREFILL_ANSWER_BYTES),
                                     java.nio.charset.StandardCharsets.UTF_8);
-                            h.health().requested(pair.prefill(), true);
+                            // a 500 is the instance's own failure (a vLLM instance answers it when its engine
+                            // breaks, /health still 200): three in a row eject it as failed requests do
+                            h.health().requested(pair.prefill(), status.status().code() != 500);
                             if (status.status().code() != 200) {
                                 throw new UpstreamErrors.PrefillFailedException(pair.prefill(), status.status().code(),
                                         text.length() > 4096 ? text.substring(0, 4096) : text);

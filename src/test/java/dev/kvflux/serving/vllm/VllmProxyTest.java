@@ -188,6 +188,29 @@ class VllmProxyTest {
     }
 
     @Test
+    void aPrefillAnswering500ToEveryRequestIsEjectedAfterThreeAndTheOtherServesTheRest() throws Exception {
+        startProxy();
+        VllmDouble failing = instance(Role.PREFILL, KvMode.WRITE, 1, 61005);
+        VllmDouble healthy = instance(Role.PREFILL, KvMode.WRITE, 1, 61006);
+        instance(Role.DECODE, KvMode.WRITE, 1, 61105);
+        awaitRegistered(3);
+        failing.failWith.set(500);
+
+        List<String> answers = new java.util.ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            answers.add(post("/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 5}"));
+        }
+
+        // a failed prefill leg answers 502 unless decode's answer came first (the double's decode answers at once)
+        assertThat(answers.stream().filter(a -> !a.startsWith("200 "))).as(answers.toString()).hasSizeLessThanOrEqualTo(3)
+                .allSatisfy(a -> assertThat(a).startsWith("502 ").contains("prefill_failed"));
+        assertThat(answers.subList(6, 20)).as("once ejected, only the healthy prefill is picked")
+                .allSatisfy(a -> assertThat(a).startsWith("200 "));
+        assertThat(failing.received()).as("three 500s in a row eject it").hasSize(3);
+        assertThat(healthy.received()).hasSize(17);
+    }
+
+    @Test
     void anInstanceOfTheOtherTransferModeIsNotTaken() throws Exception {
         startProxy();
         instance(Role.PREFILL, KvMode.WRITE, 1, 61005);
