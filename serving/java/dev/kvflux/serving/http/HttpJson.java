@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
 
@@ -21,6 +22,8 @@ public final class HttpJson {
 
     /** The largest request body the serving APIs read: ample for a prompt of a million token ids. */
     public static final int MAX_BODY_BYTES = 16 << 20;
+    /** Bodies longer than this are checked and parsed off the event loop ({@link #withUtf8Buffer}). */
+    public static final int OFF_LOOP_BYTES = 1 << 20;
 
     private HttpJson() {
     }
@@ -85,18 +88,26 @@ public final class HttpJson {
     /**
      * As {@link #withBody(HttpServerRequest, HttpServerResponse, Function)}, but the handler gets the well-formed UTF-8
      * body in the direct buffer it arrived into ({@link #object(io.netty.buffer.ByteBuf, ObjectMapper)} reads it),
-     * valid until the handler's answer ends: no array or string of the body's size is made on the heap.
+     * valid until the handler's answer ends: no array or string of the body's size is made on the heap. A body of
+     * more than {@value #OFF_LOOP_BYTES} bytes is checked and handed to the handler on
+     * {@link Schedulers#boundedElastic()}: checking and parsing megabytes on the event loop would hold up every other
+     * connection on it.
      */
     public static Mono<Void> withUtf8Buffer(HttpServerRequest request, HttpServerResponse response,
             Function<io.netty.buffer.ByteBuf, Publisher<Void>> handler) {
         return BodyReader.readBuffer(request, response, BodyBudget.process(), MAX_BODY_BYTES,
                 "send a shorter prompt, or the prompt as a list of token ids", null, buffer -> {
-                    int bad = Utf8.firstMalformed(buffer);
-                    if (bad >= 0) {
-                        return error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "invalid_utf8",
-                                "request body is not well-formed UTF-8 (at byte " + bad + "); send UTF-8 JSON");
-                    }
-                    return handler.apply(buffer);
+                    Mono<Void> handled = Mono.defer(() -> {
+                        int bad = Utf8.firstMalformed(buffer);
+                        if (bad >= 0) {
+                            return Mono.from(error(response, HttpResponseStatus.BAD_REQUEST, "invalid_request_error",
+                                    "invalid_utf8", "request body is not well-formed UTF-8 (at byte " + bad
+                                            + "); send UTF-8 JSON"));
+                        }
+                        return Mono.from(handler.apply(buffer));
+                    });
+                    return buffer.readableBytes() > OFF_LOOP_BYTES
+                            ? handled.subscribeOn(Schedulers.boundedElastic()) : handled;
                 });
     }
 

@@ -254,6 +254,8 @@ final class BodyFlood {
         figures.put("attack_answer_p99_ms_from_first_byte", AttackFigures.percentile(fromFirst, 0.99));
         figures.put("unanswered_after_120s", all.stream().filter(s -> s.outcome().startsWith("no_answer")).count());
         figures.put("answers_over_1s_from_last_byte", fromLast.stream().filter(ms -> ms > 1000).count());
+        figures.put("answers_over_1s_by_outcome", AttackFigures.counts(all.stream()
+                .filter(s -> s.fromLastByteMs() > 1000).map(Sent::outcome).toList()));
         return figures;
     }
 }

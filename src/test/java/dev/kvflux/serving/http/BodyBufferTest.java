@@ -15,10 +15,12 @@ import reactor.netty.http.client.HttpClient;
 
 /**
  * A body handed over in the direct buffer it arrived into is whole, well-formed UTF-8 when the handler sees it, and
- * released, with its share of the budget, once the handler's answer has ended.
+ * released, with its share of the budget, once the handler's answer has ended; one of megabytes is handled off the
+ * event loop.
  */
 class BodyBufferTest {
     private final AtomicReference<ByteBuf> seen = new AtomicReference<>();
+    private final AtomicReference<String> handledOn = new AtomicReference<>();
     private volatile boolean direct;
     private DisposableServer server;
 
@@ -27,6 +29,7 @@ class BodyBufferTest {
         server = HttpLimits.DEFAULT.serverOn("127.0.0.1", 0)
                 .route(r -> r.post("/json", (req, res) -> HttpJson.withUtf8Buffer(req, res, body -> {
                     seen.set(body);
+                    handledOn.set(Thread.currentThread().getName());
                     direct = body.isDirect();
                     try {
                         var json = HttpJson.object(body, HttpJson.MAPPER);
@@ -72,6 +75,17 @@ class BodyBufferTest {
             Thread.onSpinWait();
         }
         assertThat(BodyBudget.process().reserved()).isZero();
+    }
+
+    @Test
+    void aBodyOfMegabytesIsHandledOffTheEventLoopAndASmallOneOnIt() {
+        String large = "word ".repeat(HttpJson.OFF_LOOP_BYTES / 5 + 1);
+        assertThat(post(("{\"prompt\": \"" + large + "\"}").getBytes(StandardCharsets.UTF_8))).startsWith("200 ");
+        assertThat(handledOn.get()).as("past %d bytes", HttpJson.OFF_LOOP_BYTES).startsWith("boundedElastic");
+        assertThat(settledRefCnt(seen.get())).isZero();
+
+        assertThat(post("{\"prompt\": \"a b c\"}".getBytes(StandardCharsets.UTF_8))).isEqualTo("200 prompt 5");
+        assertThat(handledOn.get()).as("a small body").doesNotStartWith("boundedElastic");
     }
 
     @Test
