@@ -8,6 +8,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /**
  * Which registered instances earn traffic. An instance is ejected (not picked) when its health check fails
@@ -37,6 +39,8 @@ public final class InstanceHealth {
     private final long cooldownNanos;
     private final LongSupplier nanoClock;
     private final Map<Instance, State> states = new ConcurrentHashMap<>();
+    /** For each instance that requests wait on, what tells them of its next ejection. */
+    private final Map<Instance, Sinks.One<String>> ejections = new ConcurrentHashMap<>();
 
     private static final class State {
         int failedProbes;
@@ -190,6 +194,18 @@ public final class InstanceHealth {
         state.ejections++;
         LOG.warn("ejected {} instance {}: {}{}", instance.role().wireName(), instance.baseUrl(), why,
                 state.workPath ? "" : "; it gets no requests until a health check succeeds");
+        Sinks.One<String> waiting = ejections.remove(instance);
+        if (waiting != null) {
+            waiting.tryEmitValue(why);
+        }
+    }
+
+    /**
+     * Emits why {@code instance} was ejected, at its next ejection (never, if it is not ejected again): a request
+     * that still waits for that instance's answer can then end at once rather than at its timeout.
+     */
+    public Mono<String> nextEjection(Instance instance) {
+        return ejections.computeIfAbsent(instance, i -> Sinks.one()).asMono();
     }
 
     /** Instances ejected now. */
@@ -213,5 +229,9 @@ public final class InstanceHealth {
     /** Forgets an instance that left the registry. */
     public void forget(Instance instance) {
         states.remove(instance);
+        Sinks.One<String> waiting = ejections.remove(instance);
+        if (waiting != null) {
+            waiting.tryEmitValue("it left the registry");
+        }
     }
 }

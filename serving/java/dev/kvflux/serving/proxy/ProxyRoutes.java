@@ -286,7 +286,12 @@ final class ProxyRoutes {
                                     streamed))
                             : Mono.<Void>never()))
                     .doOnError(e -> canaries.suspect(decode));
-            return Mono.firstWithSignal(decoded, prefillFailed, firstByte)
+            // decode ejected (its health checks failed, a blackhole say) before its answer began: told at once
+            Mono<Void> ejected = health.nextEjection(decode)
+                    .flatMap(why -> owner.compareAndSet(NOBODY, DECODE_OWNS)
+                            ? Mono.<Void>error(new UpstreamErrors.DecodeEjectedException(decode, why))
+                            : Mono.<Void>never());
+            return Mono.firstWithSignal(decoded, prefillFailed, firstByte, ejected)
                     .doOnError(e -> upstreamError(UpstreamErrors.upstream(e), UpstreamErrors.reason(e), 1))
                     .onErrorResume(error -> {
                         if (!(error instanceof UpstreamErrors.OverloadedException)) {

@@ -57,6 +57,14 @@ final class UpstreamErrors {
         }
     }
 
+    /** The decode a request waited on was ejected before its answer began. */
+    static final class DecodeEjectedException extends RuntimeException {
+        DecodeEjectedException(Instance decode, String why) {
+            super("decode instance " + decode.baseUrl() + " was ejected before it answered (" + why
+                    + "); retry: the proxy no longer sends it requests");
+        }
+    }
+
     /** Too many requests already wait for a connection to an instance; the request was not sent. */
     static final class OverloadedException extends RuntimeException {
         final Role role;
@@ -78,6 +86,7 @@ final class UpstreamErrors {
             case ReadTimeoutException timeout -> "timeout";
             case FirstByteTimeoutException timeout -> "timeout";
             case DecodeStalledException stalled -> "stalled";
+            case DecodeEjectedException ejected -> "ejected";
             default -> "unreachable";
         };
     }
@@ -127,6 +136,10 @@ final class UpstreamErrors {
             return HttpJson.error(response, HttpResponseStatus.GATEWAY_TIMEOUT, "upstream_error", "upstream_timeout",
                     "decode instance " + decode.baseUrl() + " sent nothing within the proxy's upstream timeout; check"
                             + " that it is alive and runs with a receive deadline");
+        }
+        if (error instanceof DecodeEjectedException) {
+            return HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error", "decode_unreachable",
+                    error.getMessage());
         }
         return HttpJson.error(response, HttpResponseStatus.BAD_GATEWAY, "upstream_error", "decode_unreachable",
                 "decode instance " + decode.baseUrl() + " did not answer: " + (error.getMessage() != null

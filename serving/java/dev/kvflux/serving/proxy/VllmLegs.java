@@ -206,10 +206,15 @@ final class VllmLegs {
                                 streamed))
                         : Mono.<Void>never()))
                 .doOnError(e -> h.canaries().suspect(pair.decode()));
+        // decode ejected (its health checks failed, a blackhole say) before its answer began: told at once
+        Mono<Void> ejected = h.health().nextEjection(pair.decode())
+                .flatMap(why -> owner.compareAndSet(NOBODY, DECODE_OWNS)
+                        ? Mono.<Void>error(new UpstreamErrors.DecodeEjectedException(pair.decode(), why))
+                        : Mono.<Void>never());
         response.header("x-kvflux-transfer-id", transferId);
         // WRITE: both legs at once, prefill's answer only an error's; READ: prefill's answer, then decode's leg
-        Mono<Void> legs = read ? prefillFailed.then(Mono.firstWithSignal(decodeLeg, firstByte))
-                : Mono.firstWithSignal(decodeLeg, prefillFailed, firstByte);
+        Mono<Void> legs = read ? prefillFailed.then(Mono.firstWithSignal(decodeLeg, firstByte, ejected))
+                : Mono.firstWithSignal(decodeLeg, prefillFailed, firstByte, ejected);
         return legs
                 .doOnCancel(() -> {
                     if (detached != null) {

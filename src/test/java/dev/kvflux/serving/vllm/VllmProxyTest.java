@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.tools.vllm.ToyProxy;
 import dev.kvflux.tools.vllm.VllmDouble;
+import dev.kvflux.serving.proxy.InstanceHealth;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.transfer.KvMode;
@@ -208,6 +209,33 @@ class VllmProxyTest {
                 .allSatisfy(a -> assertThat(a).startsWith("200 "));
         assertThat(failing.received()).as("three 500s in a row eject it").hasSize(3);
         assertThat(healthy.received()).hasSize(17);
+    }
+
+    @Test
+    void aRequestWaitingOnADecodeThatNeverAnswersEndsWhenTheHealthChecksEjectIt() throws Exception {
+        vllmPort = freePort();
+        proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(10)))
+                .healthChecks(Duration.ofMillis(100), InstanceHealth.defaults())
+                .vllmDiscovery(new InetSocketAddress("127.0.0.1", vllmPort), Networks.LOOPBACK).bindNow();
+        open.add(proxy);
+        instance(Role.PREFILL, KvMode.WRITE, 1, 61005);
+        dev.kvflux.tools.bench.Blackhole hole = dev.kvflux.tools.bench.Blackhole.open(64);
+        open.add(hole);
+        VllmRegistration blackholed = new VllmRegistration(Role.DECODE,
+                InetSocketAddress.createUnresolved("127.0.0.1", hole.address().getPort()),
+                "host:127.0.0.1,handshake:61050,notify:61150", "127.0.0.1", 61050, 61150, 1, 1, KvMode.WRITE);
+        open.add(VllmPinger.start("127.0.0.1:" + vllmPort, blackholed, Duration.ofMillis(100)));
+        awaitRegistered(2);
+
+        long start = System.nanoTime();
+        String answer = post("/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 5}");
+        Duration took = Duration.ofNanos(System.nanoTime() - start);
+
+        // two failed checks 100 ms apart (each given its timeout) eject it; the first-byte timeout is a minute
+        assertThat(answer).startsWith("502 ").contains("decode_unreachable").contains("was ejected before it answered");
+        assertThat(took).isLessThan(Duration.ofSeconds(20));
+        assertThat(proxy.meterRegistry().get("kvflux.proxy.upstream.errors").tag("reason", "ejected").counter()
+                .count()).isEqualTo(1);
     }
 
     @Test
