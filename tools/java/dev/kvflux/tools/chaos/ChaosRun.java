@@ -124,6 +124,63 @@ public final class ChaosRun {
         public FaultResult {
             figures = Collections.unmodifiableMap(new LinkedHashMap<>(figures));
         }
+
+        /**
+         * What in this result breaks what every fault must keep (every request ended, with a reason if it failed, and
+         * nothing leaked or corrupt) or what this fault promises beyond that; empty when the fault's run was clean.
+         */
+        public List<String> violations() {
+            ChaosFault.Expectation expectation = ChaosFault.named(fault).expectation();
+            List<String> broken = new java.util.ArrayList<>();
+            if (neverFinished > 0) {
+                broken.add(neverFinished + " requests never finished");
+            }
+            if (failedWithoutReason > 0 && expectation != ChaosFault.Expectation.CUT_WITH_THE_PROXY) {
+                broken.add(failedWithoutReason + " requests failed without a reason");
+            }
+            if (leakedBlocks > 0 || leakedHandles > 0) {
+                broken.add(leakedBlocks + " blocks and " + leakedHandles + " handles still held");
+            }
+            if (corruptOutputs > 0) {
+                broken.add(corruptOutputs + " outputs whose KV failed decode's check");
+            }
+            switch (expectation) {
+                case SOME_FAIL_CLEANLY -> {
+                    if (failedCleanly == 0) {
+                        broken.add("the injected fault failed no request: it did not strike");
+                    }
+                }
+                case ALL_COMPLETE -> {
+                    if (completed != requests) {
+                        broken.add("only " + completed + " of " + requests + " completed, where every one must "
+                                + reasons);
+                    }
+                }
+                case INVALID_FAIL_CLEANLY -> {
+                    ChaosFault named = ChaosFault.named(fault);
+                    long invalid = java.util.stream.IntStream.range(0, requests)
+                            .filter(i -> named.request(i) == ChaosFault.Request.INVALID).count();
+                    if (failedCleanly != invalid) {
+                        broken.add(failedCleanly + " failed cleanly, where the " + invalid + " invalid requests must "
+                                + reasons);
+                    }
+                }
+                case OTHERS_COMPLETE -> {
+                    if (cancelledByClient + completed != requests) {
+                        broken.add((requests - completed - cancelledByClient) + " requests neither completed nor"
+                                + " were given up by their client " + reasons);
+                    }
+                }
+                case CUT_WITH_THE_PROXY -> {
+                    if (completed + failedWithoutReason != requests) {
+                        broken.add((requests - completed - failedWithoutReason) + " requests failed other than by"
+                                + " being cut with the killed proxy " + reasons);
+                    }
+                }
+                case NONE -> { }
+            }
+            return broken;
+        }
     }
 
     private final Settings settings;

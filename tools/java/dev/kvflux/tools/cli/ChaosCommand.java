@@ -28,7 +28,9 @@ import dev.kvflux.transfer.TpRanks;
                 + " a proxy killed and restarted, etcd restarted, a decode paused past its lease, a blackhole decode"
                 + " registered. Per fault it prints requests, completed, failed_cleanly, never_finished,"
                 + " leaked_blocks, leaked_handles, corrupt_outputs and recovery_s (and each membership fault's own"
-                + " figures)."})
+                + " figures), then a verdict: clean, or what broke (a request that never finished or failed"
+                + " without a reason, anything leaked or corrupt, or a fault that broke its own promise, such as"
+                + " reordered notifications all completing), and exits 1 when anything broke."})
 public final class ChaosCommand implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
@@ -146,7 +148,15 @@ public final class ChaosCommand implements Callable<Integer> {
             }
             spec.commandLine().getOut().println("role logs: " + settings.logDir());
         }
-        return 0;
+        List<String> broken = results.stream().flatMap(r -> r.violations().stream().map(v -> r.fault() + ": " + v))
+                .toList();
+        java.io.PrintWriter verdict = json ? spec.commandLine().getErr() : spec.commandLine().getOut();
+        if (broken.isEmpty()) {
+            verdict.println("verdict: clean (" + results.size() + " faults)");
+            return 0;
+        }
+        verdict.println("verdict: " + broken.size() + " broken: " + String.join("; ", broken));
+        return 1;
     }
 
     /**
@@ -189,6 +199,7 @@ public final class ChaosCommand implements Callable<Integer> {
         }
         root.put("kv_mode", settings.kvMode().wireName()).put("prefill_tp", settings.tp().prefillTp())
                 .put("decode_tp", settings.tp().decodeTp()).put("requests", settings.requests());
+        root.put("clean", results.stream().allMatch(r -> r.violations().isEmpty()));
         ArrayNode array = root.putArray("faults");
         for (ChaosRun.FaultResult r : results) {
             ObjectNode f = array.addObject().put("fault", r.fault()).put("requests", r.requests())
@@ -198,6 +209,7 @@ public final class ChaosCommand implements Callable<Integer> {
                     .put("recovery_s", r.recoverySeconds()).put("failed_without_reason", r.failedWithoutReason())
                     .put("cancelled_by_client", r.cancelledByClient());
             f.set("reasons", HttpJson.MAPPER.valueToTree(r.reasons()));
+            f.set("violations", HttpJson.MAPPER.valueToTree(r.violations()));
             if (!r.figures().isEmpty()) {
                 f.set("figures", HttpJson.MAPPER.valueToTree(new java.util.TreeMap<>(r.figures())));
             }

@@ -137,6 +137,7 @@ class ChaosRunTest {
 
     private static void check(ChaosRun.FaultResult r) {
         String fault = r.fault();
+        assertThat(r.violations()).as(fault + ": the verdict kvflux chaos prints").isEmpty();
         assertThat(r.requests()).as(fault).isEqualTo(6);
         assertThat(r.neverFinished()).as(fault + " never finished").isZero();
         if (ChaosFault.named(fault).expectation() == ChaosFault.Expectation.CUT_WITH_THE_PROXY) {
