@@ -125,61 +125,9 @@ public final class ChaosRun {
             figures = Collections.unmodifiableMap(new LinkedHashMap<>(figures));
         }
 
-        /**
-         * What in this result breaks what every fault must keep (every request ended, with a reason if it failed, and
-         * nothing leaked or corrupt) or what this fault promises beyond that; empty when the fault's run was clean.
-         */
+        /** What in this result breaks what every fault must keep, or what it promises; empty when clean. */
         public List<String> violations() {
-            ChaosFault.Expectation expectation = ChaosFault.named(fault).expectation();
-            List<String> broken = new java.util.ArrayList<>();
-            if (neverFinished > 0) {
-                broken.add(neverFinished + " requests never finished");
-            }
-            if (failedWithoutReason > 0 && expectation != ChaosFault.Expectation.CUT_WITH_THE_PROXY) {
-                broken.add(failedWithoutReason + " requests failed without a reason");
-            }
-            if (leakedBlocks > 0 || leakedHandles > 0) {
-                broken.add(leakedBlocks + " blocks and " + leakedHandles + " handles still held");
-            }
-            if (corruptOutputs > 0) {
-                broken.add(corruptOutputs + " outputs whose KV failed decode's check");
-            }
-            switch (expectation) {
-                case SOME_FAIL_CLEANLY -> {
-                    if (failedCleanly == 0) {
-                        broken.add("the injected fault failed no request: it did not strike");
-                    }
-                }
-                case ALL_COMPLETE -> {
-                    if (completed != requests) {
-                        broken.add("only " + completed + " of " + requests + " completed, where every one must "
-                                + reasons);
-                    }
-                }
-                case INVALID_FAIL_CLEANLY -> {
-                    ChaosFault named = ChaosFault.named(fault);
-                    long invalid = java.util.stream.IntStream.range(0, requests)
-                            .filter(i -> named.request(i) == ChaosFault.Request.INVALID).count();
-                    if (failedCleanly != invalid) {
-                        broken.add(failedCleanly + " failed cleanly, where the " + invalid + " invalid requests must "
-                                + reasons);
-                    }
-                }
-                case OTHERS_COMPLETE -> {
-                    if (cancelledByClient + completed != requests) {
-                        broken.add((requests - completed - cancelledByClient) + " requests neither completed nor"
-                                + " were given up by their client " + reasons);
-                    }
-                }
-                case CUT_WITH_THE_PROXY -> {
-                    if (completed + failedWithoutReason != requests) {
-                        broken.add((requests - completed - failedWithoutReason) + " requests failed other than by"
-                                + " being cut with the killed proxy " + reasons);
-                    }
-                }
-                case NONE -> { }
-            }
-            return broken;
+            return Verdict.of(this);
         }
     }
 
@@ -400,8 +348,8 @@ public final class ChaosRun {
             } else {
                 ChaosFault.Relay relay = fault.relay().get();
                 // with ranks, the relay stands before each role's last rank only: one rank's notices mistreated
-                registry.ping(relayed(decode.instance(), relay, relays));
-                registry.ping(relayed(prefill.instance(), relay, relays));
+                registry.ping(NotifyRelay.relayed(decode.instance(), relay, relays));
+                registry.ping(NotifyRelay.relayed(prefill.instance(), relay, relays));
             }
             String base = "http://127.0.0.1:" + proxy.address().getPort();
             long[] faultEnd = {Long.MIN_VALUE};
@@ -415,10 +363,9 @@ public final class ChaosRun {
     }
 
     /**
-     * The proxy of a fault on one prefill and one decode. The roles of a relay fault are registered with a relay's
-     * notify address in place of their own, which the proxy's health checks rightly take for a registration that only
-     * claims the address (the instance answering at its HTTP address reports another notify address) and drop: those
-     * faults, on the notify channel alone, run with the checks an hour apart, so never within the fault.
+     * The proxy of a fault on one prefill and one decode. A relay fault registers the roles at a relay's notify address,
+     * which the health checks rightly drop as only claimed (the instance there reports its own): those faults run with
+     * the checks an hour apart.
      */
     private static ProxyServer proxyFor(ChaosFault fault, InstanceRegistry registry) {
         ProxyServer.Builder proxy = ProxyServer.builder().registry(registry);
@@ -426,16 +373,6 @@ public final class ChaosRun {
             proxy.healthChecks(Duration.ofHours(1), InstanceHealth.defaults());
         }
         return proxy.bindNow();
-    }
-
-    /** {@code instance} as the proxy is told of it: its last rank's notify address behind a new relay. */
-    private static Instance relayed(Instance instance, ChaosFault.Relay relay, List<NotifyRelay> relays)
-            throws IOException {
-        List<InetSocketAddress> ranks = new ArrayList<>(instance.notifyRanks());
-        NotifyRelay before = new NotifyRelay(ranks.getLast().getPort(), relay.mode(), relay.every());
-        relays.add(before);
-        ranks.set(ranks.size() - 1, InetSocketAddress.createUnresolved("127.0.0.1", before.port()));
-        return new Instance(instance.role(), instance.httpAddress(), ranks.getFirst(), ranks);
     }
 
     /** How long a killed role stays down before its restart: 1 s, or half the transfer timeout if shorter. */

@@ -1,11 +1,15 @@
 package dev.kvflux.tools.chaos;
 
+import dev.kvflux.serving.api.Instance;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ThreadLocalRandom;
@@ -200,5 +204,15 @@ final class NotifyRelay implements AutoCloseable {
     @Override
     public void close() throws IOException {
         server.close();
+    }
+
+    /** {@code instance} as the proxy is told of it: its last rank's notify address behind a new relay. */
+    static Instance relayed(Instance instance, ChaosFault.Relay relay, List<NotifyRelay> relays)
+            throws IOException {
+        List<InetSocketAddress> ranks = new ArrayList<>(instance.notifyRanks());
+        NotifyRelay before = new NotifyRelay(ranks.getLast().getPort(), relay.mode(), relay.every());
+        relays.add(before);
+        ranks.set(ranks.size() - 1, InetSocketAddress.createUnresolved("127.0.0.1", before.port()));
+        return new Instance(instance.role(), instance.httpAddress(), ranks.getFirst(), ranks);
     }
 }
