@@ -63,7 +63,7 @@ class SnippetsTest {
         assertThat(checkedBlocks(root().resolve("docs").resolve("embedding.md"))).as("marked snippets in embedding.md")
                 .isEqualTo(3);
         assertThat(checkedBlocks(root().resolve("docs").resolve("lifecycle.md"))).as("marked snippets in lifecycle.md")
-                .isEqualTo(16);
+                .isEqualTo(19);
     }
 
     @Test
