@@ -71,7 +71,10 @@ class ToyProxyConformanceTest {
     void kvfluxsProxySendsTheInstancesWhatVllmsProxySends(KvMode mode, int dp) throws Exception {
         List<List<String>> throughToy;
         try (ToyProxy toy = ToyProxy.start(work)) {
-            throughToy = through("127.0.0.1:" + ToyProxy.DISCOVERY_PORT, toy.port(), mode, dp);
+            throughToy = through("127.0.0.1:" + ToyProxy.DISCOVERY_PORT, toy.port(), mode, dp, () -> {
+                String log = toyLog(toy);
+                return log.contains("Registered Prefill instance") && log.contains("Registered Decode instance");
+            });
         }
         List<List<String>> throughKvflux;
         int vllmPort;
@@ -80,7 +83,16 @@ class ToyProxyConformanceTest {
         }
         try (ProxyServer proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(10)))
                 .vllmDiscovery(new InetSocketAddress("127.0.0.1", vllmPort), Networks.LOOPBACK).bindNow()) {
-            throughKvflux = through("127.0.0.1:" + vllmPort, proxy.address().getPort(), mode, dp);
+            int port = proxy.address().getPort();
+            throughKvflux = through("127.0.0.1:" + vllmPort, port, mode, dp, () -> {
+                try {
+                    com.fasterxml.jackson.databind.JsonNode health = dev.kvflux.serving.http.HttpJson.MAPPER
+                            .readTree(get(port, "/health"));
+                    return health.path("prefill").size() > 0 && health.path("decode").size() > 0;
+                } catch (java.io.IOException e) {
+                    return false;
+                }
+            });
         }
 
         assertThat(throughKvflux).as("what the instances received through kvflux's proxy, against vLLM's")
@@ -92,14 +104,15 @@ class ToyProxyConformanceTest {
      * Starts a prefill and a decode double of {@code dp} ranks registering at {@code discovery}, sends the case set
      * through the proxy at {@code port}, and returns what each double received, masked, prefill's then decode's.
      */
-    private static List<List<String>> through(String discovery, int port, KvMode mode, int dp) throws Exception {
+    private static List<List<String>> through(String discovery, int port, KvMode mode, int dp,
+            java.util.function.BooleanSupplier registered) throws Exception {
         try (VllmDouble prefill = VllmDouble.start(Role.PREFILL, mode, dp, 16301, 16401);
              VllmDouble decode = VllmDouble.start(Role.DECODE, mode, dp, 16501, 16601)) {
             // decode answers 100 ms late, as a decode waits for its KV: prefill's legs then arrive in order
             decode.answerDelayMillis.set(100);
             prefill.registerWith(discovery, Duration.ofMillis(200));
             decode.registerWith(discovery, Duration.ofMillis(200));
-            awaitServing(port);
+            awaitServing(port, registered);
             Thread.sleep(300);
             int before = prefill.received().size();
             int beforeDecode = decode.received().size();
@@ -117,14 +130,32 @@ class ToyProxyConformanceTest {
     }
 
     /**
-     * Lets both doubles register (they ping every 200 ms), then sends one request, which must be served: vLLM's proxy
-     * counts every request it is sent, served or not, in its walk over the data-parallel ranks, so both proxies are
-     * sent the very same requests from here on.
+     * Waits until the proxy has both doubles ({@code registered}; they ping every 200 ms), then sends one request,
+     * which must be served: vLLM's proxy counts every request it is sent, served or not, in its walk over the
+     * data-parallel ranks, so no request may be sent before, and both proxies are sent the very same ones from here.
      */
-    private static void awaitServing(int port) throws InterruptedException {
-        Thread.sleep(2_000);
+    private static void awaitServing(int port, java.util.function.BooleanSupplier registered)
+            throws InterruptedException {
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (!registered.getAsBoolean() && System.nanoTime() < until) {
+            Thread.sleep(50);
+        }
+        Thread.sleep(500); // every rank's registration, not only the first
         String probe = post(port, "/v1/completions", "{\"prompt\": \"warm\", \"max_tokens\": 2}");
         assertThat(probe).as("the first request, once both doubles have registered").startsWith("200 ");
+    }
+
+    private static String toyLog(ToyProxy toy) {
+        try {
+            return toy.log();
+        } catch (java.io.IOException e) {
+            return "";
+        }
+    }
+
+    private static String get(int port, String path) {
+        return HttpClient.create().get().uri("http://127.0.0.1:" + port + path).responseContent().aggregate()
+                .asString().defaultIfEmpty("").onErrorReturn("").block(WAIT);
     }
 
     private static String post(int port, String path, String body) {

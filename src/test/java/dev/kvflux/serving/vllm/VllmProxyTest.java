@@ -95,6 +95,11 @@ class VllmProxyTest {
         String answer = post("/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 5}");
 
         assertThat(answer).startsWith("200 ").contains("done");
+        // in WRITE mode decode's answer can reach the client before prefill's double has recorded its leg
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (prefill.received().isEmpty() && System.nanoTime() < until) {
+            Thread.sleep(10);
+        }
         VllmDouble.Received p = prefill.received().getFirst();
         VllmDouble.Received d = decode.received().getFirst();
         assertThat(p.path()).isEqualTo("/v1/completions");
@@ -193,16 +198,22 @@ class VllmProxyTest {
         startProxy();
         VllmDouble failing = instance(Role.PREFILL, KvMode.WRITE, 1, 61005);
         VllmDouble healthy = instance(Role.PREFILL, KvMode.WRITE, 1, 61006);
-        instance(Role.DECODE, KvMode.WRITE, 1, 61105);
+        VllmDouble decode = instance(Role.DECODE, KvMode.WRITE, 1, 61105);
         awaitRegistered(3);
         failing.failWith.set(500);
+        // decode answers 100 ms late, as a decode waits for its KV: each prefill leg has ended before the next request
+        decode.answerDelayMillis.set(100);
 
         List<String> answers = new java.util.ArrayList<>();
         for (int i = 0; i < 20; i++) {
             answers.add(post("/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 5}"));
         }
 
-        // a failed prefill leg answers 502 unless decode's answer came first (the double's decode answers at once)
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (failing.received().size() + healthy.received().size() < 20 && System.nanoTime() < until) {
+            Thread.sleep(10);
+        }
+        // a failed prefill leg answers 502 unless decode's answer came first
         assertThat(answers.stream().filter(a -> !a.startsWith("200 "))).as(answers.toString()).hasSizeLessThanOrEqualTo(3)
                 .allSatisfy(a -> assertThat(a).startsWith("502 ").contains("prefill_failed"));
         assertThat(answers.subList(6, 20)).as("once ejected, only the healthy prefill is picked")
