@@ -238,13 +238,10 @@ class VllmProxyTest {
         open.add(VllmPinger.start("127.0.0.1:" + vllmPort, blackholed, Duration.ofMillis(100)));
         awaitRegistered(2);
 
-        long start = System.nanoTime();
         String answer = post("/v1/completions", "{\"prompt\": \"a b c\", \"max_tokens\": 5}");
-        Duration took = Duration.ofNanos(System.nanoTime() - start);
 
-        // two failed checks 100 ms apart (each given its timeout) eject it; the first-byte timeout is a minute
+        // ended by the ejection (two failed checks), not by the first-byte timeout of a minute: said so, and counted
         assertThat(answer).startsWith("502 ").contains("decode_unreachable").contains("was ejected before it answered");
-        assertThat(took).isLessThan(Duration.ofSeconds(20));
         assertThat(proxy.meterRegistry().get("kvflux.proxy.upstream.errors").tag("reason", "ejected").counter()
                 .count()).isEqualTo(1);
     }
