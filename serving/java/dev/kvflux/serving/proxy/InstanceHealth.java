@@ -10,6 +10,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * Which registered instances earn traffic. An instance is ejected (not picked) when its health check fails
@@ -196,7 +197,8 @@ public final class InstanceHealth {
                 state.workPath ? "" : "; it gets no requests until a health check succeeds");
         Sinks.One<String> waiting = ejections.remove(instance);
         if (waiting != null) {
-            waiting.tryEmitValue(why);
+            // the waiting requests end (and answer their clients) off this lock and the health check's thread
+            Schedulers.parallel().schedule(() -> waiting.tryEmitValue(why));
         }
     }
 

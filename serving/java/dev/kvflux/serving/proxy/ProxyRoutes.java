@@ -287,10 +287,8 @@ final class ProxyRoutes {
                             : Mono.<Void>never()))
                     .doOnError(e -> canaries.suspect(decode));
             // decode ejected (its health checks failed, a blackhole say) before its answer began: told at once
-            Mono<Void> ejected = health.nextEjection(decode)
-                    .flatMap(why -> owner.compareAndSet(NOBODY, DECODE_OWNS)
-                            ? Mono.<Void>error(new UpstreamErrors.DecodeEjectedException(decode, why))
-                            : Mono.<Void>never());
+            Mono<Void> ejected = UpstreamErrors.onEjection(health, decode,
+                    () -> owner.compareAndSet(NOBODY, DECODE_OWNS));
             return Mono.firstWithSignal(decoded, prefillFailed, firstByte, ejected)
                     .doOnError(e -> upstreamError(UpstreamErrors.upstream(e), UpstreamErrors.reason(e), 1))
                     .onErrorResume(error -> {

@@ -9,6 +9,7 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.timeout.ReadTimeoutException;
 import java.time.Duration;
 import org.reactivestreams.Publisher;
+import reactor.core.publisher.Mono;
 import reactor.netty.http.server.HttpServerResponse;
 
 /**
@@ -55,6 +56,15 @@ final class UpstreamErrors {
         DecodeStalledException(String why) {
             super(why, null, false, false);
         }
+    }
+
+    /**
+     * Fails with a {@link DecodeEjectedException} when {@code decode} is next ejected, if {@code claim} then takes the
+     * request's answer (decode's own answer has not begun); otherwise never signals.
+     */
+    static Mono<Void> onEjection(InstanceHealth health, Instance decode, java.util.function.BooleanSupplier claim) {
+        return health.nextEjection(decode).flatMap(why -> claim.getAsBoolean()
+                ? Mono.<Void>error(new DecodeEjectedException(decode, why)) : Mono.<Void>never());
     }
 
     /** The decode a request waited on was ejected before its answer began. */

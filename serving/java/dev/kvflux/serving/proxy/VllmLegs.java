@@ -207,10 +207,8 @@ final class VllmLegs {
                         : Mono.<Void>never()))
                 .doOnError(e -> h.canaries().suspect(pair.decode()));
         // decode ejected (its health checks failed, a blackhole say) before its answer began: told at once
-        Mono<Void> ejected = h.health().nextEjection(pair.decode())
-                .flatMap(why -> owner.compareAndSet(NOBODY, DECODE_OWNS)
-                        ? Mono.<Void>error(new UpstreamErrors.DecodeEjectedException(pair.decode(), why))
-                        : Mono.<Void>never());
+        Mono<Void> ejected = UpstreamErrors.onEjection(h.health(), pair.decode(),
+                () -> owner.compareAndSet(NOBODY, DECODE_OWNS));
         response.header("x-kvflux-transfer-id", transferId);
         // WRITE: both legs at once, prefill's answer only an error's; READ: prefill's answer, then decode's leg
         Mono<Void> legs = read ? prefillFailed.then(Mono.firstWithSignal(decodeLeg, firstByte, ejected))
