@@ -67,8 +67,7 @@ public final class CompletionSchema {
         try {
             return HttpJson.object(body, BOUNDED.computeIfAbsent(maxModelLen, CompletionSchema::boundedMapper));
         } catch (HttpJson.BoundExceededException e) {
-            throw new ModelLengthException("this request is far over the model length of " + maxModelLen
-                    + " tokens (" + e.getMessage() + "); shorten the prompt");
+            throw new ModelLengthException(farOver(maxModelLen, e.getMessage()));
         }
     }
 
@@ -77,9 +76,24 @@ public final class CompletionSchema {
         try {
             return HttpJson.object(body, BOUNDED.computeIfAbsent(maxModelLen, CompletionSchema::boundedMapper));
         } catch (HttpJson.BoundExceededException e) {
-            throw new ModelLengthException("this request is far over the model length of " + maxModelLen
-                    + " tokens (" + e.getMessage() + "); shorten the prompt");
+            throw new ModelLengthException(farOver(maxModelLen, e.getMessage()));
         }
+    }
+
+    /**
+     * A look at a completion request's body while it arrives, under the bounds of {@link #parse(String, int)}: a body
+     * that goes past them is refused with 400 {@code context_length_exceeded} as soon as the bytes that cross them
+     * arrive, before the rest is read. One check per body.
+     */
+    public static dev.kvflux.serving.http.BodyCheck arriving(int maxModelLen) {
+        return new ArrivingCompletion(BOUNDED.computeIfAbsent(maxModelLen, CompletionSchema::boundedMapper)
+                .getFactory(), maxModelLen);
+    }
+
+    /** The message of a request refused while read, {@code bound} saying which bound it went past. */
+    static String farOver(int maxModelLen, String bound) {
+        return "this request is far over the model length of " + maxModelLen + " tokens (" + bound
+                + "); shorten the prompt";
     }
 
     private static com.fasterxml.jackson.databind.ObjectMapper boundedMapper(int maxModelLen) {

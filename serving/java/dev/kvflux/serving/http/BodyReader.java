@@ -19,7 +19,8 @@ import reactor.netty.http.server.HttpServerResponse;
 /**
  * Reads one request's body into a direct buffer within its bounds: its length (413 past {@code maxBytes}, declared or sent),
  * the process's {@link BodyBudget} (503 with {@code Retry-After} when spent, before the bytes are read), and its
- * arrival (408 when it stops before its end). The bytes can be passed through a digest as they arrive. The handler
+ * arrival (408 when it stops before its end). The bytes can be passed through a digest as they arrive, and through a
+ * {@link BodyCheck} that refuses the body before its end. The handler
  * sees the whole body, on the event loop for a small one and on {@link Schedulers#parallel()} for a large one; the
  * body's share of the budget is given back when the handler's answer ends, however it ends.
  */
@@ -34,17 +35,20 @@ public final class BodyReader {
 
     static Mono<Void> read(HttpServerRequest request, HttpServerResponse response, BodyBudget budget, int maxBytes,
             String advice, MessageDigest digest, Function<byte[], Publisher<Void>> handler) {
-        return readBuffer(request, response, budget, maxBytes, advice, digest,
+        return readBuffer(request, response, budget, maxBytes, advice, digest, null,
                 buffer -> handler.apply(ByteBufUtil.getBytes(buffer)));
     }
 
     /**
      * As {@link #read} but the handler gets the body in the direct buffer it arrived into, off the heap, and the
      * buffer is released once the handler's answer ends: a body refused after a look at part of it (a prompt far
-     * over the model length) leaves no array of its size behind for the collector.
+     * over the model length) leaves no array of its size behind for the collector. Each chunk also goes through
+     * {@code check} (when not null) as it arrives: when the check refuses the body, its answer goes out at once, the
+     * connection is closed soon after ({@link #lingerThenClose}), and the rest of the body is dropped unread.
      */
     static Mono<Void> readBuffer(HttpServerRequest request, HttpServerResponse response, BodyBudget budget,
-            int maxBytes, String advice, MessageDigest digest, Function<ByteBuf, Publisher<Void>> handler) {
+            int maxBytes, String advice, MessageDigest digest, BodyCheck check,
+            Function<ByteBuf, Publisher<Void>> handler) {
         String declared = request.requestHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
         long length = declared == null ? -1 : declaredLength(declared);
         if (length > maxBytes) {
@@ -76,6 +80,9 @@ public final class BodyReader {
                     if (digest != null) {
                         digest.update(chunk.nioBuffer());
                     }
+                    if (check != null) {
+                        check.next(chunk.nioBuffer());
+                    }
                     if (into == null) {
                         into = ByteBufAllocator.DEFAULT.directBuffer(
                                 (int) Math.max(chunk.readableBytes(), Math.max(length, 0)), maxBytes);
@@ -83,8 +90,8 @@ public final class BodyReader {
                     }
                     into.writeBytes(chunk);
                 })
-                .onErrorMap(e -> !(e instanceof BodyTooLargeException || e instanceof BudgetSpentException),
-                        BodyIncompleteException::new)
+                .onErrorMap(e -> !(e instanceof BodyTooLargeException || e instanceof BudgetSpentException
+                                || e instanceof BodyCheck.Refused), BodyIncompleteException::new)
                 .then(Mono.defer(() -> {
                     ByteBuf whole = body.get() != null ? body.get() : Unpooled.EMPTY_BUFFER;
                     return whole.readableBytes() <= ON_LOOP_BYTES ? Mono.from(handler.apply(whole))
@@ -95,6 +102,10 @@ public final class BodyReader {
                 .onErrorResume(BodyTooLargeException.class, e -> Mono.from(tooLarge(response, maxBytes, "more was sent",
                         advice)))
                 .onErrorResume(BudgetSpentException.class, e -> Mono.from(budgetSpent(response, budget)))
+                .onErrorResume(BodyCheck.Refused.class, e -> {
+                    lingerThenClose(response);
+                    return Mono.from(HttpJson.error(response, e.status(), e.type(), e.code(), e.getMessage()));
+                })
                 .onErrorResume(BodyIncompleteException.class, e -> response.hasSentHeaders() ? Mono.empty()
                         : Mono.from(HttpJson.error(response, HttpResponseStatus.REQUEST_TIMEOUT, "invalid_request_error",
                                 "body_incomplete", "the request body did not arrive whole in time ("
@@ -106,6 +117,9 @@ public final class BodyReader {
                         whole.release();
                     }
                     budget.release(held.getAndSet(0));
+                    if (check != null) {
+                        check.close();
+                    }
                 });
     }
 

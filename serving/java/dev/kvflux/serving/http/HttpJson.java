@@ -95,8 +95,18 @@ public final class HttpJson {
      */
     public static Mono<Void> withUtf8Buffer(HttpServerRequest request, HttpServerResponse response,
             Function<io.netty.buffer.ByteBuf, Publisher<Void>> handler) {
+        return withUtf8Buffer(request, response, null, handler);
+    }
+
+    /**
+     * As {@link #withUtf8Buffer(HttpServerRequest, HttpServerResponse, Function)}, each chunk of the body also passed
+     * through {@code check} (when not null) as it arrives: a body it refuses is answered at once, before its end, and
+     * the handler never sees it.
+     */
+    public static Mono<Void> withUtf8Buffer(HttpServerRequest request, HttpServerResponse response, BodyCheck check,
+            Function<io.netty.buffer.ByteBuf, Publisher<Void>> handler) {
         return BodyReader.readBuffer(request, response, BodyBudget.process(), MAX_BODY_BYTES,
-                "send a shorter prompt, or the prompt as a list of token ids", null, buffer -> {
+                "send a shorter prompt, or the prompt as a list of token ids", null, check, buffer -> {
                     Mono<Void> handled = Mono.defer(() -> {
                         int bad = Utf8.firstMalformed(buffer);
                         if (bad >= 0) {

@@ -108,7 +108,7 @@ final class ProxyRoutes {
                 return overCap(response, cap).doFinally(signal -> meters.counter("kvflux.proxy.client.refusals",
                         "Requests the proxy refused itself because their client is at its cap").increment());
             }
-            return Mono.from(HttpJson.withUtf8Buffer(request, response,
+            return Mono.from(HttpJson.withUtf8Buffer(request, response, CompletionSchema.arriving(maxModelLen),
                             body -> route(body, request.requestHeaders(), client, response, api)))
                     .doFinally(signal -> caps.ended(client,
                             response.status().code() == HttpResponseStatus.TOO_MANY_REQUESTS.code()))

@@ -143,6 +143,33 @@ class InstancesEarnTrafficTest {
     }
 
     @Test
+    void aBodyFarOverTheModelLengthIsRefusedBeforeTheRestOfItIsSent() throws IOException {
+        AtomicInteger prefillCalls = new AtomicInteger();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, at(answering("{}", prefillCalls)), 7001));
+        registry.ping(instance(Role.DECODE, at(answering("{}", decodeCalls)), 7002));
+        ProxyServer proxy = ProxyServer.builder().registry(registry).bindNow();
+        open.add(proxy);
+
+        // 16 MiB declared, 3 MiB of a prompt of words sent, and the rest held back while the answer is read
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", proxy.address().getPort())) {
+            socket.setSoTimeout(10_000);
+            java.io.OutputStream out = socket.getOutputStream();
+            out.write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: " + (16 << 20) + "\r\n\r\n{\"prompt\": \"").getBytes(
+                    java.nio.charset.StandardCharsets.US_ASCII));
+            out.write("w ".repeat(3 << 19).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            out.flush();
+            byte[] head = socket.getInputStream().readNBytes(512);
+            String answer = new String(head, java.nio.charset.StandardCharsets.ISO_8859_1);
+
+            assertThat(answer).startsWith("HTTP/1.1 400 ").contains("context_length_exceeded");
+        }
+        assertThat(prefillCalls).hasValue(0);
+        assertThat(decodeCalls).hasValue(0);
+    }
+
+    @Test
     void aProxyOnANonLoopbackAddressWithoutASecretRefusesToStart() {
         assertThatThrownBy(() -> ProxyServer.builder().host("0.0.0.0")
                 .registry(new InstanceRegistry(Duration.ofSeconds(30))).bindNow())
