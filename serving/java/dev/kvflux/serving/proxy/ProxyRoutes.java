@@ -37,8 +37,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 import reactor.core.publisher.SignalType;
 import reactor.core.scheduler.Schedulers;
 import reactor.netty.ByteBufFlux;
@@ -198,7 +201,7 @@ final class ProxyRoutes {
         }
 
         /**
-         * Prefill's leg: it never completes when prefill answers 200 (its answer is dropped), and fails with a
+         * Prefill's leg: it completes empty when prefill answers 200 (its answer is dropped), and fails with a
          * {@link UpstreamErrors.PrefillFailedException} when prefill refuses, fails or cannot be reached.
          */
         private Mono<Void> prefillLeg(Instance prefill, ObjectNode toPrefill, String transferId, String traceparent,
@@ -212,7 +215,7 @@ final class ProxyRoutes {
                                 }
                             })
                             .flatMap(text -> status.status().code() == 200
-                                    ? Mono.<Void>never()
+                                    ? Mono.<Void>empty()
                                     : failure(status.status().code(), Mono.<Void>error(
                                             new UpstreamErrors.PrefillFailedException(prefill, status.status().code(),
                                                     text)))))
@@ -242,10 +245,19 @@ final class ProxyRoutes {
             // request is cancelled at once instead of waiting for its receive deadline.
             // the prefill call's span ends when prefill has answered, not when the request ends
             Step prefillStep = Step.of(prefillCall);
-            Mono<Void> prefillFailed = prefillLeg(prefill, toPrefill(json, transferId, decode), transferId,
+            Mono<Void> prefillExchange = prefillLeg(prefill, toPrefill(json, transferId, decode), transferId,
                     Spans.traceparent(prefillCall), client, prefillStep, api)
                     .doOnError(prefillStep::fail)
-                    .doFinally(signal -> prefillStep.stop())
+                    .doFinally(signal -> prefillStep.stop());
+            // Prefill's exchange runs on its own: decode's answer ending does not cancel it, only the client going
+            // away does. Cancelling an exchange whose answer is arriving closes its connection, which the pool may
+            // already have handed to the next request: that request then failed with "Connection prematurely closed
+            // BEFORE response" from a prefill that was healthy.
+            Sinks.One<Throwable> prefillFailure = Sinks.one();
+            Disposable.Swap detached = Disposables.swap();
+            Mono<Void> prefillFailed = prefillFailure.asMono()
+                    .doOnSubscribe(s -> detached.update(prefillExchange.subscribe(null, prefillFailure::tryEmitValue)))
+                    .flatMap(e -> Mono.<Void>error(e))
                     .onErrorResume(e -> {
                         if (owner.compareAndSet(NOBODY, PREFILL_OWNS)) {
                             return Mono.error(e);
@@ -290,6 +302,7 @@ final class ProxyRoutes {
             Mono<Void> ejected = UpstreamErrors.onEjection(health, decode,
                     () -> owner.compareAndSet(NOBODY, DECODE_OWNS));
             return Mono.firstWithSignal(decoded, prefillFailed, firstByte, ejected)
+                    .doOnCancel(detached::dispose)
                     .doOnError(e -> upstreamError(UpstreamErrors.upstream(e), UpstreamErrors.reason(e), 1))
                     .onErrorResume(error -> {
                         if (!(error instanceof UpstreamErrors.OverloadedException)) {
