@@ -30,6 +30,9 @@ import org.junit.jupiter.params.provider.MethodSource;
  * Chat goes with {@code max_tokens} through the toy proxy, which fails a request that has only
  * {@code max_completion_tokens} (the SDK's current field), and with {@code max_completion_tokens} through kvflux's.
  */
+// real processes (role JVMs, etcd, a Python proxy) start and stop in each test, which takes minutes on a loaded
+// 2-core host; the claims are about what ended how, not how soon, so the bound is only a guard against a hang
+@org.junit.jupiter.api.Timeout(value = 5, unit = java.util.concurrent.TimeUnit.MINUTES)
 class OpenAiSdkBehindVllmProxyTest {
     @TempDir
     static Path work;

@@ -34,6 +34,9 @@ import reactor.netty.resources.ConnectionProvider;
  * run) and behind kvflux's proxy taking vLLM registrations: completions and chat, streamed and not, then 200 requests
  * at concurrency 16.
  */
+// real processes (role JVMs, etcd, a Python proxy) start and stop in each test, which takes minutes on a loaded
+// 2-core host; the claims are about what ended how, not how soon, so the bound is only a guard against a hang
+@org.junit.jupiter.api.Timeout(value = 5, unit = java.util.concurrent.TimeUnit.MINUTES)
 class RolesBehindVllmProxyTest {
     private static final Duration WAIT = Duration.ofSeconds(30);
     private static final ServingModel SMALL = new ServingModel("small", 1_000_000, 4096, 4, Duration.ofMillis(2), 16,

@@ -37,6 +37,9 @@ import reactor.netty.http.client.HttpClient;
  * {@code max_completion_tokens} and {@code stream}. In WRITE and READ, DP 1 and 2, completions and chat, streamed
  * and not.
  */
+// real processes (role JVMs, etcd, a Python proxy) start and stop in each test, which takes minutes on a loaded
+// 2-core host; the claims are about what ended how, not how soon, so the bound is only a guard against a hang
+@org.junit.jupiter.api.Timeout(value = 5, unit = java.util.concurrent.TimeUnit.MINUTES)
 class ToyProxyConformanceTest {
     private static final Duration WAIT = Duration.ofSeconds(20);
 

@@ -22,6 +22,9 @@ import org.junit.jupiter.api.io.TempDir;
  * sends its descriptors; prefill maps that memory and writes every block's bytes into it through FFM; decode checks
  * them; a decode killed with SIGKILL and started again gets a new session, and the old one's mapping is closed.
  */
+// real processes (role JVMs, etcd, a Python proxy) start and stop in each test, which takes minutes on a loaded
+// 2-core host; the claims are about what ended how, not how soon, so the bound is only a guard against a hang
+@org.junit.jupiter.api.Timeout(value = 5, unit = java.util.concurrent.TimeUnit.MINUTES)
 class NativeSimRolesTest {
     private static final HttpClient HTTP = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
     private static final List<String> ROLE = List.of("--backend", "native-sim", "--layers", "2", "--kv-blocks", "256",
