@@ -198,6 +198,13 @@ class BulkThrottleTest {
                 assertThat(client.send(server.address(), new NotifyMessage.WriteDone("small-" + i),
                         Duration.ofSeconds(5)).block(Duration.ofSeconds(10))).isTrue();
             }
+            // the throttle engages once the writer is past the burst; on a loaded host its thread may not have got
+            // that far while the small notifications went through, so wait for it (the rate bound below takes the
+            // time waited into account)
+            long until = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            while (counts.count(NotifyEvent.READS_THROTTLED) == 0 && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
             double seconds = (System.nanoTime() - start) / 1e9;
             int bulkAcked = 1;
             while (bulkAcked < frames && bulk.getInputStream().available() > 0) {
