@@ -19,7 +19,8 @@ public interface PushedStatus extends TransferStatus {
     /**
      * The same push without a Reactor subscription: {@code listener} is given the terminal code once the backend
      * pushes it, on the backend's notification thread, or at once on the caller's if it is already terminal; it may
-     * be given it twice when the push races the registration, so it must be idempotent, quick, and never throw.
+     * be given it twice when the push races the registration, so it must be idempotent, quick, and never throw. Every
+     * listener given is told: several waits may wait for one status at once.
      * Returns false where the status offers no listener (the default): then use {@link #pushed()}. Waits at scale
      * use it to spare a subscription's work on every push ({@code PushWait} does).
      */

@@ -6,7 +6,10 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferSession;
 import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.CompletionWait;
+import dev.kvflux.operators.FailMode;
+import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.TransferException;
+import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.pipeline.ReadBarrier;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -39,15 +42,18 @@ import reactor.core.publisher.Mono;
 public final class LayerReads {
     private static final Logger LOG = LoggerFactory.getLogger(LayerReads.class);
 
-    private final CompletionWait drain;
+    private final WaitStrategy drain;
+    private final Duration transferTimeout;
 
-    private LayerReads(CompletionWait drain) {
+    private LayerReads(WaitStrategy drain, Duration transferTimeout) {
         this.drain = drain;
+        this.transferTimeout = transferTimeout;
     }
 
     /** Reads bounded by {@code transferTimeout} per layer (and for the drain after a failure). */
     public static LayerReads of(Duration transferTimeout) {
-        return new LayerReads(CompletionWait.drain(transferTimeout));
+        CompletionWait wait = CompletionWait.drain(transferTimeout);
+        return new LayerReads(wait, wait.transferTimeout());
     }
 
     /**
@@ -57,7 +63,27 @@ public final class LayerReads {
      */
     public static LayerReads using(CompletionWait wait) {
         ReadBarrier.using(wait); // the same check, with its message
-        return new LayerReads(wait);
+        return new LayerReads(wait, wait.transferTimeout());
+    }
+
+    /**
+     * Reads over a push wait, for an engine whose reads push completion: each layer is handed on as soon as its
+     * reads are pushed, with no poll.
+     *
+     * @throws IllegalArgumentException if {@code wait} fails fast: the reads must drain, as a {@link ReadBarrier}'s
+     */
+    public static LayerReads using(PushWait wait) {
+        Objects.requireNonNull(wait, "wait");
+        if (wait.mode() != FailMode.DRAIN) {
+            throw new IllegalArgumentException("READ mode's reads must drain (PushWait.drain(...)), got " + wait
+                    + "; failing fast would let decode reuse buffers that reads still write into");
+        }
+        return new LayerReads(wait, wait.transferTimeout());
+    }
+
+    /** The drain wait the layers' barriers, the transfer timeout and the drain after a failure use. */
+    public WaitStrategy waitStrategy() {
+        return drain;
     }
 
     /**
@@ -173,7 +199,7 @@ public final class LayerReads {
                         // blocks they may still write into stay held (the caller's lease frees them)
                         Statuses.close(posted);
                         LOG.warn("reads still in flight {} after their transfer failed; their blocks stay held",
-                                DurationText.of(drain.transferTimeout()));
+                                DurationText.of(transferTimeout));
                     } else {
                         once.run();
                     }

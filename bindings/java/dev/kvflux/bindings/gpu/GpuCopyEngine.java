@@ -30,8 +30,8 @@ import java.util.function.Consumer;
  * TransferEngine#moriWaitAll}): a bounded wait polls a status once, sleeps to its deadline (the time left, truncated to
  * whole milliseconds) and polls again; an unbounded one synchronizes each batch's event.
  *
- * <p>On top of MoRI's model, a batch may be posted with push completion: a host function behind the
- * batch's event completes the status's {@link PushedStatus#pushed()} publisher, with no polling.
+ * <p>On top of MoRI's model, a batch may be posted with push completion ({@link #push}, or per batch): a host
+ * function behind the batch's event completes the status's {@link PushedStatus#pushed()} publisher, with no polling.
  *
  * <p>Thread-safe. Posting never blocks on the copies.
  */
@@ -112,6 +112,8 @@ public final class GpuCopyEngine implements DescribedEngine {
     }
 
     private final GpuRuntime runtime;
+    /** What {@link GpuSession#batchWrite} and {@link GpuSession#batchRead} post with ({@link #push}). */
+    private volatile WriteOptions posting = WriteOptions.NONE;
     private final String key;
     private final int device;
     private final GpuStream[] streams;
@@ -152,7 +154,7 @@ public final class GpuCopyEngine implements DescribedEngine {
             }
             events.fill(config.events());
             if (config.scatterGather()) {
-                loaded = loadKernel(runtime, device);
+                loaded = ScatterGatherKernel.loadOn(runtime, device);
                 slots.fill(config.events());
             }
         } catch (RuntimeException e) {
@@ -161,17 +163,6 @@ public final class GpuCopyEngine implements DescribedEngine {
             throw e;
         }
         this.kernel = loaded;
-    }
-
-    /** The scatter/gather kernel in {@code device}'s context (the runtime's primary one). */
-    private static ScatterGatherKernel loadKernel(GpuRuntime runtime, int device) {
-        if (runtime.platform() != GpuPlatform.CUDA) {
-            throw new IllegalArgumentException("the scatter/gather copy path is built for CUDA (PTX, driver API);"
-                    + " on " + runtime.platform().prefix() + " leave the scatter/gather threshold unset");
-        }
-        CudaDriver driver = CudaDriver.load();
-        runtime.setDevice(device);
-        return ScatterGatherKernel.load(driver);
     }
 
     /** An engine named {@code key} copying from {@code device}, with MoRI's default pools. */
@@ -202,6 +193,26 @@ public final class GpuCopyEngine implements DescribedEngine {
 
     public GpuRuntime runtime() {
         return runtime;
+    }
+
+    /**
+     * Whether {@link GpuSession#batchWrite} and {@link GpuSession#batchRead} post with push completion from now on
+     * (off until set): on, a host function behind each batch settles its status, so {@code PushWait} needs no poll;
+     * off, only queries do, as on MoRI. {@link GpuSession#write} keeps its options; a batch keeps its mode.
+     *
+     * @throws IllegalStateException if {@code on} and {@link GpuRuntime#supportsHostFunctions()} is false
+     */
+    public GpuCopyEngine push(boolean on) {
+        if (on && !runtime.supportsHostFunctions()) {
+            throw new IllegalStateException(runtime + " has no host functions: its batches cannot push completion");
+        }
+        posting = on ? new WriteOptions(null, null, null, true) : WriteOptions.NONE;
+        return this;
+    }
+
+    /** Whether batchWrite and batchRead post with push completion now ({@link #push}). */
+    public boolean pushes() {
+        return posting.push();
     }
 
     /** The pools and copy path this engine was opened with. */
@@ -388,12 +399,12 @@ public final class GpuCopyEngine implements DescribedEngine {
 
         @Override
         public PushedStatus batchWrite(BatchPlan plan, long transferUid) {
-            return write(plan, transferUid, WriteOptions.NONE);
+            return write(plan, transferUid, posting);
         }
 
         @Override
         public PushedStatus batchRead(BatchPlan plan, long transferUid) {
-            return post(plan, transferUid, WriteOptions.NONE, false);
+            return post(plan, transferUid, posting, false);
         }
 
         /** {@link #batchWrite} with the options: a layer event to wait for, timing events, push. */
@@ -455,7 +466,7 @@ public final class GpuCopyEngine implements DescribedEngine {
                     done = null;
                     slot = null;
                     if (options.push()) {
-                        status.pushedBy(HostFunctions.launchTimed(runtime, stream, status::onPushed));
+                        status.pushedBy(HostFunctions.launchTimed(runtime, stream, status::hostFunctionRan));
                     }
                 }
             } catch (RuntimeException failed) {

@@ -4,6 +4,9 @@ import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.internal.PushListeners;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.function.Consumer;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -12,7 +15,8 @@ import reactor.core.publisher.Sinks;
  * The status of one batch posted by {@link GpuCopyEngine}: IN_PROGRESS once posted; a query of the
  * batch's completion event moves it to SUCCESS (or ERR_GPU_OP with the runtime's error), exactly as MoRI's
  * xGMI status does, and nothing else completes it unless the batch was posted with push completion, in
- * which case a host function behind the batch completes it and emits on {@link #pushed()}.
+ * which case a host function behind the batch completes it and emits on {@link #pushed()} and to the
+ * {@linkplain #onPushed(Consumer) listener}.
  *
  * <p>Statuses posted on the same stream share what their queries saw ({@link StreamProgress}): a later
  * event seen ready settles an earlier status without a query, and an earlier event just seen not ready
@@ -25,6 +29,10 @@ import reactor.core.publisher.Sinks;
 final class GpuTransferStatus implements PushedStatus {
     private final long transferUid;
     private final Sinks.One<StatusCode> pushed = Sinks.one();
+    /** Every listener given to {@link #onPushed(Consumer)}, chained ({@link PushListeners}); null until one is. */
+    private volatile Consumer<StatusCode> listener;
+    private static final VarHandle LISTENER = PushListeners.field(MethodHandles.lookup(), GpuTransferStatus.class,
+            "listener");
     private LayerEvent event;
     private Consumer<LayerEvent> release;
     private Runnable blockingWait;
@@ -138,7 +146,7 @@ final class GpuTransferStatus implements PushedStatus {
             }
         }
         if (failed) {
-            pushed.tryEmitValue(failure);
+            announce(failure);
         }
     }
 
@@ -163,8 +171,21 @@ final class GpuTransferStatus implements PushedStatus {
             now = code;
         }
         // Emitted outside the lock: subscribers may query other statuses.
-        pushed.tryEmitValue(now);
+        announce(now);
         return now;
+    }
+
+    /**
+     * Tells the listener and {@link #pushed()}'s subscribers that the status is terminal. The code is written
+     * before the listener is read here, and {@link #onPushed(Consumer)} writes the listener before it reads the
+     * code (both volatile), so a listener set while this runs is given the code once or twice, never missed.
+     */
+    private void announce(StatusCode terminal) {
+        Consumer<StatusCode> l = listener;
+        if (l != null) {
+            l.accept(terminal);
+        }
+        pushed.tryEmitValue(terminal);
     }
 
     /** The stream has run past this batch's event: tell the stream's progress, so no cached "not ready" hides it. */
@@ -217,11 +238,26 @@ final class GpuTransferStatus implements PushedStatus {
     }
 
     /**
+     * {@inheritDoc} Given on the host-function thread ({@code kvflux-gpu-host-functions}) for a batch posted with
+     * push, on the thread of the query that settled the status otherwise, or at once on the caller's if the status
+     * is already terminal. Each listener given is told.
+     */
+    @Override
+    public boolean onPushed(Consumer<StatusCode> listener) {
+        PushListeners.add(LISTENER, this, listener);
+        StatusCode now = code;
+        if (now.isTerminal()) {
+            listener.accept(now);
+        }
+        return true;
+    }
+
+    /**
      * The host function behind the batch ran: the stream has passed the batch's event, so one query
      * settles the status. Runs on the host-function thread, never inside the runtime's callback;
      * {@code ranAt} is the {@link System#nanoTime()} at which the host function ran.
      */
-    void onPushed(long ranAt) {
+    void hostFunctionRan(long ranAt) {
         if (code == StatusCode.IN_PROGRESS) {
             copiesEndedAt = ranAt;
         }

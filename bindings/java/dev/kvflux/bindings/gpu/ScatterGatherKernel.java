@@ -39,6 +39,21 @@ final class ScatterGatherKernel implements AutoCloseable {
     }
 
     /**
+     * Loads the kernel into {@code device}'s context (the runtime's primary one), for a GPU copy engine.
+     *
+     * @throws IllegalArgumentException if the runtime is not CUDA's: the kernel is PTX, loaded through the driver API
+     */
+    static ScatterGatherKernel loadOn(GpuRuntime runtime, int device) {
+        if (runtime.platform() != GpuPlatform.CUDA) {
+            throw new IllegalArgumentException("the scatter/gather copy path is built for CUDA (PTX, driver API);"
+                    + " on " + runtime.platform().prefix() + " leave the scatter/gather threshold unset");
+        }
+        CudaDriver driver = CudaDriver.load();
+        runtime.setDevice(device);
+        return load(driver);
+    }
+
+    /**
      * Loads the kernel into the calling thread's current context (select the device through the runtime
      * first).
      *

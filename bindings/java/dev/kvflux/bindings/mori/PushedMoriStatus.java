@@ -2,8 +2,11 @@ package dev.kvflux.bindings.mori;
 
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.bindings.internal.PushListeners;
 import dev.kvflux.bindings.mori.internal.MoriNative;
 import dev.kvflux.bindings.mori.internal.PushCalls;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.atomic.AtomicReference;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -18,7 +21,10 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     private final Sinks.One<StatusCode> pushed = Sinks.one();
     /** The terminal code once settled (by the push or by the query after registering), once. */
     private final AtomicReference<StatusCode> settled = new AtomicReference<>();
+    /** Every listener given to {@link #onPushed}, chained ({@link PushListeners}); null until one is. */
     private volatile java.util.function.Consumer<StatusCode> listener;
+    private static final VarHandle LISTENER = PushListeners.field(MethodHandles.lookup(), PushedMoriStatus.class,
+            "listener");
 
     PushedMoriStatus(MoriNative lib, MoriEngine engine, long handle, long bytes, PushCalls calls) {
         super(lib, engine, handle, bytes);
@@ -53,7 +59,7 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     /** {@inheritDoc} Given on {@code kvflux-mori-push}, or at once if already pushed. */
     @Override
     public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
-        listener = l;
+        PushListeners.add(LISTENER, this, l);
         StatusCode code = settled.get();
         if (code != null) {
             l.accept(code);

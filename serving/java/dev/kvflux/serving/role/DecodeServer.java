@@ -31,6 +31,7 @@ import dev.kvflux.transfer.HandshakeSessions;
 import dev.kvflux.transfer.KvLayout;
 import dev.kvflux.transfer.KvMode;
 import dev.kvflux.transfer.LayerReads;
+import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.transfer.PrefillSide;
 
 /**
@@ -50,7 +51,10 @@ import dev.kvflux.transfer.PrefillSide;
  * <p>{@code GET /health} answers 200; {@code GET /metrics} serves the role's meters as Prometheus text
  * ({@link RoleMetrics}), all tagged {@code role=decode}: the notify channel's ({@code MicrometerNotifyRecorder}),
  * the block meters ({@link BlockMetrics}), {@link DecodeStats} (with the timer {@code kvflux.decode.kv.wait}), and
- * the gauges {@code kvflux.decode.requests.running} and {@code kvflux.notify.connections.open}.
+ * the gauges {@code kvflux.decode.requests.running} and {@code kvflux.notify.connections.open}. In READ mode, where
+ * decode waits for the reads it posts, the gauge {@code kvflux.wait.strategy} and the startup line
+ * ({@code wait reactive-push}) name that wait: a push wait where the engine pushes completion, which decode switches
+ * on, else the adaptive poll ({@link WaitChoice}).
  *
  * <p>Every log line about a request carries its transfer id (and trace id) in MDC ({@link LogContext}). With an
  * {@link Builder#observationRegistry ObservationRegistry} that traces, each completion is span
@@ -210,6 +214,7 @@ public final class DecodeServer implements AutoCloseable {
         List<DecodeSide> sides = new ArrayList<>(tp);
         List<RoleMemory> memories = new ArrayList<>(tp);
         List<HandshakeSessions> readSessions = new ArrayList<>();
+        List<WaitStrategy> readWaits = new ArrayList<>();
         DecodeStats stats = new DecodeStats(meters);
         try {
             KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks, pair, tp);
@@ -226,7 +231,9 @@ public final class DecodeServer implements AutoCloseable {
                     HandshakeSessions prefills = HandshakeSessions.intoPrefills(engine, memory.region(), layout);
                     readSessions.add(prefills);
                     owned.add(prefills::close);
-                    builder = builder.readFrom(prefills, layout, LayerReads.of(settings.transferTimeout), tp);
+                    LayerReads reads = WaitChoice.reads(engine, settings.transferTimeout);
+                    readWaits.add(reads.waitStrategy());
+                    builder = builder.readFrom(prefills, layout, reads, tp);
                 }
                 DecodeSide side = builder.region(memory.describe(engine))
                         .notifyAddress(where.host(), RoleSettings.rankPort(where.notifyPort(), r)).auth(settings.auth)
@@ -258,6 +265,7 @@ public final class DecodeServer implements AutoCloseable {
             meters.gauge("kvflux.notify.connections.open", "Inbound notify connections open", sides,
                     all -> all.stream().mapToInt(DecodeSide::notifyConnections).sum());
             EngineMeters.register(meters, engines);
+            WaitChoice.register(meters, readWaits);
             if (!readSessions.isEmpty()) {
                 meters.gauge("kvflux.decode.prefill.sessions.open", "READ mode: engine sessions open into prefills' KV"
                         + " regions, one per prefill incarnation and rank", readSessions,
@@ -275,12 +283,12 @@ public final class DecodeServer implements AutoCloseable {
             DecodeServer server = new DecodeServer(http, ranks, where.host(), settings.auth, meters, notifyMeters,
                     closeOwned);
             front.identify(Role.DECODE, server.incarnation(), server.notifyAddress());
-            LOG.info("decode listening: http {}, notify {} ({}), model {}, {} mode, {}, receive deadline {}, KV on {}"
+            LOG.info("decode listening: http {}, notify {} ({}), model {}, {} mode{}, {}, receive deadline {}, KV on {}"
                     + " ({} bytes per rank{})",
                     Instance.hostPort(server.httpAddress()), server.instance().notifyRanks().stream()
                             .map(Instance::hostPort).toList(),
                     settings.auth == null ? "unsigned" : "signed", model, settings.kvMode.wireName().toUpperCase(),
-                    pair, settings.receiveDeadline == null ? "none" : settings.receiveDeadline.toMillis() + " ms",
+                    readWaits.isEmpty() ? "" : ", wait " + WaitChoice.names(readWaits), pair, settings.receiveDeadline == null ? "none" : settings.receiveDeadline.toMillis() + " ms",
                     engines.getFirst().backend(), memories.getFirst().region().size(),
                     bytes.isEmpty() ? "" : ", every block checked");
             return server;

@@ -26,8 +26,9 @@ public enum Policy {
      */
     SLICED(false, false),
     /**
-     * kvflux: the reactive completion wait, requests written independently (transfer.max-in-flight at once),
-     * {@code write_failed} with code and reason on failure, and a receive deadline on decode.
+     * kvflux: the push wait where the engine pushes completion, else the adaptive poll ({@link WaitChoice}),
+     * requests written independently (transfer.max-in-flight at once), {@code write_failed} with code and reason on
+     * failure, and a receive deadline on decode.
      */
     KVFLUX(true, true);
 
@@ -42,9 +43,12 @@ public enum Policy {
     /**
      * Prefill's WRITE pipeline under this policy. LEGACY: one native wait with the whole timeout, one
      * request at a time. SLICED: the sliced native wait (fail-fast, the configured slice), one request at a
-     * time. KVFLUX: the configured completion wait (fail mode, slice) with the configured number of
-     * requests in flight. Every policy takes the configured event poll period and event timeout. The waits
-     * report to no recorder.
+     * time. KVFLUX: the configured number of requests in flight, each waited for with the configured push wait
+     * ({@link KvfluxConfig.Transfer#pushWait()}) where the engine can push completion, which this switches on
+     * ({@link WaitChoice#pushOn}), else with the configured completion wait polling adaptively
+     * ({@link KvfluxConfig.Transfer#completionWait()}, {@code adaptive()}); both take the fail mode and stall time,
+     * the poll the slice. Every policy takes the configured event poll period and event timeout. The waits report
+     * to no recorder.
      */
     public WritePipeline writePipeline(TransferEngine engine, KvfluxConfig.Transfer transfer) {
         return writePipeline(engine, transfer, WaitRecorder.NOOP);
@@ -55,7 +59,7 @@ public enum Policy {
         WaitStrategy wait = switch (this) {
             case LEGACY -> NativeWait.of(engine, transfer.timeout());
             case SLICED -> SlicedNativeWait.failFast(engine, transfer.timeout()).slice(transfer.slice());
-            case KVFLUX -> transfer.completionWait();
+            case KVFLUX -> WaitChoice.write(engine, transfer);
         };
         return WritePipeline.builder()
                 .waitStrategy(wait)

@@ -5,6 +5,7 @@ import dev.kvflux.bindings.TransferEngine;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.micrometer.MicrometerNotifyRecorder;
 import dev.kvflux.micrometer.MicrometerWaitRecorder;
+import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.pipeline.WritePipeline;
 import dev.kvflux.serving.api.Instance;
 import dev.kvflux.serving.api.Role;
@@ -50,7 +51,9 @@ import dev.kvflux.transfer.KvMode;
  * the notify channel's ({@code MicrometerNotifyRecorder}), the gauges {@code kvflux.prefill.transfers.running},
  * {@code kvflux.prefill.writes.in.flight}, {@code kvflux.prefill.writes.queued} and
  * {@code kvflux.notify.connections.open}, and the WRITE pipeline's wait meters ({@code kvflux.wait.*},
- * {@code MicrometerWaitRecorder}), all tagged {@code role=prefill}.
+ * {@code MicrometerWaitRecorder}, tagged {@code strategy}), all tagged {@code role=prefill}. In WRITE mode the gauge
+ * {@code kvflux.wait.strategy} and the startup line ({@code wait reactive-push}) name the wait the policy chose for
+ * the engine ({@link Policy#writePipeline}).
  *
  * <p>Every log line about a request carries its transfer id (and trace id) in MDC ({@link LogContext}). With an
  * {@link Builder#observationRegistry ObservationRegistry} that traces, each completion is span
@@ -299,14 +302,19 @@ public final class PrefillServer implements AutoCloseable {
                     + " per decode incarnation and rank", sessions,
                     all -> all.stream().mapToInt(HandshakeSessions::openSessions).sum());
             EngineMeters.register(meters, settings.engines);
+            List<WaitStrategy> chosen = pipelines.stream().map(WritePipeline::waitStrategy).toList();
+            if (settings.kvMode == KvMode.WRITE) {
+                WaitChoice.register(meters, chosen);
+            }
             PrefillServer server = new PrefillServer(http, ranks, completions, loop, loopScheduler, stats, where.host(),
                     settings.auth, meters, notifyMeters, sessions, memories);
             front.identify(Role.PREFILL, server.incarnation(), server.notifyAddress());
-            LOG.info("prefill listening: http {}, notify {} ({}), {} mode, {}, policy {}, transfer timeout {} ms,"
-                    + " engine {}, model {}", Instance.hostPort(server.httpAddress()), server.instance().notifyRanks()
-                            .stream().map(Instance::hostPort).toList(),
+            LOG.info("prefill listening: http {}, notify {} ({}), {} mode, {}, policy {}, wait {}, transfer timeout {}"
+                    + " ms, engine {}, model {}", Instance.hostPort(server.httpAddress()), server.instance()
+                            .notifyRanks().stream().map(Instance::hostPort).toList(),
                     settings.auth == null ? "unsigned" : "signed", settings.kvMode.wireName().toUpperCase(), pair,
-                    settings.policy.wireName(), settings.transfer.timeout().toMillis(),
+                    settings.policy.wireName(), settings.kvMode == KvMode.WRITE ? WaitChoice.names(chosen)
+                            : "none (decode reads)", settings.transfer.timeout().toMillis(),
                     engineName(settings.engines.getFirst()), model);
             return server;
         } catch (RuntimeException e) {

@@ -29,7 +29,8 @@ public final class BenchCommand implements Callable<Integer> {
     List<Integer> ns;
 
     @Option(names = "--strategies", split = ",", paramLabel = "NAME",
-            description = "Waits to measure, comma separated: reactive, reactive-shared (the shared poll driver),"
+            description = "Waits to measure, comma separated: poll-1ms (vLLM's MoRIIO wait: one thread queries"
+                    + " every status every 1 ms), reactive, reactive-shared (the shared poll driver),"
                     + " reactive-adaptive (the bench's statuses do not tell their bytes: it polls every slice),"
                     + " reactive-push, and each with -drain (default: reactive,reactive-shared,reactive-push).")
     List<String> strategies;

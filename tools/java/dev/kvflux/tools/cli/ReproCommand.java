@@ -46,6 +46,7 @@ public final class ReproCommand implements Callable<Integer> {
     @Option(names = "--wait", split = ",", paramLabel = "STRATEGY", completionCandidates = Strategies.class,
             description = "Strategies to time, in order, comma separated: ${COMPLETION-CANDIDATES}. native is"
                     + " the whole-timeout wait (one waitAll), sliced-native vLLM's fix (the native wait in slices),"
+                    + " poll-1ms vLLM's MoRIIO wait today (one thread queries every status every 1 ms),"
                     + " reactive kvflux's polled wait (reactive-shared on the shared poll driver, reactive-adaptive"
                     + " polling densely near the copies' predicted end), reactive-push its push wait (default:"
                     + " native,reactive).")

@@ -15,7 +15,8 @@ import java.util.Locale;
 /**
  * The wait strategies kvflux times, by name, for {@code kvflux repro --wait} and {@code kvflux bench
  * --strategies} alike: MoRI's native bounded {@code waitAll} with the whole timeout ({@link NativeWait},
- * the whole-timeout wait); the native call in slices ({@link SlicedNativeWait}, vLLM's fix); kvflux's
+ * the whole-timeout wait); the native call in slices ({@link SlicedNativeWait}, vLLM's fix); vLLM's MoRIIO
+ * connector's wait today, one thread querying every status of every request every 1 ms ({@link SweepWait}); kvflux's
  * reactive polled wait ({@link CompletionWait}), with an interval per request or on the shared poll driver, or
  * adaptive (dense polls around the predicted end of the copies, the rate learnt over the strategy's requests);
  * kvflux's push wait, one host function per batch ({@link PushWait}).
@@ -27,6 +28,7 @@ import java.util.Locale;
 public enum ReproStrategy {
     NATIVE("native", 2, false, true),
     SLICED_NATIVE("sliced-native", 100, false, true),
+    POLL_1MS(SweepWait.NAME, 100, false, false),
     REACTIVE("reactive", 100, false, false),
     REACTIVE_SHARED("reactive-shared", 100, false, false),
     REACTIVE_ADAPTIVE("reactive-adaptive", 100, false, false),
@@ -102,6 +104,7 @@ public enum ReproStrategy {
         return switch (this) {
             case NATIVE -> NativeWait.of(engine, timeout);
             case SLICED_NATIVE -> SlicedNativeWait.of(engine, mode, timeout);
+            case POLL_1MS -> SweepWait.of(mode, timeout);
             case REACTIVE -> CompletionWait.of(mode, timeout);
             case REACTIVE_SHARED -> CompletionWait.of(mode, timeout).sharedPoll();
             case REACTIVE_ADAPTIVE -> CompletionWait.of(mode, timeout).adaptive();
@@ -111,7 +114,7 @@ public enum ReproStrategy {
 
     /**
      * As {@link #wait(TransferEngine, Duration)}, with {@code slice} for the strategies that wait in slices
-     * (sliced-native, reactive, reactive-shared); the others ignore it.
+     * (sliced-native, reactive, reactive-shared); the others ignore it (poll-1ms sweeps every 1 ms, as vLLM does).
      *
      * @throws IllegalArgumentException if the strategy slices and {@code slice} is not one it accepts
      */

@@ -32,8 +32,8 @@ import reactor.core.Disposable;
 public final class ScaleBench {
     /**
      * The strategies the bench knows: those of {@link dev.kvflux.tools.repro.ReproStrategy} that need no
-     * engine (the polling wait with an interval per request or on the shared poll driver, and the push
-     * wait), failing fast, then each with {@code -drain}.
+     * engine (vLLM's 1 ms sweep from one thread, the polling wait with an interval per request, on the shared
+     * poll driver or adaptive, and the push wait), failing fast, then each with {@code -drain}.
      */
     public static final List<String> STRATEGIES = BenchWait.NAMES;
 

@@ -5,8 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.operators.PushWait;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import reactor.test.StepVerifier;
@@ -93,7 +96,7 @@ class GpuTransferStatusTest {
         StepVerifier.create(status.pushed())
                 .then(() -> {
                     event.state = EventState.READY;
-                    status.onPushed(System.nanoTime());
+                    status.hostFunctionRan(System.nanoTime());
                 })
                 .expectNext(StatusCode.SUCCESS)
                 .verifyComplete();
@@ -102,7 +105,7 @@ class GpuTransferStatusTest {
     @Test
     void aPushBeforeTheEventReadsReadyFallsBackToTheBlockingWait() {
         GpuTransferStatus status = posted();
-        status.onPushed(System.nanoTime());
+        status.hostFunctionRan(System.nanoTime());
         assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
     }
 
@@ -119,7 +122,7 @@ class GpuTransferStatusTest {
         GpuTransferStatus status = posted();
         event.state = EventState.READY;
         assertThat(status.completedAtNanos()).as("in flight").isEqualTo(GpuTransferStatus.UNKNOWN_TIME);
-        status.onPushed(12_345L);
+        status.hostFunctionRan(12_345L);
         assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
         assertThat(status.completedAtNanos()).isEqualTo(12_345L);
     }
@@ -129,7 +132,7 @@ class GpuTransferStatusTest {
         GpuTransferStatus status = posted();
         event.state = EventState.READY;
         status.code();
-        status.onPushed(12_345L);
+        status.hostFunctionRan(12_345L);
         assertThat(status.completedAtNanos()).isEqualTo(GpuTransferStatus.UNKNOWN_TIME);
     }
 
@@ -137,8 +140,69 @@ class GpuTransferStatusTest {
     void aFailedStatusHasNoCompletionTime() {
         GpuTransferStatus status = posted();
         status.fail(StatusCode.ERR_GPU_OP, "posting failed");
-        status.onPushed(12_345L);
+        status.hostFunctionRan(12_345L);
         assertThat(status.code()).isEqualTo(StatusCode.ERR_GPU_OP);
         assertThat(status.completedAtNanos()).isEqualTo(GpuTransferStatus.UNKNOWN_TIME);
+    }
+
+    @Test
+    void theListenerIsGivenThePushedCodeWithoutAnyoneQuerying() {
+        GpuTransferStatus status = posted();
+        List<StatusCode> heard = new CopyOnWriteArrayList<>();
+        assertThat(status.onPushed(heard::add)).as("the listener form is offered").isTrue();
+        assertThat(heard).as("in flight").isEmpty();
+
+        event.state = EventState.READY;
+        status.hostFunctionRan(System.nanoTime());
+
+        assertThat(heard).containsExactly(StatusCode.SUCCESS);
+    }
+
+    @Test
+    void everyListenerIsToldNotOnlyTheLastOneSet() {
+        GpuTransferStatus status = posted();
+        List<String> heard = new CopyOnWriteArrayList<>();
+        status.onPushed(code -> heard.add("first " + code));
+        status.onPushed(code -> heard.add("second " + code));
+
+        event.state = EventState.READY;
+        status.hostFunctionRan(System.nanoTime());
+
+        assertThat(heard).containsExactlyInAnyOrder("first SUCCESS", "second SUCCESS");
+    }
+
+    @Test
+    void aListenerSetOnceTheStatusSettledIsGivenItsCodeAtOnce() {
+        GpuTransferStatus status = posted();
+        status.fail(StatusCode.ERR_GPU_OP, "posting failed");
+        List<StatusCode> heard = new CopyOnWriteArrayList<>();
+
+        status.onPushed(heard::add);
+
+        assertThat(heard).containsExactly(StatusCode.ERR_GPU_OP);
+    }
+
+    @Test
+    void aFailedBatchIsToldToTheListener() {
+        GpuTransferStatus status = posted();
+        List<StatusCode> heard = new CopyOnWriteArrayList<>();
+        status.onPushed(heard::add);
+
+        status.fail(StatusCode.ERR_GPU_OP, "cudaErrorLaunchFailure");
+
+        assertThat(heard).containsExactly(StatusCode.ERR_GPU_OP);
+    }
+
+    @Test
+    void aPushWaitOnAGpuStatusEndsWhenItsHostFunctionRunsWithNoPoll() {
+        GpuTransferStatus status = posted();
+        StepVerifier.create(PushWait.failFast(Duration.ofSeconds(30)).await(List.of(status)))
+                .then(() -> {
+                    event.state = EventState.READY;
+                    status.hostFunctionRan(System.nanoTime());
+                })
+                .expectComplete()
+                .verify(Duration.ofSeconds(30));
+        assertThat(event.queries).as("the query at subscription and the host function's, no poll").hasValue(2);
     }
 }

@@ -141,7 +141,7 @@ class StreamProgressTest {
         List<GpuTransferStatus> statuses = post(2, stream);
         assertThat(statuses.get(0).code()).isEqualTo(StatusCode.IN_PROGRESS);
         passed = 2;
-        statuses.get(1).onPushed(System.nanoTime());
+        statuses.get(1).hostFunctionRan(System.nanoTime());
         assertThat(statuses.get(1).code()).isEqualTo(StatusCode.SUCCESS);
         assertThat(statuses.get(0).code()).isEqualTo(StatusCode.SUCCESS);
     }

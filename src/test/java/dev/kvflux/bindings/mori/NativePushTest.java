@@ -86,6 +86,23 @@ class NativePushTest {
     }
 
     @Test
+    void twoPushWaitsOverOneTransfersStatusesAtOnceBothEndAtItsPushes() {
+        // as decode's READ barriers do: one wait per layer, and one for the whole transfer's timeout
+        try (SimPair pair = new SimPair("push-two-waits", BATCHES * BLOCK)) {
+            pair.p.engine().push(PushMode.ON);
+            List<MoriStatus> statuses = post(pair, BATCHES);
+            PushWait wait = PushWait.drain(Duration.ofSeconds(30));
+
+            List<String> ended = Flux.merge(wait.await(statuses).thenReturn("all"),
+                    wait.await(List.of(statuses.getLast())).thenReturn("last"))
+                    .collectList().block(Duration.ofSeconds(20)); // a wait that missed its push would end at 30 s
+
+            assertThat(ended).containsExactlyInAnyOrder("all", "last");
+            statuses.forEach(MoriStatus::close);
+        }
+    }
+
+    @Test
     void anInjectedFailureIsPushedWithItsCodeAndMessage() {
         try (SimPair pair = new SimPair("push-fail", BATCHES * BLOCK)) {
             pair.p.engine().push(PushMode.ON);

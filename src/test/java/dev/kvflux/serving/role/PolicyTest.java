@@ -2,11 +2,15 @@ package dev.kvflux.serving.role;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.kvflux.bindings.mori.NativeTransferEngine;
+import dev.kvflux.bindings.mori.PushMode;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.operators.CompletionWait;
 import dev.kvflux.operators.FailMode;
 import dev.kvflux.operators.NativeWait;
+import dev.kvflux.operators.PushWait;
 import dev.kvflux.operators.SlicedNativeWait;
+import dev.kvflux.operators.WaitStrategy;
 import dev.kvflux.pipeline.WritePipeline;
 import dev.kvflux.serving.config.KvfluxConfig;
 import java.time.Duration;
@@ -27,6 +31,42 @@ class PolicyTest {
                 assertThat(wait.transferTimeout()).isEqualTo(Duration.ofSeconds(7));
                 assertThat(wait.slice()).isEqualTo(Duration.ofMillis(4));
             });
+        }
+    }
+
+    @Test
+    void onTheSimulatedXgmiEngineWhichCannotPushTheKvfluxPolicyPollsAdaptively() {
+        try (SimulatedXgmiEngine engine = SimulatedXgmiEngine.create()) {
+            WaitStrategy wait = Policy.KVFLUX.writePipeline(engine, CONFIGURED).waitStrategy();
+
+            assertThat(wait.strategyName()).isEqualTo(WaitStrategy.REACTIVE_ADAPTIVE);
+            assertThat(wait).isInstanceOfSatisfying(CompletionWait.class,
+                    poll -> assertThat(poll.copyRate()).as("a rate learnt from this engine's waits").isPresent());
+        }
+    }
+
+    @Test
+    void onTheCSimulatorTheKvfluxPolicySwitchesThePushOnAndTakesTheConfiguredPushWait() {
+        try (NativeTransferEngine engine = NativeTransferEngine.simulated("policy-push")) {
+            WritePipeline pipeline = Policy.KVFLUX.writePipeline(engine, CONFIGURED);
+
+            assertThat(engine.engine().pushMode()).isEqualTo(PushMode.ON);
+            assertThat(pipeline.maxInFlight()).isEqualTo(12);
+            assertThat(pipeline.waitStrategy().strategyName()).isEqualTo(WaitStrategy.REACTIVE_PUSH);
+            assertThat(pipeline.waitStrategy()).isInstanceOfSatisfying(PushWait.class, wait -> {
+                assertThat(wait.mode()).isEqualTo(FailMode.DRAIN);
+                assertThat(wait.transferTimeout()).isEqualTo(Duration.ofSeconds(7));
+            });
+        }
+    }
+
+    @Test
+    void legacyAndSlicedLeaveTheEnginesPushOffAsVllmsConnectorDoes() {
+        try (NativeTransferEngine engine = NativeTransferEngine.simulated("policy-no-push")) {
+            Policy.LEGACY.writePipeline(engine, CONFIGURED);
+            Policy.SLICED.writePipeline(engine, CONFIGURED);
+
+            assertThat(engine.engine().pushMode()).isEqualTo(PushMode.OFF);
         }
     }
 

@@ -67,6 +67,8 @@ class ReadModeStackTest {
         assertThat(run.decode().count("kvflux_decode_kv_checks_total", "result", "verified")).isEqualTo(4);
         assertThat(run.decode().count("kvflux_decode_kv_mismatched_blocks")).isZero();
         assertThat(run.decode().count("kvflux_decode_kv_checked_bytes")).isPositive();
+        assertThat(run.decode().count("kvflux_wait_strategy", "strategy", "reactive-push"))
+                .as("decode's reads ended by the C simulator's pushes").isEqualTo(1);
         assertThat(run.prefillOwners()).isZero();
     }
 

@@ -25,13 +25,26 @@ class ReproStrategyTest {
         assertThat(ReproStrategy.named(" Reactive-Push ")).isEqualTo(ReproStrategy.REACTIVE_PUSH);
         assertThat(ReproStrategy.REACTIVE_PUSH.push()).isTrue();
         assertThat(ReproStrategy.REACTIVE.push()).isFalse();
+        assertThat(ReproStrategy.named("POLL-1MS")).isEqualTo(ReproStrategy.POLL_1MS);
+    }
+
+    @Test
+    void poll1msIsVllmsSweepAndNeedsNoEngine() {
+        assertThat(ReproStrategy.POLL_1MS.callsEngine()).isFalse();
+        assertThat(ReproStrategy.POLL_1MS.push()).isFalse();
+        assertThat(ReproStrategy.POLL_1MS.defaultRequests()).isEqualTo(100);
+        assertThat(ReproStrategy.POLL_1MS.wait(null, FailMode.DRAIN, timeout, Duration.ofMillis(3)))
+                .as("its period is vLLM's 1 ms whatever the slice").isInstanceOfSatisfying(SweepWait.class, w -> {
+                    assertThat(w.mode()).isEqualTo(FailMode.DRAIN);
+                    assertThat(w.transferTimeout()).isEqualTo(timeout);
+                });
     }
 
     @Test
     void anUnknownStrategySaysWhichExist() {
         assertThatThrownBy(() -> ReproStrategy.named("spin"))
-                .hasMessage("unknown wait strategy 'spin'; known strategies: native, sliced-native, reactive,"
-                        + " reactive-shared, reactive-adaptive, reactive-push");
+                .hasMessage("unknown wait strategy 'spin'; known strategies: native, sliced-native, poll-1ms,"
+                        + " reactive, reactive-shared, reactive-adaptive, reactive-push");
     }
 
     @Test

@@ -24,6 +24,16 @@ class ScaleBenchTest {
         assertThat(row.bytesPerStatusTick()).isNaN();
     }
 
+    @Test
+    void vllmsOneMillisecondSweepEndsEveryWaitQueryingEachStatusMoreThanOnce() {
+        ScaleRow row = ScaleBench.run(small(List.of("poll-1ms")), line -> { }).getFirst();
+        assertThat(row.strategy()).isEqualTo("poll-1ms");
+        assertThat(row.errors()).isZero();
+        assertThat(row.unfinished()).isZero();
+        assertThat(row.queriesPerStatus()).as("statuses finish within 50 ms: swept more than once").isGreaterThan(1.0);
+        assertThat(row.bytesPerStatusTick()).isNotNaN();
+    }
+
     /**
      * 2,000 statuses due 10 us apart (20 ms in all) with a 5 ms tick: every one is finished, none before it is
      * due, and the notifier wakes at most once per tick (an upper bound: a slow machine wakes fewer times).
@@ -111,9 +121,12 @@ class ScaleBenchTest {
 
     @Test
     void theBenchTimesTheEngineFreeStrategiesOfTheReproducerFailingFastThenDraining() {
-        assertThat(ScaleBench.STRATEGIES).containsExactly("reactive", "reactive-shared", "reactive-adaptive",
-                "reactive-push", "reactive-drain", "reactive-shared-drain", "reactive-adaptive-drain",
-                "reactive-push-drain");
+        assertThat(ScaleBench.STRATEGIES).containsExactly("poll-1ms", "reactive", "reactive-shared",
+                "reactive-adaptive", "reactive-push", "poll-1ms-drain", "reactive-drain", "reactive-shared-drain",
+                "reactive-adaptive-drain", "reactive-push-drain");
+        assertThat(ScaleBench.strategy("poll-1ms-drain", small(List.of("reactive")))).isInstanceOfSatisfying(
+                dev.kvflux.tools.repro.SweepWait.class, w -> assertThat(w.mode())
+                        .isEqualTo(dev.kvflux.operators.FailMode.DRAIN));
         assertThat(ScaleBench.strategy("reactive-shared-drain", small(List.of("reactive")))).isInstanceOfSatisfying(
                 dev.kvflux.operators.CompletionWait.class, w -> {
                     assertThat(w.isSharedPoll()).isTrue();
