@@ -55,8 +55,8 @@ final class ArrivingCompletion implements BodyCheck {
             done = true;
             throw new Refused(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", "context_length_exceeded",
                     CompletionSchema.farOver(maxModelLen, e.getOriginalMessage()));
-        } catch (IOException e) {
-            done = true; // not JSON: the whole body's parse says where and how
+        } catch (IOException | RuntimeException e) {
+            done = true; // not JSON (or a parser that cannot go on): the whole body's parse says where and how
         }
     }
 

@@ -249,10 +249,10 @@ final class ProxyRoutes {
                     Spans.traceparent(prefillCall), client, prefillStep, api)
                     .doOnError(prefillStep::fail)
                     .doFinally(signal -> prefillStep.stop());
-            // Prefill's exchange runs on its own: decode's answer ending does not cancel it, only the client going
-            // away does. Cancelling an exchange whose answer is arriving closes its connection, which the pool may
-            // already have handed to the next request: that request then failed with "Connection prematurely closed
-            // BEFORE response" from a prefill that was healthy.
+            // Prefill's exchange runs on its own: decode's answer ending well does not cancel it; the client going
+            // away or the request failing does (prefill then stops the transfer). Cancelling an exchange whose answer
+            // is arriving closes its connection, which the pool may already have handed to the next request: that
+            // request then failed with "Connection prematurely closed BEFORE response" from a healthy prefill.
             Sinks.One<Throwable> prefillFailure = Sinks.one();
             Disposable.Swap detached = Disposables.swap();
             Mono<Void> prefillFailed = prefillFailure.asMono()
@@ -303,6 +303,7 @@ final class ProxyRoutes {
                     () -> owner.compareAndSet(NOBODY, DECODE_OWNS));
             return Mono.firstWithSignal(decoded, prefillFailed, firstByte, ejected)
                     .doOnCancel(detached::dispose)
+                    .doOnError(e -> detached.dispose())
                     .doOnError(e -> upstreamError(UpstreamErrors.upstream(e), UpstreamErrors.reason(e), 1))
                     .onErrorResume(error -> {
                         if (!(error instanceof UpstreamErrors.OverloadedException)) {
