@@ -118,7 +118,7 @@ class ReproRunTest {
         int code = cli.execute("repro", "--wait", "native,psychic");
 
         assertThat(code).isEqualTo(2);
-        assertThat(err.toString()).contains("unknown wait strategy 'psychic'; known strategies: native, sliced-native, reactive");
+        assertThat(err.toString()).contains("unknown wait strategy 'psychic'; known strategies: native, sliced-native, poll-1ms, reactive");
     }
 
     @Test
