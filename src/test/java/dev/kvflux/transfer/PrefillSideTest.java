@@ -87,7 +87,9 @@ class PrefillSideTest {
         PrefillTransfer sending = prefill.open("late", decodeAt(), 4, PrefillTransfer.Observer.NONE);
 
         assertThat(sending.write(ready(LAYERS)).blockOptional(WAIT)).as("no outcome: decode has given up").isEmpty();
-        assertThat(sending.aborted().block(WAIT)).contains("after the transfer's deadline");
+        // the deadline's own timer may abort it before the write is called (a loaded host): either way it is aborted
+        // for its deadline and nothing is posted
+        assertThat(sending.aborted().block(WAIT)).contains("the transfer's deadline");
         assertThat(events).contains(PrefillRecorder.Event.PAST_DEADLINE, PrefillRecorder.Event.ABORTED);
     }
 

@@ -108,7 +108,20 @@ class RolesBehindVllmProxyTest {
             Stack stack = new Stack(front, engine, decode, prefill);
             decode.registerWithVllmProxy(front.discovery(), mode);
             prefill.registerWithVllmProxy(front.discovery(), mode);
-            Thread.sleep(3_500); // both registered (they ping every 3 s; the first at once)
+            // both registered (they ping every 3 s, the first at once), however long the first ping takes on a
+            // loaded host, where kvflux's proxy lists its instances in /health
+            if (proxyKind.equals("toy")) {
+                Thread.sleep(3_500);
+            }
+            long until = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (!front.registered() && System.nanoTime() < until) {
+                Thread.sleep(50);
+            }
+            if (!front.registered()) {
+                stack.close();
+                throw new AssertionError("prefill and decode did not both register with the " + proxyKind
+                        + " proxy within 60 s");
+            }
             return stack;
         }
 
@@ -134,6 +147,23 @@ class RolesBehindVllmProxyTest {
             ProxyServer proxy = ProxyServer.builder().registry(new InstanceRegistry(Duration.ofSeconds(10)))
                     .vllmDiscovery(new InetSocketAddress("127.0.0.1", vllmPort), Networks.LOOPBACK).bindNow();
             return new Front(proxy, proxy.address().getPort(), "127.0.0.1:" + vllmPort);
+        }
+
+        /** Whether the proxy has taken both a prefill's and a decode's registration. */
+        boolean registered() {
+            try {
+                if (server instanceof ToyProxy) {
+                    return true; // the toy proxy: Stack.start waits its first ping out, as before
+                }
+                String health = HttpClient.create().get()
+                        .uri("http://127.0.0.1:" + port + "/health").responseContent().aggregate().asString()
+                        .defaultIfEmpty("").onErrorReturn("").block(Duration.ofSeconds(10));
+                com.fasterxml.jackson.databind.JsonNode listed = dev.kvflux.serving.http.HttpJson.MAPPER.readTree(
+                        health == null || health.isEmpty() ? "{}" : health);
+                return listed.path("prefill").size() > 0 && listed.path("decode").size() > 0;
+            } catch (java.io.IOException e) {
+                return false;
+            }
         }
 
         @Override

@@ -88,6 +88,7 @@ class VllmDiscoveryTest {
     }
 
     @Test
+    @org.junit.jupiter.api.Timeout(value = 3, unit = java.util.concurrent.TimeUnit.MINUTES)
     void aFloodOfMalformedFramesLeavesTheDiscoveryTakingRegistrations() throws Exception {
         List<VllmRegistration> taken = new CopyOnWriteArrayList<>();
         try (VllmDiscovery discovery = VllmDiscovery.bind("127.0.0.1", 0, Networks.LOOPBACK, r -> {
@@ -102,7 +103,8 @@ class VllmDiscoveryTest {
             for (int i = 0; i < 10_000; i++) {
                 flood.send(bad[i % bad.length], 0);
             }
-            awaitOutcome(discovery, "malformed", 8_000);
+            // 8,000 malformed frames take seconds to be read and refused on a loaded host: waited for, not timed
+            awaitOutcome(discovery, "malformed", 8_000, Duration.ofSeconds(90));
             try (VllmDouble d = VllmDouble.start(Role.PREFILL, KvMode.WRITE, 1, 6301, 61005)) {
                 d.registerWith("127.0.0.1:" + discovery.port(), Duration.ofMillis(50));
                 long until = System.nanoTime() + WAIT.toNanos();
@@ -118,7 +120,12 @@ class VllmDiscoveryTest {
     }
 
     private static void awaitOutcome(VllmDiscovery discovery, String outcome, long n) throws InterruptedException {
-        long until = System.nanoTime() + WAIT.toNanos();
+        awaitOutcome(discovery, outcome, n, WAIT);
+    }
+
+    private static void awaitOutcome(VllmDiscovery discovery, String outcome, long n, Duration wait)
+            throws InterruptedException {
+        long until = System.nanoTime() + wait.toNanos();
         while (discovery.outcome(outcome) < n && System.nanoTime() < until) {
             Thread.sleep(10);
         }
