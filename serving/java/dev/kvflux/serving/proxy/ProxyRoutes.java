@@ -255,8 +255,12 @@ final class ProxyRoutes {
             // request then failed with "Connection prematurely closed BEFORE response" from a healthy prefill.
             Sinks.One<Throwable> prefillFailure = Sinks.one();
             Disposable.Swap detached = Disposables.swap();
-            Mono<Void> prefillFailed = prefillFailure.asMono()
-                    .doOnSubscribe(s -> detached.update(prefillExchange.subscribe(null, prefillFailure::tryEmitValue)))
+            Mono<Void> prefillFailed = Mono.deferContextual(context -> {
+                        // started with the request's context, so that its logs still name the transfer
+                        detached.update(prefillExchange.contextWrite(context)
+                                .subscribe(null, prefillFailure::tryEmitValue));
+                        return prefillFailure.asMono();
+                    })
                     .flatMap(e -> Mono.<Void>error(e))
                     .onErrorResume(e -> {
                         if (owner.compareAndSet(NOBODY, PREFILL_OWNS)) {
