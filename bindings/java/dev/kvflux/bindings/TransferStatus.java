@@ -45,4 +45,29 @@ public interface TransferStatus {
     default long clockNanos() {
         return System.nanoTime();
     }
+
+    /**
+     * How long ago, in nanoseconds and at least 0, the last of {@code statuses}' copies ended, each read on its own
+     * status's clock; -1 when there are none, or when one cannot tell when its copies ended or throws. Call it once
+     * every status is done: it is then the wait's detection lag.
+     */
+    static long sinceLastCopyEnd(Iterable<? extends TransferStatus> statuses) {
+        long latest = 0;
+        TransferStatus last = null;
+        try {
+            for (TransferStatus status : statuses) {
+                long at = status.completedAtNanos();
+                if (at == UNKNOWN_TIME) {
+                    return -1;
+                }
+                if (last == null || at - latest > 0) {
+                    latest = at;
+                    last = status;
+                }
+            }
+            return last == null ? -1 : Math.max(0, last.clockNanos() - latest);
+        } catch (RuntimeException broken) {
+            return -1;
+        }
+    }
 }

@@ -59,23 +59,7 @@ final class WaitRecording {
      * has just seen its last status settle.
      */
     static long detectionLag(TransferStatus[] statuses) {
-        long latest = 0;
-        TransferStatus last = null;
-        try {
-            for (TransferStatus status : statuses) {
-                long at = status.completedAtNanos();
-                if (at == TransferStatus.UNKNOWN_TIME) {
-                    return -1;
-                }
-                if (last == null || at - latest > 0) {
-                    latest = at;
-                    last = status;
-                }
-            }
-            return last == null ? -1 : Math.max(0, last.clockNanos() - latest);
-        } catch (RuntimeException broken) {
-            return -1;
-        }
+        return TransferStatus.sinceLastCopyEnd(java.util.Arrays.asList(statuses));
     }
 
     /** Records a wait that ended at subscription because its list held null. */

@@ -9,6 +9,7 @@ import dev.kvflux.bindings.TransferStatus;
 import dev.kvflux.operators.TransferException;
 import dev.kvflux.pipeline.WriteOutcome;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -63,6 +64,15 @@ public final class PrefillTransfer {
         default void posted() {
         }
 
+        /**
+         * Every copy of a write that succeeded has ended: the copies moved {@code bytes}, the last ended
+         * {@code firstPostToLastEnd} after the first was posted, and {@code sinceLastEnd} before this call (the
+         * completion wait's detection lag, and the time it took to report it). Called just before
+         * {@link #written} with {@code write_done}, and only when the engine tells when its copies end.
+         */
+        default void copied(long bytes, Duration firstPostToLastEnd, Duration sinceLastEnd) {
+        }
+
         /** The completion wait ended with {@code outcome}. */
         default void written(WriteOutcome outcome) {
         }
@@ -109,6 +119,9 @@ public final class PrefillTransfer {
     private String abortReason;
     private boolean writing;
     private boolean ended;
+    /** Bytes of every batch posted, and when the first was posted (the side's clock); under this transfer's lock. */
+    private long postedBytes;
+    private long firstPostNanos;
 
     PrefillTransfer(PrefillSide side, String id, InetSocketAddress decode, long openedNanos, long deadlineNanos,
             Observer observer) {
@@ -327,11 +340,26 @@ public final class PrefillTransfer {
         return posted;
     }
 
+    /** Bytes of every batch posted so far. */
+    synchronized long postedBytes() {
+        return postedBytes;
+    }
+
+    /** When the first batch was posted, on the clock given to {@link #recording}; meaningless before the first. */
+    synchronized long firstPostNanos() {
+        return firstPostNanos;
+    }
+
+    /** The statuses posted so far. */
+    synchronized List<TransferStatus> posted() {
+        return List.copyOf(statuses);
+    }
+
     /**
-     * {@code session} recording every status posted for this transfer, calling {@code afterPost} after each post;
-     * refusing posts once aborted or ended.
+     * {@code session} recording every status posted for this transfer (and its bytes, and when the first was posted
+     * on {@code clock}), calling {@code afterPost} after each post; refusing posts once aborted or ended.
      */
-    TransferSession recording(TransferSession session, Runnable afterPost) {
+    TransferSession recording(TransferSession session, java.util.function.LongSupplier clock, Runnable afterPost) {
         return new TransferSession() {
             @Override
             public long allocateTransferUid() {
@@ -351,8 +379,12 @@ public final class PrefillTransfer {
                         throw new TransferException(StatusCode.ERR_BAD_STATE, "transfer " + id
                                 + " was aborted; not posting further layers");
                     }
+                    if (statuses.isEmpty()) {
+                        firstPostNanos = clock.getAsLong();
+                    }
                     TransferStatus status = session.batchWrite(plan, transferUid);
                     statuses.add(status);
+                    postedBytes += plan.totalBytes();
                     afterPost.run();
                     return status;
                 }

@@ -89,7 +89,7 @@ final class PrefillWrites {
                         }
                         Flux<LayerWrite> layerWrites = Flux.range(0, layers).map(l -> new LayerWrite(l, events.get(l),
                                 settings.layout().layerPlan(l, local, remote, remoteBlocks)));
-                        return settings.pipeline().write(new WriteRequest(id, t.recording(session(t), afterPost),
+                        return settings.pipeline().write(new WriteRequest(id, t.recording(session(t), settings.clock()::nanos, afterPost),
                                 layerWrites));
                     })
                     .onErrorResume(TransferException.class, e -> Mono.just(new WriteOutcome.WriteFailed(id, e.code(),
@@ -198,6 +198,9 @@ final class PrefillWrites {
     }
 
     private void finish(WriteOutcome outcome, PrefillTransfer t) {
+        if (outcome instanceof WriteOutcome.WriteDone) {
+            copied(t);
+        }
         t.observer().written(outcome);
         settings.recorder().written(outcome, Duration.ofNanos(settings.clock().nanos() - t.openedNanos()));
         if (outcome instanceof WriteOutcome.WriteFailed failed) {
@@ -214,6 +217,16 @@ final class PrefillWrites {
                 ? settings.contentCheck().of(t.id(), t.decodeBlocks()) : 0;
         t.outcome(outcome);
         sendOutcome(t, NotifyMessage.of(outcome, settings.incarnation(), t.decodeIncarnation(), check));
+    }
+
+    /** Tells the observer when the write's copies ended and what they moved, when the engine can tell. */
+    private void copied(PrefillTransfer t) {
+        long since = TransferStatus.sinceLastCopyEnd(t.posted());
+        if (since < 0) {
+            return;
+        }
+        long span = settings.clock().nanos() - since - t.firstPostNanos();
+        t.observer().copied(t.postedBytes(), Duration.ofNanos(Math.max(0, span)), Duration.ofNanos(since));
     }
 
     /**

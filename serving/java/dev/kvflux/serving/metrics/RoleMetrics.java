@@ -1,6 +1,7 @@
 package dev.kvflux.serving.metrics;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -124,6 +125,15 @@ public final class RoleMetrics implements AutoCloseable {
     public Timer timer(String name, String help, String... tagKeyValues) {
         return Timer.builder(name).description(help).tags(tags).tags(tagKeyValues).serviceLevelObjectives(BUCKETS)
                 .register(registry);
+    }
+
+    /**
+     * A distribution summary named {@code name} with the role's tags and {@code tagKeyValues}, publishing a histogram
+     * over {@code buckets}.
+     */
+    public DistributionSummary summary(String name, String help, double[] buckets, String... tagKeyValues) {
+        return DistributionSummary.builder(name).description(help).tags(tags).tags(tagKeyValues)
+                .serviceLevelObjectives(buckets).register(registry);
     }
 
     /** A gauge reading {@code value} of {@code of}, removed at {@link #close()}. */

@@ -14,6 +14,7 @@ import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.BodyReader;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.metrics.RoleMetrics;
+import dev.kvflux.serving.observe.Handover;
 import dev.kvflux.serving.observe.Spans;
 import dev.kvflux.serving.observe.Step;
 import dev.kvflux.transfer.LogContext;
@@ -93,7 +94,7 @@ final class ProxyRoutes {
                     AtomicBoolean warnedOverloaded, RequestAuth requestAuth, RoleMetrics meters,
                     ObservationRegistry observations, InstanceHealth health, Bounds bounds, int maxModelLen,
                     ClientKeys clientKeys, StreamWatch streams, Canaries canaries, VllmInstances vllm,
-                    ClientCaps caps) {
+                    ClientCaps caps, Handover handover) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             return serve(request, response, CompletionApi.COMPLETIONS);
@@ -112,7 +113,7 @@ final class ProxyRoutes {
                         "Requests the proxy refused itself because their client is at its cap").increment());
             }
             return Mono.from(HttpJson.withUtf8Buffer(request, response, CompletionSchema.arriving(maxModelLen),
-                            body -> route(body, request.requestHeaders(), client, response, api)))
+                            body -> route(body, request.requestHeaders(), client, response, api, start)))
                     .doFinally(signal -> caps.ended(client,
                             response.status().code() == HttpResponseStatus.TOO_MANY_REQUESTS.code()))
                     .doFinally(signal -> meters.timer("kvflux.proxy.requests",
@@ -143,7 +144,7 @@ final class ProxyRoutes {
         }
 
         private Publisher<Void> route(io.netty.buffer.ByteBuf body, HttpHeaders headers, String client, HttpServerResponse response,
-                CompletionApi api) {
+                CompletionApi api, long arrived) {
             ObjectNode json;
             try {
                 ObjectNode parsed = CompletionSchema.parse(body, maxModelLen);
@@ -173,7 +174,10 @@ final class ProxyRoutes {
             Observation span = Spans.server(observations, "kvflux.proxy.completion", transferId, headers);
             Observation prefillCall = Spans.sent(observations, "kvflux.proxy.prefill", transferId, span, Kind.CLIENT);
             Observation decodeCall = Spans.sent(observations, "kvflux.proxy.decode", transferId, span, Kind.CLIENT);
-            return answer(json, api, transferId, client, prefill.get(), decode.get(), response, prefillCall, decodeCall)
+            Handover.Marks marks = handover.begin(transferId);
+            marks.reached(Handover.Stage.PROXY_IN, arrived);
+            return answer(json, api, transferId, client, prefill.get(), decode.get(), response, prefillCall, decodeCall,
+                    marks)
                     .doOnError(span::error)
                     .doFinally(signal -> span.stop())
                     .contextWrite(LogContext.context(transferId, Spans.traceId(span)));
@@ -233,7 +237,7 @@ final class ProxyRoutes {
         /** Sends the request to both instances and answers the client once, from whichever side owns it. */
         private Mono<Void> answer(ObjectNode json, CompletionApi api, String transferId, String client,
                 Instance prefill, Instance decode, HttpServerResponse response, Observation prefillCall,
-                Observation decodeCall) {
+                Observation decodeCall, Handover.Marks marks) {
             boolean streamed = json.path("stream").asBoolean(false);
             Duration firstByteWithin = bounds.firstByteWithin(streamed, api == CompletionApi.CHAT
                     ? ChatSchema.maxTokens(json) : CompletionSchema.maxTokens(json));
@@ -279,7 +283,8 @@ final class ProxyRoutes {
                         if (!owner.compareAndSet(NOBODY, DECODE_OWNS)) {
                             return Mono.never();
                         }
-                        return relay(status, content, decode, response);
+                        return relay(status, content, decode, response,
+                                () -> marks.reached(Handover.Stage.CLIENT_FIRST_BYTE));
                     })
                     .then()
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.DECODE, decode))
@@ -326,6 +331,13 @@ final class ProxyRoutes {
          */
         Mono<Void> relay(HttpClientResponse status, ByteBufFlux content, Instance decode,
                 HttpServerResponse response) {
+            return relay(status, content, decode, response, () -> { });
+        }
+
+        /** As {@link #relay(HttpClientResponse, ByteBufFlux, Instance, HttpServerResponse)}, running {@code firstByte} as
+         * decode's first bytes are passed on. */
+        Mono<Void> relay(HttpClientResponse status, ByteBufFlux content, Instance decode,
+                HttpServerResponse response, Runnable firstByte) {
             if (status.status().code() == HttpResponseStatus.UNAUTHORIZED.code() && requestAuth == null) {
                 return head(content).then(Mono.from(UpstreamErrors.unsignedProxy(response, "decode")));
             }
@@ -334,11 +346,17 @@ final class ProxyRoutes {
             if (type != null) {
                 response.header(HttpHeaderNames.CONTENT_TYPE, type);
             }
+            AtomicBoolean started = new AtomicBoolean();
+            Flux<ByteBuf> passed = content.retain().doOnNext(buf -> {
+                if (!started.getAndSet(true)) {
+                    firstByte.run();
+                }
+            });
             if (type == null || !type.startsWith("text/event-stream")) {
-                return response.send(content.retain(), buf -> true).then();
+                return response.send(passed, buf -> true).then();
             }
             StreamWatch.Stream watched = streams.start(decode);
-            Flux<ByteBuf> body = content.retain().doOnNext(buf -> watched.progressed())
+            Flux<ByteBuf> body = passed.doOnNext(buf -> watched.progressed())
                     .takeUntilOther(watched.aborted());
             Mono<ByteBuf> tail = Mono.fromSupplier(watched::abortReason).map(why -> {
                 upstreamError(Role.DECODE, "stalled", 1);

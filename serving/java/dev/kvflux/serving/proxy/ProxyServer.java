@@ -145,6 +145,7 @@ public final class ProxyServer implements AutoCloseable {
         HttpLimits httpLimits = HttpLimits.DEFAULT;
         MeterRegistry meterRegistry;
         ObservationRegistry observations = ObservationRegistry.NOOP;
+        dev.kvflux.serving.observe.Handover.Listener handover = dev.kvflux.serving.observe.Handover.Listener.NONE;
         EtcdDiscovery membership;
         Duration etcdHeartbeat = EtcdMembers.DEFAULT_HEARTBEAT;
         ClientKeys clientKeys = ClientKeys.DEFAULT;
@@ -203,6 +204,16 @@ public final class ProxyServer implements AutoCloseable {
          */
         public Builder observationRegistry(ObservationRegistry observations) {
             this.observations = Objects.requireNonNull(observations, "observations");
+            return this;
+        }
+
+        /**
+         * Who hears each request's handover stages as the proxy marks them ({@link dev.kvflux.serving.observe.Handover}:
+         * proxy in, the client's first byte), with their times; default nobody. The proxy times them into
+         * {@code kvflux_handover_stage_seconds} either way.
+         */
+        public Builder handover(dev.kvflux.serving.observe.Handover.Listener listener) {
+            this.handover = Objects.requireNonNull(listener, "listener");
             return this;
         }
 

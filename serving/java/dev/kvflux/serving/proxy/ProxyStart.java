@@ -67,7 +67,8 @@ final class ProxyStart {
         ProxyRoutes.Handlers handlers = new ProxyRoutes.Handlers(b.registry, client, b.maxConnections, maxPending,
                 new AtomicBoolean(), b.requestAuth, meters, b.observations, b.health,
                 new ProxyRoutes.Bounds(b.firstByteTimeout, b.tokenTimeout), b.maxModelLen, b.clientKeys,
-                streams, canaries, vllm, new ClientCaps());
+                streams, canaries, vllm, new ClientCaps(),
+                dev.kvflux.serving.observe.Handover.of(meters, b.handover));
         routes.set(handlers);
         DiscoveryRoutes discoveryRoutes = new DiscoveryRoutes(b.registry, b.registrationAuth, new AtomicBoolean(),
                 new AtomicBoolean(), b.health, members, HttpClient.create(connections));

@@ -5,6 +5,7 @@ import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.serving.observe.Handover;
 import dev.kvflux.serving.observe.Spans;
 import dev.kvflux.transfer.DecodeRanks;
 import dev.kvflux.transfer.TpRanks;
@@ -46,9 +47,11 @@ final class DecodeCompletions {
     private final RoleFront front;
     private final ClientShares shares;
     private final int maxModelLen;
+    private final Handover handover;
 
     DecodeCompletions(ServingModel model, DecodeRanks ranks, TpRanks pair, ObservationRegistry observations,
-            RoleFront front, ClientShares shares, int maxModelLen, boolean readMode) {
+            RoleFront front, ClientShares shares, int maxModelLen, boolean readMode, Handover handover) {
+        this.handover = handover;
         this.readMode = readMode;
         this.shares = shares;
         this.front = front;
@@ -111,8 +114,9 @@ final class DecodeCompletions {
                     "client_over_share", shares.refusal(blocks));
         }
         DecodeRanks.Transfer t;
+        Handover.Marks marks = handover.begin(id);
         try {
-            t = ranks.open(id, request.params().remoteNotifyRanks(), blocks, new Traced(id, traceId));
+            t = ranks.open(id, request.params().remoteNotifyRanks(), blocks, new Traced(id, traceId, marks));
         } catch (TransferRefusedException e) {
             shares.give(client, blocks);
             return refused(response, e);
@@ -130,7 +134,10 @@ final class DecodeCompletions {
                 Schedulers.parallel())).then()) : t.kv();
         return Spans.during(observations, "kvflux.decode.receive", id, span, kv)
                 .then(Spans.during(observations, "kvflux.decode.generate", id, span,
-                        Mono.defer(() -> Mono.from(decode(request, response, readMode ? 1 : 0)))))
+                        Mono.defer(() -> {
+                            marks.reached(Handover.Stage.DECODE_ADMITTED);
+                            return Mono.from(decode(request, response, readMode ? 1 : 0, marks));
+                        })))
                 .onErrorResume(ReceiveFailedException.class, e -> Mono.from(failed(response, e)))
                 // the side refuses a transfer id that is already waiting or finished
                 .onErrorResume(e -> e instanceof TransferRefusedException && !response.hasSentHeaders(),
@@ -175,15 +182,24 @@ final class DecodeCompletions {
     }
 
     /** The answer, after the decode steps still to run ({@code stepsDone} ran layer by layer already). */
-    private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response, int stepsDone) {
+    private Publisher<Void> decode(CompletionRequest request, HttpServerResponse response, int stepsDone,
+            Handover.Marks marks) {
         if (!request.stream()) {
             return Mono.delay(model.decodeStep().multipliedBy(Math.max(0, request.maxTokens() - stepsDone)),
                     Schedulers.parallel())
-                    .flatMap(tick -> Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
-                            Answers.completion(request, model.name(), request.maxTokens()))));
+                    .flatMap(tick -> {
+                        marks.reached(Handover.Stage.FIRST_TOKEN_OUT);
+                        return Mono.from(HttpJson.reply(response, HttpResponseStatus.OK,
+                                Answers.completion(request, model.name(), request.maxTokens())));
+                    });
         }
         Flux<String> events = Flux.interval(model.decodeStep(), Schedulers.parallel())
                 .take(request.maxTokens())
+                .doOnNext(i -> {
+                    if (i == 0) {
+                        marks.reached(Handover.Stage.FIRST_TOKEN_OUT);
+                    }
+                })
                 .map(i -> "data: " + HttpJson.write(Answers.chunk(request, model.name(), i,
                         i == request.maxTokens() - 1)) + "\n\n")
                 .concatWith(Mono.just("data: [DONE]\n\n"));
@@ -196,8 +212,10 @@ final class DecodeCompletions {
     private final class Traced implements DecodeTransfer.Observer {
         private final String id;
         private final String traceId;
+        private final Handover.Marks marks;
 
-        Traced(String id, String traceId) {
+        Traced(String id, String traceId, Handover.Marks marks) {
+            this.marks = marks;
             this.id = id;
             this.traceId = traceId;
         }
@@ -209,6 +227,9 @@ final class DecodeCompletions {
 
         @Override
         public void notice(NotifyMessage message) {
+            if (message instanceof NotifyMessage.WriteDone) {
+                marks.reached(Handover.Stage.WRITE_DONE_RECEIVED);
+            }
             if (message.traceparent() != null) {
                 Spans.received(observations, "kvflux.notify.receive", id, message.traceparent()).stop();
             }

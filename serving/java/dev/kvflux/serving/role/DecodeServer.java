@@ -255,7 +255,8 @@ public final class DecodeServer implements AutoCloseable {
             ClientShares shares = new ClientShares(settings.kvBlocks, settings.clientShare);
             shares.register(meters, "kvflux.decode");
             DecodeCompletions completions = new DecodeCompletions(model, ranks, pair, settings.observations,
-                    front, shares, settings.maxModelLen, settings.kvMode == KvMode.READ);
+                    front, shares, settings.maxModelLen, settings.kvMode == KvMode.READ,
+                    dev.kvflux.serving.observe.Handover.of(meters, settings.handover));
             DisposableServer http = front.bind(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, () -> BlockMetrics.sum(sides.stream().map(DecodeSide::blocks).toList()),
                     sides.stream().mapToInt(DecodeSide::blockCapacity).sum());

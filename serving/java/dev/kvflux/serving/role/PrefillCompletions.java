@@ -9,6 +9,7 @@ import dev.kvflux.serving.api.CompletionSchema;
 import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.serving.observe.Handover;
 import dev.kvflux.serving.observe.Spans;
 import dev.kvflux.serving.observe.Step;
 import dev.kvflux.transfer.LogContext;
@@ -16,6 +17,7 @@ import dev.kvflux.transfer.PrefillRanks;
 import dev.kvflux.transfer.TpRanks;
 import dev.kvflux.transfer.PrefillTransfer;
 import dev.kvflux.transfer.TransferRefusedException;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import io.micrometer.observation.transport.Kind;
@@ -51,11 +53,16 @@ final class PrefillCompletions {
     private final RoleFront front;
     private final ClientShares shares;
     private final int maxModelLen;
+    private final Handover handover;
+    /** Each transfer's copied bytes over the time from its first post to its last copy's end. */
+    private final DistributionSummary throughput;
     private volatile boolean closing;
 
     PrefillCompletions(ServingModel model, PrefillRanks ranks, TpRanks pair, PrefillLoop loop, PrefillStats stats,
             List<RoleMemory> memories, ObservationRegistry observations, RoleFront front, ClientShares shares,
-            int maxModelLen) {
+            int maxModelLen, Handover handover) {
+        this.handover = handover;
+        this.throughput = stats.throughput();
         this.shares = shares;
         this.memories = List.copyOf(memories);
         this.ranks = ranks;
@@ -96,7 +103,7 @@ final class PrefillCompletions {
             Observation span = Spans.server(observations, "kvflux.prefill.request", id, request.requestHeaders());
             String traceId = Spans.traceId(span);
             try (LogContext.Scope _ = LogContext.open(id, traceId)) {
-                return admit(parsed, passed.client(), new Traced(id, span, traceId), response)
+                return admit(parsed, passed.client(), new Traced(id, span, traceId, handover.begin(id)), response)
                         .doOnError(span::error)
                         .doFinally(signal -> span.stop())
                         .contextWrite(LogContext.context(id, traceId));
@@ -123,7 +130,7 @@ final class PrefillCompletions {
         Traced[] linkObservers = new Traced[pair.links()];
         linkObservers[0] = traced;
         for (int k = 1; k < linkObservers.length; k++) {
-            linkObservers[k] = new Traced(id, Observation.NOOP, traced.traceId);
+            linkObservers[k] = new Traced(id, Observation.NOOP, traced.traceId, Handover.NONE.begin(id));
         }
         int blocks = model.blocksFor(parsed.promptTokens());
         if (!shares.tryTake(client, blocks)) {
@@ -146,6 +153,8 @@ final class PrefillCompletions {
         Mono<Void> prefilled;
         try {
             traced.queue = Step.of(Spans.child(observations, "kvflux.prefill.queue", id, traced.span));
+            // before the prompt is queued: an idle loop may run its step, and post its layers, before submit returns
+            traced.marks.reached(Handover.Stage.PREFILL_ADMITTED);
             prefilled = loop.submit(client, parsed.promptTokens(), (startsIn, length) -> startWrite(t, linkObservers,
                     startsIn, length));
         } catch (PrefillLoop.QueueFullException e) {
@@ -255,8 +264,11 @@ final class PrefillCompletions {
         private volatile Step wait = Step.NONE;
         private volatile Observation notice = Observation.NOOP;
         private volatile List<GpuEvent> gpuEvents = List.of();
+        /** The request's handover stages (the first link's alone). */
+        private final Handover.Marks marks;
 
-        Traced(String id, Observation span, String traceId) {
+        Traced(String id, Observation span, String traceId, Handover.Marks marks) {
+            this.marks = marks;
             this.id = id;
             this.span = span;
             this.traceId = traceId;
@@ -274,12 +286,24 @@ final class PrefillCompletions {
 
         @Override
         public void posted() {
+            marks.reached(Handover.Stage.LAST_LAYER_READY);
             post.stop();
             wait = Step.of(Spans.child(observations, "kvflux.prefill.wait", id, span));
         }
 
         @Override
+        public void copied(long bytes, Duration firstPostToLastEnd, Duration sinceLastEnd) {
+            marks.reached(Handover.Stage.LAST_COPY_ENDED, System.nanoTime() - sinceLastEnd.toNanos());
+            if (bytes > 0 && firstPostToLastEnd.toNanos() > 0) {
+                throughput.record(bytes * 1e9 / firstPostToLastEnd.toNanos());
+            }
+        }
+
+        @Override
         public void written(WriteOutcome outcome) {
+            if (outcome instanceof WriteOutcome.WriteDone) {
+                marks.reached(Handover.Stage.WAIT_ENDED);
+            }
             post.stop();
             if (outcome instanceof WriteOutcome.WriteFailed failed) {
                 wait.fail(new IllegalStateException(failed.code().qualifiedName() + ": " + failed.reason()));

@@ -285,7 +285,8 @@ public final class PrefillServer implements AutoCloseable {
             ClientShares shares = new ClientShares(settings.kvBlocks, settings.clientShare);
             shares.register(meters, "kvflux.prefill");
             PrefillCompletions completions = new PrefillCompletions(model, ranks, pair, loop, stats, memories,
-                    settings.observations, front, shares, settings.maxModelLen);
+                    settings.observations, front, shares, settings.maxModelLen,
+                    dev.kvflux.serving.observe.Handover.of(meters, settings.handover));
             DisposableServer http = front.bind(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, () -> BlockMetrics.sum(sides.stream().map(PrefillSide::blocks).toList()),
                     sides.stream().mapToInt(PrefillSide::blockCapacity).sum());

@@ -101,6 +101,21 @@ public final class PrefillStats implements PrefillRecorder {
         }
     }
 
+    /**
+     * Each write's copied bytes over the wall-clock time from its first post to its last copy's end
+     * ({@code kvflux_transfer_bytes_per_second}): one span per transfer, not a sum of its batches' overlapping
+     * spans, which would count time twice and report less than the link moved. Written only when the engine tells
+     * when its copies end.
+     */
+    io.micrometer.core.instrument.DistributionSummary throughput() {
+        return meters.summary("kvflux.transfer.bytes.per.second", "Bytes each write copied over the time from its"
+                + " first post to its last copy's end", THROUGHPUT_BUCKETS);
+    }
+
+    /** 1 MB/s to 1 TB/s, three buckets a decade. */
+    private static final double[] THROUGHPUT_BUCKETS = java.util.stream.IntStream.rangeClosed(0, 18)
+            .mapToDouble(i -> Math.pow(10, 6 + i / 3.0)).toArray();
+
     private io.micrometer.core.instrument.Timer write(boolean done, StatusCode code) {
         return meters.timer(WRITES, "Writes from the request's arrival to their outcome, by outcome and status code",
                 "outcome", done ? "write_done" : "write_failed", "code", code.name());

@@ -27,6 +27,7 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     NotifyLimits limits = NotifyLimits.DEFAULTS;
     MeterRegistry meterRegistry;
     ObservationRegistry observations = ObservationRegistry.NOOP;
+    dev.kvflux.serving.observe.Handover.Listener handover = dev.kvflux.serving.observe.Handover.Listener.NONE;
     int maxModelLen = CompletionSchema.DEFAULT_MAX_MODEL_LEN;
     double maxRequestShare = 1.0;
     double clientShare = ClientShares.DEFAULT_SHARE;
@@ -247,6 +248,16 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
      */
     public B observationRegistry(ObservationRegistry observations) {
         this.observations = Objects.requireNonNull(observations, "observations");
+        return self();
+    }
+
+    /**
+     * Who hears each request's handover stages as the role marks them, with their times
+     * ({@link dev.kvflux.serving.observe.Handover}); default nobody. The role times its stages into
+     * {@code kvflux_handover_stage_seconds} either way.
+     */
+    public B handover(dev.kvflux.serving.observe.Handover.Listener listener) {
+        this.handover = Objects.requireNonNull(listener, "listener");
         return self();
     }
 }

@@ -56,6 +56,25 @@ public record ServingModel(String name, double prefillTokensPerSecond, int maxBa
                 kvBytesPerTokenPerLayer);
     }
 
+    /**
+     * This model with its prefill and decode steps taking {@code factor} times as long: 0 makes them cost nothing
+     * (a step of 1 ns, the shortest a model may have), so that what remains is orchestration and the copies.
+     *
+     * @throws IllegalArgumentException if {@code factor} is negative, not a number or infinite
+     */
+    public ServingModel withModelTime(double factor) {
+        if (!(factor >= 0) || Double.isInfinite(factor)) {
+            throw new IllegalArgumentException("model time must be a factor of 0 or more (0: steps cost nothing, 1:"
+                    + " as the model says), got " + factor);
+        }
+        if (factor == 1) {
+            return this;
+        }
+        double rate = factor == 0 ? Double.MAX_VALUE : Math.min(Double.MAX_VALUE, prefillTokensPerSecond / factor);
+        Duration step = Duration.ofNanos(Math.max(1, (long) (decodeStep.toNanos() * factor)));
+        return new ServingModel(name, rate, maxBatchedTokens, layers, step, blockTokens, kvBytesPerTokenPerLayer);
+    }
+
     /** How long a prefill step of {@code tokens} tokens runs. */
     public Duration stepTime(int tokens) {
         return Duration.ofNanos(Math.max(1, (long) Math.ceil(tokens * 1e9 / prefillTokensPerSecond)));

@@ -73,6 +73,35 @@ class PrefillSideTest {
     }
 
     @Test
+    void aWriteThatSucceedsTellsItsObserverWhatItsCopiesMovedAndWhenTheLastEndedBeforeItsOutcome() {
+        DecodeTransfer receiving = decode.open("t-copied", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
+        var kv = receiving.kv().toFuture();
+        List<String> calls = new CopyOnWriteArrayList<>();
+        List<Object[]> copied = new CopyOnWriteArrayList<>();
+        PrefillTransfer sending = prefill.open("t-copied", decodeAt(), 4, new PrefillTransfer.Observer() {
+            @Override
+            public void copied(long bytes, Duration firstPostToLastEnd, Duration sinceLastEnd) {
+                calls.add("copied");
+                copied.add(new Object[] {bytes, firstPostToLastEnd, sinceLastEnd});
+            }
+
+            @Override
+            public void written(WriteOutcome outcome) {
+                calls.add("written");
+            }
+        });
+
+        assertThat(sending.write(ready(LAYERS)).block(WAIT)).isEqualTo(new WriteOutcome.WriteDone("t-copied"));
+        assertThat(calls).containsExactly("copied", "written");
+        // 3 layers of 4 blocks of 64 bytes; the simulated link takes 12.5 us a block, so the span is at least 150 us
+        assertThat((long) copied.getFirst()[0]).isEqualTo(LAYERS * 4 * 64);
+        assertThat((Duration) copied.getFirst()[1]).isGreaterThanOrEqualTo(Duration.ofNanos(150_000));
+        assertThat((Duration) copied.getFirst()[2]).isGreaterThanOrEqualTo(Duration.ZERO);
+        assertThat(kv).succeedsWithin(WAIT);
+        receiving.close();
+    }
+
+    @Test
     void aWriteNeedsOneEventPerLayer() {
         PrefillTransfer sending = prefill.open("t-2", decodeAt(), 4, PrefillTransfer.Observer.NONE);
         assertThatThrownBy(() -> sending.write(ready(LAYERS - 1))).isInstanceOf(IllegalArgumentException.class)

@@ -35,6 +35,14 @@ public final class BenchReport {
                     r.neverFinished(), row.failedWaitsInProgress(), r.requestThroughput(), secs(r.ttftMean()),
                     secs(r.ttftPercentile(50)), secs(r.ttftPercentile(90)), secs(r.ttftPercentile(99))));
         }
+        for (BenchRow row : rows) {
+            if (row.handover() != null) {
+                out.append(String.format(Locale.ROOT, "%nhandover stages, %s %s %s c=%d (each from the stage before it;"
+                                + " = lines span several; one clock, the roles in this process)%n",
+                        row.policy().wireName(), row.kvMode().wireName(), tp(row), row.concurrency()))
+                        .append(HandoverLog.table(row.handover()));
+            }
+        }
         return out.toString();
     }
 
@@ -67,9 +75,26 @@ public final class BenchReport {
             o.put("injected_faults", row.injectedFaults());
             o.put("decode_write_failed_notices", row.writeFailedNotices());
             o.put("decode_deadlines", row.decodeDeadlines());
+            if (row.handover() != null) {
+                ArrayNode stages = o.putArray("handover_stages");
+                for (HandoverLog.Span s : row.handover().stages()) {
+                    span(stages.addObject(), s);
+                }
+                span(o.putObject("handover"), row.handover().handover());
+                span(o.putObject("client_first_byte"), row.handover().clientFirstByte());
+            }
         }
         root.set("settings", HttpJson.MAPPER.valueToTree(settings));
         return HttpJson.write(root);
+    }
+
+    /** {@code {"from", "to", "n", "p50_ms", "p99_ms"}}, a percentile with no request null. */
+    private static void span(ObjectNode o, HandoverLog.Span s) {
+        o.put("from", s.from());
+        o.put("to", s.to());
+        o.put("n", s.n());
+        number(o, "p50_ms", s.p50Ms());
+        number(o, "p99_ms", s.p99Ms());
     }
 
     /** A page with the table and, per policy, the TTFT distribution (one curve per concurrency) as inline SVG. */

@@ -14,9 +14,18 @@ import dev.kvflux.transfer.KvMode;
  * @param decodeDeadlines decode requests that hit their receive deadline
  * @param kvMode who moved the KV (WRITE: prefill wrote into decode; READ: decode read from prefill)
  * @param tp how many ranks prefill and decode ran
+ * @param handover the requests' handover stages on one clock; null when the roles ran as processes of their own
  */
 public record BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
-                       int injectedFaults, long writeFailedNotices, long decodeDeadlines, KvMode kvMode, TpRanks tp) {
+                       int injectedFaults, long writeFailedNotices, long decodeDeadlines, KvMode kvMode, TpRanks tp,
+                       HandoverLog.Figures handover) {
+    /** A row without handover stages. */
+    public BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
+            int injectedFaults, long writeFailedNotices, long decodeDeadlines, KvMode kvMode, TpRanks tp) {
+        this(policy, concurrency, numPrompts, load, failedWaitsInProgress, injectedFaults, writeFailedNotices,
+                decodeDeadlines, kvMode, tp, null);
+    }
+
     /** A row of roles of one rank each. */
     public BenchRow(Policy policy, int concurrency, int numPrompts, LoadResult load, long failedWaitsInProgress,
             int injectedFaults, long writeFailedNotices, long decodeDeadlines, KvMode kvMode) {

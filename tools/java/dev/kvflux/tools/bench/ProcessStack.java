@@ -95,7 +95,7 @@ final class ProcessStack implements AutoCloseable {
     static List<String> modelArgs(ServingModel model) {
         return List.of("--prefill-tokens-per-second", Long.toString((long) model.prefillTokensPerSecond()),
                 "--max-batched-tokens", Integer.toString(model.maxBatchedTokens()), "--layers",
-                Integer.toString(model.layers()), "--decode-step", model.decodeStep().toMillis() + "ms");
+                Integer.toString(model.layers()), "--decode-step", model.decodeStep().toNanos() + "ns");
     }
 
     /** The proxy's completions URL base, for the load. */

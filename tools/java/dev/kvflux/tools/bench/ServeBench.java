@@ -258,18 +258,19 @@ public final class ServeBench {
             }
         }
         InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(10));
+        HandoverLog handover = new HandoverLog();
         try (Engines closeEngines = new Engines(engines, decodeEngines);
              DecodeServer decode = DecodeServer.builder().model(settings.model()).engines(decodeEngines)
                      .tp(tp.decodeTp()).peerTp(tp.prefillTp()).kvMode(mode)
                      .transferTimeout(settings.transferTimeout())
                      .receiveDeadline(policy.decodeDeadline() ? settings.kvfluxDeadline() : null)
-                     .auth(settings.notifyAuth()).bindNow();
+                     .auth(settings.notifyAuth()).handover(handover).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(settings.model()).policy(policy).engines(engines)
                      .tp(tp.prefillTp()).peerTp(tp.decodeTp()).kvMode(mode)
                      .transferTimeout(settings.transferTimeout()).notifyWithin(settings.kvfluxDeadline())
-                     .auth(settings.notifyAuth()).bindNow();
+                     .auth(settings.notifyAuth()).handover(handover).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
-                     .registrationSecret(settings.notifyAuth()).bindNow()) {
+                     .registrationSecret(settings.notifyAuth()).handover(handover).bindNow()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
             String discovery = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();
             decode.pingProxy(discovery, Duration.ofSeconds(1));
@@ -278,7 +279,7 @@ public final class ServeBench {
             LoadResult result = load(url, policy, mode, concurrency, prompts, report);
             return new BenchRow(policy, concurrency, prompts, result, prefill.stats().failedWaitsInProgress(),
                     faults.size(), decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_FAILED),
-                    decode.notifyMeters().count(NotifyEvent.DEADLINE_EXPIRED), mode, tp);
+                    decode.notifyMeters().count(NotifyEvent.DEADLINE_EXPIRED), mode, tp, handover.figures());
         }
     }
 

@@ -24,6 +24,11 @@ public final class ModelOptions {
             description = "Time of one decode step, one output token (default 20ms).")
     Duration decodeStep = BASE.decodeStep();
 
+    @Option(names = "--model-time", paramLabel = "FACTOR",
+            description = "Scales the simulated prefill and decode steps (default 1); 0 makes them cost nothing, so"
+                    + " that only orchestration and the copies remain.")
+    double modelTime = 1;
+
     /**
      * The model these options describe.
      *
@@ -32,7 +37,7 @@ public final class ModelOptions {
     ServingModel model(CommandLine cmd) {
         try {
             return new ServingModel(BASE.name(), prefillTokensPerSecond, maxBatchedTokens, layers, decodeStep,
-                    BASE.blockTokens(), BASE.kvBytesPerTokenPerLayer());
+                    BASE.blockTokens(), BASE.kvBytesPerTokenPerLayer()).withModelTime(modelTime);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, "invalid simulated model: " + e.getMessage());
         }

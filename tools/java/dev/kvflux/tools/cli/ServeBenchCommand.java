@@ -33,7 +33,9 @@ import dev.kvflux.transfer.TpRanks;
         description = {"Starts a proxy, a prefill and a decode instance on loopback for each policy and concurrency,"
                 + " and drives them with a closed-loop client shaped like vllm bench serve (16K-token prompts,"
                 + " 16 output tokens). Prints completed / failed / never finished requests, completion waits"
-                + " failed with IN_PROGRESS, request throughput and client TTFT. Progress goes to stderr.",
+                + " failed with IN_PROGRESS, request throughput and client TTFT; then, for roles in this process, each"
+                + " handover stage's p50 and p99 (proxy in to the client's first byte, on one clock). Progress goes to"
+                + " stderr.",
                 "Nothing is time-scaled: the simulated model and xGMI engine run in real time."})
 public final class ServeBenchCommand implements Callable<Integer> {
     private static final int MAX_CONCURRENCY = 10_000;

@@ -9,6 +9,7 @@ import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.metrics.PrometheusText;
 import dev.kvflux.serving.metrics.RoleMetrics;
+import dev.kvflux.serving.observe.Handover;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.transfer.notify.NotifyEvent;
@@ -21,6 +22,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.BooleanSupplier;
@@ -41,14 +44,20 @@ class MetricsEndpointTest {
     private record Stack(SimulatedXgmiEngine engine, PrefillServer prefill, DecodeServer decode, ProxyServer proxy)
             implements AutoCloseable {
         static Stack start(MeterRegistry prefillMeters, MeterRegistry decodeMeters, MeterRegistry proxyMeters) {
+            return start(prefillMeters, decodeMeters, proxyMeters, Handover.Listener.NONE);
+        }
+
+        static Stack start(MeterRegistry prefillMeters, MeterRegistry decodeMeters, MeterRegistry proxyMeters,
+                Handover.Listener handover) {
             // batch 3 is the last layer of the first request written
             SimulatedXgmiEngine engine = SimulatedXgmiEngine.builder()
                     .fault(Fault.fail(3, Duration.ofMillis(1), StatusCode.ERR_GPU_OP, "injected copy failure")).build();
             PrefillServer.Builder prefill = PrefillServer.builder().model(FAST).engine(engine)
-                    .notifyWithin(Duration.ofSeconds(3));
-            DecodeServer.Builder decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(5));
+                    .notifyWithin(Duration.ofSeconds(3)).handover(handover);
+            DecodeServer.Builder decode = DecodeServer.builder().model(FAST).receiveDeadline(Duration.ofSeconds(5))
+                    .handover(handover);
             InstanceRegistry registry = new InstanceRegistry(Duration.ofMinutes(1));
-            ProxyServer.Builder proxy = ProxyServer.builder().registry(registry);
+            ProxyServer.Builder proxy = ProxyServer.builder().registry(registry).handover(handover);
             if (prefillMeters != null) {
                 prefill.meterRegistry(prefillMeters);
                 decode.meterRegistry(decodeMeters);
@@ -139,6 +148,16 @@ class MetricsEndpointTest {
             assertThat(prefill.count("kvflux_wait_detection_lag_seconds_count")).as("the simulated copies' end is known")
                     .isEqualTo(1);
             assertThat(prefill.count("kvflux_wait_detection_lag_seconds_bucket", "le", "+Inf")).isEqualTo(1);
+            // the handover's stages, each timed from the role's stage before it: only the request written reached the
+            // stages after its copies; both posted every layer (the failure struck the first one's last copy)
+            assertThat(prefill.count("kvflux_handover_stage_seconds_count", "stage", "last_layer_ready")).isEqualTo(2);
+            assertThat(prefill.count("kvflux_handover_stage_seconds_count", "stage", "last_copy_ended")).isEqualTo(1);
+            assertThat(prefill.count("kvflux_handover_stage_seconds_count", "stage", "wait_ended")).isEqualTo(1);
+            assertThat(prefill.count("kvflux_transfer_bytes_per_second_count")).as("the written request's throughput")
+                    .isEqualTo(1);
+            // 4 layers of one 16-token block of 64 bytes a token, over at least the simulated link's 4 x 12.5 us
+            assertThat(prefill.sum("kvflux_transfer_bytes_per_second_sum")).isPositive()
+                    .isLessThanOrEqualTo(4 * 16 * 64 / 50e-6);
             assertThat(prefill.sum("kvflux_role_start_time_seconds") * 1000)
                     .isBetween(System.currentTimeMillis() - 60_000.0, System.currentTimeMillis() + 1.0);
 
@@ -151,6 +170,8 @@ class MetricsEndpointTest {
             assertThat(decode.count("kvflux_decode_kv_checks_total", "result", "verified")).isEqualTo(1);
             assertThat(decode.count("kvflux_decode_requests_running")).isZero();
             assertThat(decode.count("kvflux_notify_frames_rejected_total")).isZero();
+            assertThat(decode.count("kvflux_handover_stage_seconds_count", "stage", "decode_admitted")).isEqualTo(1);
+            assertThat(decode.count("kvflux_handover_stage_seconds_count", "stage", "first_token_out")).isEqualTo(1);
 
             PrometheusText proxy = metrics(proxyHttp);
             assertThat(proxy.count("kvflux_proxy_requests_seconds_count", "status", "200")).isEqualTo(1);
@@ -158,10 +179,43 @@ class MetricsEndpointTest {
             assertThat(proxy.count("kvflux_proxy_upstream_errors_total")).as("decode answered both").isZero();
             assertThat(proxy.count("kvflux_proxy_instances", "upstream", "prefill")).isEqualTo(1);
             assertThat(proxy.count("kvflux_proxy_instances", "upstream", "decode")).isEqualTo(1);
+            assertThat(proxy.count("kvflux_handover_stage_seconds_count", "stage", "client_first_byte"))
+                    .as("decode's answer passed on, its 503 too").isEqualTo(2);
 
             assertThat(stack.prefill.stats().writesDone()).as("the accessors read the same meters").isEqualTo(1);
             assertThat(stack.prefill.stats().writesFailed()).isEqualTo(1);
             assertThat(stack.decode.notifyMeters().count(NotifyEvent.NOTICE_WRITE_FAILED)).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aWrittenRequestReachesEveryHandoverStageInOrderOnOneClock() throws Exception {
+        Map<String, Map<Handover.Stage, Long>> marks = new ConcurrentHashMap<>();
+        Handover.Listener listener = (id, stage, at) -> marks.computeIfAbsent(id, k -> new ConcurrentHashMap<>())
+                .put(stage, at);
+        try (Stack stack = Stack.start(null, null, null, listener)) {
+            stack.complete();
+            assertThat(stack.complete()).startsWith("200 ");
+            await("one request reached the client's first byte after its KV was written", () -> marks.values().stream()
+                    .anyMatch(m -> m.containsKey(Handover.Stage.WAIT_ENDED)
+                            && m.containsKey(Handover.Stage.CLIENT_FIRST_BYTE)));
+            Map<Handover.Stage, Long> written = marks.values().stream()
+                    .filter(m -> m.containsKey(Handover.Stage.WAIT_ENDED)).findFirst().orElseThrow();
+            assertThat(written).containsOnlyKeys(Handover.Stage.values());
+            List<Long> times = java.util.Arrays.stream(Handover.Stage.values()).map(written::get).toList();
+            // the last copy's end is when the engine says it ended, which may come before the post of the last layer
+            // returned; every other stage follows the one before it
+            for (int i = 1; i < times.size(); i++) {
+                if (Handover.Stage.values()[i] != Handover.Stage.LAST_COPY_ENDED) {
+                    assertThat(times.get(i)).as(Handover.Stage.values()[i].label()).isGreaterThanOrEqualTo(times.get(i - 1));
+                }
+            }
+            Map<Handover.Stage, Long> failed = marks.values().stream()
+                    .filter(m -> !m.containsKey(Handover.Stage.WAIT_ENDED)).findFirst().orElseThrow();
+            assertThat(failed).as("the failed write's request: no copy end, no wait end, no decode step")
+                    .doesNotContainKeys(Handover.Stage.LAST_COPY_ENDED, Handover.Stage.WRITE_DONE_RECEIVED,
+                            Handover.Stage.DECODE_ADMITTED, Handover.Stage.FIRST_TOKEN_OUT)
+                    .containsKeys(Handover.Stage.PROXY_IN, Handover.Stage.PREFILL_ADMITTED);
         }
     }
 

@@ -1,0 +1,64 @@
+package dev.kvflux.tools.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.serving.observe.Handover.Stage;
+import org.junit.jupiter.api.Test;
+
+/** serve-bench's handover table: each stage from the one before it, over the requests that reached both. */
+class HandoverLogTest {
+    private static final long MS = 1_000_000;
+
+    /** A request marked at every stage, {@code gapMs} after the one before, starting at {@code startMs}. */
+    private static void request(HandoverLog log, String id, long startMs, long gapMs) {
+        long at = startMs * MS;
+        for (Stage stage : Stage.values()) {
+            log.reached(id, stage, at);
+            at += gapMs * MS;
+        }
+    }
+
+    @Test
+    void eachStageIsTimedFromTheOneBeforeItWithNearestRankPercentiles() {
+        HandoverLog log = new HandoverLog();
+        for (int i = 1; i <= 100; i++) {
+            request(log, "r-" + i, 1_000L * i, i);   // request i spends i ms in every stage
+        }
+        HandoverLog.Figures f = log.figures();
+
+        assertThat(f.stages()).hasSize(Stage.values().length - 1);
+        HandoverLog.Span first = f.stages().getFirst();
+        assertThat(first.from()).isEqualTo("proxy_in");
+        assertThat(first.to()).isEqualTo("prefill_admitted");
+        assertThat(first.n()).isEqualTo(100);
+        assertThat(first.p50Ms()).isEqualTo(50.0);
+        assertThat(first.p99Ms()).isEqualTo(99.0);
+        // last_layer_ready (index 2) to first_token_out (index 7): five stages
+        assertThat(f.handover().p50Ms()).isEqualTo(250.0);
+        assertThat(f.clientFirstByte().p99Ms()).isEqualTo(8 * 99.0);
+    }
+
+    @Test
+    void aRequestMissingAStageCountsOnlyWhereItHasBothEnds() {
+        HandoverLog log = new HandoverLog();
+        request(log, "whole", 0, 2);
+        log.reached("failed", Stage.PROXY_IN, 0);
+        log.reached("failed", Stage.PREFILL_ADMITTED, 7 * MS);
+        log.reached("failed", Stage.PREFILL_ADMITTED, 9 * MS);   // a repeat keeps the first mark
+
+        HandoverLog.Figures f = log.figures();
+        assertThat(f.stages().getFirst().n()).isEqualTo(2);
+        assertThat(f.stages().getFirst().p99Ms()).isEqualTo(7.0);
+        assertThat(f.stages().get(1).n()).isEqualTo(1);
+        assertThat(f.handover().n()).isEqualTo(1);
+        assertThat(HandoverLog.table(f)).contains("proxy_in", "client_first_byte").contains("= last_layer_ready");
+    }
+
+    @Test
+    void anEmptyLogHasNoPercentiles() {
+        HandoverLog.Figures f = new HandoverLog().figures();
+        assertThat(f.handover().n()).isZero();
+        assertThat(f.handover().p50Ms()).isNaN();
+        assertThat(HandoverLog.table(f)).contains(" - ");
+    }
+}
