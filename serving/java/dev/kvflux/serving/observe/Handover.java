@@ -12,7 +12,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * the request in and the client's first byte. Each role marks the stages it sees, in order, on
  * {@link System#nanoTime()}:
  * <ul>
- *   <li>the proxy: {@link Stage#PROXY_IN}, {@link Stage#CLIENT_FIRST_BYTE};</li>
+ *   <li>the proxy: {@link Stage#PROXY_IN}, {@link Stage#PREFILL_ANSWERED}, {@link Stage#CLIENT_FIRST_BYTE};</li>
  *   <li>prefill: {@link Stage#PREFILL_ADMITTED}, {@link Stage#LAST_LAYER_READY}, {@link Stage#LAST_COPY_ENDED},
  *       {@link Stage#WAIT_ENDED};</li>
  *   <li>decode: {@link Stage#WRITE_DONE_RECEIVED}, {@link Stage#DECODE_ADMITTED}, {@link Stage#FIRST_TOKEN_OUT}.</li>
@@ -39,6 +39,12 @@ public final class Handover {
         PROXY_IN,
         /** Prefill admitted the request: its transfer is open and its prompt is queued for a prefill step. */
         PREFILL_ADMITTED,
+        /**
+         * The proxy received prefill's answer, its one token: when prefill's own first token is out. It comes about
+         * when prefill's last layer turns ready (the step's end), so it stands beside the transfer's stages, not
+         * between them; a proxy that has passed decode's first byte on before it does not mark it.
+         */
+        PREFILL_ANSWERED,
         /** The last layer's event turned ready and its copies were posted. */
         LAST_LAYER_READY,
         /** The last copy ended, as the backend tells it (not when a wait saw it). */

@@ -94,7 +94,7 @@ final class ProxyRoutes {
                     AtomicBoolean warnedOverloaded, RequestAuth requestAuth, RoleMetrics meters,
                     ObservationRegistry observations, InstanceHealth health, Bounds bounds, int maxModelLen,
                     ClientKeys clientKeys, StreamWatch streams, Canaries canaries, VllmInstances vllm,
-                    ClientCaps caps, Handover handover) {
+                    ClientCaps caps, Handover handover, FirstToken firstToken) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             return serve(request, response, CompletionApi.COMPLETIONS);
@@ -184,7 +184,7 @@ final class ProxyRoutes {
         }
 
         /** The request to prefill: one token, not streamed, naming decode's notify addresses. */
-        private static ObjectNode toPrefill(ObjectNode json, String transferId, Instance decode) {
+        static ObjectNode toPrefill(ObjectNode json, String transferId, Instance decode) {
             return oneToken(new KvTransferParams(transferId, Role.DECODE, decode.notifyRanks()).into(json.deepCopy()));
         }
 
@@ -200,7 +200,7 @@ final class ProxyRoutes {
         }
 
         /** The request to decode: the client's, naming prefill's notify addresses. */
-        private static ObjectNode toDecode(ObjectNode json, String transferId, Instance prefill) {
+        static ObjectNode toDecode(ObjectNode json, String transferId, Instance prefill) {
             return new KvTransferParams(transferId, Role.PREFILL, prefill.notifyRanks()).into(json.deepCopy());
         }
 
@@ -209,6 +209,12 @@ final class ProxyRoutes {
          * {@link UpstreamErrors.PrefillFailedException} when prefill refuses, fails or cannot be reached.
          */
         private Mono<Void> prefillLeg(Instance prefill, ObjectNode toPrefill, String transferId, String traceparent,
+                String clientKey, Step step, CompletionApi api) {
+            return prefillAnswer(prefill, toPrefill, transferId, traceparent, clientKey, step, api).then();
+        }
+
+        /** As {@link #prefillLeg}, emitting prefill's 200 answer (its first {@value #MAX_ANSWER_HEAD_BYTES} bytes). */
+        Mono<String> prefillAnswer(Instance prefill, ObjectNode toPrefill, String transferId, String traceparent,
                 String clientKey, Step step, CompletionApi api) {
             return post(prefill, toPrefill, transferId, traceparent, clientKey, api)
                     .response((status, content) -> head(content)
@@ -219,11 +225,11 @@ final class ProxyRoutes {
                                 }
                             })
                             .flatMap(text -> status.status().code() == 200
-                                    ? Mono.<Void>empty()
-                                    : failure(status.status().code(), Mono.<Void>error(
+                                    ? Mono.just(text)
+                                    : failure(status.status().code(), Mono.<String>error(
                                             new UpstreamErrors.PrefillFailedException(prefill, status.status().code(),
                                                     text)))))
-                    .then()
+                    .next()
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill))
                     .doOnError(e -> !isRefusal(e), e -> health.requested(prefill, false))
                     .onErrorMap(e -> !isRefusal(e), e -> new UpstreamErrors.PrefillFailedException(prefill, 0,
@@ -239,8 +245,14 @@ final class ProxyRoutes {
                 Instance prefill, Instance decode, HttpServerResponse response, Observation prefillCall,
                 Observation decodeCall, Handover.Marks marks) {
             boolean streamed = json.path("stream").asBoolean(false);
-            Duration firstByteWithin = bounds.firstByteWithin(streamed, api == CompletionApi.CHAT
-                    ? ChatSchema.maxTokens(json) : CompletionSchema.maxTokens(json));
+            int maxTokens = api == CompletionApi.CHAT ? ChatSchema.maxTokens(json) : CompletionSchema.maxTokens(json);
+            Duration firstByteWithin = bounds.firstByteWithin(streamed, maxTokens);
+            response.header("x-kvflux-transfer-id", transferId);
+            if (PrefillFirstToken.applies(firstToken, streamed, maxTokens)) {
+                PrefillFirstToken.Answer viaPrefill = PrefillFirstToken.answer(this, json, api, transferId, client,
+                        prefill, decode, response, prefillCall, decodeCall, marks, firstByteWithin);
+                return settle(viaPrefill.answered(), viaPrefill.exchanges(), transferId, decode, response);
+            }
             // Exactly one side answers the client: decode, once its answer's headers arrive, or prefill's
             // failure, if it comes first. Whichever claims the response first owns it; the other's outcome is
             // only logged, so the two answers never race on one response.
@@ -251,6 +263,7 @@ final class ProxyRoutes {
             Step prefillStep = Step.of(prefillCall);
             Mono<Void> prefillExchange = prefillLeg(prefill, toPrefill(json, transferId, decode), transferId,
                     Spans.traceparent(prefillCall), client, prefillStep, api)
+                    .doOnSuccess(v -> marks.reached(Handover.Stage.PREFILL_ANSWERED))
                     .doOnError(prefillStep::fail)
                     .doFinally(signal -> prefillStep.stop());
             // Prefill's exchange runs on its own: decode's answer ending well does not cancel it; the client going
@@ -275,7 +288,6 @@ final class ProxyRoutes {
                         return Mono.never();
                     });
 
-            response.header("x-kvflux-transfer-id", transferId);
             Mono<Void> decoded = post(decode, toDecode(json, transferId, prefill), transferId,
                     Spans.traceparent(decodeCall), client, api)
                     .response((status, content) -> {
@@ -310,7 +322,17 @@ final class ProxyRoutes {
             // decode ejected (its health checks failed, a blackhole say) before its answer began: told at once
             Mono<Void> ejected = UpstreamErrors.onEjection(health, decode,
                     () -> owner.compareAndSet(NOBODY, DECODE_OWNS));
-            return Mono.firstWithSignal(decoded, prefillFailed, firstByte, ejected)
+            return settle(Mono.firstWithSignal(decoded, prefillFailed, firstByte, ejected), detached, transferId, decode,
+                    response);
+        }
+
+        /**
+         * The request's answer once {@code answered} ends: on a failure, the exchanges still running are stopped, the
+         * failure is counted and logged, and answered as an error if nothing was sent yet.
+         */
+        private Mono<Void> settle(Mono<Void> answered, Disposable detached, String transferId, Instance decode,
+                HttpServerResponse response) {
+            return answered
                     .doOnCancel(detached::dispose)
                     .doOnError(e -> detached.dispose())
                     .doOnError(e -> upstreamError(UpstreamErrors.upstream(e), UpstreamErrors.reason(e), 1))
@@ -367,7 +389,7 @@ final class ProxyRoutes {
         }
 
         /** The server-sent events that end a stream whose decode stalled: an OpenAI-style error, then [DONE]. */
-        private static byte[] errorEvent(String why) {
+        static byte[] errorEvent(String why) {
             return ("data: " + HttpJson.write(HttpJson.errorBody("upstream_error", "decode_stalled", why))
                     + "\n\ndata: [DONE]\n\n").getBytes(StandardCharsets.UTF_8);
         }
@@ -407,7 +429,7 @@ final class ProxyRoutes {
          * the transfer; then decode refused first and its answer (with decode's reason) is on its way, so prefill's
          * waits {@value #DECODE_FIRST_GRACE_MILLIS} ms for it to take the response.
          */
-        static Mono<Void> failure(int status, Mono<Void> failed) {
+        static <T> Mono<T> failure(int status, Mono<T> failed) {
             return status == HttpResponseStatus.CONFLICT.code()
                     ? Mono.delay(Duration.ofMillis(DECODE_FIRST_GRACE_MILLIS), Schedulers.parallel()).then(failed)
                     : failed;
@@ -444,7 +466,7 @@ final class ProxyRoutes {
          * secret, naming the client by {@code clientKey} (none when empty), with the {@code traceparent} header unless
          * it is null.
          */
-        private HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body, String transferId,
+        HttpClient.ResponseReceiver<?> post(Instance instance, ObjectNode body, String transferId,
                 String traceparent, String clientKey, CompletionApi api) {
             byte[] bytes = HttpJson.bytes(body);
             return client.headers(h -> {

@@ -146,6 +146,7 @@ public final class ProxyServer implements AutoCloseable {
         MeterRegistry meterRegistry;
         ObservationRegistry observations = ObservationRegistry.NOOP;
         dev.kvflux.serving.observe.Handover.Listener handover = dev.kvflux.serving.observe.Handover.Listener.NONE;
+        FirstToken firstToken = FirstToken.DECODE;
         EtcdDiscovery membership;
         Duration etcdHeartbeat = EtcdMembers.DEFAULT_HEARTBEAT;
         ClientKeys clientKeys = ClientKeys.DEFAULT;
@@ -214,6 +215,15 @@ public final class ProxyServer implements AutoCloseable {
          */
         public Builder handover(dev.kvflux.serving.observe.Handover.Listener listener) {
             this.handover = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        /**
+         * Which instance gives a streamed completion its first token; default {@link FirstToken#DECODE}, as vLLM's
+         * proxy. {@link FirstToken#PREFILL} passes prefill's token on at once.
+         */
+        public Builder firstToken(FirstToken firstToken) {
+            this.firstToken = Objects.requireNonNull(firstToken, "firstToken");
             return this;
         }
 

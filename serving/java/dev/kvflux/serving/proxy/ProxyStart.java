@@ -68,7 +68,7 @@ final class ProxyStart {
                 new AtomicBoolean(), b.requestAuth, meters, b.observations, b.health,
                 new ProxyRoutes.Bounds(b.firstByteTimeout, b.tokenTimeout), b.maxModelLen, b.clientKeys,
                 streams, canaries, vllm, new ClientCaps(),
-                dev.kvflux.serving.observe.Handover.of(meters, b.handover));
+                dev.kvflux.serving.observe.Handover.of(meters, b.handover), b.firstToken);
         routes.set(handlers);
         DiscoveryRoutes discoveryRoutes = new DiscoveryRoutes(b.registry, b.registrationAuth, new AtomicBoolean(),
                 new AtomicBoolean(), b.health, members, HttpClient.create(connections));

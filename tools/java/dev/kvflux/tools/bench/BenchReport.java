@@ -82,6 +82,8 @@ public final class BenchReport {
                 }
                 span(o.putObject("handover"), row.handover().handover());
                 span(o.putObject("client_first_byte"), row.handover().clientFirstByte());
+                span(o.putObject("prefill_answered"), row.handover().prefillAnswered());
+                span(o.putObject("after_prefill_answer"), row.handover().afterPrefillAnswer());
             }
         }
         root.set("settings", HttpJson.MAPPER.valueToTree(settings));

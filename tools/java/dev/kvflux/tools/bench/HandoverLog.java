@@ -13,7 +13,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * Every request's handover stages, as the proxy, prefill and decode of one in-process run mark them on one clock
  * ({@link Handover.Listener}), and what they add up to: for each stage, the time from the stage before it, p50 and
  * p99 over the requests that reached both; the handover itself (the last layer ready to decode's first token) and
- * the client's first byte after the proxy took the request in. Keeps at most {@link #MAX_REQUESTS} requests (the
+ * the client's first byte after the proxy took the request in, and prefill's answer (its own first token) beside them.
+ * Keeps at most {@link #MAX_REQUESTS} requests (the
  * first ones), so a long run holds a bounded amount. Thread-safe.
  */
 public final class HandoverLog implements Handover.Listener {
@@ -57,23 +58,27 @@ public final class HandoverLog implements Handover.Listener {
     /**
      * What the log adds up to.
      *
-     * @param stages each stage from the one before it, in the order of {@link Stage}
+     * @param stages each stage from the one before it, in the order of {@link Stage}, prefill's answer left out
      * @param handover the last layer ready to decode's first token
      * @param clientFirstByte the proxy taking the request in to the client's first byte
+     * @param prefillAnswered the proxy taking the request in to prefill's answer (prefill's own first token)
+     * @param afterPrefillAnswer prefill's answer to the client's first byte
      */
-    public record Figures(List<Span> stages, Span handover, Span clientFirstByte) {
+    public record Figures(List<Span> stages, Span handover, Span clientFirstByte, Span prefillAnswered,
+                          Span afterPrefillAnswer) {
     }
 
     /** The spans over every request logged so far. */
     public Figures figures() {
         List<long[]> all = new ArrayList<>(marks.values());
         List<Span> stages = new ArrayList<>();
-        Stage[] order = Stage.values();
-        for (int i = 1; i < order.length; i++) {
-            stages.add(span(all, order[i - 1], order[i]));
+        List<Stage> order = java.util.Arrays.stream(Stage.values()).filter(s -> s != Stage.PREFILL_ANSWERED).toList();
+        for (int i = 1; i < order.size(); i++) {
+            stages.add(span(all, order.get(i - 1), order.get(i)));
         }
         return new Figures(stages, span(all, Stage.LAST_LAYER_READY, Stage.FIRST_TOKEN_OUT),
-                span(all, Stage.PROXY_IN, Stage.CLIENT_FIRST_BYTE));
+                span(all, Stage.PROXY_IN, Stage.CLIENT_FIRST_BYTE), span(all, Stage.PROXY_IN, Stage.PREFILL_ANSWERED),
+                span(all, Stage.PREFILL_ANSWERED, Stage.CLIENT_FIRST_BYTE));
     }
 
     private static Span span(List<long[]> all, Stage from, Stage to) {
@@ -113,6 +118,8 @@ public final class HandoverLog implements Handover.Listener {
         }
         out.append(line(f.handover()).replaceFirst("^  ", "= "));
         out.append(line(f.clientFirstByte()).replaceFirst("^  ", "= "));
+        out.append(line(f.prefillAnswered()).replaceFirst("^  ", "= "));
+        out.append(line(f.afterPrefillAnswer()).replaceFirst("^  ", "= "));
         return out.toString();
     }
 

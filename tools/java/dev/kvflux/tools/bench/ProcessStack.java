@@ -47,7 +47,7 @@ final class ProcessStack implements AutoCloseable {
      * @throws IllegalStateException if a role does not come up, or the proxy routes nothing within 60 s
      */
     static ProcessStack start(ServeBench.Settings settings, Policy policy, KvMode mode, TpRanks tp, Path logs,
-            String label) throws Exception {
+            String label, dev.kvflux.serving.proxy.FirstToken firstToken) throws Exception {
         int proxyPort = freePort();
         int discovery = freePort();
         List<String> common = new ArrayList<>(List.of("--backend", settings.backend(), "--proxy",
@@ -69,7 +69,8 @@ final class ProcessStack implements AutoCloseable {
         decodeArgs.addAll(policy.decodeDeadline()
                 ? List.of("--receive-deadline", settings.kvfluxDeadline().toMillis() + "ms")
                 : List.of("--no-receive-deadline"));
-        RoleProcess proxy = RoleProcess.proxy(proxyPort, discovery, List.of(), logs.resolve(label + "-proxy.log"));
+        RoleProcess proxy = RoleProcess.proxy(proxyPort, discovery, List.of("--first-token", firstToken.wireName()),
+                logs.resolve(label + "-proxy.log"));
         RoleProcess decode = new RoleProcess(Role.DECODE, freePort(), RoleProcess.freePorts(tp.decodeTp()), decodeArgs,
                 logs.resolve(label + "-decode.log"));
         RoleProcess prefill = new RoleProcess(Role.PREFILL, freePort(), RoleProcess.freePorts(tp.prefillTp()), prefillArgs,

@@ -7,6 +7,7 @@ import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.proxy.InstanceRegistry;
+import dev.kvflux.serving.proxy.FirstToken;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.serving.role.DecodeServer;
 import dev.kvflux.serving.role.Policy;
@@ -196,10 +197,17 @@ public final class ServeBench {
 
     private final Settings settings;
     private final PrintStream progress;
+    private FirstToken firstToken = FirstToken.DECODE;
 
     public ServeBench(Settings settings, PrintStream progress) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.progress = Objects.requireNonNull(progress, "progress");
+    }
+
+    /** Has the proxy give a streamed answer's first token from {@code source} ({@code --first-token}); default decode. */
+    public ServeBench firstToken(FirstToken source) {
+        this.firstToken = Objects.requireNonNull(source, "source");
+        return this;
     }
 
     /** Runs every policy at every concurrency and returns the rows in that order. */
@@ -270,7 +278,7 @@ public final class ServeBench {
                      .transferTimeout(settings.transferTimeout()).notifyWithin(settings.kvfluxDeadline())
                      .auth(settings.notifyAuth()).handover(handover).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
-                     .registrationSecret(settings.notifyAuth()).handover(handover).bindNow()) {
+                     .registrationSecret(settings.notifyAuth()).handover(handover).firstToken(firstToken).bindNow()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
             String discovery = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();
             decode.pingProxy(discovery, Duration.ofSeconds(1));
@@ -325,7 +333,7 @@ public final class ServeBench {
     private ProcessStack startStack(Policy policy, KvMode mode, TpRanks tp, Path logs, String name) throws Exception {
         for (int attempt = 1; ; attempt++) {
             try {
-                return ProcessStack.start(settings, policy, mode, tp, logs, name);
+                return ProcessStack.start(settings, policy, mode, tp, logs, name, firstToken);
             } catch (IllegalStateException e) {
                 if (attempt == 3 || e.getMessage() == null || !e.getMessage().contains("before it was healthy")) {
                     throw e;

@@ -5,6 +5,7 @@ import dev.kvflux.serving.observe.Tracing;
 import dev.kvflux.serving.proxy.ClientKeys;
 import dev.kvflux.serving.vllm.Networks;
 import dev.kvflux.serving.proxy.InstanceRegistry;
+import dev.kvflux.serving.proxy.FirstToken;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import dev.kvflux.serving.etcd.EtcdDiscovery;
@@ -75,6 +76,12 @@ public final class ProxyCommand implements Callable<Integer> {
                     + " max_tokens (default 100ms: 4,000 tokens may take 60s + 400s).")
     Duration tokenTimeout = ProxyServer.DEFAULT_TOKEN_TIMEOUT;
 
+    @Option(names = "--first-token", paramLabel = "SOURCE",
+            description = "Where a streamed completion's first token comes from: decode (its stream, whole, as vLLM's"
+                    + " proxy; the default) or prefill (prefill's token is sent at once, then decode's stream from its"
+                    + " second token).")
+    String firstToken = "decode";
+
     @Option(names = "--stall-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "Eject a decode whose streams all send nothing for this long while other decodes' streams"
                     + " move (or that then fails a canary request), and end its streams with an error event"
@@ -132,7 +139,7 @@ public final class ProxyCommand implements Callable<Integer> {
                     .discoveryPort(discoveryPort != null ? discoveryPort : config.ports().proxyDiscovery())
                     .registry(new InstanceRegistry(instanceTtl, Schedulers.parallel(), maxInstancesPerRole))
                     .upstreamTimeout(upstreamTimeout).firstByteTimeout(firstByteTimeout).tokenTimeout(tokenTimeout)
-                    .stallTimeout(stallTimeout).canaryTimeout(canaryTimeout)
+                    .stallTimeout(stallTimeout).canaryTimeout(canaryTimeout).firstToken(FirstToken.named(firstToken))
                     .clientKeys(clientHeader == null ? ClientKeys.DEFAULT : ClientKeys.fromHeader(clientHeader))
                     .vllmDiscovery(vllmDiscovery == null ? null : OptionChecks.hostPort(spec.commandLine(),
                             "--vllm-discovery", vllmDiscovery), Networks.parse(vllmAllow))

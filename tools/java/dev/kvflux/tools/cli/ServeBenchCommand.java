@@ -7,6 +7,7 @@ import dev.kvflux.tools.bench.ServeBench;
 import dev.kvflux.serving.config.Durations;
 import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.api.CompletionSchema;
+import dev.kvflux.serving.proxy.FirstToken;
 import dev.kvflux.serving.role.Policy;
 import dev.kvflux.serving.role.ServingModel;
 import java.io.IOException;
@@ -70,6 +71,11 @@ public final class ServeBenchCommand implements Callable<Integer> {
     @Option(names = {"--output-len", "--random-output-len"}, paramLabel = "TOKENS",
             description = "Output tokens per request (default ${DEFAULT-VALUE}).")
     int outputLen = 16;
+
+    @Option(names = "--first-token", paramLabel = "SOURCE",
+            description = "Where a streamed answer's first token comes from: decode (default, as vLLM's proxy) or"
+                    + " prefill (the proxy passes prefill's token on at once).")
+    String firstToken = "decode";
 
     @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "Prefill's completion-wait timeout (default: transfer.timeout, 30s).")
@@ -171,7 +177,14 @@ public final class ServeBenchCommand implements Callable<Integer> {
         }
         Map<String, Object> described = describe(settings);
         System.err.println("serve-bench: " + described);
-        List<BenchRow> rows = new ServeBench(settings, System.err).run();
+        FirstToken source;
+        try {
+            source = FirstToken.named(firstToken);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--first-token: " + e.getMessage());
+        }
+        described.put("first_token", source.wireName());
+        List<BenchRow> rows = new ServeBench(settings, System.err).firstToken(source).run();
         System.out.print(output.json() ? BenchReport.json(rows, described) + System.lineSeparator()
                 : BenchReport.table(rows));
         if (report != null) {

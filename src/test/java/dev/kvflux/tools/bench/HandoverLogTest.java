@@ -26,16 +26,21 @@ class HandoverLogTest {
         }
         HandoverLog.Figures f = log.figures();
 
-        assertThat(f.stages()).hasSize(Stage.values().length - 1);
+        assertThat(f.stages()).as("every stage but prefill's answer, from the one before").hasSize(Stage.values().length - 2);
         HandoverLog.Span first = f.stages().getFirst();
         assertThat(first.from()).isEqualTo("proxy_in");
         assertThat(first.to()).isEqualTo("prefill_admitted");
         assertThat(first.n()).isEqualTo(100);
         assertThat(first.p50Ms()).isEqualTo(50.0);
         assertThat(first.p99Ms()).isEqualTo(99.0);
-        // last_layer_ready (index 2) to first_token_out (index 7): five stages
+        // last_layer_ready (index 3) to first_token_out (index 8): five stages
         assertThat(f.handover().p50Ms()).isEqualTo(250.0);
-        assertThat(f.clientFirstByte().p99Ms()).isEqualTo(8 * 99.0);
+        assertThat(f.clientFirstByte().p99Ms()).isEqualTo(9 * 99.0);
+        assertThat(f.prefillAnswered().p50Ms()).isEqualTo(2 * 50.0);
+        assertThat(f.afterPrefillAnswer().p50Ms()).isEqualTo(7 * 50.0);
+        assertThat(f.stages().get(1).from()).as("prefill's answer left out of the chain").isEqualTo("prefill_admitted");
+        assertThat(f.stages().get(1).to()).isEqualTo("last_layer_ready");
+        assertThat(f.stages().get(1).p50Ms()).isEqualTo(2 * 50.0);
     }
 
     @Test
