@@ -154,6 +154,12 @@ public final class ServeBenchCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         CommandLine cmd = spec.commandLine();
         checkOptions(cmd);
+        FirstToken source;
+        try {
+            source = FirstToken.named(firstToken);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(cmd, "--first-token: " + e.getMessage());
+        }
         KvfluxConfig config = configOptions.load(cmd);
         Duration timeout = transferTimeout != null ? transferTimeout : config.transfer().timeout();
         FaultPlan faults;
@@ -177,12 +183,6 @@ public final class ServeBenchCommand implements Callable<Integer> {
         }
         Map<String, Object> described = describe(settings);
         System.err.println("serve-bench: " + described);
-        FirstToken source;
-        try {
-            source = FirstToken.named(firstToken);
-        } catch (IllegalArgumentException e) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--first-token: " + e.getMessage());
-        }
         described.put("first_token", source.wireName());
         List<BenchRow> rows = new ServeBench(settings, System.err).firstToken(source).run();
         System.out.print(output.json() ? BenchReport.json(rows, described) + System.lineSeparator()

@@ -50,6 +50,8 @@ class ArgumentChecksTest {
         "--inject-failures lots             | lots",
         "--policy fastest                   | fastest",
         "--transfer-timeout soon            | soon",
+        "--first-token both                 | --first-token: unknown first-token source 'both'",
+        "--model-time -1                    | model time must be a factor of 0 or more",
     })
     void serveBenchRefusesABadValueBeforeItRuns(String args, String message) {
         assertOneLineUsageError(run(("serve-bench " + args).trim().split("\\s+")), message);
@@ -75,6 +77,7 @@ class ArgumentChecksTest {
         "proxy --upstream-timeout 0                    | --upstream-timeout must be greater than zero",
         "proxy --max-instances-per-role 0              | --max-instances-per-role must be from 1 to 65536, got 0",
         "proxy --no-such-option                        | Unknown option: '--no-such-option'",
+        "proxy --first-token both                      | unknown first-token source 'both'; choose decode",
     })
     void rolesRefuseABadValueBeforeTheyStart(String args, String message) {
         assertOneLineUsageError(run(args.trim().split("\\s+")), message);
