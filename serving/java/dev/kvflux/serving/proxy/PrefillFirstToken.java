@@ -178,6 +178,8 @@ final class PrefillFirstToken {
                     }
                 })
                 .takeUntilOther(watched.aborted())
+                // reads of decode's still buffered when the client goes are released, not dropped
+                .doOnDiscard(ByteBuf.class, io.netty.util.ReferenceCountUtil::safeRelease)
                 .onErrorResume(e -> {
                     h.upstreamError(dev.kvflux.serving.api.Role.DECODE, "failed", 1);
                     return Mono.just(Unpooled.wrappedBuffer(ProxyRoutes.Handlers.errorEvent(
