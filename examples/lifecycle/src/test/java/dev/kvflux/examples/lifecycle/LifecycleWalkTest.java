@@ -31,7 +31,7 @@ import reactor.core.publisher.Mono;
  * between two sides over loopback on two simulated engines (one per side, as in two processes), in real time.
  */
 class LifecycleWalkTest {
-    private static final Duration WITHIN = Duration.ofSeconds(5);
+    private static final Duration WITHIN = Duration.ofSeconds(30);
     private static final Consumer<String> QUIET = step -> { };
 
     @Test
