@@ -81,6 +81,7 @@ public final class BenchReport {
                     span(stages.addObject(), s);
                 }
                 span(o.putObject("handover"), row.handover().handover());
+                span(o.putObject("handover_after_copy"), row.handover().afterCopy());
                 span(o.putObject("client_first_byte"), row.handover().clientFirstByte());
                 span(o.putObject("prefill_answered"), row.handover().prefillAnswered());
                 span(o.putObject("after_prefill_answer"), row.handover().afterPrefillAnswer());

@@ -60,11 +60,12 @@ public final class HandoverLog implements Handover.Listener {
      *
      * @param stages each stage from the one before it, in the order of {@link Stage}, prefill's answer left out
      * @param handover the last layer ready to decode's first token
+     * @param afterCopy the last copy's end to decode's first token: the handover without the copy
      * @param clientFirstByte the proxy taking the request in to the client's first byte
      * @param prefillAnswered the proxy taking the request in to prefill's answer (prefill's own first token)
      * @param afterPrefillAnswer prefill's answer to the client's first byte
      */
-    public record Figures(List<Span> stages, Span handover, Span clientFirstByte, Span prefillAnswered,
+    public record Figures(List<Span> stages, Span handover, Span afterCopy, Span clientFirstByte, Span prefillAnswered,
                           Span afterPrefillAnswer) {
     }
 
@@ -77,7 +78,7 @@ public final class HandoverLog implements Handover.Listener {
             stages.add(span(all, order.get(i - 1), order.get(i)));
         }
         return new Figures(stages, span(all, Stage.LAST_LAYER_READY, Stage.FIRST_TOKEN_OUT),
-                span(all, Stage.PROXY_IN, Stage.CLIENT_FIRST_BYTE), span(all, Stage.PROXY_IN, Stage.PREFILL_ANSWERED),
+                span(all, Stage.LAST_COPY_ENDED, Stage.FIRST_TOKEN_OUT), span(all, Stage.PROXY_IN, Stage.CLIENT_FIRST_BYTE), span(all, Stage.PROXY_IN, Stage.PREFILL_ANSWERED),
                 span(all, Stage.PREFILL_ANSWERED, Stage.CLIENT_FIRST_BYTE));
     }
 
@@ -117,6 +118,7 @@ public final class HandoverLog implements Handover.Listener {
             out.append(line(s));
         }
         out.append(line(f.handover()).replaceFirst("^  ", "= "));
+        out.append(line(f.afterCopy()).replaceFirst("^  ", "= "));
         out.append(line(f.clientFirstByte()).replaceFirst("^  ", "= "));
         out.append(line(f.prefillAnswered()).replaceFirst("^  ", "= "));
         out.append(line(f.afterPrefillAnswer()).replaceFirst("^  ", "= "));

@@ -35,6 +35,7 @@ class HandoverLogTest {
         assertThat(first.p99Ms()).isEqualTo(99.0);
         // last_layer_ready (index 3) to first_token_out (index 8): five stages
         assertThat(f.handover().p50Ms()).isEqualTo(250.0);
+        assertThat(f.afterCopy().p50Ms()).as("last_copy_ended (index 4) to first_token_out").isEqualTo(200.0);
         assertThat(f.clientFirstByte().p99Ms()).isEqualTo(9 * 99.0);
         assertThat(f.prefillAnswered().p50Ms()).isEqualTo(2 * 50.0);
         assertThat(f.afterPrefillAnswer().p50Ms()).isEqualTo(7 * 50.0);
