@@ -87,9 +87,9 @@ final class PrefillFirstToken {
                                 .doOnNext(buf -> {
                                     if (events.tryEmitNext(buf).isFailure()) {
                                         buf.release();
-                                        events.tryEmitError(new UpstreamErrors.DecodeStalledException("decode sent"
-                                                + " more than " + BUFFERED_EVENTS + " reads before prefill's first"
-                                                + " token could be passed on"));
+                                        events.tryEmitError(new IllegalStateException("decode sent more than "
+                                                + BUFFERED_EVENTS + " reads before prefill's first token could be"
+                                                + " passed on"));
                                     }
                                 })
                                 .doOnComplete(events::tryEmitComplete)
@@ -101,7 +101,7 @@ final class PrefillFirstToken {
                                 .doOnSuccess(v -> decodeAnswered.tryEmitEmpty());
                     }
                     return ProxyRoutes.Handlers.head(content).doOnNext(text -> events.tryEmitError(
-                            new UpstreamErrors.DecodeStalledException("decode answered " + status.status().code()
+                            new IllegalStateException("decode answered " + status.status().code()
                                     + " after prefill's first token was sent: " + text))).then();
                 })
                 .then()
@@ -135,13 +135,13 @@ final class PrefillFirstToken {
                         }
                         // no token in prefill's answer: decode's stream, whole
                         return owner.compareAndSet(NOBODY, DECODE_OWNS) ? stream(h, decode, response, null,
-                                events.asFlux(), marks) : Mono.never();
+                                events.asFlux(), marks, firstByteWithin) : Mono.never();
                     }
-                    return stream(h, decode, response, first, afterFirstEvent(events.asFlux()), marks);
+                    return stream(h, decode, response, first, afterFirstEvent(events.asFlux()), marks, firstByteWithin);
                 })
                 .onErrorResume(e -> {
                     if (decodeStreaming.get() && owner.compareAndSet(NOBODY, DECODE_OWNS)) {
-                        return stream(h, decode, response, null, events.asFlux(), marks);
+                        return stream(h, decode, response, null, events.asFlux(), marks, firstByteWithin);
                     }
                     if (owner.compareAndSet(NOBODY, PREFILL_FAILED)) {
                         return Mono.error(e);
@@ -164,32 +164,60 @@ final class PrefillFirstToken {
         return new Answer(answered, exchanges);
     }
 
-    /** Sends the stream: {@code first} (null for none), then {@code rest}, watched for stalls; ends it on a failure. */
+    /**
+     * Sends the stream: {@code first} (null for none), then {@code rest}, decode's. Decode's part is watched for stalls
+     * from its first read on, as a stream without the mode is from decode's first byte, and that first read is bounded
+     * by {@code firstByteWithin}; a failure or a stall ends the stream with an error event.
+     */
     private static Mono<Void> stream(ProxyRoutes.Handlers h, Instance decode, HttpServerResponse response, ByteBuf first,
-            Flux<ByteBuf> rest, Handover.Marks marks) {
+            Flux<ByteBuf> rest, Handover.Marks marks, Duration firstByteWithin) {
         response.status(HttpResponseStatus.OK).header(HttpHeaderNames.CONTENT_TYPE, "text/event-stream");
-        StreamWatch.Stream watched = h.streams().start(decode);
-        AtomicBoolean started = new AtomicBoolean();
-        Flux<ByteBuf> body = (first == null ? rest : Flux.concat(Mono.just(first), rest))
+        java.util.concurrent.atomic.AtomicReference<StreamWatch.Stream> watch = new java.util.concurrent.atomic.AtomicReference<>();
+        Sinks.One<String> stalled = Sinks.one();
+        Flux<ByteBuf> decodes = rest
+                .timeout(Mono.delay(firstByteWithin, Schedulers.parallel()), read -> Mono.never())
+                .onErrorMap(java.util.concurrent.TimeoutException.class, e -> {
+                    h.canaries().suspect(decode);
+                    return new UpstreamErrors.FirstByteTimeoutException(decode, firstByteWithin, true);
+                })
                 .doOnNext(buf -> {
+                    StreamWatch.Stream watched = watch.get();
+                    if (watched == null) {
+                        watched = h.streams().start(decode);
+                        watch.set(watched);
+                        watched.aborted().subscribe(stalled::tryEmitValue);
+                    }
                     watched.progressed();
+                });
+        AtomicBoolean started = new AtomicBoolean();
+        Flux<ByteBuf> body = (first == null ? decodes : Flux.concat(Mono.just(first), decodes))
+                .doOnNext(buf -> {
                     if (!started.getAndSet(true)) {
                         marks.reached(Handover.Stage.CLIENT_FIRST_BYTE);
                     }
                 })
-                .takeUntilOther(watched.aborted())
+                .takeUntilOther(stalled.asMono())
                 // reads of decode's still buffered when the client goes are released, not dropped
                 .doOnDiscard(ByteBuf.class, io.netty.util.ReferenceCountUtil::safeRelease)
                 .onErrorResume(e -> {
-                    h.upstreamError(dev.kvflux.serving.api.Role.DECODE, "failed", 1);
+                    h.upstreamError(dev.kvflux.serving.api.Role.DECODE,
+                            e instanceof UpstreamErrors.FirstByteTimeoutException ? "timeout" : "failed", 1);
                     return Mono.just(Unpooled.wrappedBuffer(ProxyRoutes.Handlers.errorEvent(
                             "decode's stream failed after prefill's first token: " + e.getMessage())));
                 });
-        Mono<ByteBuf> tail = Mono.fromSupplier(watched::abortReason).map(why -> {
+        Mono<ByteBuf> tail = Mono.fromSupplier(() -> {
+            StreamWatch.Stream watched = watch.get();
+            return watched == null ? null : watched.abortReason();
+        }).map(why -> {
             h.upstreamError(dev.kvflux.serving.api.Role.DECODE, "stalled", 1);
             return Unpooled.wrappedBuffer(ProxyRoutes.Handlers.errorEvent(why));
         });
-        return response.send(body.concatWith(tail), buf -> true).then().doFinally(signal -> watched.ended());
+        return response.send(body.concatWith(tail), buf -> true).then().doFinally(signal -> {
+            StreamWatch.Stream watched = watch.get();
+            if (watched != null) {
+                watched.ended();
+            }
+        });
     }
 
     /**
@@ -258,7 +286,7 @@ final class PrefillFirstToken {
                 state[0] += to - from;
                 buf.release();
                 if (state[0] > MAX_FIRST_EVENT_BYTES) {
-                    sink.error(new UpstreamErrors.DecodeStalledException("decode's first event is longer than "
+                    sink.error(new IllegalStateException("decode's first event is longer than "
                             + MAX_FIRST_EVENT_BYTES + " bytes"));
                 }
             });

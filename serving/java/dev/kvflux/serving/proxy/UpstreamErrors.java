@@ -44,7 +44,8 @@ final class UpstreamErrors {
     /** Decode sent nothing within the first-byte bound: it holds the request without answering. */
     static final class FirstByteTimeoutException extends RuntimeException {
         FirstByteTimeoutException(Instance decode, Duration within, boolean streamed) {
-            super("decode instance " + decode.baseUrl() + " sent no answer within " + within.toSeconds() + " s ("
+            super("decode instance " + decode.baseUrl() + " sent no answer within "
+                    + dev.kvflux.bindings.DurationText.of(within) + " ("
                     + (streamed ? "the proxy's first-byte timeout" : "the first-byte timeout and the per-token time of"
                             + " this request's max_tokens") + "); check that it is alive and runs with a receive"
                     + " deadline", null, false, false);

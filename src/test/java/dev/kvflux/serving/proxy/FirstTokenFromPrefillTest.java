@@ -53,6 +53,11 @@ class FirstTokenFromPrefillTest {
 
     /** Prefill answers {@code status} with {@code body} at once; decode sends {@code decoding} once let go. */
     private void start(int prefillStatus, String prefillBody, int decodeStatus, Flux<String> decoding) {
+        start(prefillStatus, prefillBody, decodeStatus, decoding, ProxyServer.DEFAULT_FIRST_BYTE_TIMEOUT);
+    }
+
+    private void start(int prefillStatus, String prefillBody, int decodeStatus, Flux<String> decoding,
+            Duration firstByteTimeout) {
         prefill = HttpServer.create().host("127.0.0.1").port(0)
                 .route(r -> r.post("/v1/completions", (req, res) -> req.receive().then(
                         res.status(prefillStatus).header("content-type", "application/json")
@@ -67,7 +72,7 @@ class FirstTokenFromPrefillTest {
         registry.ping(new Instance(Role.PREFILL, at(prefill), new InetSocketAddress("127.0.0.1", 7001)));
         registry.ping(new Instance(Role.DECODE, at(decode), new InetSocketAddress("127.0.0.1", 7002)));
         proxy = ProxyServer.builder().registry(registry).healthChecks(Duration.ofMinutes(10), InstanceHealth.defaults())
-                .firstToken(FirstToken.PREFILL).bindNow();
+                .firstToken(FirstToken.PREFILL).firstByteTimeout(firstByteTimeout).bindNow();
     }
 
     /** A streamed completion's status and reads, as they arrive. */
@@ -145,6 +150,18 @@ class FirstTokenFromPrefillTest {
                 .satisfiesAnyOf(a -> assertThat(a).isEqualTo("status 503{\"error\":{\"message\":\"kv transfer failed\"}}"),
                         a -> assertThat(a).startsWith("status 200" + event(" t0")).contains("kv transfer failed")
                                 .endsWith("data: [DONE]\n\n"));
+    }
+
+    @Test
+    void aDecodeThatSendsNothingAfterPrefillsTokenEndsTheStreamAtTheFirstByteTimeout() {
+        start(200, PREFILL_ANSWER, 200, Flux.just(event(" t0"), "data: [DONE]\n\n"), Duration.ofMillis(500));
+        // decode is never let go
+        String all = String.join("", streamed(3).collectList().block(WAIT));
+
+        assertThat(all).startsWith("status 200" + event(" t0"));
+        List<String> events = events(all.substring(("status 200" + event(" t0")).length()));
+        assertThat(events.getFirst()).contains("\"error\"").contains("sent no answer within 500ms");
+        assertThat(events.getLast()).isEqualTo("data: [DONE]");
     }
 
     @Test
