@@ -229,7 +229,8 @@ final class ProxyRoutes {
                                     : failure(status.status().code(), Mono.<String>error(
                                             new UpstreamErrors.PrefillFailedException(prefill, status.status().code(),
                                                     text)))))
-                    .next()
+                    // to the exchange's end, never cancelling it: a cancelled exchange's connection is closed
+                    .singleOrEmpty()
                     .onErrorMap(PoolAcquirePendingLimitException.class, e -> overloaded(Role.PREFILL, prefill))
                     .doOnError(e -> !isRefusal(e), e -> health.requested(prefill, false))
                     .onErrorMap(e -> !isRefusal(e), e -> new UpstreamErrors.PrefillFailedException(prefill, 0,
