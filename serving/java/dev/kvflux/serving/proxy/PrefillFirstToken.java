@@ -48,6 +48,10 @@ final class PrefillFirstToken {
     /** The longest first event of decode's that is looked through for its end. */
     static final int MAX_FIRST_EVENT_BYTES = 64 * 1024;
 
+    /** Stands for "prefill failed after decode's stream began: pass decode's stream on whole" (compared by identity). */
+    @SuppressWarnings("StringOperationCanBeSimplified")
+    private static final String DECODE_WHOLE = new String("decode's stream, whole");
+
     private static final int NOBODY = 0;
     private static final int STREAMING = 1;
     private static final int DECODE_OWNS = 2;
@@ -98,7 +102,8 @@ final class PrefillFirstToken {
                     if (owner.compareAndSet(NOBODY, DECODE_OWNS)) {
                         return h.relay(status, content, decode, response,
                                 () -> marks.reached(Handover.Stage.CLIENT_FIRST_BYTE))
-                                .doOnSuccess(v -> decodeAnswered.tryEmitEmpty());
+                                .doOnSuccess(v -> decodeAnswered.tryEmitEmpty())
+                                .doOnError(decodeAnswered::tryEmitError);
                     }
                     return ProxyRoutes.Handlers.head(content).doOnNext(text -> events.tryEmitError(
                             new IllegalStateException("decode answered " + status.status().code()
@@ -127,7 +132,20 @@ final class PrefillFirstToken {
                 .doOnNext(text -> marks.reached(Handover.Stage.PREFILL_ANSWERED))
                 .doOnError(prefillStep::fail)
                 .doFinally(signal -> prefillStep.stop())
+                // prefill's failure alone is caught here; a failure of the stream once sent goes on to the caller
+                .onErrorResume(e -> {
+                    if (decodeStreaming.get() && owner.compareAndSet(NOBODY, DECODE_OWNS)) {
+                        return Mono.just(DECODE_WHOLE);
+                    }
+                    if (owner.compareAndSet(NOBODY, PREFILL_FAILED)) {
+                        return Mono.error(e);
+                    }
+                    return Mono.never();
+                })
                 .flatMap(text -> {
+                    if (text == DECODE_WHOLE) {
+                        return stream(h, decode, response, null, events.asFlux(), marks, firstByteWithin);
+                    }
                     ByteBuf first = firstEvent(text, api);
                     if (first == null || !owner.compareAndSet(NOBODY, STREAMING)) {
                         if (first != null) {
@@ -138,15 +156,6 @@ final class PrefillFirstToken {
                                 events.asFlux(), marks, firstByteWithin) : Mono.never();
                     }
                     return stream(h, decode, response, first, afterFirstEvent(events.asFlux()), marks, firstByteWithin);
-                })
-                .onErrorResume(e -> {
-                    if (decodeStreaming.get() && owner.compareAndSet(NOBODY, DECODE_OWNS)) {
-                        return stream(h, decode, response, null, events.asFlux(), marks, firstByteWithin);
-                    }
-                    if (owner.compareAndSet(NOBODY, PREFILL_FAILED)) {
-                        return Mono.error(e);
-                    }
-                    return Mono.never();
                 });
         Mono<Void> firstByte = Mono.delay(firstByteWithin, Schedulers.parallel())
                 .then(Mono.defer(() -> owner.compareAndSet(NOBODY, DECODE_OWNS)
