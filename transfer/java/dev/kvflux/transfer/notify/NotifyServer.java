@@ -85,9 +85,12 @@ public final class NotifyServer implements AutoCloseable {
     private final ChannelGroup connections;
     private final RateLimitedLog warnings;
     private final AtomicLong guardBuffered;
+    /** Set first thing on close: a connection accepted from then on is closed at once. */
+    private final AtomicBoolean closed;
 
     private NotifyServer(DisposableServer server, ChannelGroup connections, RateLimitedLog warnings,
-            AtomicLong guardBuffered) {
+            AtomicLong guardBuffered, AtomicBoolean closed) {
+        this.closed = closed;
         this.server = server;
         this.connections = connections;
         this.warnings = warnings;
@@ -116,6 +119,7 @@ public final class NotifyServer implements AutoCloseable {
     /** Stops listening and closes every connection, as a process exit would; returns once they are closed. */
     @Override
     public void close() {
+        closed.set(true);
         server.disposeNow();
         connections.close().awaitUninterruptibly();
         warnings.close();
@@ -325,7 +329,8 @@ public final class NotifyServer implements AutoCloseable {
                         .doOnConnection(guard::accepted)
                         .handle(guard::serve)
                         .bind()
-                        .map(server -> new NotifyServer(server, guard.group, guard.warnings, guard.buffered))
+                        .map(server -> new NotifyServer(server, guard.group, guard.warnings, guard.buffered,
+                                guard.closed))
                         .doOnError(e -> guard.warnings.close())
                         .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
                                 + ":" + port + ": " + BindFailures.describe(host, port, e), e));
@@ -374,14 +379,14 @@ public final class NotifyServer implements AutoCloseable {
             int maxConnections, long maxBufferedBytes, Duration frameReadTimeout, Duration idleTimeout,
             Function<ByteBuffer, NotifyMessage> decoder, BulkThrottle.Budget bulk, RateLimitedLog warnings,
             ChannelGroup group, AtomicInteger open, AtomicLong buffered, AtomicBoolean warnedHandlerFailure,
-            AtomicLong handlerFailures) {
+            AtomicLong handlerFailures, AtomicBoolean closed) {
 
         Connections(Consumer<NotifyMessage> handler, NotifyRecorder recorder, int maxFrameBytes, int maxConnections,
                 long maxBufferedBytes, Duration frameReadTimeout, Duration idleTimeout,
                 Function<ByteBuffer, NotifyMessage> decoder, BulkThrottle.Budget bulk, RateLimitedLog warnings) {
             this(handler, recorder, maxFrameBytes, maxConnections, maxBufferedBytes, frameReadTimeout, idleTimeout,
                     decoder, bulk, warnings, new DefaultChannelGroup(GlobalEventExecutor.INSTANCE), new AtomicInteger(),
-                    new AtomicLong(), new AtomicBoolean(), new AtomicLong());
+                    new AtomicLong(), new AtomicBoolean(), new AtomicLong(), new AtomicBoolean());
         }
 
         void accepted(reactor.netty.Connection connection) {
@@ -396,6 +401,14 @@ public final class NotifyServer implements AutoCloseable {
             connection.channel().closeFuture().addListener(f -> open.decrementAndGet());
             recorder.record(NotifyEvent.CONNECTION_ACCEPTED);
             group.add(connection.channel());
+            // A connection the kernel accepted while the server was closing would outlive the close and keep
+            // acknowledging messages with the closed side's handler: a peer that restarted on the same address would
+            // then never get them. Added to the group first, then checked: close() either sees it in the group or is
+            // seen here.
+            if (closed.get()) {
+                connection.channel().close();
+                return;
+            }
             // ahead of the frames, so that it also holds back the reads their decoder asks for
             connection.addHandlerLast("kvflux-bulk", new BulkThrottle(bulk, recorder));
             connection.addHandlerLast("kvflux-frames",
