@@ -28,23 +28,23 @@ import reactor.netty.resources.LoopResources;
 import reactor.netty.tcp.TcpServer;
 
 /**
- * The receiving end of the notify channel: a TCP server that reads length-prefixed msgpack frames,
- * hands each decoded {@link NotifyMessage} to its handler in arrival order per connection, and answers
- * each with a small acknowledgement frame so the sender knows it arrived.
+ * The receiving end of the notify channel: a TCP server that reads length-prefixed msgpack frames, hands each
+ * decoded {@link NotifyMessage} to its handler in arrival order per connection, and answers each with a small
+ * acknowledgement frame so the sender knows it arrived.
  *
- * <p>Every byte is treated as hostile. A frame whose length prefix is negative or above the maximum, whose
- * payload is not a message ({@link NotifyCodec}'s bounded decoding), or, when the server has a
- * {@link NotifyAuth notify secret}, whose tag (checked on the raw bytes before any decoding) is wrong or which
- * was signed too long ago, closes the connection it came on and is reported by kind to its {@link NotifyRecorder};
- * so is any error while handling a frame, {@link Error}s included: none reaches the event loop, and every
- * other connection keeps being served. Connections are bounded: at most {@link Builder#maxConnections} are
- * open (more are closed at once and counted), a started frame must complete within the frame read timeout,
- * and a connection on which nothing arrives for the idle timeout is closed. Warnings about rejected frames
- * quote peer text only escaped and are rate-limited ({@link RateLimitedLog}).
+ * <p>Every byte is treated as hostile. A frame whose length prefix is negative or above the maximum, whose payload
+ * is not a message ({@link NotifyCodec}'s bounded decoding), or, when the server has a {@link NotifyAuth notify
+ * secret}, whose tag (checked on the raw bytes before any decoding) is wrong or which was signed too long ago,
+ * closes the connection it came on and is reported by kind to its {@link NotifyRecorder}; so is any error while
+ * handling a frame, {@link Error}s included: none reaches the event loop, and every other connection keeps being
+ * served. Connections are bounded: at most {@link Builder#maxConnections} are open (more are closed at once and
+ * counted), a started frame must complete within the frame read timeout, and a connection on which nothing arrives
+ * for the idle timeout is closed. Warnings about rejected frames quote peer text only escaped and are rate-limited
+ * ({@link RateLimitedLog}).
  *
- * <p>The handler runs on the connection's Netty event loop: it must not block. A handler that throws does
- * not close the connection: the message is still acknowledged, the failure is counted
- * ({@link NotifyEvent#HANDLER_FAILED}), the server's first is logged at error and later ones at debug.
+ * <p>The handler runs on the connection's Netty event loop: it must not block. A handler that throws does not close
+ * the connection: the message is still acknowledged, the failure is counted ({@link NotifyEvent#HANDLER_FAILED}),
+ * the server's first is logged at error and later ones at debug.
  */
 public final class NotifyServer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(NotifyServer.class);
@@ -58,22 +58,22 @@ public final class NotifyServer implements AutoCloseable {
     /** Default time a connection may stay silent; longer than {@link NotifyClient}'s idle limit. */
     public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(120);
     /**
-     * The default of the most bytes read from one connection per turn of its event loop: a peer streaming large
-     * frames then yields to the other connections on that loop after every 64 KiB instead of after Netty's 16 reads
-     * of up to 64 KiB each (1 MiB).
+     * The default of the most bytes read from one connection per turn of its event loop: a peer streaming large frames
+     * then yields to the other connections on that loop after every 64 KiB instead of after Netty's 16 reads of up to
+     * 64 KiB each (1 MiB).
      */
     public static final int DEFAULT_READ_BUDGET_BYTES = 64 << 10;
     /**
      * The default bulk rate of one server: 16 MiB/s of reads larger than a single notification, over all its
-     * connections. That is 1,800 block lists a second of 16K-token prompts (9 KB each), and a list of a
-     * million-token prompt (65,536 blocks, about 600 KB) passes in one burst; a peer streaming large frames
-     * gets no more, and cannot make the server, or the host, spend more CPU on them than this rate costs.
+     * connections. That is 1,800 block lists a second of 16K-token prompts (9 KB each), and a list of a million-token
+     * prompt (65,536 blocks, about 600 KB) passes in one burst; a peer streaming large frames gets no more, and cannot
+     * make the server, or the host, spend more CPU on them than this rate costs.
      */
     public static final long DEFAULT_BULK_BYTES_PER_SECOND = 16L << 20;
     /**
-     * The event loops of every notify server of this process, apart from the HTTP servers' and clients': a
-     * peer's frames cannot delay completions, and the HTTP traffic cannot delay acknowledgements. Half the
-     * cores, and at least two threads (daemon).
+     * The event loops of every notify server of this process, apart from the HTTP servers' and clients': a peer's
+     * frames cannot delay completions, and the HTTP traffic cannot delay acknowledgements. Half the cores, and at least
+     * two threads (daemon).
      */
     private static final LoopResources LOOPS = LoopResources.create("kvflux-notify",
             Math.max(2, Runtime.getRuntime().availableProcessors() / 2), true);
@@ -82,19 +82,12 @@ public final class NotifyServer implements AutoCloseable {
     private static final Duration BIND_WITHIN = Duration.ofSeconds(10);
 
     private final DisposableServer server;
-    private final ChannelGroup connections;
-    private final RateLimitedLog warnings;
-    private final AtomicLong guardBuffered;
-    /** Set first thing on close: a connection accepted from then on is closed at once. */
-    private final AtomicBoolean closed;
+    /** Its connections' group, warnings and buffered bytes, and whether it is closing. */
+    private final Connections guard;
 
-    private NotifyServer(DisposableServer server, ChannelGroup connections, RateLimitedLog warnings,
-            AtomicLong guardBuffered, AtomicBoolean closed) {
-        this.closed = closed;
+    private NotifyServer(DisposableServer server, Connections guard) {
         this.server = server;
-        this.connections = connections;
-        this.warnings = warnings;
-        this.guardBuffered = guardBuffered;
+        this.guard = guard;
     }
 
     public static Builder builder() {
@@ -108,21 +101,21 @@ public final class NotifyServer implements AutoCloseable {
 
     /** Bytes of partly received frames the server holds now, over all its connections. */
     long bufferedBytes() {
-        return guardBuffered.get();
+        return guard.buffered().get();
     }
 
     /** How many connections are open now. */
     public int openConnections() {
-        return connections.size();
+        return guard.group().size();
     }
 
     /** Stops listening and closes every connection, as a process exit would; returns once they are closed. */
     @Override
     public void close() {
-        closed.set(true);
+        guard.closed().set(true); // a connection accepted from now on is closed at once
         server.disposeNow();
-        connections.close().awaitUninterruptibly();
-        warnings.close();
+        guard.group().close().awaitUninterruptibly();
+        guard.warnings().close();
     }
 
     /**
@@ -174,8 +167,8 @@ public final class NotifyServer implements AutoCloseable {
         }
 
         /**
-         * Take only messages of these types; a frame of another type closes its connection and counts as
-         * malformed, before the rest of it is decoded. Default: every type.
+         * Take only messages of these types; a frame of another type closes its connection and counts as malformed,
+         * before the rest of it is decoded. Default: every type.
          */
         public Builder accepts(NotifyMessage.Type... types) {
             if (types.length == 0) {
@@ -226,10 +219,9 @@ public final class NotifyServer implements AutoCloseable {
         }
 
         /**
-         * The most bytes of partly received frames the server holds over all its connections; a connection whose
-         * bytes would take it past this is closed and counted ({@link NotifyEvent#CLOSED_BUFFER_BUDGET}), so many
-         * peers each sending most of a large frame cannot make it buffer gigabytes. Default 64 MiB; at least one
-         * frame.
+         * The most bytes of partly received frames the server holds over all its connections; a connection whose bytes
+         * would take it past this is closed and counted ({@link NotifyEvent#CLOSED_BUFFER_BUDGET}), so many peers each
+         * sending most of a large frame cannot make it buffer gigabytes. Default 64 MiB; at least one frame.
          */
         public Builder maxBufferedBytes(long maxBufferedBytes) {
             if (maxBufferedBytes < Frames.PREFIX + 16 || maxBufferedBytes > (16L << 30)) {
@@ -240,8 +232,7 @@ public final class NotifyServer implements AutoCloseable {
         }
 
         /**
-         * The connection cap, the two timeouts and the bulk rate of {@code limits} (its peer budget is the
-         * handler's).
+         * The connection cap, the two timeouts and the bulk rate of {@code limits} (its peer budget is the handler's).
          */
         public Builder limits(NotifyLimits limits) {
             Objects.requireNonNull(limits, "limits");
@@ -262,8 +253,8 @@ public final class NotifyServer implements AutoCloseable {
         }
 
         /**
-         * The most bytes read from one connection before the other connections of its event loop get their turn;
-         * a frame longer than this arrives over several turns. Default 64 KiB; 4 KiB to 1 MiB.
+         * The most bytes read from one connection before the other connections of its event loop get their turn; a
+         * frame longer than this arrives over several turns. Default 64 KiB; 4 KiB to 1 MiB.
          */
         public Builder readBudgetBytes(int readBudgetBytes) {
             if (readBudgetBytes < 4096 || readBudgetBytes > 1 << 20) {
@@ -276,8 +267,8 @@ public final class NotifyServer implements AutoCloseable {
 
         /**
          * The most bytes per second the server reads in reads larger than one notification (4 KiB), over all its
-         * connections; a connection whose large read finds the rate spent waits, and its sender with it, while
-         * small reads pass at once. Default 16 MiB/s; 1 MiB/s to 64 GiB/s.
+         * connections; a connection whose large read finds the rate spent waits, and its sender with it, while small
+         * reads pass at once. Default 16 MiB/s; 1 MiB/s to 64 GiB/s.
          */
         public Builder bulkBytesPerSecond(long bulkBytesPerSecond) {
             if (bulkBytesPerSecond < 1L << 20 || bulkBytesPerSecond > 64L << 30) {
@@ -329,8 +320,7 @@ public final class NotifyServer implements AutoCloseable {
                         .doOnConnection(guard::accepted)
                         .handle(guard::serve)
                         .bind()
-                        .map(server -> new NotifyServer(server, guard.group, guard.warnings, guard.buffered,
-                                guard.closed))
+                        .map(server -> new NotifyServer(server, guard))
                         .doOnError(e -> guard.warnings.close())
                         .onErrorMap(e -> new IllegalStateException("cannot listen for notifications on " + host
                                 + ":" + port + ": " + BindFailures.describe(host, port, e), e));
@@ -348,8 +338,8 @@ public final class NotifyServer implements AutoCloseable {
         }
 
         /**
-         * This server's bulk rate, with its most wait per read: a frame of the largest size, read a budget at a
-         * time and waiting the most before every read, still arrives within half the frame read timeout.
+         * This server's bulk rate, with its most wait per read: a frame of the largest size, read a budget at a time
+         * and waiting the most before every read, still arrives within half the frame read timeout.
          */
         private BulkThrottle.Budget bulkBudget() {
             long reads = Math.max(1, Math.ceilDiv(maxFrameBytes + (long) Frames.PREFIX, readBudgetBytes));
@@ -401,10 +391,7 @@ public final class NotifyServer implements AutoCloseable {
             connection.channel().closeFuture().addListener(f -> open.decrementAndGet());
             recorder.record(NotifyEvent.CONNECTION_ACCEPTED);
             group.add(connection.channel());
-            // A connection the kernel accepted while the server was closing would outlive the close and keep
-            // acknowledging messages with the closed side's handler: a peer that restarted on the same address would
-            // then never get them. Added to the group first, then checked: close() either sees it in the group or is
-            // seen here.
+            // accepted while closing: it would outlive close() and ack for the closed side (added first, then checked)
             if (closed.get()) {
                 connection.channel().close();
                 return;
@@ -426,8 +413,8 @@ public final class NotifyServer implements AutoCloseable {
         }
 
         /**
-         * Decodes and hands on one frame; returns the transfer id to acknowledge. Whatever goes wrong while
-         * decoding leaves as a {@link RuntimeException}, so that no {@link Error} unwinds into the event loop.
+         * Decodes and hands on one frame; returns the transfer id to acknowledge. Whatever goes wrong while decoding
+         * leaves as a {@link RuntimeException}, so that no {@link Error} unwinds into the event loop.
          */
         private String handle(ByteBuf frame) {
             NotifyMessage message;
@@ -475,8 +462,8 @@ public final class NotifyServer implements AutoCloseable {
         }
 
         /**
-         * Counts a handler failure; logs the server's first at error with what to do and later ones at debug,
-         * so a handler that fails on every message cannot flood the log at the message rate.
+         * Counts a handler failure; logs the server's first at error with what to do and later ones at debug, so a
+         * handler that fails on every message cannot flood the log at the message rate.
          */
         private void handlerFailed(NotifyMessage message, Throwable error) {
             recorder.record(NotifyEvent.HANDLER_FAILED);
