@@ -80,7 +80,12 @@ public final class ToyProxy implements AutoCloseable {
             port = free.getLocalPort();
         }
         Path log = work.resolve("toy-proxy-" + port + ".log");
-        ProcessBuilder builder = new ProcessBuilder(PYTHON, source().toString(), "--port", Integer.toString(port))
+        // run as its own main, with Python's root logger at INFO: the file logs each registration at INFO, which
+        // Python's default (WARNING and up) drops, and those lines are how a caller sees both roles are in
+        ProcessBuilder builder = new ProcessBuilder(PYTHON, "-c", "import logging, runpy, sys;"
+                + " logging.basicConfig(level=logging.INFO, format='%(asctime)s %(levelname)s %(message)s');"
+                + " sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+                source().toString(), "--port", Integer.toString(port))
                 .redirectErrorStream(true).redirectOutput(log.toFile());
         builder.environment().put("PYTHONPATH", stub.toString());
         Process process = builder.start();
@@ -118,6 +123,19 @@ public final class ToyProxy implements AutoCloseable {
 
     public String log() throws IOException {
         return Files.readString(log);
+    }
+
+    /**
+     * Whether the proxy has taken a prefill's and a decode's registration, as its log says: until then it answers
+     * every request 503. It lists no instances over HTTP.
+     */
+    public boolean registered() {
+        try {
+            String text = log();
+            return text.contains("Registered Prefill instance") && text.contains("Registered Decode instance");
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     @Override

@@ -109,10 +109,7 @@ class RolesBehindVllmProxyTest {
             decode.registerWithVllmProxy(front.discovery(), mode);
             prefill.registerWithVllmProxy(front.discovery(), mode);
             // both registered (they ping every 3 s, the first at once), however long the first ping takes on a
-            // loaded host, where kvflux's proxy lists its instances in /health
-            if (proxyKind.equals("toy")) {
-                Thread.sleep(3_500);
-            }
+            // loaded host: kvflux's proxy lists its instances in /health; the toy proxy logs each one
             long until = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             while (!front.registered() && System.nanoTime() < until) {
                 Thread.sleep(50);
@@ -152,8 +149,8 @@ class RolesBehindVllmProxyTest {
         /** Whether the proxy has taken both a prefill's and a decode's registration. */
         boolean registered() {
             try {
-                if (server instanceof ToyProxy) {
-                    return true; // the toy proxy: Stack.start waits its first ping out, as before
+                if (server instanceof ToyProxy toy) {
+                    return toy.registered();
                 }
                 String health = HttpClient.create().get()
                         .uri("http://127.0.0.1:" + port + "/health").responseContent().aggregate().asString()
