@@ -16,8 +16,8 @@ import java.util.Set;
 /**
  * Prints a {@link ReproRun.Result}: a table like vLLM's reproducer prints, or one JSON document
  * {@code {"backend", "transfer_timeout_s", "slice_s", "setup", "strategies": [{"strategy", "waits",
- * "median_s", "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", "lag_p50_ms", "lag_max_ms",
- * ...extras}]}},
+ * "median_s", "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", "lag_p50_ms", "lag_p99_ms",
+ * "lag_max_ms", ...extras}]}},
  * where {@code setup} (only if the target described one) is the target's {@linkplain ReproTarget#setup()
  * setup}, {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits, and
  * each extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
@@ -61,6 +61,7 @@ public final class ReproReport {
             entry.put("failed_waits", s.failedWaits());
             if (s.hasLag()) {
                 entry.put("lag_p50_ms", seconds(s.lagP50Ms()));
+                entry.put("lag_p99_ms", seconds(s.lagP99Ms()));
                 entry.put("lag_max_ms", seconds(s.lagMaxMs()));
             }
             extras(s).forEach(entry::putIfAbsent);

@@ -92,6 +92,12 @@ public final class ReproRun {
             return lags.length == 0 ? Double.NaN : Stats.median(lags);
         }
 
+        /** The 99th-percentile detection lag in ms (nearest rank); NaN if no wait knows it. */
+        public double lagP99Ms() {
+            double[] lags = lags();
+            return lags.length == 0 ? Double.NaN : Stats.nearestRank(Stats.sorted(lags), 0.99);
+        }
+
         /** The largest detection lag in ms; NaN if no wait knows it. */
         public double lagMaxMs() {
             double[] lags = lags();
