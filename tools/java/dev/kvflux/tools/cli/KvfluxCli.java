@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
             HostileCommand.class,
             ProxyProbeCommand.class,
             ProxyBenchCommand.class,
+            BundleCommand.class,
         })
 public final class KvfluxCli implements Runnable {
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# kvflux on one H200 from the offline bundle alone: .device/kvflux-cuda.tar.gz, made on the build host with
+#   ./kvflux bundle --platform cuda --out .device/kvflux-cuda.tar.gz --mori target/mori-cuda
+# is unpacked here (no JDK, no Maven, no network on this host) and every step runs its bin/kvflux with an
+# empty environment but PATH=/usr/bin:/bin. Steps: the reproducer's table on MoRI as a user runs it first;
+# the push lag on MoRI and on kvflux's CUDA engine over 200 waits in vLLM's geometry (JSON, p50/p99/max);
+# with 4 GiB layers push against sliced-native; then chaos on MoRI (STEPS=chaos). Writes under $OUT.
+set -uo pipefail
+R="$(cd "$(dirname "$0")/../../.." && pwd)"
+W=/tmp/kvflux-bundle
+rm -rf $W && mkdir -p $W
+tar -xzf "$R/.device/kvflux-cuda.tar.gz" -C $W
+K=$W/kvflux-cuda/bin/kvflux
+{
+  date -u; nproc; nvidia-smi
+  echo "java on PATH: $(command -v java || echo none); mvn on PATH: $(command -v mvn || echo none)"
+  ls $W/kvflux-cuda $W/kvflux-cuda/mori; du -sh $W/kvflux-cuda
+  ldd $W/kvflux-cuda/mori/libkvflux_mori.so
+} > $OUT/machine.log 2>&1
+step() { # NAME TIMEOUT ARGS...
+  local name=$1 t=$2; shift 2
+  echo "=== $name: bin/kvflux $*" | tee -a $OUT/summary.log
+  local s=$(date +%s)
+  env -i PATH=/usr/bin:/bin HOME=/tmp timeout -k 10 $t $K "$@" > $OUT/$name.txt 2> $OUT/$name.err
+  echo "=== $name: rc $? in $(( $(date +%s) - s )) s" | tee -a $OUT/summary.log
+  tail -n 14 $OUT/$name.txt | tee -a $OUT/summary.log
+}
+case "${STEPS:-main}" in
+main)
+  step repro-mori 150 repro --backend mori --gpu 0 --native-requests 1 --requests 100
+  step push-mori 150 repro --backend mori --gpu 0 --wait sliced-native,reactive-push --requests 200 --json
+  step push-cuda 120 repro --backend cuda --gpu 0 --wait sliced-native,reactive-push --requests 200 --json
+  step big4g-mori 150 repro --backend mori --gpu 0 --processes 1 --layers 2 --blocks 256 --block-bytes 16777216 \
+    --forward-bytes 0 --wait sliced-native,reactive-push --requests 6 --json ;;
+chaos)
+  step chaos-mori 400 chaos --backend mori --gpu 0 --requests 60 --logs $OUT/chaos-logs \
+    --faults decode-restart,prefill-kill,prefill-sigterm,client-disconnect,notify-loss ;;
+esac
