@@ -18,7 +18,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.TreeMap;
 import java.util.function.Consumer;
 import dev.kvflux.transfer.KvMode;
 import dev.kvflux.transfer.TpRanks;
@@ -317,7 +316,7 @@ public final class ChaosRun {
             all.put("completed_via_proxy_" + p, (double) results.stream()
                     .filter(r -> r.via() == proxy && r.outcome() == ChaosLoad.Outcome.COMPLETED).count());
         }
-        return summarise(fault, results, Long.MIN_VALUE, leaks, figures[0].recoverySeconds(), all);
+        return FaultSummary.of(fault, results, Long.MIN_VALUE, leaks, figures[0].recoverySeconds(), all);
     }
 
     private FaultResult runFault(ChaosFault fault) throws Exception {
@@ -358,7 +357,7 @@ public final class ChaosRun {
                 faultEnd[0] = System.nanoTime();
             });
             Leaks leaks = settle(List.of(prefill, decode)).corruptSince(corruptBefore);
-            return summarise(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks, Double.NaN, Map.of());
+            return FaultSummary.of(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks, Double.NaN, Map.of());
         }
     }
 
@@ -382,7 +381,7 @@ public final class ChaosRun {
     }
 
     /** What both roles still held after settling: KV blocks, handles, and KV that failed decode's content check. */
-    private record Leaks(int blocks, int handles, long corrupt) {
+    record Leaks(int blocks, int handles, long corrupt) {
         /** These leaks with only the corrupt KV counted since decode's count stood at {@code before}. */
         Leaks corruptSince(long before) {
             return new Leaks(blocks, handles, corrupt - before);
@@ -450,51 +449,5 @@ public final class ChaosRun {
     /** KV blocks not free (allocated, writing or quarantined). */
     private static long heldBlocks(PrometheusText metrics) {
         return metrics.count("kvflux_blocks_capacity") - metrics.count("kvflux_blocks", "state", "free");
-    }
-
-    /**
-     * The fault's figures; {@code measuredRecovery} (seconds), when not NaN, is the recovery the fault measured itself,
-     * and {@code figures} go with it.
-     */
-    private static FaultResult summarise(ChaosFault fault, List<ChaosLoad.Result> results, long faultEnd, Leaks leaks,
-            double measuredRecovery, Map<String, Double> figures) {
-        Map<ChaosLoad.Outcome, Integer> counts = new java.util.EnumMap<>(ChaosLoad.Outcome.class);
-        Map<String, Integer> reasons = new TreeMap<>();
-        for (ChaosLoad.Result r : results) {
-            counts.merge(r.outcome(), 1, Integer::sum);
-            if (r.outcome() != ChaosLoad.Outcome.COMPLETED) {
-                reasons.merge(r.reason(), 1, Integer::sum);
-            }
-        }
-        double recovery;
-        if (!Double.isNaN(measuredRecovery)) {
-            recovery = measuredRecovery;
-        } else if (faultEnd != Long.MIN_VALUE) {
-            // a restart: until the first request started after it succeeds
-            recovery = results.stream().filter(r -> r.outcome() == ChaosLoad.Outcome.COMPLETED && r.startNanos() >= faultEnd)
-                    .mapToLong(r -> r.endNanos() - faultEnd).min().orElse(-1_000_000_000L) / 1e9;
-        } else {
-            // an interleaved fault: the longest wait from a disturbed request's end to the next success
-            long[] successes = results.stream().filter(r -> r.outcome() == ChaosLoad.Outcome.COMPLETED)
-                    .mapToLong(ChaosLoad.Result::endNanos).sorted().toArray();
-            long worst = 0;
-            for (ChaosLoad.Result r : results) {
-                if (r.outcome() == ChaosLoad.Outcome.COMPLETED) {
-                    continue;
-                }
-                int at = java.util.Arrays.binarySearch(successes, r.endNanos());
-                int next = at >= 0 ? at : -at - 1;
-                if (next < successes.length) {
-                    worst = Math.max(worst, successes[next] - r.endNanos());
-                }
-            }
-            recovery = worst / 1e9;
-        }
-        return new FaultResult(fault.label(), results.size(), counts.getOrDefault(ChaosLoad.Outcome.COMPLETED, 0),
-                counts.getOrDefault(ChaosLoad.Outcome.FAILED_CLEANLY, 0), counts.getOrDefault(ChaosLoad.Outcome.NEVER_FINISHED, 0),
-                leaks.blocks(), leaks.handles(), counts.getOrDefault(ChaosLoad.Outcome.CORRUPT, 0) + (int) leaks.corrupt(),
-                Math.round(recovery * 1000) / 1000.0,
-                counts.getOrDefault(ChaosLoad.Outcome.FAILED_WITHOUT_REASON, 0), counts.getOrDefault(ChaosLoad.Outcome.CANCELLED, 0),
-                reasons, figures);
     }
 }
