@@ -41,15 +41,29 @@ public final class RoleProcess implements AutoCloseable {
     private final List<String> args;
     private final Map<String, String> environment;
     private final Path log;
+    /** The address the role listens on, and the command prefix that starts it on its host (none on loopback). */
+    private final String address;
+    private final List<String> exec;
     private Process process;
 
     public RoleProcess(Role role, int httpPort, int notifyPort, List<String> extraArgs, Path log) {
-        this(Objects.requireNonNull(role, "role"), httpPort, notifyPort, roleArgs(role, httpPort, notifyPort, extraArgs),
-                Map.of(), log);
+        this(role, "127.0.0.1", List.of(), httpPort, notifyPort, extraArgs, log);
+    }
+
+    /**
+     * A role listening on {@code address}, started with {@code exec} before its command: on a host of {@link Netns},
+     * its address and {@link Netns#exec}.
+     */
+    public RoleProcess(Role role, String address, List<String> exec, int httpPort, int notifyPort,
+            List<String> extraArgs, Path log) {
+        this(Objects.requireNonNull(role, "role"), httpPort, notifyPort,
+                roleArgs(role, address, httpPort, notifyPort, extraArgs), Map.of(), log, address, exec);
     }
 
     private RoleProcess(Role role, int httpPort, int notifyPort, List<String> args, Map<String, String> environment,
-            Path log) {
+            Path log, String address, List<String> exec) {
+        this.address = Objects.requireNonNull(address, "address");
+        this.exec = List.copyOf(exec);
         this.role = role;
         this.httpPort = httpPort;
         this.notifyPort = notifyPort;
@@ -58,8 +72,9 @@ public final class RoleProcess implements AutoCloseable {
         this.log = Objects.requireNonNull(log, "log");
     }
 
-    private static List<String> roleArgs(Role role, int httpPort, int notifyPort, List<String> extraArgs) {
-        List<String> args = new ArrayList<>(List.of(role.wireName(), "--host", "127.0.0.1", "--http-port",
+    private static List<String> roleArgs(Role role, String address, int httpPort, int notifyPort,
+            List<String> extraArgs) {
+        List<String> args = new ArrayList<>(List.of(role.wireName(), "--host", address, "--http-port",
                 Integer.toString(httpPort), "--notify-port", Integer.toString(notifyPort)));
         args.addAll(extraArgs);
         return args;
@@ -67,7 +82,7 @@ public final class RoleProcess implements AutoCloseable {
 
     /** This role process with {@code environment} added to its process's (e.g. the notify secret). */
     RoleProcess withEnvironment(Map<String, String> environment) {
-        return new RoleProcess(role, httpPort, notifyPort, args, environment, log);
+        return new RoleProcess(role, httpPort, notifyPort, args, environment, log, address, exec);
     }
 
     /**
@@ -78,7 +93,7 @@ public final class RoleProcess implements AutoCloseable {
         List<String> args = new ArrayList<>(List.of("proxy", "--host", "127.0.0.1", "--port", Integer.toString(port),
                 "--discovery-port", Integer.toString(discoveryPort)));
         args.addAll(extraArgs);
-        return new RoleProcess(null, port, discoveryPort, args, Map.of(), log);
+        return new RoleProcess(null, port, discoveryPort, args, Map.of(), log, "127.0.0.1", List.of());
     }
 
     /** The instance as the proxy knows it. */
@@ -88,9 +103,9 @@ public final class RoleProcess implements AutoCloseable {
         }
         List<InetSocketAddress> ranks = new ArrayList<>();
         for (int r = 0; r < tp(); r++) {
-            ranks.add(InetSocketAddress.createUnresolved("127.0.0.1", notifyPort + r));
+            ranks.add(InetSocketAddress.createUnresolved(address, notifyPort + r));
         }
-        return new Instance(role, InetSocketAddress.createUnresolved("127.0.0.1", httpPort), ranks.getFirst(), ranks);
+        return new Instance(role, InetSocketAddress.createUnresolved(address, httpPort), ranks.getFirst(), ranks);
     }
 
     /** The ranks the role runs: its last {@code --tp}, else 1. Rank R listens on the notify port + R. */
@@ -130,9 +145,9 @@ public final class RoleProcess implements AutoCloseable {
         }
     }
 
-    /** {@code http://127.0.0.1:PORT}: where clients (a proxy) or the proxy (an instance) send requests. */
+    /** {@code http://ADDRESS:PORT}: where clients (a proxy) or the proxy (an instance) send requests. */
     public String baseUrl() {
-        return "http://127.0.0.1:" + httpPort;
+        return "http://" + address + ":" + httpPort;
     }
 
     private String name() {
@@ -179,7 +194,8 @@ public final class RoleProcess implements AutoCloseable {
 
     /** Starts the role's process; returns at once (see {@link #awaitHealthy}). */
     public void start() throws IOException {
-        List<String> command = new ArrayList<>(kvfluxCommand());
+        List<String> command = new ArrayList<>(exec);
+        command.addAll(kvfluxCommand());
         command.addAll(args);
         ProcessBuilder builder = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
@@ -268,7 +284,7 @@ public final class RoleProcess implements AutoCloseable {
     }
 
     private URI url(String path) {
-        return URI.create("http://127.0.0.1:" + httpPort + path);
+        return URI.create(baseUrl() + path);
     }
 
     @Override
