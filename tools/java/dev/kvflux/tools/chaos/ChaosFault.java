@@ -14,7 +14,8 @@ import java.util.Optional;
  * load runs, how each request is sent, and what the results must show beyond what every fault must (no
  * request unfinished or failed without a reason, nothing held, no corrupt output, some completed).
  */
-sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure, ChaosFault.Membership {
+sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure, ChaosFault.Membership,
+        ChaosFault.Partition {
 
     /** How a killed or stopped role's restart is awaited. */
     Duration HEALTHY_WITHIN = Duration.ofSeconds(60);
@@ -42,6 +43,13 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure, 
      * @param downtime how long a killed role stays down
      */
     default void act(RoleProcess prefill, RoleProcess decode, Duration downtime) throws Exception {
+    }
+
+    /**
+     * Done to the hosts and roles, as {@link #act}: on loopback {@code hosts} is null. By default {@link #act}.
+     */
+    default void strike(Netns hosts, RoleProcess prefill, RoleProcess decode, Duration downtime) throws Exception {
+        act(prefill, decode, downtime);
     }
 
     /** Whether {@link #act} restarts a role, so that recovery counts from the restart. */
@@ -114,9 +122,10 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure, 
      * @throws IllegalArgumentException naming every fault if there is none by that name
      */
     static ChaosFault named(String label) {
-        return all().stream().filter(f -> f.label().equals(label)).findFirst().orElseThrow(() ->
+        return java.util.stream.Stream.concat(all().stream(), Arrays.stream(Partition.values())).filter(f -> f.label().equals(label)).findFirst().orElseThrow(() ->
                 new IllegalArgumentException("unknown fault '" + label + "'; expected one of "
-                        + all().stream().map(ChaosFault::label).toList()));
+                        + all().stream().map(ChaosFault::label).toList() + ", or with --hosts netns one of "
+                        + Partition.LABELS));
     }
 
     /** The faults that are not one per failure code. */
@@ -336,6 +345,92 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure, 
         @Override
         public Expectation expectation() {
             return Expectation.SOME_FAIL_CLEANLY;
+        }
+    }
+
+    /**
+     * A partition between hosts of {@link Netns} (the proxy and the load on {@code client}, prefill and decode on
+     * hosts of their own), struck once a third of the requests have started and healed after {@link #HEAL_AFTER}
+     * (or its own time); recovery counts from the heal. Copies on the simulated engines go through shared memory,
+     * as xGMI's go over the GPUs' own fabric: what a partition cuts is the TCP between the hosts (requests,
+     * handshakes, notifications).
+     */
+    enum Partition implements ChaosFault {
+        /** Prefill and decode cannot reach each other, either way, for 5 s. */
+        PREFILL_DECODE("partition-prefill-decode", Duration.ofSeconds(5)),
+        /** The same for 60 s: past decode's receive deadline and prefill's transfer timeout. */
+        PREFILL_DECODE_LONG("partition-prefill-decode-60s", Duration.ofSeconds(60)),
+        /** Prefill's packets to decode are dropped; decode's reach prefill (whose answers are dropped in turn). */
+        PREFILL_TO_DECODE("partition-prefill-to-decode", Duration.ofSeconds(5)),
+        /** The proxy cannot reach decode, nor decode the proxy; prefill reaches both. */
+        PROXY_DECODE("partition-proxy-decode", Duration.ofSeconds(5)),
+        /** Decode's host off the network for 5 s: its switch port down. */
+        DECODE_ISOLATED("isolate-decode", Duration.ofSeconds(5)),
+        /** Decode frozen (SIGSTOP) for 20 s with its work in flight, then resumed (SIGCONT). */
+        DECODE_FROZEN("freeze-decode", Duration.ofSeconds(20));
+
+        /** How long a partition lasts unless the fault says otherwise. */
+        static final Duration HEAL_AFTER = Duration.ofSeconds(5);
+        /** Every partition fault's label, in order. */
+        static final List<String> LABELS = Arrays.stream(values()).map(ChaosFault::label).toList();
+
+        private final String label;
+        private final Duration lasts;
+
+        Partition(String label, Duration lasts) {
+            this.label = label;
+            this.lasts = lasts;
+        }
+
+        @Override
+        public String label() {
+            return label;
+        }
+
+        /** How long the partition lasts before it heals. */
+        public Duration lasts() {
+            return lasts;
+        }
+
+        @Override
+        public Expectation expectation() {
+            return Expectation.NONE;
+        }
+
+        @Override
+        public boolean restarts() {
+            return true;
+        }
+
+        /** A step of a partition. */
+        private interface Step {
+            void run() throws Exception;
+        }
+
+        /** {@code strike}, then {@link #lasts}, then {@code heal}, also when interrupted. */
+        private void hold(Step strike, Step heal) throws Exception {
+            strike.run();
+            try {
+                Thread.sleep(lasts.toMillis());
+            } finally {
+                heal.run();
+            }
+        }
+
+        @Override
+        public void strike(Netns hosts, RoleProcess prefill, RoleProcess decode, Duration downtime) throws Exception {
+            if (hosts == null) {
+                throw new IllegalStateException(label + " needs hosts of their own (--hosts netns)");
+            }
+            switch (this) {
+                case PREFILL_DECODE, PREFILL_DECODE_LONG ->
+                        hold(() -> hosts.cut("prefill", "decode"), () -> hosts.heal("prefill", "decode"));
+                case PREFILL_TO_DECODE ->
+                        hold(() -> hosts.cutOneWay("prefill", "decode"), () -> hosts.healOneWay("prefill", "decode"));
+                case PROXY_DECODE -> hold(() -> hosts.cut("client", "decode"), () -> hosts.heal("client", "decode"));
+                case DECODE_ISOLATED -> hold(() -> hosts.isolate("decode"), () -> hosts.rejoin("decode"));
+                case DECODE_FROZEN -> hold(decode::pause, decode::resume);
+            }
         }
     }
 }

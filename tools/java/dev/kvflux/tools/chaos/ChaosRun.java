@@ -51,6 +51,8 @@ public final class ChaosRun {
 
     /** The faults, in the order they run. */
     public static final List<String> FAULTS = ChaosFault.all().stream().map(ChaosFault::label).toList();
+    /** The faults that cut links between hosts of their own ({@link Netns}): {@code kvflux chaos --hosts netns}. */
+    public static final List<String> PARTITION_FAULTS = ChaosFault.Partition.LABELS;
     /** The faults that run on a real etcd ({@link EtcdProcess}), last. */
     public static final List<String> MEMBERSHIP_FAULTS = java.util.Arrays.stream(ChaosFault.Membership.values())
             .map(ChaosFault::label).toList();
@@ -136,12 +138,37 @@ public final class ChaosRun {
     private final Map<List<String>, RoleProcess[]> pairs = new java.util.HashMap<>();
     /** A port nothing listens on, for the roles' --proxy (the harness registers them itself). */
     private int deadProxy;
+    /** Where prefill and decode run: hosts of their own, or null for this host's loopback. */
+    private final Netns hosts;
+    /** The notify secret of the roles and the proxy on hosts of their own; null on loopback. */
+    private final String secret;
     /** The cluster of the membership faults, started at the first of them. */
     private EtcdCluster etcdCluster;
 
     public ChaosRun(Settings settings) {
+        this(settings, null);
+    }
+
+    /**
+     * On {@code hosts}, when not null: this process on {@code client} (the proxy and the load), prefill and decode each
+     * on its host; only the {@link ChaosFault.Partition} faults run there, and only there.
+     */
+    public ChaosRun(Settings settings, Netns hosts) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.load = new ChaosLoad(settings);
+        this.hosts = hosts;
+        // off loopback the roles take requests and notifications signed with the cluster's secret only
+        byte[] random = new byte[32];
+        new java.security.SecureRandom().nextBytes(random);
+        this.secret = hosts == null ? null : java.util.HexFormat.of().formatHex(random);
+        for (ChaosFault fault : settings.chaosFaults()) {
+            if ((fault instanceof ChaosFault.Partition) != (hosts != null)) {
+                throw new IllegalArgumentException(hosts == null
+                        ? fault.label() + " needs hosts of their own: run it with --hosts netns"
+                        : "--hosts netns runs the partition faults only (" + String.join(", ",
+                                ChaosFault.Partition.LABELS) + "); " + fault.label() + " runs on loopback");
+            }
+        }
     }
 
     /**
@@ -179,10 +206,12 @@ public final class ChaosRun {
         RoleProcess[] pair = pairs.get(key);
         for (int attempt = 1; pair == null; attempt++) {
             RoleProcess[] started = {
-                new RoleProcess(Role.DECODE, freePort(), RoleProcess.freePorts(settings.tp().decodeTp()), decodeArgs,
-                        settings.logDir().resolve(fault.label() + "-decode.log")),
-                new RoleProcess(Role.PREFILL, freePort(), RoleProcess.freePorts(settings.tp().prefillTp()), prefillArgs,
-                        settings.logDir().resolve(fault.label() + "-prefill.log"))};
+                new RoleProcess(Role.DECODE, address("decode"), exec("decode"), freePort(),
+                        RoleProcess.freePorts(settings.tp().decodeTp()), decodeArgs,
+                        settings.logDir().resolve(fault.label() + "-decode.log")).withEnvironment(secretEnv()),
+                new RoleProcess(Role.PREFILL, address("prefill"), exec("prefill"), freePort(),
+                        RoleProcess.freePorts(settings.tp().prefillTp()), prefillArgs,
+                        settings.logDir().resolve(fault.label() + "-prefill.log")).withEnvironment(secretEnv())};
             try {
                 started[0].start();
                 started[1].start();
@@ -201,6 +230,18 @@ public final class ChaosRun {
             }
         }
         return pair;
+    }
+
+    private Map<String, String> secretEnv() {
+        return secret == null ? Map.of() : Map.of(dev.kvflux.transfer.notify.NotifyAuth.ENV, secret);
+    }
+
+    private String address(String host) {
+        return hosts == null ? "127.0.0.1" : hosts.address(host);
+    }
+
+    private List<String> exec(String host) {
+        return hosts == null ? List.of() : hosts.exec(host);
     }
 
     private static int freePort() throws IOException {
@@ -336,7 +377,7 @@ public final class ChaosRun {
                      relay.close();
                  }
              };
-             ProxyServer proxy = proxyFor(fault, registry)) {
+             ProxyServer proxy = proxyFor(fault, registry, secret, settings.receiveDeadline().plusSeconds(2))) {
             RoleProcess[] pair = pair(fault, prefillArgs, decodeArgs);
             RoleProcess decode = pair[0];
             RoleProcess prefill = pair[1];
@@ -353,7 +394,7 @@ public final class ChaosRun {
             String base = "http://127.0.0.1:" + proxy.address().getPort();
             long[] faultEnd = {Long.MIN_VALUE};
             List<ChaosLoad.Result> results = load.run(fault, List.of(base), () -> {
-                fault.act(prefill, decode, downtime());
+                fault.strike(hosts, prefill, decode, downtime());
                 faultEnd[0] = System.nanoTime();
             });
             Leaks leaks = settle(List.of(prefill, decode)).corruptSince(corruptBefore);
@@ -366,8 +407,11 @@ public final class ChaosRun {
      * which the health checks rightly drop as only claimed (the instance there reports its own): those faults run with
      * the checks an hour apart.
      */
-    private static ProxyServer proxyFor(ChaosFault fault, InstanceRegistry registry) {
-        ProxyServer.Builder proxy = ProxyServer.builder().registry(registry);
+    private static ProxyServer proxyFor(ChaosFault fault, InstanceRegistry registry, String secret,
+            Duration firstByte) {
+        // it gives up on a decode's first byte before the load gives up on its answer, as the etcd cluster's proxies
+        ProxyServer.Builder proxy = ProxyServer.builder().registry(registry).firstByteTimeout(firstByte)
+                .registrationSecret(secret == null ? null : dev.kvflux.transfer.notify.NotifyAuth.of(secret));
         if (fault.relay().isPresent()) {
             proxy.healthChecks(Duration.ofHours(1), InstanceHealth.defaults());
         }

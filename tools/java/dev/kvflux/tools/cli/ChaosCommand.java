@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.tools.chaos.ChaosRun;
 import dev.kvflux.tools.chaos.EtcdProcess;
+import dev.kvflux.tools.chaos.Netns;
+import dev.kvflux.tools.RoleJvm;
 import dev.kvflux.serving.http.HttpJson;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -84,6 +86,21 @@ public final class ChaosCommand implements Callable<Integer> {
     @Option(names = "--decode-tp", paramLabel = "N", description = "Decode's tensor-parallel ranks (default 1).")
     int decodeTp = 1;
 
+    @Option(names = "--hosts", paramLabel = "loopback|netns",
+            description = "loopback (default): every process on this host's loopback. netns: the proxy and the load,"
+                    + " prefill and decode each on a host of its own, a Linux network namespace joined to the others"
+                    + " through a bridge (needs root and ip), for the partition faults "
+                    + "(partition-prefill-decode, partition-prefill-decode-60s, partition-prefill-to-decode,"
+                    + " partition-proxy-decode, isolate-decode, freeze-decode; all of them by default).")
+    String hosts = "loopback";
+
+    /** Set on the run this command starts inside the client host: the namespaces' prefix. */
+    @Option(names = "--netns-prefix", hidden = true)
+    String netnsPrefix;
+
+    /** The hosts of {@code --hosts netns}, in the order of their addresses. */
+    private static final List<String> HOSTS = List.of("client", "prefill", "decode");
+
     @Override
     public Integer call() throws Exception {
         ChaosRun.Settings settings;
@@ -107,6 +124,22 @@ public final class ChaosCommand implements Callable<Integer> {
             if (gpu < 0 || gpu > ReproGpuOptions.MAX_GPU) {
                 throw new IllegalArgumentException("--gpu must lie in 0.." + ReproGpuOptions.MAX_GPU + ", got " + gpu);
             }
+            if (!hosts.equals("loopback") && !hosts.equals("netns")) {
+                throw new IllegalArgumentException("--hosts must be loopback or netns, got '" + hosts + "'");
+            }
+            boolean onHosts = hosts.equals("netns");
+            if (onHosts && faults == ChaosRun.FAULTS) {
+                faults = ChaosRun.PARTITION_FAULTS;
+            }
+            for (String fault : faults) {
+                boolean known = ChaosRun.FAULTS.contains(fault) || ChaosRun.PARTITION_FAULTS.contains(fault);
+                // an unknown one is refused below, naming every fault
+                if (known && ChaosRun.PARTITION_FAULTS.contains(fault) != onHosts) {
+                    throw new IllegalArgumentException(onHosts ? "--hosts netns runs the partition faults only ("
+                            + String.join(", ", ChaosRun.PARTITION_FAULTS) + "); " + fault + " runs on loopback"
+                            : fault + " runs on hosts of their own: run it with --hosts netns");
+                }
+            }
             faults = faultsOn(backend, mode, faults, faults == ChaosRun.FAULTS);
             settings = new ChaosRun.Settings(requests, concurrency, transferTimeout, 256, 4, faults,
                     logs != null ? logs : java.nio.file.Files.createTempDirectory("kvflux-chaos-"), backend, mode, tp,
@@ -124,7 +157,11 @@ public final class ChaosCommand implements Callable<Integer> {
                 return 1;
             }
         }
-        List<ChaosRun.FaultResult> results = new ChaosRun(settings)
+        if (hosts.equals("netns") && netnsPrefix == null) {
+            return onHostsOfTheirOwn();
+        }
+        Netns net = netnsPrefix == null ? null : Netns.attach(netnsPrefix, HOSTS);
+        List<ChaosRun.FaultResult> results = new ChaosRun(settings, net)
                 .run(line -> spec.commandLine().getErr().println(line));
         if (json) {
             spec.commandLine().getOut().println(HttpJson.write(toJson(settings, results)));
@@ -132,12 +169,14 @@ public final class ChaosCommand implements Callable<Integer> {
             spec.commandLine().getOut().println("kvflux chaos on " + settings.backend()
                     + (List.of("cuda", "hip", "mori").contains(settings.backend()) ? " (GPU " + settings.gpu() + ")" : "")
                     + ", " + settings.kvMode().wireName() + " mode, prefill TP " + settings.tp().prefillTp()
-                    + ", decode TP " + settings.tp().decodeTp() + ", " + settings.requests() + " requests per fault");
-            spec.commandLine().getOut().printf("%-24s %8s %9s %14s %14s %13s %14s %15s %10s%n", "fault", "requests",
+                    + ", decode TP " + settings.tp().decodeTp() + ", " + settings.requests() + " requests per fault"
+                    + (net == null ? "" : ", on hosts of their own (proxy and load " + net.address("client")
+                            + ", prefill " + net.address("prefill") + ", decode " + net.address("decode") + ")"));
+            spec.commandLine().getOut().printf("%-28s %8s %9s %14s %14s %13s %14s %15s %10s%n", "fault", "requests",
                     "completed", "failed_cleanly", "never_finished", "leaked_blocks", "leaked_handles",
                     "corrupt_outputs", "recovery_s");
             for (ChaosRun.FaultResult r : results) {
-                spec.commandLine().getOut().printf("%-24s %8d %9d %14d %14d %13d %14d %15d %10.3f%n", r.fault(),
+                spec.commandLine().getOut().printf("%-28s %8d %9d %14d %14d %13d %14d %15d %10.3f%n", r.fault(),
                         r.requests(), r.completed(), r.failedCleanly(), r.neverFinished(), r.leakedBlocks(),
                         r.leakedHandles(), r.corruptOutputs(), r.recoverySeconds());
             }
@@ -157,6 +196,54 @@ public final class ChaosCommand implements Callable<Integer> {
         }
         verdict.println("verdict: " + broken.size() + " broken: " + String.join("; ", broken));
         return 1;
+    }
+
+    /**
+     * Makes the hosts, runs this same command inside the client host (where its proxy and load run, and from where it
+     * starts prefill and decode on theirs), and removes the hosts when it ends, also when this process is stopped.
+     */
+    private Integer onHostsOfTheirOwn() throws Exception {
+        java.io.PrintWriter err = spec.commandLine().getErr();
+        String why = Netns.unavailable();
+        if (why != null) {
+            err.println("kvflux chaos: --hosts netns: " + why);
+            err.flush();
+            return 1;
+        }
+        List<String> args = new java.util.ArrayList<>(spec.commandLine().getParseResult().originalArgs());
+        int chaos = args.indexOf("chaos");
+        args = new java.util.ArrayList<>(args.subList(chaos + 1, args.size()));
+        Netns net = Netns.create(HOSTS);
+        Process[] child = new Process[1];
+        Thread cleanup = new Thread(() -> {
+            if (child[0] != null && child[0].isAlive()) {
+                child[0].destroy();
+                try {
+                    if (!child[0].waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                        child[0].destroyForcibly();
+                    }
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            net.close();
+        }, "kvflux-chaos-hosts");
+        Runtime.getRuntime().addShutdownHook(cleanup);
+        try {
+            err.println("hosts: " + HOSTS.stream().map(h -> h + " " + net.address(h)).toList() + " (namespaces "
+                    + net.prefix() + "-*)");
+            err.flush();
+            List<String> command = new java.util.ArrayList<>(net.exec("client"));
+            command.addAll(RoleJvm.command(System.getenv(), List.of(), "dev.kvflux.tools.cli.KvfluxCli"));
+            command.add("chaos");
+            command.addAll(args);
+            command.addAll(List.of("--netns-prefix", net.prefix()));
+            child[0] = RoleJvm.environment(new ProcessBuilder(command)).inheritIO().start();
+            return child[0].waitFor();
+        } finally {
+            cleanup.run();
+            Runtime.getRuntime().removeShutdownHook(cleanup);
+        }
     }
 
     /**

@@ -3,15 +3,12 @@ package dev.kvflux.tools.bundle;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.kvflux.tools.cli.KvfluxCli;
+import dev.kvflux.tools.cli.CliCall;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -147,20 +144,12 @@ class BundleTest {
         "--platform sim --out b.tar.gz --mori m     | --mori is for --platform cuda or hip",
         "--platform sim                             | Missing required option: '--out=FILE.tar.gz'"})
     void aBadArgumentIsOneLineAndExitCode2(String args, String message) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        picocli.CommandLine cmd = KvfluxCli.commandLine();
-        cmd.setOut(new PrintWriter(out));
-        cmd.setErr(new PrintWriter(err));
-        List<String> argv = new ArrayList<>(List.of("bundle"));
-        argv.addAll(List.of(args.trim().split("\\s+")));
+        CliCall call = CliCall.of("bundle", args);
 
-        int code = cmd.execute(argv.toArray(String[]::new));
-
-        assertThat(code).isEqualTo(2);
-        assertThat(err.toString()).startsWith(message).doesNotContain("\tat ");
-        assertThat(err.toString().strip().lines().count()).isOne();
-        assertThat(out.toString()).isEmpty();
+        assertThat(call.code()).isEqualTo(2);
+        assertThat(call.err()).startsWith(message).doesNotContain("\tat ");
+        assertThat(call.err().strip().lines().count()).isOne();
+        assertThat(call.out()).isEmpty();
     }
 
     private static List<String> run(Path where, List<String> command) throws Exception {

@@ -1,0 +1,58 @@
+package dev.kvflux.tools.chaos;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.kvflux.tools.cli.CliCall;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The partition faults run on hosts of their own only, and {@code --hosts netns} runs nothing else: each mistake is one
+ * line and exit code 2 before anything starts. (CI runs three partition faults on real namespaces: .ci/run.)
+ */
+class ChaosHostsTest {
+    @Test
+    void thePartitionFaultsAreNamedAndListedApartFromTheLoopbackOnes() {
+        assertThat(ChaosRun.PARTITION_FAULTS).containsExactly("partition-prefill-decode",
+                "partition-prefill-decode-60s", "partition-prefill-to-decode", "partition-proxy-decode",
+                "isolate-decode", "freeze-decode");
+        assertThat(ChaosRun.FAULTS).doesNotContainAnyElementsOf(ChaosRun.PARTITION_FAULTS);
+        assertThat(ChaosFault.named("freeze-decode")).isEqualTo(ChaosFault.Partition.DECODE_FROZEN);
+        assertThat(ChaosFault.Partition.PREFILL_DECODE_LONG.lasts()).isEqualTo(Duration.ofSeconds(60));
+    }
+
+    @Test
+    void aPartitionFaultOnLoopbackIsRefused() {
+        ChaosRun.Settings settings = new ChaosRun.Settings(6, 3, Duration.ofSeconds(1), 64, 2,
+                List.of("partition-prefill-decode"), Path.of("unused"));
+
+        assertThatThrownBy(() -> new ChaosRun(settings)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("partition-prefill-decode needs hosts of their own: run it with --hosts netns");
+    }
+
+    @Test
+    void aPartitionStruckWithoutHostsSaysSo() {
+        assertThatThrownBy(() -> ChaosFault.Partition.PROXY_DECODE.strike(null, null, null, Duration.ZERO))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("--hosts netns");
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "--hosts moon                                  | --hosts must be loopback or netns, got 'moon'",
+        "--hosts netns --faults decode-restart         | --hosts netns runs the partition faults only",
+        "--faults freeze-decode                        | freeze-decode runs on hosts of their own: run it with --hosts netns",
+        "--hosts netns --faults meteor                 | unknown fault 'meteor'"})
+    void aBadChoiceOfHostsOrFaultsIsOneLineAndExitCode2(String args, String message) {
+        CliCall call = CliCall.of("chaos", args);
+
+        assertThat(call.code()).isEqualTo(2);
+        assertThat(call.err()).startsWith(message).doesNotContain("\tat ");
+        assertThat(call.err().strip().lines().count()).isOne();
+        assertThat(call.out()).isEmpty();
+    }
+}
