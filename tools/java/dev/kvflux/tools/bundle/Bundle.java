@@ -109,6 +109,16 @@ public final class Bundle {
                                 + ", which is not on this host: apt-get install " + library[1])));
             }
         }
+        Path target = archive.toAbsolutePath();
+        Path folder = target.getParent();
+        try {
+            Files.createDirectories(folder);
+        } catch (IOException e) {
+            throw new BundleException("cannot make the folder of --out, " + folder + ": " + e);
+        }
+        if (!Files.isWritable(folder)) {
+            throw new BundleException("cannot write into " + folder + " (permission denied): give --out elsewhere");
+        }
         String top = "kvflux-" + platform.key();
         Path staging = Files.createTempDirectory("kvflux-bundle-");
         try {
@@ -145,15 +155,15 @@ public final class Bundle {
             }
             List<String> natives = new ArrayList<>();
             if (moriLib != null) {
-                Path target = Files.createDirectory(root.resolve("mori"));
+                Path moriTarget = Files.createDirectory(root.resolve("mori"));
                 try (Stream<Path> files = Files.list(moriLib)) {
                     for (Path so : files.filter(p -> p.getFileName().toString().contains(".so")).sorted().toList()) {
-                        Files.copy(so, target.resolve(so.getFileName()));
+                        Files.copy(so, moriTarget.resolve(so.getFileName()));
                         natives.add(so.getFileName().toString());
                     }
                 }
                 for (Path host : hostLibraries) {
-                    Files.copy(host, target.resolve(host.getFileName())); // follows the link to the library itself
+                    Files.copy(host, moriTarget.resolve(host.getFileName())); // follows the link to the library itself
                     natives.add(host.getFileName() + " (from this host)");
                 }
             }
@@ -171,12 +181,15 @@ public final class Bundle {
             progress.println("bundle: " + jars + " jars (" + leftOut + " of other platforms' native code left out)"
                     + (natives.isEmpty() ? "" : ", native libraries " + String.join(", ", natives)));
             progress.flush();
-            Path parent = archive.toAbsolutePath().getParent();
-            if (parent != null) {
-                Files.createDirectories(parent);
+            // written beside it and moved into place whole: a failed run leaves no truncated archive behind
+            Path part = folder.resolve(target.getFileName() + ".part");
+            try {
+                TarGz.write(root, top, part);
+                Files.move(part, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } finally {
+                Files.deleteIfExists(part);
             }
-            TarGz.write(root, top, archive);
-            return new Made(archive, Files.size(archive), jars, leftOut, natives);
+            return new Made(archive, Files.size(target), jars, leftOut, natives);
         } finally {
             delete(staging);
         }

@@ -18,7 +18,11 @@ final class Launcher {
                 # nothing else is needed on this host (no JDK, Maven or network), not even a PATH.
                 bin=${0%/*}
                 [ "$bin" = "$0" ] && bin=.
-                here=$(cd "$bin/.." && pwd) || exit 1
+                here=$(CDPATH= cd -P -- "$bin/.." && pwd -P) || exit 1
+                if [ ! -x "$here/runtime/bin/java" ]; then
+                    echo "kvflux: no runtime/bin/java beside $bin; run bin/kvflux by its real path, not through a link" >&2
+                    exit 1
+                fi
                 role_opts=
                 case "${1:-}" in
                     prefill|decode|proxy)
@@ -35,11 +39,18 @@ final class Launcher {
                         export MALLOC_ARENA_MAX
                         ;;
                 esac
-                if [ -f "$here/mori/libkvflux_mori.so" ] && [ -z "${KVFLUX_MORI_LIB:-}" ]; then
-                    KVFLUX_MORI_LIB="$here/mori/libkvflux_mori.so"
-                    export KVFLUX_MORI_LIB
+                if [ -d "$here/mori" ]; then
+                    # MoRI finds its own libraries beside it; the host libraries there (libpci's libudev) only
+                    # through this path
+                    LD_LIBRARY_PATH="$here/mori${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+                    export LD_LIBRARY_PATH
+                    if [ -z "${KVFLUX_MORI_LIB:-}" ]; then
+                        KVFLUX_MORI_LIB="$here/mori/libkvflux_mori.so"
+                        export KVFLUX_MORI_LIB
+                    fi
                 fi
-                # role_opts is unquoted on purpose: one word per option
+                # role_opts is unquoted on purpose, one word per option, and not expanded as file names
+                set -f
                 exec "$here/runtime/bin/java" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \\
                     $role_opts -cp "$here/lib/*" dev.kvflux.tools.cli.KvfluxCli "$@"
                 """;

@@ -132,13 +132,21 @@ public final class Netns implements AutoCloseable {
     /** {@code a} and {@code b} can no longer reach each other, either way. */
     public void cut(String a, String b) throws IOException {
         cutOneWay(a, b);
-        cutOneWay(b, a);
+        try {
+            cutOneWay(b, a);
+        } catch (IOException e) {
+            healOneWay(a, b);
+            throw e;
+        }
     }
 
-    /** Undoes {@link #cut}. */
+    /** Undoes {@link #cut}: each way, even when the other fails. */
     public void heal(String a, String b) throws IOException {
-        healOneWay(a, b);
-        healOneWay(b, a);
+        try {
+            healOneWay(a, b);
+        } finally {
+            healOneWay(b, a);
+        }
     }
 
     /** {@code host}'s switch port down: it reaches no one and no one reaches it. */
@@ -157,8 +165,8 @@ public final class Netns implements AutoCloseable {
     }
 
     /**
-     * Removes this run's namespaces (their interfaces go with them). Processes still running in them keep their
-     * namespace alive but unreachable: stop them first. Does nothing for an {@link #attach}ed view.
+     * Removes this run's namespaces (their interfaces go with them), killing any process still running in one. Does
+     * nothing for an {@link #attach}ed view.
      */
     @Override
     public void close() {
@@ -178,10 +186,23 @@ public final class Netns implements AutoCloseable {
         }
     }
 
+    /**
+     * Kills every process still running in the namespaces of {@code prefix} (a run's role processes, if its harness
+     * could not stop them), then removes the namespaces.
+     */
     private static void removeAll(String prefix) {
         try {
             for (String name : list()) {
                 if (name.startsWith(prefix + "-")) {
+                    try {
+                        for (String pid : run(List.of("ip", "netns", "pids", name)).split("\\s+")) {
+                            if (pid.matches("[0-9]+")) {
+                                ProcessHandle.of(Long.parseLong(pid)).ifPresent(ProcessHandle::destroyForcibly);
+                            }
+                        }
+                    } catch (IOException e) {
+                        // none to list
+                    }
                     try {
                         run(List.of("ip", "netns", "delete", name));
                     } catch (IOException e) {
@@ -209,12 +230,14 @@ public final class Netns implements AutoCloseable {
     /** Runs {@code command}; its output, or an IOException with it when it fails. */
     static String run(List<String> command) throws IOException {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        String out;
         try {
+            // ip prints a few lines at most, far less than a pipe holds: wait first, so that a hung ip times out
             if (!p.waitFor(30, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 throw new IOException(String.join(" ", command) + " did not end within 30 s");
             }
+            out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted: " + String.join(" ", command), e);

@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.kvflux.tools.chaos.ChaosRun;
 import dev.kvflux.tools.chaos.EtcdProcess;
 import dev.kvflux.tools.chaos.Netns;
-import dev.kvflux.tools.RoleJvm;
 import dev.kvflux.serving.http.HttpJson;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -158,9 +157,17 @@ public final class ChaosCommand implements Callable<Integer> {
             }
         }
         if (hosts.equals("netns") && netnsPrefix == null) {
-            return onHostsOfTheirOwn();
+            return onHostsOfTheirOwn(settings);
         }
-        Netns net = netnsPrefix == null ? null : Netns.attach(netnsPrefix, HOSTS);
+        Netns net;
+        try {
+            net = netnsPrefix == null ? null : Netns.attach(netnsPrefix, HOSTS);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        if (net != null) {
+            exitWithTheParent(netnsPrefix);
+        }
         List<ChaosRun.FaultResult> results = new ChaosRun(settings, net)
                 .run(line -> spec.commandLine().getErr().println(line));
         if (json) {
@@ -202,7 +209,7 @@ public final class ChaosCommand implements Callable<Integer> {
      * Makes the hosts, runs this same command inside the client host (where its proxy and load run, and from where it
      * starts prefill and decode on theirs), and removes the hosts when it ends, also when this process is stopped.
      */
-    private Integer onHostsOfTheirOwn() throws Exception {
+    private Integer onHostsOfTheirOwn(ChaosRun.Settings settings) throws Exception {
         java.io.PrintWriter err = spec.commandLine().getErr();
         String why = Netns.unavailable();
         if (why != null) {
@@ -210,40 +217,89 @@ public final class ChaosCommand implements Callable<Integer> {
             err.flush();
             return 1;
         }
-        List<String> args = new java.util.ArrayList<>(spec.commandLine().getParseResult().originalArgs());
-        int chaos = args.indexOf("chaos");
-        args = new java.util.ArrayList<>(args.subList(chaos + 1, args.size()));
-        Netns net = Netns.create(HOSTS);
-        Process[] child = new Process[1];
-        Thread cleanup = new Thread(() -> {
-            if (child[0] != null && child[0].isAlive()) {
-                child[0].destroy();
+        // as given, @-files expanded; the logs go where the run below puts them, which the user may not have named
+        List<String> args = new java.util.ArrayList<>(spec.commandLine().getParseResult().expandedArgs());
+        args = new java.util.ArrayList<>(args.subList(args.indexOf("chaos") + 1, args.size()));
+        if (logs == null) {
+            args.addAll(List.of("--logs", settings.logDir().toString()));
+        }
+        java.util.concurrent.atomic.AtomicReference<Netns> net = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicReference<Process> child = new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicBoolean cleaned = new java.util.concurrent.atomic.AtomicBoolean();
+        // once, from whichever comes first: the end of the run, or this process being stopped
+        Runnable cleanup = () -> {
+            if (!cleaned.compareAndSet(false, true)) {
+                return;
+            }
+            Process run = child.get();
+            if (run != null && run.isAlive()) {
+                run.destroy();
                 try {
-                    if (!child[0].waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
-                        child[0].destroyForcibly();
+                    if (!run.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                        run.destroyForcibly();
                     }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
             }
-            net.close();
-        }, "kvflux-chaos-hosts");
-        Runtime.getRuntime().addShutdownHook(cleanup);
+            Netns made = net.get();
+            if (made != null) {
+                made.close(); // kills what still runs on the hosts, then removes them
+            }
+        };
+        Thread hook = new Thread(cleanup, "kvflux-chaos-hosts");
+        Runtime.getRuntime().addShutdownHook(hook);
         try {
-            err.println("hosts: " + HOSTS.stream().map(h -> h + " " + net.address(h)).toList() + " (namespaces "
-                    + net.prefix() + "-*)");
+            Netns made = Netns.create(HOSTS);
+            net.set(made);
+            if (cleaned.get()) {
+                made.close(); // stopped while the hosts were made
+                return 1;
+            }
+            err.println("hosts: " + HOSTS.stream().map(h -> h + " " + net.get().address(h)).toList()
+                    + " (namespaces " + net.get().prefix() + "-*)");
             err.flush();
-            List<String> command = new java.util.ArrayList<>(net.exec("client"));
-            command.addAll(RoleJvm.command(System.getenv(), List.of(), "dev.kvflux.tools.cli.KvfluxCli"));
-            command.add("chaos");
+            // this JVM's own options (a -Dkvflux.mori.lib, say), not a role's
+            List<String> command = new java.util.ArrayList<>(net.get().exec("client"));
+            command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+            command.addAll(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments());
+            command.addAll(List.of("-cp", System.getProperty("java.class.path"), "dev.kvflux.tools.cli.KvfluxCli",
+                    "chaos"));
             command.addAll(args);
-            command.addAll(List.of("--netns-prefix", net.prefix()));
-            child[0] = RoleJvm.environment(new ProcessBuilder(command)).inheritIO().start();
-            return child[0].waitFor();
+            command.addAll(List.of("--netns-prefix", net.get().prefix()));
+            child.set(new ProcessBuilder(command).inheritIO().start());
+            if (cleaned.get()) {
+                child.get().destroyForcibly(); // stopped as it started
+                made.close();
+                return 1;
+            }
+            return child.get().waitFor();
         } finally {
             cleanup.run();
-            Runtime.getRuntime().removeShutdownHook(cleanup);
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs, or ran, the same cleanup
+            }
         }
+    }
+
+    /** In the run inside the client host: exits when the process that made the hosts is gone (its pid is in them). */
+    private static void exitWithTheParent(String prefix) {
+        long parent = Long.parseLong(prefix.substring("kvf".length()));
+        Thread watch = new Thread(() -> {
+            while (ProcessHandle.of(parent).map(ProcessHandle::isAlive).orElse(false)) {
+                try {
+                    Thread.sleep(1000);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+            System.err.println("kvflux chaos: the process that made the hosts is gone; stopping");
+            System.exit(1);
+        }, "kvflux-chaos-parent-watch");
+        watch.setDaemon(true);
+        watch.start();
     }
 
     /**

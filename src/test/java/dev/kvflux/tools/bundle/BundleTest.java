@@ -81,7 +81,8 @@ class BundleTest {
         Path root = dir.resolve("kvflux-x");
         Path java = Files.createDirectories(root.resolve("runtime/bin")).resolve("java");
         Files.writeString(java, "#!/bin/sh\nfor a in \"$@\"; do echo \"arg $a\"; done\n"
-                + "echo \"mori ${KVFLUX_MORI_LIB:-none}\"\necho \"arenas ${MALLOC_ARENA_MAX:-unset}\"\n");
+                + "echo \"mori ${KVFLUX_MORI_LIB:-none}\"\necho \"arenas ${MALLOC_ARENA_MAX:-unset}\"\n"
+                + "echo \"libraries ${LD_LIBRARY_PATH:-none}\"\n");
         Files.setPosixFilePermissions(java, PosixFilePermissions.fromString("rwxr-xr-x"));
         Files.createDirectories(root.resolve("config"));
         Files.writeString(root.resolve("config/role-jvm.options"), "# comment\n\n  -Xmx512m  \n-XX:+UseSerialGC\n");
@@ -105,7 +106,7 @@ class BundleTest {
                 "arg -cp", "arg " + root.toRealPath() + "/lib/*", "arg dev.kvflux.tools.cli.KvfluxCli", "arg repro",
                 "arg --config", "arg a file with spaces.yaml");
         assertThat(lines).as("role options only for the roles").noneMatch(l -> l.contains("-Xmx512m"))
-                .contains("mori none", "arenas unset");
+                .contains("mori none", "arenas unset", "libraries none");
     }
 
     @Test
@@ -117,7 +118,24 @@ class BundleTest {
 
         assertThat(lines).containsSubsequence("arg -Xmx512m", "arg -XX:+UseSerialGC", "arg -Xmx2g", "arg -Dx=1",
                 "arg -cp", "arg decode", "arg --kv-blocks", "arg 64");
-        assertThat(lines).contains("mori " + root.toRealPath() + "/mori/libkvflux_mori.so", "arenas 2");
+        assertThat(lines).contains("mori " + root.toRealPath() + "/mori/libkvflux_mori.so", "arenas 2",
+                "libraries " + root.toRealPath() + "/mori");
+    }
+
+    @Test
+    void aLauncherRunThroughALinkSaysToRunItByItsRealPath() throws Exception {
+        Path root = fakeBundle(false);
+        Path elsewhere = Files.createDirectories(dir.resolve("usr/local/bin"));
+        Files.createSymbolicLink(elsewhere.resolve("kvflux"), root.resolve("bin/kvflux"));
+
+        Process p = new ProcessBuilder("env", "-i", elsewhere.resolve("kvflux").toString(), "--help")
+                .redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.exitValue()).isEqualTo(1);
+        assertThat(output.strip()).startsWith("kvflux: no runtime/bin/java beside").endsWith("not through a link")
+                .doesNotContain("\n");
     }
 
     @Test
