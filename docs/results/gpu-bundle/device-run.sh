@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kvflux on one H200 from the offline bundle alone: .device/kvflux-cuda.tar.gz, made on the build host with
+# kvflux on one GPU from the offline bundle alone (the run of 2026-12-05 got an H100 80GB): .device/kvflux-cuda.tar.gz, made on the build host with
 #   ./kvflux bundle --platform cuda --out .device/kvflux-cuda.tar.gz --mori target/mori-cuda
 # is unpacked here (no JDK, no Maven, no network on this host) and every step runs its bin/kvflux with an
 # empty environment but PATH=/usr/bin:/bin. Steps: the reproducer's table on MoRI as a user runs it first;
