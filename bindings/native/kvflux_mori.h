@@ -243,6 +243,23 @@ KVFLUX_MORI_API int kvflux_mori_engine_set_push(uint64_t engine, uint32_t mode);
 KVFLUX_MORI_API int kvflux_mori_push_take(kvflux_mori_push *out, size_t cap, int32_t timeout_ms, size_t *out_count);
 
 /*
+ * One pushed completion and when it passed each stage on its way out of the library, on CLOCK_MONOTONIC in
+ * nanoseconds (0 for a stage this library does not have): what a caller needs to tell where a push's lag goes.
+ */
+typedef struct kvflux_mori_push_stages {
+    kvflux_mori_push push;
+    int64_t signalled_ns; /* a thread of the library took the copies' end from the GPU runtime's callback thread */
+    int64_t queued_ns;    /* the status was found terminal and queued for take */
+    int64_t taken_ns;     /* kvflux_mori_push_take_stages handed it out */
+} kvflux_mori_push_stages;
+
+/*
+ * kvflux_mori_push_take with each completion's stages. Both calls take from the one queue of the process.
+ */
+KVFLUX_MORI_API int kvflux_mori_push_take_stages(kvflux_mori_push_stages *out, size_t cap, int32_t timeout_ms,
+                                                 size_t *out_count);
+
+/*
  * When the status's copies ended, on CLOCK_MONOTONIC, in nanoseconds, for a batch posted with
  * KVFLUX_MORI_PUSH_TIMES or ON. KVFLUX_MORI_E_BAD_STATE while they have not ended, or when the batch was
  * posted with OFF (only the simulator knows then: it models the time).

@@ -736,16 +736,35 @@ int kvflux_mori_engine_set_push(uint64_t engine, uint32_t mode) {
   });
 }
 
+namespace {
+
+int TakeChecked(const char* call, kvflux_mori_push_stages* out, size_t cap, int32_t timeout_ms, size_t* out_count) {
+  if (out == nullptr) return NullArg(call, "out");
+  if (out_count == nullptr) return NullArg(call, "out_count");
+  *out_count = 0;
+  if (cap == 0) {
+    return Fail(KVFLUX_MORI_E_INVALID_ARG, std::string(call) + ": cap is 0; pass room for at least one completion");
+  }
+  return kvflux::push::Take(out, cap, timeout_ms, out_count);
+}
+
+}  // namespace
+
+int kvflux_mori_push_take_stages(kvflux_mori_push_stages* out, size_t cap, int32_t timeout_ms, size_t* out_count) {
+  static const char* call = "kvflux_mori_push_take_stages";
+  return Guard(call, [&]() -> int { return TakeChecked(call, out, cap, timeout_ms, out_count); });
+}
+
 int kvflux_mori_push_take(kvflux_mori_push* out, size_t cap, int32_t timeout_ms, size_t* out_count) {
   static const char* call = "kvflux_mori_push_take";
   return Guard(call, [&]() -> int {
     if (out == nullptr) return NullArg(call, "out");
-    if (out_count == nullptr) return NullArg(call, "out_count");
-    *out_count = 0;
-    if (cap == 0) {
-      return Fail(KVFLUX_MORI_E_INVALID_ARG, std::string(call) + ": cap is 0; pass room for at least one completion");
+    std::vector<kvflux_mori_push_stages> staged(std::min<size_t>(cap, 256));
+    int rc = TakeChecked(call, staged.data(), staged.size(), timeout_ms, out_count);
+    if (rc == KVFLUX_MORI_OK) {
+      for (size_t i = 0; i < *out_count; i++) out[i] = staged[i].push;
     }
-    return kvflux::push::Take(out, cap, timeout_ms, out_count);
+    return rc;
   });
 }
 

@@ -1,7 +1,7 @@
 // Push completion in the shim over the real MoRI (kvflux_push.cpp): the hook kvflux's patch adds to MoRI's xGMI
-// backend records when each armed batch's copies ended and wakes one notification thread of the shim's own, which
-// queries the status (legal there, unlike on the GPU runtime's callback thread) and queues its completion for
-// kvflux_mori_push_take. Internal to libkvflux_mori.so.
+// backend records when each armed batch's copies ended and wakes the caller blocked in kvflux_mori_push_take (or,
+// when none is, a notification thread of the shim's own), which queries the status (legal there, unlike on the GPU
+// runtime's callback thread) and hands its completion out. Internal to libkvflux_mori.so.
 #ifndef KVFLUX_PUSH_H
 #define KVFLUX_PUSH_H
 
@@ -30,8 +30,8 @@ void Arm(const mori::io::TransferStatus* key, uint64_t handle, uint32_t mode, st
 // TransferStatus the shim frees goes through here.
 void Retire(std::unique_ptr<mori::io::TransferStatus> status);
 
-// kvflux_mori_push_take.
-int Take(kvflux_mori_push* out, size_t cap, int32_t timeoutMs, size_t* outCount);
+// kvflux_mori_push_take_stages (kvflux_mori_push_take keeps the push of each).
+int Take(kvflux_mori_push_stages* out, size_t cap, int32_t timeoutMs, size_t* outCount);
 
 // When an armed batch's copies ended (CLOCK_MONOTONIC ns), if its hook has run.
 bool CopyEnd(const mori::io::TransferStatus* key, int64_t* outNs);

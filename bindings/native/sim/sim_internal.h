@@ -162,6 +162,8 @@ struct status {
     uint32_t push_mode; /* the engine's KVFLUX_MORI_PUSH_* when the batch was posted */
     int pushed;         /* queued for kvflux_mori_push_take already */
     struct status *push_next; /* in the push queue (sim_push.c), which holds a reference */
+    int64_t fired_ns;         /* when the push thread took it off its timers (the hook's run, modelled) */
+    int64_t queued_ns;        /* when it was queued for kvflux_mori_push_take */
 };
 
 struct job {

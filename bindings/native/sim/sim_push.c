@@ -9,6 +9,7 @@
 #include "sim_internal.h"
 
 #include <stdlib.h>
+#include <sys/prctl.h>
 
 struct timer {
     int64_t due_ns;
@@ -78,6 +79,7 @@ static struct timer heap_pop(void) {
 /* Completes one due status (if its copies are over) and queues it; reschedules it if they are not. */
 static void fire(struct status *st, int64_t due_ns) {
     struct engine *e = st->o.owner;
+    int64_t fired = now_ns();
     pthread_mutex_lock(&e->mu);
     status_progress(st);
     int queue = 0;
@@ -92,6 +94,8 @@ static void fire(struct status *st, int64_t due_ns) {
 
     pthread_mutex_lock(&push_mu);
     if (queue) {
+        st->fired_ns = fired;
+        st->queued_ns = now_ns();
         st->push_next = NULL;
         if (ready_tail != NULL) {
             ready_tail->push_next = st;
@@ -112,6 +116,8 @@ static void fire(struct status *st, int64_t due_ns) {
 
 static void *timer_thread(void *arg) {
     (void)arg;
+    /* The hook it models runs when the copies end, not up to the kernel's default 50 us of timer slack later. */
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     pthread_mutex_lock(&push_mu);
     for (;;) {
         if (timer_count == 0) {
@@ -172,8 +178,10 @@ int kvflux_mori_engine_set_push(uint64_t engine, uint32_t mode) {
     return KVFLUX_MORI_OK;
 }
 
-int kvflux_mori_push_take(kvflux_mori_push *out, size_t cap, int32_t timeout_ms, size_t *out_count) {
-    static const char *call = "kvflux_mori_push_take";
+/* kvflux_mori_push_take (plain) and kvflux_mori_push_take_stages (staged): one of the two is NULL. */
+static int take(const char *call, kvflux_mori_push *plain, kvflux_mori_push_stages *staged, size_t cap,
+                int32_t timeout_ms, size_t *out_count) {
+    void *out = plain != NULL ? (void *)plain : (void *)staged;
     if (out == NULL || out_count == NULL) {
         return fail(KVFLUX_MORI_E_NULL_ARG, "%s: %s is NULL", call, out == NULL ? "out" : "out_count");
     }
@@ -216,10 +224,17 @@ int kvflux_mori_push_take(kvflux_mori_push *out, size_t cap, int32_t timeout_ms,
         pthread_mutex_lock(&e->mu);
         int code = st->code;
         int64_t end = st->copied && st->copied_ns > st->finish_ns ? st->copied_ns : st->finish_ns;
+        int64_t fired = st->fired_ns, queued = st->queued_ns;
         pthread_mutex_unlock(&e->mu);
         struct obj *live = get(st->o.handle, K_STATUS, call); /* the handle is set before the batch is posted */
         if (live != NULL) { /* a released status's push is dropped */
-            out[count++] = (kvflux_mori_push){.status = st->o.handle, .code = code, .reserved = 0, .copy_end_ns = end};
+            kvflux_mori_push push = {.status = st->o.handle, .code = code, .reserved = 0, .copy_end_ns = end};
+            if (plain != NULL) {
+                plain[count++] = push;
+            } else {
+                staged[count++] = (kvflux_mori_push_stages){
+                    .push = push, .signalled_ns = fired, .queued_ns = queued, .taken_ns = now_ns()};
+            }
             obj_put(live);
         }
         obj_put(&st->o);
@@ -227,6 +242,14 @@ int kvflux_mori_push_take(kvflux_mori_push *out, size_t cap, int32_t timeout_ms,
     last_error[0] = '\0';
     *out_count = count;
     return KVFLUX_MORI_OK;
+}
+
+int kvflux_mori_push_take(kvflux_mori_push *out, size_t cap, int32_t timeout_ms, size_t *out_count) {
+    return take("kvflux_mori_push_take", out, NULL, cap, timeout_ms, out_count);
+}
+
+int kvflux_mori_push_take_stages(kvflux_mori_push_stages *out, size_t cap, int32_t timeout_ms, size_t *out_count) {
+    return take("kvflux_mori_push_take_stages", NULL, out, cap, timeout_ms, out_count);
 }
 
 int kvflux_mori_status_copy_end_ns(uint64_t status, int64_t *out_ns) {
