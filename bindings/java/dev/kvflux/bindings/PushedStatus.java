@@ -27,4 +27,13 @@ public interface PushedStatus extends TransferStatus {
     default boolean onPushed(Consumer<StatusCode> listener) {
         return false;
     }
+
+    /**
+     * When this status's push passed each stage on its way to the listeners, once it settled by a push;
+     * {@link PushTimeline#NONE} before, for a status settled otherwise, and where the backend records no stage (the
+     * default). Cheap: the times are recorded on the way anyway, and only this call allocates.
+     */
+    default PushTimeline timeline() {
+        return PushTimeline.NONE;
+    }
 }

@@ -2,6 +2,7 @@ package dev.kvflux.bindings.gpu;
 
 import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.PushTimeline;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.internal.PushListeners;
@@ -43,6 +44,13 @@ final class GpuTransferStatus implements PushedStatus {
     private volatile String message = "";
     /** When the host function behind the batch ran ({@link System#nanoTime()}), if it ran before the status settled. */
     private volatile long copiesEndedAt = UNKNOWN_TIME;
+    /** The dispatch thread while it runs this status's host-function callback; null otherwise. */
+    private volatile Thread pushing;
+    /** When the dispatch thread took the callback, and when the status settled (the push's stages, {@link #timeline}). */
+    private long dispatchedAt = UNKNOWN_TIME;
+    private long settledAt = UNKNOWN_TIME;
+    /** Written last when the status settles (volatile): whether its push settled it; the stages above are whole then. */
+    private volatile boolean byPush;
 
     private final long bytes;
 
@@ -238,6 +246,19 @@ final class GpuTransferStatus implements PushedStatus {
     }
 
     /**
+     * {@inheritDoc} On the CUDA (or HIP) engine: the host function's run on the runtime's thread, the dispatch
+     * thread ({@code kvflux-gpu-host-functions}) taking it, and the settling; the engine has no queue of its own in
+     * between.
+     */
+    @Override
+    public synchronized PushTimeline timeline() {
+        if (!byPush) {
+            return PushTimeline.NONE;
+        }
+        return new PushTimeline(copiesEndedAt, dispatchedAt, UNKNOWN_TIME, UNKNOWN_TIME, UNKNOWN_TIME, settledAt);
+    }
+
+    /**
      * {@inheritDoc} Given on the host-function thread ({@code kvflux-gpu-host-functions}) for a batch posted with
      * push, on the thread of the query that settled the status otherwise, or at once on the caller's if the status
      * is already terminal. Each listener given is told.
@@ -258,11 +279,21 @@ final class GpuTransferStatus implements PushedStatus {
      * {@code ranAt} is the {@link System#nanoTime()} at which the host function ran.
      */
     void hostFunctionRan(long ranAt) {
+        long dispatched = System.nanoTime();
         if (code == StatusCode.IN_PROGRESS) {
             copiesEndedAt = ranAt;
         }
+        synchronized (this) {
+            dispatchedAt = dispatched;
+        }
+        pushing = Thread.currentThread();
         streamPassed();
-        StatusCode now = code();
+        StatusCode now;
+        try {
+            now = code();
+        } finally {
+            pushing = null;
+        }
         for (int i = 0; i < 1000 && now == StatusCode.IN_PROGRESS; i++) {
             Thread.onSpinWait();
             now = code();
@@ -290,6 +321,8 @@ final class GpuTransferStatus implements PushedStatus {
     }
 
     private void finish(StatusCode terminal, String why) {
+        settledAt = System.nanoTime();
+        byPush = terminal == StatusCode.SUCCESS && pushing == Thread.currentThread();
         message = why == null ? "" : why;
         code = terminal;
         if (hostFunction != 0) {

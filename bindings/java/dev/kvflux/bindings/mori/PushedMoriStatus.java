@@ -1,5 +1,6 @@
 package dev.kvflux.bindings.mori;
 
+import dev.kvflux.bindings.PushTimeline;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.internal.PushListeners;
@@ -25,6 +26,14 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     private volatile java.util.function.Consumer<StatusCode> listener;
     private static final VarHandle LISTENER = PushListeners.field(MethodHandles.lookup(), PushedMoriStatus.class,
             "listener");
+    /** The push's stages ({@link #timeline}), written by the settling thread before it tells anyone; 0 for none. */
+    private long signalled;
+    private long queued;
+    private long taken;
+    private long returned;
+    private long settledAt;
+    /** Written last (volatile): once it reads true, the stages above are whole. */
+    private volatile boolean byPush;
 
     PushedMoriStatus(MoriNative lib, MoriEngine engine, long handle, long bytes, PushCalls calls) {
         super(lib, engine, handle, bytes);
@@ -34,20 +43,31 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
         StatusCode now = code();
         if (now.isTerminal()) {
             calls.forget(handle);
-            settle(now);
+            settle(now, null);
         }
     }
 
-    private void onPush(int code, long copyEndNanos) {
+    private void onPush(int code, long copyEndNanos, PushCalls.Stages stages) {
         StatusCode terminal = StatusCode.of(code);
         if (terminal == StatusCode.SUCCESS && copyEndNanos != 0) {
             copiesEndedAt(copyEndNanos);
         }
-        settle(terminal);
+        settle(terminal, stages);
     }
 
-    private void settle(StatusCode code) {
+    /** Settles the status once with {@code code}: by a push ({@code stages}) or a query (null). */
+    private void settle(StatusCode code, PushCalls.Stages stages) {
+        long now = System.nanoTime();
         if (settled.compareAndSet(null, code)) {
+            // written before the listeners are told: whoever learns of the end from them reads them whole
+            settledAt = now;
+            if (stages != null) {
+                signalled = stages.signalled();
+                queued = stages.queued();
+                taken = stages.taken();
+                returned = stages.returned();
+                byPush = true;
+            }
             java.util.function.Consumer<StatusCode> l = listener;
             if (l != null) {
                 l.accept(code);
@@ -65,6 +85,24 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
             l.accept(code);
         }
         return true;
+    }
+
+    /**
+     * {@inheritDoc} Over the real MoRI: the host function's run, the shim's thread taking it, the query that found
+     * the status done, the shim handing it out, {@code kvflux-mori-push} back in Java, and the settling. On the
+     * simulator the copies' end is modelled and its push thread's timer firing stands for the notifier waking.
+     */
+    @Override
+    public PushTimeline timeline() {
+        if (!byPush) {
+            return PushTimeline.NONE;
+        }
+        long callback = completedAtNanos();
+        return new PushTimeline(callback, known(signalled), known(queued), known(taken), known(returned), settledAt);
+    }
+
+    private static long known(long nanos) {
+        return nanos == 0 ? UNKNOWN_TIME : nanos;
     }
 
     /** {@inheritDoc} Emits on {@code kvflux-mori-push}, or at once on the subscriber's thread if already pushed. */

@@ -16,7 +16,8 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Push completion in one loaded library ({@code kvflux_mori_engine_set_push}, {@code kvflux_mori_push_take},
  * {@code kvflux_mori_status_copy_end_ns}), and the one notification thread of the process that takes the
- * pushes and hands each to the status waiting for it.
+ * pushes and hands each to the status waiting for it. Where the library has {@code kvflux_mori_push_take_stages}
+ * the thread takes the pushes with their stages, and hands those on too.
  *
  * <h2>The notification thread</h2>
  * {@code kvflux-mori-push}, a daemon thread started with the first status that waits for a push, blocks in
@@ -37,6 +38,8 @@ public final class PushCalls {
 
     /** {@code kvflux_mori_push}: status handle, code, reserved, copy end. */
     private static final long ENTRY_BYTES = 24;
+    /** {@code kvflux_mori_push_stages}: a push, then signalled, queued and taken. */
+    private static final long STAGED_ENTRY_BYTES = ENTRY_BYTES + 24;
     private static final String CALL_TAKE = "kvflux_mori_push_take";
     /** The ABI's bad-state code: the copies have not ended, or the library cannot tell when they did. */
     private static final int E_BAD_STATE = -7;
@@ -49,14 +52,45 @@ public final class PushCalls {
     public interface Target {
         /**
          * The status became terminal with {@code code}; its copies ended at {@code copyEndNanos}
-         * ({@link System#nanoTime()}'s clock), 0 when the library does not know when.
+         * ({@link System#nanoTime()}'s clock), 0 when the library does not know when. {@code stages}: the
+         * library's stages of this push and when the notification thread was back in Java with it (read it before
+         * returning: it is reused).
          */
-        void pushed(int code, long copyEndNanos);
+        void pushed(int code, long copyEndNanos, Stages stages);
+    }
+
+    /**
+     * The stages of one push as the library tells them ({@code kvflux_mori_push_stages}), on
+     * {@link System#nanoTime()}'s clock, 0 where it does not; and when the notification thread was back in Java.
+     * One instance per notification thread, filled again for every push: it allocates nothing.
+     */
+    public static final class Stages {
+        long signalled;
+        long queued;
+        long taken;
+        long returned;
+
+        public long signalled() {
+            return signalled;
+        }
+
+        public long queued() {
+            return queued;
+        }
+
+        public long taken() {
+            return taken;
+        }
+
+        public long returned() {
+            return returned;
+        }
     }
 
     private final MoriNative lib;
     private final MethodHandle setPush;
     private final MethodHandle take;
+    private final MethodHandle takeStages;
     private final MethodHandle copyEnd;
     private record Waiter(long engine, Target target) {
     }
@@ -64,10 +98,12 @@ public final class PushCalls {
     private final Map<Long, Waiter> waiting = new ConcurrentHashMap<>();
     private volatile Thread notifier;
 
-    private PushCalls(MoriNative lib, MethodHandle setPush, MethodHandle take, MethodHandle copyEnd) {
+    private PushCalls(MoriNative lib, MethodHandle setPush, MethodHandle take, MethodHandle takeStages,
+                      MethodHandle copyEnd) {
         this.lib = lib;
         this.setPush = setPush;
         this.take = take;
+        this.takeStages = takeStages;
         this.copyEnd = copyEnd;
     }
 
@@ -75,12 +111,14 @@ public final class PushCalls {
     static PushCalls bindIfPresent(SymbolLookup lookup, MoriNative lib) {
         MethodHandle set = MoriNative.bindOptional(lookup, "kvflux_mori_engine_set_push",
                 FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
-        MethodHandle take = MoriNative.bindOptional(lookup, CALL_TAKE,
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS));
+        FunctionDescriptor takes = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS);
+        MethodHandle take = MoriNative.bindOptional(lookup, CALL_TAKE, takes);
+        MethodHandle takeStages = MoriNative.bindOptional(lookup, "kvflux_mori_push_take_stages", takes);
         // not critical: the shim takes a status's lock, which its notifier holds across a GPU query
         MethodHandle end = MoriNative.bindOptional(lookup, "kvflux_mori_status_copy_end_ns",
                 FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS));
-        return set == null || take == null || end == null ? null : new PushCalls(lib, set, take, end);
+        return set == null || take == null || end == null ? null
+                : new PushCalls(lib, set, take, takeStages, end);
     }
 
     /**
@@ -147,8 +185,12 @@ public final class PushCalls {
     }
 
     private static void deliver(Waiter waiter, int code, long copyEndNanos) {
+        deliver(waiter, code, copyEndNanos, new Stages());
+    }
+
+    private static void deliver(Waiter waiter, int code, long copyEndNanos, Stages stages) {
         try {
-            waiter.target().pushed(code, copyEndNanos);
+            waiter.target().pushed(code, copyEndNanos, stages);
         } catch (Throwable ignored) {
             // a target that throws settles nothing; its waiter's timeout ends it
         }
@@ -183,21 +225,30 @@ public final class PushCalls {
     }
 
     private void takeForever() throws Throwable {
+        boolean staged = takeStages != null;
+        long entryBytes = staged ? STAGED_ENTRY_BYTES : ENTRY_BYTES;
+        Stages stages = new Stages();
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment entries = arena.allocate(ENTRY_BYTES * BATCH, 8);
+            MemorySegment entries = arena.allocate(entryBytes * BATCH, 8);
             MemorySegment count = arena.allocate(JAVA_LONG);
             for (;;) {
-                int rc = (int) take.invokeExact(entries, (long) BATCH, TAKE_TIMEOUT_MS, count);
+                int rc = staged ? (int) takeStages.invokeExact(entries, (long) BATCH, TAKE_TIMEOUT_MS, count)
+                        : (int) take.invokeExact(entries, (long) BATCH, TAKE_TIMEOUT_MS, count);
+                long returned = System.nanoTime();
                 if (rc < 0) {
                     Thread.sleep(TAKE_TIMEOUT_MS); // the library refused; its waiters' timeouts still end them
                     continue;
                 }
                 long n = count.get(JAVA_LONG, 0);
                 for (long i = 0; i < n; i++) {
-                    long base = i * ENTRY_BYTES;
+                    long base = i * entryBytes;
                     Waiter waiter = waiting.remove(entries.get(JAVA_LONG, base));
                     if (waiter != null) {
-                        deliver(waiter, entries.get(JAVA_INT, base + 8), entries.get(JAVA_LONG, base + 16));
+                        stages.signalled = staged ? entries.get(JAVA_LONG, base + ENTRY_BYTES) : 0;
+                        stages.queued = staged ? entries.get(JAVA_LONG, base + ENTRY_BYTES + 8) : 0;
+                        stages.taken = staged ? entries.get(JAVA_LONG, base + ENTRY_BYTES + 16) : 0;
+                        stages.returned = returned;
+                        deliver(waiter, entries.get(JAVA_INT, base + 8), entries.get(JAVA_LONG, base + 16), stages);
                     }
                 }
             }

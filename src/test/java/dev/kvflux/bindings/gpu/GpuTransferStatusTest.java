@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
+import dev.kvflux.bindings.PushTimeline;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.operators.PushWait;
 import java.time.Duration;
@@ -125,6 +126,29 @@ class GpuTransferStatusTest {
         status.hostFunctionRan(12_345L);
         assertThat(status.code()).isEqualTo(StatusCode.SUCCESS);
         assertThat(status.completedAtNanos()).isEqualTo(12_345L);
+    }
+
+    @Test
+    void aStatusItsHostFunctionSettledKnowsThePushsStagesAndOneSettledByAQueryHasNone() {
+        GpuTransferStatus pushed = posted();
+        event.state = EventState.READY;
+        long ranAt = System.nanoTime();
+        pushed.hostFunctionRan(ranAt);
+
+        PushTimeline t = pushed.timeline();
+        assertThat(t.callbackRan()).isEqualTo(ranAt);
+        assertThat(t.notifierWoke()).as("the dispatch thread took it after the host function ran")
+                .isGreaterThanOrEqualTo(ranAt);
+        assertThat(t.settled()).isGreaterThanOrEqualTo(t.notifierWoke());
+        assertThat(t.queued()).as("the engine has no queue of its own").isEqualTo(GpuTransferStatus.UNKNOWN_TIME);
+
+        GpuTransferStatus queried = new GpuTransferStatus(8);
+        FakeEvent done = new FakeEvent();
+        done.state = EventState.READY;
+        queried.posted(done, released::add, () -> { });
+        queried.code();
+        queried.hostFunctionRan(System.nanoTime());
+        assertThat(queried.timeline()).isEqualTo(PushTimeline.NONE);
     }
 
     @Test

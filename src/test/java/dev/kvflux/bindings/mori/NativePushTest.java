@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import dev.kvflux.bindings.BatchPlan;
+import dev.kvflux.bindings.PushTimeline;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferStatus;
@@ -65,6 +66,46 @@ class NativePushTest {
             assertThat(emittedOn.values()).as("pushes that came after the subscription").contains("kvflux-mori-push");
             statuses.forEach(MoriStatus::close);
             assertThat(MoriIo.simulator().statusesAwaitingPush()).isZero();
+        }
+    }
+
+    @Test
+    void eachPushedStatusKnowsItsStagesInTheOrderThePushPassedThem() {
+        try (SimPair pair = new SimPair("push-stages", BATCHES * BLOCK)) {
+            pair.p.engine().push(PushMode.ON);
+            List<MoriStatus> statuses = post(pair, BATCHES);
+            PushWait.failFast(Duration.ofSeconds(5)).await(statuses).block();
+
+            int byPush = 0;
+            for (MoriStatus s : statuses) {
+                PushTimeline t = ((PushedStatus) s).timeline();
+                if (t.equals(PushTimeline.NONE)) {
+                    continue; // settled by the query at registration: it ended before anyone waited
+                }
+                byPush++;
+                long[] times = t.times();
+                assertThat(times).as("every stage of a push on the simulator is known")
+                        .doesNotContain(TransferStatus.UNKNOWN_TIME);
+                assertThat(times).as("stages in order: %s", t).isSorted();
+                assertThat(t.callbackRan()).isEqualTo(s.completedAtNanos());
+            }
+            assertThat(byPush).as("batches of 20 ms each, posted at once: the later ones end after registering")
+                    .isGreaterThan(0);
+            statuses.forEach(MoriStatus::close);
+        }
+    }
+
+    @Test
+    void aStatusOfAnEngineThatOnlyTimesHasNoPushStages() {
+        try (SimPair pair = new SimPair("push-times-stages", BLOCK)) {
+            pair.p.engine().push(PushMode.TIMES);
+            List<MoriStatus> statuses = post(pair, 1);
+            dev.kvflux.operators.CompletionWait.failFast(Duration.ofSeconds(5)).await(statuses).block();
+
+            assertThat(statuses.getFirst()).isNotInstanceOf(PushedStatus.class);
+            assertThat(((TransferStatus) statuses.getFirst()).completedAtNanos())
+                    .isNotEqualTo(TransferStatus.UNKNOWN_TIME);
+            statuses.forEach(MoriStatus::close);
         }
     }
 
