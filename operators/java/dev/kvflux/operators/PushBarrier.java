@@ -46,6 +46,8 @@ final class PushBarrier {
     private final Duration transferTimeout;
     private final Duration slice;
     private final Scheduler on;
+    /** Whether a push that ends the wait signals on its own thread rather than handing over to {@link #on}. */
+    private final boolean signalOnPush;
     private final MonoSink<Void> sink;
     /** Indexes of statuses that do not push and are still in flight; guarded by this. */
     private final int[] polled;
@@ -68,7 +70,9 @@ final class PushBarrier {
      */
     private final WaitTally tally;
 
-    PushBarrier(TransferStatus[] statuses, WaitSpec spec, Scheduler on, MonoSink<Void> sink, String name) {
+    PushBarrier(TransferStatus[] statuses, WaitSpec spec, Scheduler on, boolean signalOnPush, MonoSink<Void> sink,
+                String name) {
+        this.signalOnPush = signalOnPush;
         this.tally = new WaitTally(spec.recorder(), name, on);
         this.statuses = statuses;
         this.codes = new StatusCode[statuses.length];
@@ -176,7 +180,7 @@ final class PushBarrier {
         } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
             tally.failed(error.code());
         }
-        if (handOff) {
+        if (handOff && !signalOnPush) {
             on.schedule(this::emit);
         } else {
             emit();

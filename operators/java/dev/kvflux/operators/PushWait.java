@@ -60,9 +60,15 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class PushWait implements WaitStrategy {
     private final WaitSpec spec;
+    private final boolean signalOnPush;
 
     private PushWait(WaitSpec spec) {
+        this(spec, false);
+    }
+
+    private PushWait(WaitSpec spec, boolean signalOnPush) {
         this.spec = spec;
+        this.signalOnPush = signalOnPush;
     }
 
     /**
@@ -107,23 +113,24 @@ public final class PushWait implements WaitStrategy {
      *     longer than the stall time set
      */
     public PushWait slice(Duration slice) {
-        return new PushWait(spec.slice(slice));
+        return new PushWait(spec.slice(slice), signalOnPush);
     }
 
     /** This wait with its signals, its timeout and the polling of statuses that do not push on {@code scheduler}. */
     public PushWait scheduler(Scheduler scheduler) {
-        return new PushWait(spec.scheduler(scheduler));
+        return new PushWait(spec.scheduler(scheduler), signalOnPush);
     }
 
     /**
      * This wait, reporting each subscription to {@code recorder} under the strategy name
-     * {@value WaitStrategy#REACTIVE_PUSH}; {@link WaitRecorder#NOOP} (the default) turns recording off. A push
+     * {@value WaitStrategy#REACTIVE_PUSH} ({@value WaitStrategy#REACTIVE_PUSH_DIRECT} with {@link #signalOnPush()});
+     * {@link WaitRecorder#NOOP} (the default) turns recording off. A push
      * reports its status leaving flight (and the detection lag, when it is the last) on the backend's
      * notification thread; everything else is reported on the scheduler or at subscription.
      */
     @Override
     public PushWait recorder(WaitRecorder recorder) {
-        return new PushWait(spec.recorder(recorder));
+        return new PushWait(spec.recorder(recorder), signalOnPush);
     }
 
     /**
@@ -136,7 +143,24 @@ public final class PushWait implements WaitStrategy {
      *     transfer timeout
      */
     public PushWait stallAfter(Duration stallAfter) {
-        return new PushWait(spec.stallAfter(stallAfter));
+        return new PushWait(spec.stallAfter(stallAfter), signalOnPush);
+    }
+
+    /**
+     * This wait, signalling its end on the thread of the push that ended it (the backend's notification thread)
+     * instead of handing it to the scheduler: one thread wake-up less between the copies' end and the subscriber,
+     * at the price of the subscriber's work running on a thread that every push of the process shares, so that a
+     * slow subscriber delays every other request's push. Use it where what follows the wait is short (sending a
+     * message, completing a future) or moves to a scheduler of its own ({@code publishOn}). Ends that are not a
+     * push (the timeout, a stall, polled statuses) still signal on the scheduler. Off by default.
+     */
+    public PushWait signalOnPush() {
+        return new PushWait(spec, true);
+    }
+
+    /** Whether this wait signals on the thread of the push that ended it ({@link #signalOnPush()}). */
+    public boolean signalsOnPush() {
+        return signalOnPush;
     }
 
     /** Everything this wait waits with. */
@@ -156,10 +180,10 @@ public final class PushWait implements WaitStrategy {
         return spec.slice();
     }
 
-    /** {@value WaitStrategy#REACTIVE_PUSH}. */
+    /** {@value WaitStrategy#REACTIVE_PUSH}, or {@value WaitStrategy#REACTIVE_PUSH_DIRECT} with {@link #signalOnPush()}. */
     @Override
     public String strategyName() {
-        return REACTIVE_PUSH;
+        return signalOnPush ? REACTIVE_PUSH_DIRECT : REACTIVE_PUSH;
     }
 
     /**
@@ -174,16 +198,17 @@ public final class PushWait implements WaitStrategy {
         return WaitRecording.named(Mono.defer(() -> {
             TransferException broken = StatusChecks.nullStatus(snapshot);
             if (broken != null) {
-                WaitRecording.rejected(spec.recorder(), REACTIVE_PUSH, snapshot.length);
+                WaitRecording.rejected(spec.recorder(), strategyName(), snapshot.length);
                 return Mono.error(broken);
             }
             Scheduler on = spec.schedulerOrParallel();
-            return Mono.create(sink -> new PushBarrier(snapshot, spec, on, sink, REACTIVE_PUSH).start());
-        }), REACTIVE_PUSH, spec.mode());
+            return Mono.create(sink -> new PushBarrier(snapshot, spec, on, signalOnPush, sink,
+                    strategyName()).start());
+        }), strategyName(), spec.mode());
     }
 
     @Override
     public String toString() {
-        return "PushWait[" + spec.describe() + "]";
+        return "PushWait[" + spec.describe() + (signalOnPush ? ", signal on push" : "") + "]";
     }
 }

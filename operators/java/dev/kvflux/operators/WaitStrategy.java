@@ -22,6 +22,8 @@ public interface WaitStrategy {
     String REACTIVE_ADAPTIVE = "reactive-adaptive";
     /** {@link PushWait}'s name. */
     String REACTIVE_PUSH = "reactive-push";
+    /** {@link PushWait}'s name with {@link PushWait#signalOnPush()}. */
+    String REACTIVE_PUSH_DIRECT = "reactive-push-direct";
     /** {@link NativeWait}'s name: one native wait with the whole timeout. */
     String NATIVE = "native";
     /** {@link SlicedNativeWait}'s name: the native wait in slices, vLLM's fix. */

@@ -222,6 +222,39 @@ class PushWaitTest {
         assertThat(b.sink.currentSubscriberCount()).as("the other status's push is no longer awaited").isZero();
     }
 
+    @Test
+    void signallingOnThePushEndsTheWaitOnThePushingThreadWithoutAHandOver() throws Exception {
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        CountingScheduler counting = new CountingScheduler(time);
+        Pushed a = new Pushed();
+        Pushed b = new Pushed();
+        AtomicReference<String> completedOn = new AtomicReference<>();
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush();
+        wait.await(List.of(a, b)).subscribe(null, null, () -> completedOn.set(Thread.currentThread().getName()));
+        a.push(StatusCode.SUCCESS);
+        Thread pusher = new Thread(() -> b.push(StatusCode.SUCCESS), "the-backends-push-thread");
+        pusher.start();
+        pusher.join();
+
+        assertThat(completedOn.get()).isEqualTo("the-backends-push-thread");
+        assertThat(counting.immediate).as("no task handed to the scheduler").hasValue(0);
+        assertThat(wait.signalsOnPush()).isTrue();
+        assertThat(wait.slice(Duration.ofMillis(5)).signalsOnPush()).as("kept by the withers").isTrue();
+        assertThat(PushWait.failFast(Duration.ofSeconds(30)).signalsOnPush()).as("off by default").isFalse();
+    }
+
+    @Test
+    void signallingOnThePushStillTimesOutOnTheScheduler() {
+        Pushed never = new Pushed();
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).signalOnPush()
+                        .await(List.of(never)))
+                .expectSubscription()
+                .thenAwait(Duration.ofSeconds(30))
+                .expectErrorSatisfies(e -> assertThat(((TransferException) e).kind())
+                        .isEqualTo(TransferException.Kind.TIMED_OUT))
+                .verify();
+    }
+
     /** A scheduler that counts the tasks handed to it without delay. */
     private static final class CountingScheduler implements Scheduler {
         final Scheduler delegate;
