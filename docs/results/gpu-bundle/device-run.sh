@@ -6,25 +6,7 @@
 # the push lag on MoRI and on kvflux's CUDA engine over 200 waits in vLLM's geometry (JSON, p50/p99/max);
 # with 4 GiB layers push against sliced-native; then chaos on MoRI (STEPS=chaos). Writes under $OUT.
 set -uo pipefail
-R="$(cd "$(dirname "$0")/../../.." && pwd)"
-W=/tmp/kvflux-bundle
-rm -rf $W && mkdir -p $W
-tar -xzf "$R/.device/kvflux-cuda.tar.gz" -C $W
-K=$W/kvflux-cuda/bin/kvflux
-{
-  date -u; nproc; nvidia-smi
-  echo "java on PATH: $(command -v java || echo none); mvn on PATH: $(command -v mvn || echo none)"
-  ls $W/kvflux-cuda $W/kvflux-cuda/mori; du -sh $W/kvflux-cuda
-  ldd $W/kvflux-cuda/mori/libkvflux_mori.so
-} > $OUT/machine.log 2>&1
-step() { # NAME TIMEOUT ARGS...
-  local name=$1 t=$2; shift 2
-  echo "=== $name: bin/kvflux $*" | tee -a $OUT/summary.log
-  local s=$(date +%s)
-  env -i PATH=/usr/bin:/bin HOME=/tmp timeout -k 10 $t $K "$@" > $OUT/$name.txt 2> $OUT/$name.err
-  echo "=== $name: rc $? in $(( $(date +%s) - s )) s" | tee -a $OUT/summary.log
-  tail -n 14 $OUT/$name.txt | tee -a $OUT/summary.log
-}
+. "$(dirname "$0")/../bundle-steps.sh"
 case "${STEPS:-main}" in
 main)
   step repro-mori 150 repro --backend mori --gpu 0 --native-requests 1 --requests 100

@@ -48,8 +48,8 @@ public final class ReproCommand implements Callable<Integer> {
                     + " the whole-timeout wait (one waitAll), sliced-native vLLM's fix (the native wait in slices),"
                     + " poll-1ms vLLM's MoRIIO wait today (one thread queries every status every 1 ms),"
                     + " reactive kvflux's polled wait (reactive-shared on the shared poll driver, reactive-adaptive"
-                    + " polling densely near the copies' predicted end), reactive-push its push wait (default:"
-                    + " native,reactive).")
+                    + " polling densely near the copies' predicted end), reactive-push its push wait, and"
+                    + " reactive-push-direct the same signalling on the push's own thread (default: native,reactive).")
     List<String> waits;
 
     @Option(names = "--requests", paramLabel = "N",

@@ -17,9 +17,12 @@ import java.util.Set;
  * Prints a {@link ReproRun.Result}: a table like vLLM's reproducer prints, or one JSON document
  * {@code {"backend", "transfer_timeout_s", "slice_s", "setup", "strategies": [{"strategy", "waits",
  * "median_s", "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", "lag_p50_ms", "lag_p99_ms",
- * "lag_max_ms", ...extras}]}},
+ * "lag_max_ms", "stages", ...extras}]}},
  * where {@code setup} (only if the target described one) is the target's {@linkplain ReproTarget#setup()
- * setup}, {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits, and
+ * setup}, {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits,
+ * {@code stages} (only for waits that ended on a push) is {@code {"<stage>": {"p50_ms", "p99_ms", "max_ms"}}} in the
+ * order of the push's way ({@code callback_ran}, {@code notifier_woke}, {@code queued}, {@code taken},
+ * {@code returned}, {@code settled}, {@code wait_ended}, {@code caller_woke}; each from the stage before it), and
  * each extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
  * distinct values otherwise. Several runs of one command print one table each, or one JSON document
  * {@code {"runs": [...], "comparison": [lines]}}.
@@ -64,6 +67,18 @@ public final class ReproReport {
                 entry.put("lag_p99_ms", seconds(s.lagP99Ms()));
                 entry.put("lag_max_ms", seconds(s.lagMaxMs()));
             }
+            Map<String, double[]> stages = s.stages();
+            if (!stages.isEmpty()) {
+                Map<String, Object> byStage = new LinkedHashMap<>();
+                stages.forEach((stage, f) -> {
+                    Map<String, Object> figures = new LinkedHashMap<>();
+                    figures.put("p50_ms", seconds(f[0]));
+                    figures.put("p99_ms", seconds(f[1]));
+                    figures.put("max_ms", seconds(f[2]));
+                    byStage.put(stage, figures);
+                });
+                entry.put("stages", byStage);
+            }
             extras(s).forEach(entry::putIfAbsent);
             strategies.add(entry);
         }
@@ -93,6 +108,14 @@ public final class ReproReport {
         if (all.stream().anyMatch(ReproRun.StrategyResult::hasLag)) {
             rows.add(row("lag p50 / max (ms)", all, s -> s.hasLag()
                     ? millis(s.lagP50Ms()) + " / " + millis(s.lagMaxMs()) : "-"));
+        }
+        Set<String> stageNames = new LinkedHashSet<>();
+        all.forEach(s -> stageNames.addAll(s.stages().keySet()));
+        for (String stage : stageNames) {
+            rows.add(row("stage " + stage.replace('_', ' ') + ", p50 / p99 / max (ms)", all, s -> {
+                double[] f = s.stages().get(stage);
+                return f == null ? "-" : millis(f[0]) + " / " + millis(f[1]) + " / " + millis(f[2]);
+            }));
         }
         Set<String> extraKeys = new LinkedHashSet<>();
         all.forEach(s -> extraKeys.addAll(extras(s).keySet()));

@@ -36,14 +36,15 @@ public final class ReproRun {
     }
 
     /**
-     * One timed wait: seconds, statuses succeeded at its end, its error if it failed, the target's extras, and its
+     * One timed wait: seconds, statuses succeeded at its end, its error if it failed, the target's extras, its
      * detection lag in milliseconds (the wait's end minus the last copy's end; NaN when the backend cannot tell
-     * when copies end, or the wait failed).
+     * when copies end, or the wait failed), and, for a wait that ended on a push, that lag stage by stage
+     * ({@link PushStages}; empty otherwise).
      */
     public record Wait(double seconds, int succeeded, int total, String error, Map<String, Object> extras,
-                       double lagMs) {
+                       double lagMs, Map<String, Double> stages) {
         public Wait(double seconds, int succeeded, int total, String error, Map<String, Object> extras) {
-            this(seconds, succeeded, total, error, extras, Double.NaN);
+            this(seconds, succeeded, total, error, extras, Double.NaN, Map.of());
         }
 
         public boolean failed() {
@@ -106,6 +107,29 @@ public final class ReproRun {
 
         private double[] lags() {
             return waits.stream().filter(Wait::hasLag).mapToDouble(Wait::lagMs).toArray();
+        }
+
+        /**
+         * Each push stage that some wait passed, in order, with the p50, p99 (nearest rank) and largest of its
+         * milliseconds over those waits.
+         */
+        public Map<String, double[]> stages() {
+            Map<String, List<Double>> byStage = new LinkedHashMap<>();
+            for (String stage : PushStages.NAMES) {
+                for (Wait w : waits) {
+                    Double ms = w.stages().get(stage);
+                    if (ms != null) {
+                        byStage.computeIfAbsent(stage, k -> new ArrayList<>()).add(ms);
+                    }
+                }
+            }
+            Map<String, double[]> out = new LinkedHashMap<>();
+            byStage.forEach((stage, values) -> {
+                double[] sorted = Stats.sorted(values.stream().mapToDouble(Double::doubleValue).toArray());
+                out.put(stage, new double[] {Stats.median(sorted), Stats.nearestRank(sorted, 0.99),
+                        sorted[sorted.length - 1]});
+            });
+            return out;
         }
 
         private double[] seconds() {
@@ -220,12 +244,14 @@ public final class ReproRun {
         }
         long end = System.nanoTime();
         long endOnStatusClock = statuses.getFirst().clockNanos();
+        dev.kvflux.bindings.PushTimeline lastPush = error != null ? null : PushStages.last(statuses);
         long cpu = threads.cpuSince(cpuAtStart); // after both ends: it enumerates threads
         double seconds = (end - start) / 1e9;
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
         double statusLag = error != null ? Double.NaN // before afterWait, which may release the statuses
                 : lagMs(statuses, endOnStatusClock, System.nanoTime() + target.copyEndGrace().toNanos());
         Map<String, Object> figures = new LinkedHashMap<>(target.afterWait(request));
+        Map<String, Double> stages = PushStages.of(lastPush, target.lastCopyEndNanos(), count.endedAt, end);
         if (count.queries >= 0) {
             figures.putIfAbsent(QUERIES_PER_STATUS, (double) count.queries / statuses.size());
         }
@@ -235,7 +261,7 @@ public final class ReproRun {
         Map<String, Object> extras = Collections.unmodifiableMap(figures);
         double lag = error != null ? Double.NaN
                 : extras.get(ReproTarget.DETECTION_LAG_MS) instanceof Number n ? n.doubleValue() : statusLag;
-        return new Wait(seconds, succeeded, statuses.size(), error, extras, lag);
+        return new Wait(seconds, succeeded, statuses.size(), error, extras, lag, stages);
     }
 
     /** Each wait's status queries (kvflux's strategies count theirs), per status: what polling costs a request. */
@@ -247,13 +273,22 @@ public final class ReproRun {
      */
     public static final String WAIT_CPU_MS = "wait_cpu_ms";
 
-    /** Counts the status queries a wait reports at its end; -1 when the strategy reports none. */
+    /**
+     * Counts the status queries a wait reports at its end (-1 when the strategy reports none), and notes when the
+     * wait reported its end: on its own thread, before its subscriber is signalled.
+     */
     private static final class QueryCount implements dev.kvflux.operators.WaitRecorder {
         volatile long queries = -1;
+        volatile long endedAt = TransferStatus.UNKNOWN_TIME;
 
         @Override
         public void recordPolls(String strategy, int polls, long queried) {
             queries = queried;
+        }
+
+        @Override
+        public void recordWaitEnded(String strategy, dev.kvflux.operators.WaitOutcome outcome, long durationNanos) {
+            endedAt = System.nanoTime();
         }
     }
 

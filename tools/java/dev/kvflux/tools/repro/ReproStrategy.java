@@ -19,7 +19,8 @@ import java.util.Locale;
  * connector's wait today, one thread querying every status of every request every 1 ms ({@link SweepWait}); kvflux's
  * reactive polled wait ({@link CompletionWait}), with an interval per request or on the shared poll driver, or
  * adaptive (dense polls around the predicted end of the copies, the rate learnt over the strategy's requests);
- * kvflux's push wait, one host function per batch ({@link PushWait}).
+ * kvflux's push wait, one host function per batch ({@link PushWait}), signalling its end on the scheduler or, as
+ * {@code reactive-push-direct}, on the thread of the push that ended it ({@link PushWait#signalOnPush()}).
  *
  * <p>To add one, add a constant with its name, how many requests {@code kvflux repro} times when
  * {@code --requests} is not given, whether its batches are posted with a pushing host function and whether
@@ -32,7 +33,8 @@ public enum ReproStrategy {
     REACTIVE("reactive", 100, false, false),
     REACTIVE_SHARED("reactive-shared", 100, false, false),
     REACTIVE_ADAPTIVE("reactive-adaptive", 100, false, false),
-    REACTIVE_PUSH("reactive-push", 100, true, false);
+    REACTIVE_PUSH("reactive-push", 100, true, false),
+    REACTIVE_PUSH_DIRECT("reactive-push-direct", 100, true, false);
 
     private final String label;
     private final int defaultRequests;
@@ -109,6 +111,7 @@ public enum ReproStrategy {
             case REACTIVE_SHARED -> CompletionWait.of(mode, timeout).sharedPoll();
             case REACTIVE_ADAPTIVE -> CompletionWait.of(mode, timeout).adaptive();
             case REACTIVE_PUSH -> PushWait.of(mode, timeout);
+            case REACTIVE_PUSH_DIRECT -> PushWait.of(mode, timeout).signalOnPush();
         };
     }
 

@@ -84,6 +84,16 @@ public interface ReproTarget extends AutoCloseable {
     }
 
     /**
+     * When the last copy of the request whose wait just ended ended on the GPU, placed on {@link System#nanoTime()}'s
+     * clock from timing events, or {@link dev.kvflux.bindings.TransferStatus#UNKNOWN_TIME} where the target does not
+     * measure it (the default). Read right after {@link #afterWait}; it makes the first of the push stages
+     * ({@code kvflux repro --json}'s {@code stages}).
+     */
+    default long lastCopyEndNanos() {
+        return dev.kvflux.bindings.TransferStatus.UNKNOWN_TIME;
+    }
+
+    /**
      * How this target is set up, for the report: devices, copy path and the like, snake_case keys in the
      * order to print them. By default nothing.
      */

@@ -44,7 +44,7 @@ class ReproStrategyTest {
     void anUnknownStrategySaysWhichExist() {
         assertThatThrownBy(() -> ReproStrategy.named("spin"))
                 .hasMessage("unknown wait strategy 'spin'; known strategies: native, sliced-native, poll-1ms,"
-                        + " reactive, reactive-shared, reactive-adaptive, reactive-push");
+                        + " reactive, reactive-shared, reactive-adaptive, reactive-push, reactive-push-direct");
     }
 
     @Test
@@ -65,7 +65,10 @@ class ReproStrategyTest {
                 w -> assertThat(w.slice()).isEqualTo(WaitSpec.DEFAULT_SLICE));
         assertThat(ReproStrategy.REACTIVE_SHARED.wait(engine, timeout)).isInstanceOfSatisfying(CompletionWait.class,
                 w -> assertThat(w.isSharedPoll()).isTrue());
-        assertThat(ReproStrategy.REACTIVE_PUSH.wait(engine, timeout)).isInstanceOf(PushWait.class);
+        assertThat(ReproStrategy.REACTIVE_PUSH.wait(engine, timeout)).isInstanceOfSatisfying(PushWait.class,
+                w -> assertThat(w.signalsOnPush()).isFalse());
+        assertThat(ReproStrategy.REACTIVE_PUSH_DIRECT.wait(engine, timeout)).isInstanceOfSatisfying(PushWait.class,
+                w -> assertThat(w.signalsOnPush()).isTrue());
         for (ReproStrategy s : ReproStrategy.values()) {
             assertThat(s.wait(engine, timeout).strategyName()).as("the wait reports under the strategy's name")
                     .isEqualTo(s.label());

@@ -55,6 +55,7 @@ final class GpuTarget implements ReproTarget, TransferSession {
     private long lastPost;
     private long queriesAtStart;
     private long queriesAtWait;
+    private long lastCopyEnd = TransferStatus.UNKNOWN_TIME;
 
     GpuTarget(String backend, PrefillPair pair, ReproGeometry layout, Duration transferTimeout,
             Map<String, Object> setup, PrintStream log) {
@@ -126,6 +127,7 @@ final class GpuTarget implements ReproTarget, TransferSession {
         long waitEnd = System.nanoTime();
         long queries = pair.engine().eventQueries();
         PrefillPair.Measurement m = pair.finish(request, lastPost, waitEnd);
+        lastCopyEnd = m.lastCopyEndNanos();
         watchdog.progressed();
         double statuses = layout.layers();
         Map<String, Object> figures = new LinkedHashMap<>();
@@ -146,6 +148,12 @@ final class GpuTarget implements ReproTarget, TransferSession {
                 figures.get("posting_ms"), m.copyEndAfterWaitStartMs(), m.lagMs(), m.mismatchedBytes(),
                 m.verifiedBytes(), figures.get(EVENT_QUERIES_PER_STATUS), figures.get(WAIT_EVENT_QUERIES_PER_STATUS));
         return figures;
+    }
+
+    /** The last copy's end from its timing event, placed on the host clock as {@code detection_lag_ms} is. */
+    @Override
+    public long lastCopyEndNanos() {
+        return lastCopyEnd;
     }
 
     @Override

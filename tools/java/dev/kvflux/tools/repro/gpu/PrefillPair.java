@@ -36,7 +36,7 @@ final class PrefillPair implements AutoCloseable {
 
     /** What one request measured once its wait ended. */
     record Measurement(double rawCopyMs, double layerCopyMs, double copyEndAfterWaitStartMs, double lagMs,
-            long verifiedBytes, long mismatchedBytes, int badLayers) {
+            long verifiedBytes, long mismatchedBytes, int badLayers, long lastCopyEndNanos) {
     }
 
     /** How long past the transfer timeout a request's copies may still run before the GPU is taken as hung. */
@@ -194,7 +194,7 @@ final class PrefillPair implements AutoCloseable {
         double waitEndMs = (waitEnd - t0) / 1e6;
         ControlChannel.Verdict verdict = channel.verify(request);
         return new Measurement(lastEnd - firstStart, layerCopyMs, lastEnd - waitStartMs, waitEndMs - lastEnd,
-                verdict.checkedBytes(), verdict.mismatchedBytes(), verdict.badLayers());
+                verdict.checkedBytes(), verdict.mismatchedBytes(), verdict.badLayers(), t0 + Math.round(lastEnd * 1e6));
     }
 
     /**

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The push's lag stage by stage on one GPU, from the offline bundle alone: .device/kvflux-cuda.tar.gz, made on the
+# build host with
+#   ./kvflux bundle --platform cuda --out .device/kvflux-cuda.tar.gz --mori target/mori-cuda
+# is unpacked here (no JDK, no Maven, no network on this host) and every step runs its bin/kvflux with an empty
+# environment but PATH=/usr/bin:/bin. STEPS=lag: 200 waits in vLLM's geometry on MoRI and on kvflux's CUDA engine,
+# reactive-push against reactive-push-direct, JSON with the stages. STEPS=roles: 4 GiB layers with prefill and decode
+# in two processes; serve-bench's table on MoRI with the roles' startup lines; chaos on MoRI with the kill faults.
+# Writes under $OUT.
+set -uo pipefail
+. "$(dirname "$0")/../bundle-steps.sh"
+PUSH=reactive-push,reactive-push-direct
+case "${STEPS:-lag}" in
+lag)
+  step push-mori 260 repro --backend mori --gpu 0 --wait $PUSH --requests 200 --json
+  step push-cuda 260 repro --backend cuda --gpu 0 --wait $PUSH --requests 200 --json ;;
+roles)
+  step big4g-p2 110 repro --backend mori --gpu 0 --processes 2 --layers 2 --blocks 256 --block-bytes 16777216 \
+    --forward-bytes 0 --wait sliced-native,$PUSH --requests 6 --json
+  step serve-bench-mori 230 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \
+    --concurrency 8,16 --num-prompts 96,192 --input-len 16384 --output-len 16 --warmup 0
+  grep -rh "wait reactive\|wait sliced\|wait native" $OUT/bench-logs 2>/dev/null | cut -c1-300 | sort | uniq -c \
+    > $OUT/role-waits.txt
+  step chaos-mori 230 chaos --backend mori --gpu 0 --requests 60 --logs $OUT/chaos-logs \
+    --faults decode-restart,prefill-kill,prefill-sigterm,client-disconnect,notify-loss ;;
+esac
