@@ -87,8 +87,10 @@ final class PushBarrier {
     }
 
     /**
-     * Queries every status once, subscribes to the pushes of those in flight, arms the poll, the timeout
-     * and the stall check.
+     * Listens to every status that takes a listener, without querying it: it is told at once if the status has
+     * settled, and by the push otherwise (a query here costs a native call per status, which on a GPU is most of what
+     * a wait costs once its copies are done). Queries the others once and subscribes to the pushes of those in
+     * flight. Then arms the poll, the timeout and the stall check.
      */
     void start() {
         sink.onCancel(this::cancel);
@@ -96,6 +98,9 @@ final class PushBarrier {
         tally.polled(0); // the query at subscription is the first poll round; its queries count one by one
         remaining = statuses.length + 1;
         for (int i = 0; i < statuses.length && !done; i++) {
+            if (statuses[i] instanceof PushedStatus pushed && listened(i, pushed)) {
+                continue;
+            }
             StatusCode code = query(i);
             if (code == null) {
                 return;
@@ -106,9 +111,7 @@ final class PushBarrier {
             if (statuses[i] instanceof PushedStatus pushed) {
                 Slot slot = new Slot(i);
                 slots[i] = slot;
-                if (!pushed.onPushed(slot)) {
-                    pushed.pushed().subscribe((CoreSubscriber<StatusCode>) slot);
-                }
+                pushed.pushed().subscribe((CoreSubscriber<StatusCode>) slot);
                 if (done) {
                     slot.cancel(); // the wait ended (a failure pushed meanwhile) before this slot was there to release
                 }
@@ -259,6 +262,20 @@ final class PushBarrier {
         if (s != null) {
             s.dispose();
         }
+    }
+
+    /** Listens to status {@code index}'s pushes through a listener; false if it takes none. */
+    private boolean listened(int index, PushedStatus pushed) {
+        Slot slot = new Slot(index);
+        slots[index] = slot;
+        if (!pushed.onPushed(slot)) {
+            slots[index] = null;
+            return false;
+        }
+        if (done) {
+            slot.cancel(); // the wait ended (a failure pushed meanwhile) before this slot was there to release
+        }
+        return true;
     }
 
     /**

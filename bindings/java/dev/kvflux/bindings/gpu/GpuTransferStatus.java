@@ -287,19 +287,18 @@ final class GpuTransferStatus implements PushedStatus {
             dispatchedAt = dispatched;
         }
         pushing = Thread.currentThread();
-        streamPassed();
-        StatusCode now;
         try {
-            now = code();
+            streamPassed();
+            StatusCode now = code();
+            for (int i = 0; i < 1000 && now == StatusCode.IN_PROGRESS; i++) {
+                Thread.onSpinWait();
+                now = code();
+            }
+            if (now == StatusCode.IN_PROGRESS) {
+                awaitTerminal();
+            }
         } finally {
             pushing = null;
-        }
-        for (int i = 0; i < 1000 && now == StatusCode.IN_PROGRESS; i++) {
-            Thread.onSpinWait();
-            now = code();
-        }
-        if (now == StatusCode.IN_PROGRESS) {
-            awaitTerminal();
         }
     }
 

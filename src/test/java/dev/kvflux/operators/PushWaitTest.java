@@ -53,10 +53,11 @@ class PushWaitTest {
         }
     }
 
-    /** A status that pushes through a listener only: its pushed() must not be subscribed. */
+    /** A status that pushes through a listener only: its pushed() must not be subscribed. Counts queries. */
     private static final class Listened implements PushedStatus {
         volatile java.util.function.Consumer<StatusCode> listener;
         volatile StatusCode code = StatusCode.IN_PROGRESS;
+        final java.util.concurrent.atomic.AtomicInteger queries = new java.util.concurrent.atomic.AtomicInteger();
 
         void push(StatusCode terminal) {
             code = terminal;
@@ -66,6 +67,9 @@ class PushWaitTest {
         @Override
         public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
             listener = l;
+            if (code.isTerminal()) {
+                l.accept(code); // settled before the listener came: told at once, as the contract says
+            }
             return true;
         }
 
@@ -76,6 +80,7 @@ class PushWaitTest {
 
         @Override
         public StatusCode code() {
+            queries.incrementAndGet();
             return code;
         }
 
@@ -83,6 +88,25 @@ class PushWaitTest {
         public String message() {
             return code.isFailure() ? "copy failed" : "";
         }
+    }
+
+    @Test
+    void statusesThatTakeAListenerAreNeverQueriedAndThoseSettledBeforeEndTheWaitAtOnce() {
+        Listened done = new Listened();
+        done.code = StatusCode.SUCCESS;
+        Listened late = new Listened();
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).await(List.of(done, late)))
+                .expectSubscription()
+                .expectNoEvent(Duration.ofSeconds(1))
+                .then(() -> late.push(StatusCode.SUCCESS))
+                .verifyComplete();
+        assertThat(done.queries).as("a query per status costs a native call on a GPU").hasValue(0);
+        assertThat(late.queries).hasValue(0);
+
+        Listened settled = new Listened();
+        settled.code = StatusCode.SUCCESS;
+        StepVerifier.create(PushWait.failFast(Duration.ofSeconds(30)).await(List.of(settled))).verifyComplete();
+        assertThat(settled.queries).hasValue(0);
     }
 
     @Test
