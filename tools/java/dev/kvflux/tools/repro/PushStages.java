@@ -14,7 +14,9 @@ import java.util.Map;
  * with timing events) through the {@linkplain PushTimeline stages of the push} that ended the wait (the status that
  * settled last), to the wait reporting its end on its own thread ({@code wait_ended}) and the caller blocked on it
  * running again ({@code caller_woke}). Each stage is the milliseconds since the stage before it that the wait passed:
- * a stage a backend does not have counts toward the next one it has.
+ * a stage a backend does not have counts toward the next one it has. Where that push had settled before the wait
+ * even began (the copies ended while the caller was still posting), {@code wait_began} stands between the push's
+ * stages and the wait's end: the lag then holds time in which nobody waited yet.
  */
 final class PushStages {
     /** Every stage, in order; {@code callback_ran} is timed from the GPU's copy end. */
@@ -22,6 +24,7 @@ final class PushStages {
 
     static {
         List<String> names = new ArrayList<>(PushTimeline.STAGES);
+        names.add("wait_began");
         names.add("wait_ended");
         names.add("caller_woke");
         NAMES = Collections.unmodifiableList(names);
@@ -48,19 +51,21 @@ final class PushStages {
     }
 
     /**
-     * The stages of one wait that ended on the push {@code last} (null: none), its subscriber signalled at
-     * {@code waitEnded} and its caller running again at {@code callerWoke}; {@code gpuCopyEnd} is the last copy's
-     * end from timing events, or unknown. Empty when no push ended the wait.
+     * The stages of one wait that began at {@code waitBegan} and saw the push {@code last} (null: none), its
+     * subscriber signalled at {@code waitEnded} and its caller running again at {@code callerWoke};
+     * {@code gpuCopyEnd} is the last copy's end from timing events, or unknown. Empty when no push settled a status.
      */
-    static Map<String, Double> of(PushTimeline last, long gpuCopyEnd, long waitEnded, long callerWoke) {
+    static Map<String, Double> of(PushTimeline last, long gpuCopyEnd, long waitBegan, long waitEnded,
+                                  long callerWoke) {
         if (last == null) {
             return Map.of();
         }
         long[] pushTimes = last.times();
-        long[] times = new long[pushTimes.length + 2];
+        long[] times = new long[pushTimes.length + 3];
         System.arraycopy(pushTimes, 0, times, 0, pushTimes.length);
-        times[pushTimes.length] = waitEnded;
-        times[pushTimes.length + 1] = callerWoke;
+        times[pushTimes.length] = waitBegan > last.settled() ? waitBegan : TransferStatus.UNKNOWN_TIME;
+        times[pushTimes.length + 1] = waitEnded;
+        times[pushTimes.length + 2] = callerWoke;
         Map<String, Double> stages = new LinkedHashMap<>();
         long before = gpuCopyEnd;
         for (int i = 0; i < times.length; i++) {

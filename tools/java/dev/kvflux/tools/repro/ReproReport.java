@@ -22,7 +22,8 @@ import java.util.Set;
  * setup}, {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits,
  * {@code stages} (only for waits that ended on a push) is {@code {"<stage>": {"p50_ms", "p99_ms", "max_ms"}}} in the
  * order of the push's way ({@code callback_ran}, {@code notifier_woke}, {@code queued}, {@code taken},
- * {@code returned}, {@code settled}, {@code wait_ended}, {@code caller_woke}; each from the stage before it), and
+ * {@code returned}, {@code settled}, {@code wait_began} where the push came before the wait, {@code wait_ended},
+ * {@code caller_woke}; each from the stage before it), and
  * each extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
  * distinct values otherwise. Several runs of one command print one table each, or one JSON document
  * {@code {"runs": [...], "comparison": [lines]}}.

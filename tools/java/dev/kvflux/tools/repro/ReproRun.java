@@ -251,7 +251,8 @@ public final class ReproRun {
         double statusLag = error != null ? Double.NaN // before afterWait, which may release the statuses
                 : lagMs(statuses, endOnStatusClock, System.nanoTime() + target.copyEndGrace().toNanos());
         Map<String, Object> figures = new LinkedHashMap<>(target.afterWait(request));
-        Map<String, Double> stages = PushStages.of(lastPush, target.lastCopyEndNanos(), count.endedAt, end);
+        Map<String, Double> stages = PushStages.of(lastPush, target.lastCopyEndNanos(), start, count.endedAt,
+                end);
         if (count.queries >= 0) {
             figures.putIfAbsent(QUERIES_PER_STATUS, (double) count.queries / statuses.size());
         }

@@ -49,7 +49,7 @@ class PushStagesTest {
         // a CUDA engine's push: no queue inside the backend, so "settled" counts from the dispatch thread taking it
         PushTimeline cuda = new PushTimeline(10 * MS, 12 * MS, U, U, U, 15 * MS);
 
-        Map<String, Double> stages = PushStages.of(cuda, 9 * MS, 16 * MS, 20 * MS);
+        Map<String, Double> stages = PushStages.of(cuda, 9 * MS, 8 * MS, 16 * MS, 20 * MS);
 
         assertThat(stages.keySet()).containsExactly("callback_ran", "notifier_woke", "settled", "wait_ended",
                 "caller_woke");
@@ -64,12 +64,25 @@ class PushStagesTest {
     void withoutTheGpusCopyEndTheFirstStageIsTheCallbacksRunAndNothingIsTimedBeforeIt() {
         PushTimeline mori = new PushTimeline(10 * MS, 11 * MS, 12 * MS, 13 * MS, 14 * MS, 15 * MS);
 
-        Map<String, Double> stages = PushStages.of(mori, U, 16 * MS, 17 * MS);
+        Map<String, Double> stages = PushStages.of(mori, U, 9 * MS, 16 * MS, 17 * MS);
 
         assertThat(stages.keySet()).containsExactly("notifier_woke", "queued", "taken", "returned", "settled",
                 "wait_ended", "caller_woke");
         assertThat(stages.values()).allSatisfy(ms -> assertThat(ms).isCloseTo(1.0, within(1e-9)));
-        assertThat(PushStages.of(null, U, 16 * MS, 17 * MS)).as("a wait no push ended").isEmpty();
+        assertThat(PushStages.of(null, U, 9 * MS, 16 * MS, 17 * MS)).as("a wait no push ended").isEmpty();
+    }
+
+    @Test
+    void aPushThatSettledBeforeTheWaitBeganIsFollowedByTheWaitsStart() {
+        PushTimeline early = new PushTimeline(10 * MS, 11 * MS, 12 * MS, 13 * MS, 14 * MS, 15 * MS);
+
+        Map<String, Double> stages = PushStages.of(early, U, 18 * MS, 19 * MS, 20 * MS);
+
+        assertThat(stages.keySet()).containsExactly("notifier_woke", "queued", "taken", "returned", "settled",
+                "wait_began", "wait_ended", "caller_woke");
+        assertThat(stages.get("wait_began")).as("the copies ended while nobody waited yet").isCloseTo(3.0,
+                within(1e-9));
+        assertThat(stages.get("wait_ended")).as("from the wait's start").isCloseTo(1.0, within(1e-9));
     }
 
     @Test
