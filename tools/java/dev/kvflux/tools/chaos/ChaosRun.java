@@ -28,7 +28,8 @@ import dev.kvflux.transfer.TpRanks;
  * injected; then, once both roles have had time to settle (the receive deadline and the block lease plus a margin), what each role
  * still holds. The faults on etcd run instead through {@link EtcdFaultRun}: the membership faults
  * ({@link ChaosFault.Membership}) on an {@link EtcdCluster} (a real etcd, a prefill, two decodes and two proxies, each its
- * own JVM, the load going to both proxies in turn).
+ * own JVM, the load going to both proxies in turn), those across hosts ({@link EtcdHostFault}) on a
+ * {@link NetnsEtcdCluster} (three etcd members, two proxies, a prefill and a decode, each on a host of its own).
  *
  * <p>Per fault it counts, from the client's side: {@code completed} (200 with exactly the expected tokens),
  * {@code failed_cleanly} (an error status with a JSON error naming a reason), {@code failed_without_reason}
@@ -52,8 +53,17 @@ public final class ChaosRun {
 
     /** The faults, in the order they run. */
     public static final List<String> FAULTS = ChaosFault.all().stream().map(ChaosFault::label).toList();
-    /** The faults that cut links between hosts of their own ({@link Netns}): {@code kvflux chaos --hosts netns}. */
-    public static final List<String> PARTITION_FAULTS = ChaosFault.Partition.LABELS;
+    /**
+     * The faults that cut links between hosts of their own ({@link Netns}): {@code kvflux chaos --hosts netns}; the last
+     * ({@link EtcdHostFault}) on etcd members and proxies of their own too.
+     */
+    public static final List<String> PARTITION_FAULTS = java.util.stream.Stream.concat(
+            ChaosFault.Partition.LABELS.stream(), EtcdHostFault.LABELS.stream()).toList();
+    /** The faults across hosts that run on etcd members of their own, last. */
+    public static final List<String> ETCD_HOST_FAULTS = EtcdHostFault.LABELS;
+    /** The hosts of {@code --hosts netns}, in the order of their addresses: the load and the in-process proxy first. */
+    public static final List<String> HOSTS = java.util.stream.Stream.of(List.of("client", "prefill", "decode"),
+            NetnsEtcdCluster.PROXIES, NetnsEtcdCluster.MEMBERS).flatMap(List::stream).toList();
     /** The faults that run on a real etcd ({@link EtcdProcess}), last. */
     public static final List<String> MEMBERSHIP_FAULTS = java.util.Arrays.stream(ChaosFault.Membership.values())
             .map(ChaosFault::label).toList();
@@ -143,7 +153,7 @@ public final class ChaosRun {
     private final Netns hosts;
     /** The notify secret of the roles and the proxy on hosts of their own; null on loopback. */
     private final String secret;
-    /** The faults on etcd: their cluster is started at the first of them. */
+    /** The faults on etcd, on loopback or across hosts: their cluster is started at the first of them. */
     private final EtcdFaultRun onEtcd;
 
     public ChaosRun(Settings settings) {
@@ -164,11 +174,11 @@ public final class ChaosRun {
         this.secret = hosts == null ? null : java.util.HexFormat.of().formatHex(random);
         this.onEtcd = new EtcdFaultRun(settings, load, hosts, this::settle);
         for (ChaosFault fault : settings.chaosFaults()) {
-            if ((fault instanceof ChaosFault.Partition) != (hosts != null)) {
+            if (PARTITION_FAULTS.contains(fault.label()) != (hosts != null)) {
                 throw new IllegalArgumentException(hosts == null
                         ? fault.label() + " needs hosts of their own: run it with --hosts netns"
                         : "--hosts netns runs the partition faults only (" + String.join(", ",
-                                ChaosFault.Partition.LABELS) + "); " + fault.label() + " runs on loopback");
+                                PARTITION_FAULTS) + "); " + fault.label() + " runs on loopback");
             }
         }
     }

@@ -7,7 +7,8 @@ import java.util.Map;
 
 /**
  * The chaos run's faults on etcd: the membership faults ({@link ChaosFault.Membership}) on an {@link EtcdCluster} on
- * loopback. The cluster is started at the first such fault and shared by the rest; for each fault the load goes through both proxies while the fault strikes,
+ * loopback, the faults across hosts ({@link EtcdHostFault}) on a {@link NetnsEtcdCluster}. The cluster is started at the
+ * first such fault and shared by the rest; for each fault the load goes through both proxies while the fault strikes,
  * then the roles settle, and the fault's recovery is the one it measured. Not thread-safe: one fault at a time.
  */
 final class EtcdFaultRun implements AutoCloseable {
@@ -48,7 +49,7 @@ final class EtcdFaultRun implements AutoCloseable {
 
     /** Whether {@code fault} runs here. */
     static boolean runs(ChaosFault fault) {
-        return fault instanceof ChaosFault.Membership;
+        return fault instanceof ChaosFault.Membership || fault instanceof EtcdHostFault;
     }
 
     /**
@@ -61,7 +62,10 @@ final class EtcdFaultRun implements AutoCloseable {
             // the proxies give up on a decode's first byte before the load gives up on its answer
             List<String> proxyArgs = List.of("--first-byte-timeout",
                     settings.receiveDeadline().plusSeconds(2).toMillis() + "ms");
-            cluster = EtcdCluster.start(settings.logDir(), prefillArgs, decodeArgs, proxyArgs, settings.requestTimeout());
+            cluster = fault instanceof EtcdHostFault
+                    ? NetnsEtcdCluster.start(hosts, settings.logDir(), prefillArgs, decodeArgs, proxyArgs,
+                            settings.requestTimeout())
+                    : EtcdCluster.start(settings.logDir(), prefillArgs, decodeArgs, proxyArgs, settings.requestTimeout());
         }
         List<RoleProcess> roles = cluster.roles();
         long corruptBefore = 0;
@@ -73,6 +77,7 @@ final class EtcdFaultRun implements AutoCloseable {
         try {
             results = load.run(fault, cluster.bases(), () -> figures[0] = switch (fault) {
                 case ChaosFault.Membership m -> m.strike((EtcdCluster) cluster, downtime);
+                case EtcdHostFault h -> h.strike((NetnsEtcdCluster) cluster, downtime);
                 default -> throw new IllegalArgumentException(fault.label() + " does not run on etcd");
             });
         } finally {
