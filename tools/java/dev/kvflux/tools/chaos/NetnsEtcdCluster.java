@@ -149,7 +149,7 @@ final class NetnsEtcdCluster implements EtcdFaultRun.Cluster {
     /**
      * Proxy a cut from all three members for {@code lasts}; proxy b keeps its links. Figures: when proxy a said etcd
      * was down (-1 if not within the cut), and from the heal until it is connected, lists what proxy b lists, and has
-     * routed a request, the last of which is recovery_s.
+     * routed a request, the longest of which is recovery_s.
      */
     EtcdCluster.Figures proxyEtcdCut(Duration lasts) throws Exception {
         RoleProcess cut = proxies.get(0);
@@ -182,23 +182,25 @@ final class NetnsEtcdCluster implements EtcdFaultRun.Cluster {
      * The etcd leader cut from the other two members for {@code lasts}. Figures: which member led (0 to 2), when the
      * other two agreed on a new leader (-1 if not within the cut), the fewest instances either proxy listed meanwhile,
      * and from the heal until the three agree on one leader and until both proxies are connected, list both instances
-     * and have routed a request, the last of which is recovery_s.
+     * and have routed a request, the longest of which is recovery_s.
      */
     EtcdCluster.Figures leaderIsolated(Duration lasts) throws Exception {
         Map<String, String> ids = new LinkedHashMap<>();
-        EtcdCluster.await("every etcd member knows a leader", WITHIN, () -> {
+        Set<String> named = new HashSet<>();
+        EtcdCluster.await("every etcd member names one leader", WITHIN, () -> {
             ids.clear();
+            named.clear();
             for (String m : MEMBERS) {
                 JsonNode status = status(m);
-                if (status == null || leaderId(status).equals("0")) {
+                if (status == null) {
                     return false;
                 }
                 ids.put(m, status.path("header").path("member_id").asText());
+                named.add(leaderId(status));
             }
-            return true;
+            return named.size() == 1 && !named.contains("0");
         });
-        JsonNode first = status(MEMBERS.get(0));
-        String leaderId = first == null ? "0" : leaderId(first);
+        String leaderId = named.iterator().next();
         String leader = ids.entrySet().stream().filter(e -> e.getValue().equals(leaderId)).map(Map.Entry::getKey)
                 .findFirst().orElseThrow(() -> new IllegalStateException("etcd's leader " + leaderId
                         + " is none of its members " + ids));
@@ -241,9 +243,9 @@ final class NetnsEtcdCluster implements EtcdFaultRun.Cluster {
     /**
      * Decode killed, prefill and decode cut from each other, decode started again after {@code downtime} while cut,
      * and healed once the cut has lasted {@code lasts} (or decode is healthy, if later). Figures: the restart until
-     * decode is healthy, how long the cut lasted, and from the
-     * heal until both proxies have routed a request, which is recovery_s. (Both proxies may list the restarted decode
-     * before it registers again: the killed one's record lasts until its lease ends, at the same address.)
+     * decode is healthy, how long the cut lasted, and from the heal until both proxies have routed a request, the
+     * longest of which is recovery_s. (Both proxies may list the restarted decode before it registers again: the
+     * killed one's record lasts until its lease ends, at the same address.)
      */
     EtcdCluster.Figures decodeRestartPartitioned(Duration lasts, Duration downtime) throws Exception {
         decode.kill();

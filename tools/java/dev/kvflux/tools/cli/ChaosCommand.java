@@ -90,10 +90,10 @@ public final class ChaosCommand implements Callable<Integer> {
                     + " prefill and decode each on a host of its own, a Linux network namespace joined to the others"
                     + " through a bridge (needs root and ip), for the partition faults "
                     + "(partition-prefill-decode, partition-prefill-decode-60s, partition-prefill-to-decode,"
-                    + " partition-proxy-decode, isolate-decode, freeze-decode; all of them by default), and, with three"
-                    + " etcd members and two proxies on hosts of their own too, the faults across etcd"
-                    + " (partition-proxy-etcd: one proxy cut from etcd; isolate-etcd-leader; partition-decode-restart:"
-                    + " decode killed and restarted while cut from prefill).")
+                    + " partition-proxy-decode, isolate-decode, freeze-decode) and, with three etcd members and two"
+                    + " proxies on hosts of their own too, the faults across etcd (partition-proxy-etcd: one proxy cut"
+                    + " from etcd; isolate-etcd-leader; partition-decode-restart: decode killed and restarted while cut"
+                    + " from prefill); all nine by default.")
     String hosts = "loopback";
 
     /** Set on the run this command starts inside the client host: the namespaces' prefix. */
