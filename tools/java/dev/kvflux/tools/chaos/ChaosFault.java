@@ -15,7 +15,7 @@ import java.util.Optional;
  * request unfinished or failed without a reason, nothing held, no corrupt output, some completed).
  */
 sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure, ChaosFault.Membership,
-        ChaosFault.Partition {
+        ChaosFault.Partition, EtcdHostFault {
 
     /** How a killed or stopped role's restart is awaited. */
     Duration HEALTHY_WITHIN = Duration.ofSeconds(60);
@@ -122,10 +122,11 @@ sealed interface ChaosFault permits ChaosFault.Fixed, ChaosFault.StatusFailure, 
      * @throws IllegalArgumentException naming every fault if there is none by that name
      */
     static ChaosFault named(String label) {
-        return java.util.stream.Stream.concat(all().stream(), Arrays.stream(Partition.values())).filter(f -> f.label().equals(label)).findFirst().orElseThrow(() ->
-                new IllegalArgumentException("unknown fault '" + label + "'; expected one of "
+        return java.util.stream.Stream.of(all().stream(), Arrays.stream(Partition.values()),
+                Arrays.stream(EtcdHostFault.values())).flatMap(f -> f).filter(f -> f.label().equals(label)).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("unknown fault '" + label + "'; expected one of "
                         + all().stream().map(ChaosFault::label).toList() + ", or with --hosts netns one of "
-                        + Partition.LABELS));
+                        + ChaosRun.PARTITION_FAULTS));
     }
 
     /** The faults that are not one per failure code. */

@@ -26,8 +26,10 @@ import dev.kvflux.transfer.TpRanks;
  * The fault matrix: for each fault, a prefill and a decode, each its own JVM on loopback (shared by the
  * faults whose prefill takes the same options, and settled between them), behind a fresh in-process proxy; a closed-loop load of {@code requests} requests through the proxy while the fault is
  * injected; then, once both roles have had time to settle (the receive deadline and the block lease plus a margin), what each role
- * still holds. The membership faults ({@link ChaosFault.Membership}) run instead on an {@link EtcdCluster}: a real
- * etcd, a prefill, two decodes and two proxies, each its own JVM, the load going to both proxies in turn.
+ * still holds. The faults on etcd run instead through {@link EtcdFaultRun}: the membership faults
+ * ({@link ChaosFault.Membership}) on an {@link EtcdCluster} (a real etcd, a prefill, two decodes and two proxies, each its
+ * own JVM, the load going to both proxies in turn), those across hosts ({@link EtcdHostFault}) on a
+ * {@link NetnsEtcdCluster} (three etcd members, two proxies, a prefill and a decode, each on a host of its own).
  *
  * <p>Per fault it counts, from the client's side: {@code completed} (200 with exactly the expected tokens),
  * {@code failed_cleanly} (an error status with a JSON error naming a reason), {@code failed_without_reason}
@@ -39,7 +41,7 @@ import dev.kvflux.transfer.TpRanks;
  * {@code recovery_s}: after a restart, the time from the restarted role being healthy until the first
  * request started after it succeeds (-1 when none did); for an interleaved fault (disconnects, rejections,
  * a burst, status failures, stalls and late statuses, scatter/gather under load, mistreated notifications), the longest time from a disturbed request's end until the next success;
- * for a membership fault, what the fault measured ({@link EtcdCluster}: a restarted proxy's first routed request after
+ * for a fault on etcd, what the fault measured ({@link EtcdCluster}: a restarted proxy's first routed request after
  * it is up, both proxies connected again after etcd is back, a paused decode listed again after it resumed, a blackhole
  * ejected by both proxies), with its other figures in {@link FaultResult#figures()}.
  */
@@ -51,8 +53,17 @@ public final class ChaosRun {
 
     /** The faults, in the order they run. */
     public static final List<String> FAULTS = ChaosFault.all().stream().map(ChaosFault::label).toList();
-    /** The faults that cut links between hosts of their own ({@link Netns}): {@code kvflux chaos --hosts netns}. */
-    public static final List<String> PARTITION_FAULTS = ChaosFault.Partition.LABELS;
+    /**
+     * The faults that cut links between hosts of their own ({@link Netns}): {@code kvflux chaos --hosts netns}; the last
+     * ({@link EtcdHostFault}) on etcd members and proxies of their own too.
+     */
+    public static final List<String> PARTITION_FAULTS = java.util.stream.Stream.concat(
+            ChaosFault.Partition.LABELS.stream(), EtcdHostFault.LABELS.stream()).toList();
+    /** The faults across hosts that run on etcd members of their own, last. */
+    public static final List<String> ETCD_HOST_FAULTS = EtcdHostFault.LABELS;
+    /** The hosts of {@code --hosts netns}, in the order of their addresses: the load and the in-process proxy first. */
+    public static final List<String> HOSTS = java.util.stream.Stream.of(List.of("client", "prefill", "decode"),
+            NetnsEtcdCluster.PROXIES, NetnsEtcdCluster.MEMBERS).flatMap(List::stream).toList();
     /** The faults that run on a real etcd ({@link EtcdProcess}), last. */
     public static final List<String> MEMBERSHIP_FAULTS = java.util.Arrays.stream(ChaosFault.Membership.values())
             .map(ChaosFault::label).toList();
@@ -142,8 +153,8 @@ public final class ChaosRun {
     private final Netns hosts;
     /** The notify secret of the roles and the proxy on hosts of their own; null on loopback. */
     private final String secret;
-    /** The cluster of the membership faults, started at the first of them. */
-    private EtcdCluster etcdCluster;
+    /** The faults on etcd, on loopback or across hosts: their cluster is started at the first of them. */
+    private final EtcdFaultRun onEtcd;
 
     public ChaosRun(Settings settings) {
         this(settings, null);
@@ -161,12 +172,13 @@ public final class ChaosRun {
         byte[] random = new byte[32];
         new java.security.SecureRandom().nextBytes(random);
         this.secret = hosts == null ? null : java.util.HexFormat.of().formatHex(random);
+        this.onEtcd = new EtcdFaultRun(settings, load, hosts, this::settle);
         for (ChaosFault fault : settings.chaosFaults()) {
-            if ((fault instanceof ChaosFault.Partition) != (hosts != null)) {
+            if (PARTITION_FAULTS.contains(fault.label()) != (hosts != null)) {
                 throw new IllegalArgumentException(hosts == null
                         ? fault.label() + " needs hosts of their own: run it with --hosts netns"
                         : "--hosts netns runs the partition faults only (" + String.join(", ",
-                                ChaosFault.Partition.LABELS) + "); " + fault.label() + " runs on loopback");
+                                PARTITION_FAULTS) + "); " + fault.label() + " runs on loopback");
             }
         }
     }
@@ -191,9 +203,7 @@ public final class ChaosRun {
                 pair[0].close();
                 pair[1].close();
             }
-            if (etcdCluster != null) {
-                etcdCluster.close();
-            }
+            onEtcd.close();
         }
         return results;
     }
@@ -326,43 +336,9 @@ public final class ChaosRun {
         return aimed;
     }
 
-    /**
-     * A membership fault: on the etcd cluster (started at the first such fault, shared by the rest), the load through
-     * both proxies while the fault strikes; its recovery is what the fault measured.
-     */
-    private FaultResult runOnEtcd(ChaosFault.Membership fault) throws Exception {
-        if (etcdCluster == null) {
-            // the proxies give up on a decode's first byte before the load gives up on its answer
-            etcdCluster = EtcdCluster.start(settings.logDir(), prefillArgs(List.of(), fault), decodeArgs(List.of()),
-                    List.of("--first-byte-timeout", settings.receiveDeadline().plusSeconds(2).toMillis() + "ms"),
-                    settings.requestTimeout());
-        }
-        List<RoleProcess> roles = etcdCluster.roles();
-        long corruptBefore = 0;
-        for (RoleProcess decode : roles.subList(1, roles.size())) {
-            corruptBefore += decode.metrics().count(CORRUPT_KV, "result", "corrupt");
-        }
-        EtcdCluster.Figures[] figures = new EtcdCluster.Figures[1];
-        List<ChaosLoad.Result> results;
-        try {
-            results = load.run(fault, etcdCluster.bases(), () -> figures[0] = fault.strike(etcdCluster, downtime()));
-        } finally {
-            etcdCluster.afterFault();
-        }
-        Leaks leaks = settle(roles).corruptSince(corruptBefore);
-        Map<String, Double> all = new java.util.LinkedHashMap<>(figures[0].figures());
-        for (int p = 0; p < etcdCluster.bases().size(); p++) {
-            int proxy = p;
-            all.put("requests_via_proxy_" + p, (double) results.stream().filter(r -> r.via() == proxy).count());
-            all.put("completed_via_proxy_" + p, (double) results.stream()
-                    .filter(r -> r.via() == proxy && r.outcome() == ChaosLoad.Outcome.COMPLETED).count());
-        }
-        return FaultSummary.of(fault, results, Long.MIN_VALUE, leaks, figures[0].recoverySeconds(), all);
-    }
-
     private FaultResult runFault(ChaosFault fault) throws Exception {
-        if (fault instanceof ChaosFault.Membership membership) {
-            return runOnEtcd(membership);
+        if (EtcdFaultRun.runs(fault)) {
+            return onEtcd.run(fault, prefillArgs(List.of(), fault), decodeArgs(List.of()), downtime());
         }
         if (deadProxy == 0) {
             deadProxy = freePort();
@@ -438,7 +414,7 @@ public final class ChaosRun {
      * handles if their metrics could not be read.
      */
     /** As described above, for a prefill ({@code roles.get(0)}) and its decodes (the rest). */
-    private Leaks settle(List<RoleProcess> roles) throws InterruptedException {
+    Leaks settle(List<RoleProcess> roles) throws InterruptedException {
         long until = System.nanoTime() + settings.receiveDeadline().plus(settings.blockLease())
                 .plus(settings.transferTimeout()).plusSeconds(5).toNanos();
         Leaks held = new Leaks(-1, -1, 0);

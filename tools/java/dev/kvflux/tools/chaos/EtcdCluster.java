@@ -37,7 +37,7 @@ import java.util.function.BooleanSupplier;
  * fault ({@link ChaosFault.Membership}) is a method here that does it to the cluster while the load runs through both
  * proxies, measures how the cluster recovers, and returns the figures. Not thread-safe: one fault at a time.
  */
-final class EtcdCluster implements AutoCloseable {
+final class EtcdCluster implements EtcdFaultRun.Cluster {
     /** The cluster's name in etcd. */
     static final String NAME = "chaos";
     /** The instances' lease TTL: short, so that a paused instance's lease ends within the fault. */
@@ -130,13 +130,13 @@ final class EtcdCluster implements AutoCloseable {
         }
     }
 
-    /** The proxies' base URLs, where the load goes (request {@code i} to proxy {@code i % 2}). */
-    List<String> bases() {
+    @Override
+    public List<String> bases() {
         return proxies.stream().map(RoleProcess::baseUrl).toList();
     }
 
-    /** The instances: prefill, then the decodes. */
-    List<RoleProcess> roles() {
+    @Override
+    public List<RoleProcess> roles() {
         List<RoleProcess> roles = new ArrayList<>();
         roles.add(prefill);
         roles.addAll(decodes);
@@ -257,7 +257,8 @@ final class EtcdCluster implements AutoCloseable {
     }
 
     /** Ends what the last fault left registered (the blackhole). */
-    void afterFault() throws Exception {
+    @Override
+    public void afterFault() throws Exception {
         for (AutoCloseable c : blackholes.reversed()) {
             c.close();
         }
@@ -288,7 +289,12 @@ final class EtcdCluster implements AutoCloseable {
 
     /** Whether proxy {@code p}'s {@code /health} lists {@code instance}. */
     private boolean lists(int p, Instance instance) {
-        JsonNode health = health(p);
+        return lists(proxies.get(p), instance);
+    }
+
+    /** Whether {@code proxy}'s {@code /health} lists {@code instance}. */
+    static boolean lists(RoleProcess proxy, Instance instance) {
+        JsonNode health = health(proxy);
         if (health == null) {
             return false;
         }
@@ -302,13 +308,19 @@ final class EtcdCluster implements AutoCloseable {
 
     /** Whether proxy {@code p} says etcd is connected; null when its {@code /health} cannot be read. */
     private Boolean connected(int p) {
-        JsonNode health = health(p);
+        return connected(proxies.get(p));
+    }
+
+    /** Whether {@code proxy} says etcd is connected; null when its {@code /health} cannot be read. */
+    static Boolean connected(RoleProcess proxy) {
+        JsonNode health = health(proxy);
         return health == null ? null : health.path("membership").path("connected").asBoolean();
     }
 
-    private JsonNode health(int p) {
+    /** {@code proxy}'s {@code /health}, or null when it cannot be read. */
+    static JsonNode health(RoleProcess proxy) {
         try {
-            String body = proxies.get(p).health();
+            String body = proxy.health();
             return body == null ? null : HttpJson.MAPPER.readTree(body);
         } catch (IOException e) {
             return null;
@@ -320,7 +332,7 @@ final class EtcdCluster implements AutoCloseable {
 
     /** Whether proxy {@code p}'s {@code /health} lists {@code instance} as ejected. */
     private boolean ejected(int p, Instance instance) {
-        JsonNode health = health(p);
+        JsonNode health = health(proxies.get(p));
         if (health == null) {
             return false;
         }
@@ -334,6 +346,11 @@ final class EtcdCluster implements AutoCloseable {
 
     /** One completion through {@code base}: whether it answered 200. */
     private boolean complete(String base) throws InterruptedException {
+        return complete(base, requestTimeout);
+    }
+
+    /** One completion through {@code base}, given {@code requestTimeout}: whether it answered 200. */
+    static boolean complete(String base, Duration requestTimeout) throws InterruptedException {
         try {
             HttpResponse<String> res = HTTP.send(HttpRequest.newBuilder(URI.create(base + "/v1/completions"))
                     .timeout(requestTimeout).POST(HttpRequest.BodyPublishers.ofString(
@@ -344,7 +361,7 @@ final class EtcdCluster implements AutoCloseable {
         }
     }
 
-    private static void await(String what, Duration within, BooleanSupplier done) throws InterruptedException {
+    static void await(String what, Duration within, BooleanSupplier done) throws InterruptedException {
         long until = System.nanoTime() + within.toNanos();
         while (!done.getAsBoolean()) {
             if (System.nanoTime() - until > 0) {
@@ -354,7 +371,7 @@ final class EtcdCluster implements AutoCloseable {
         }
     }
 
-    private static double seconds(long nanos) {
+    static double seconds(long nanos) {
         return Math.round(nanos / 1e6) / 1000.0;
     }
 

@@ -32,13 +32,56 @@ public final class EtcdProcess implements AutoCloseable {
     private final Path dir;
     private final int clientPort;
     private final int peerPort;
+    /** The member's name, the address it listens on, how it is started on its host, and its cluster's members. */
+    private final String name;
+    private final String address;
+    private final List<String> exec;
+    private final String initialCluster;
+    /** Raft's heartbeat and election timeout, in ms. */
+    private final int heartbeatMs;
+    private final int electionMs;
     private Process process;
 
     private EtcdProcess(Path binary, Path dir, int clientPort, int peerPort) {
+        this(binary, dir, "kvflux", "127.0.0.1", List.of(), clientPort, peerPort,
+                "kvflux=http://127.0.0.1:" + peerPort, 50, 500);
+    }
+
+    private EtcdProcess(Path binary, Path dir, String name, String address, List<String> exec, int clientPort,
+            int peerPort, String initialCluster, int heartbeatMs, int electionMs) {
         this.binary = binary;
         this.dir = dir;
+        this.name = name;
+        this.address = address;
+        this.exec = List.copyOf(exec);
         this.clientPort = clientPort;
         this.peerPort = peerPort;
+        this.initialCluster = initialCluster;
+        this.heartbeatMs = heartbeatMs;
+        this.electionMs = electionMs;
+    }
+
+    /**
+     * One member of a cluster of several, on a host of its own ({@link Netns}): named {@code name}, listening on
+     * {@code address} at ports {@value #MEMBER_CLIENT_PORT} (clients) and {@value #MEMBER_PEER_PORT} (peers), started
+     * with {@code exec} before its command; {@code initialCluster} names every member, as etcd's
+     * {@code --initial-cluster} does ({@link #peerUrl}). Its raft timing is 100 ms heartbeats and 1 s elections, for
+     * members on one loaded host. Not started: {@link #launch()} each member, then {@link #awaitServing()} each (a
+     * member serves once a quorum has elected a leader).
+     */
+    static EtcdProcess member(Path dir, String name, String address, List<String> exec, String initialCluster) {
+        return new EtcdProcess(binary(), Objects.requireNonNull(dir, "dir"), name, address, exec, MEMBER_CLIENT_PORT,
+                MEMBER_PEER_PORT, initialCluster, 100, 1000);
+    }
+
+    /** A member's client port on its host. */
+    static final int MEMBER_CLIENT_PORT = 2379;
+    /** A member's peer port on its host. */
+    static final int MEMBER_PEER_PORT = 2380;
+
+    /** {@code NAME=http://ADDRESS:2380}: one member's entry in {@code --initial-cluster}. */
+    static String peerUrl(String name, String address) {
+        return name + "=http://" + address + ":" + MEMBER_PEER_PORT;
     }
 
     /**
@@ -76,23 +119,37 @@ public final class EtcdProcess implements AutoCloseable {
 
     /** Starts the process again on the same ports and data (after {@link #kill()}), and waits until it serves. */
     public void startAgain() throws IOException, InterruptedException {
+        launch();
+        awaitServing();
+    }
+
+    /** Starts the process (on the same ports and data after {@link #kill()}); returns at once. */
+    void launch() throws IOException {
         if (process != null && process.isAlive()) {
             throw new IllegalStateException("etcd is already running");
         }
         Files.createDirectories(dir);
-        String client = "http://127.0.0.1:" + clientPort;
-        String peer = "http://127.0.0.1:" + peerPort;
-        process = new ProcessBuilder(List.of(binary.toString(), "--name", "kvflux", "--data-dir",
+        String client = "http://" + address + ":" + clientPort;
+        String peer = "http://" + address + ":" + peerPort;
+        List<String> command = new java.util.ArrayList<>(exec);
+        command.addAll(List.of(binary.toString(), "--name", name, "--data-dir",
                 dir.resolve("data").toString(), "--listen-client-urls", client, "--advertise-client-urls", client,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster",
-                "kvflux=" + peer, "--heartbeat-interval", "50", "--election-timeout", "500", "--log-outputs", "stderr"))
+                initialCluster, "--initial-cluster-token", "kvflux-chaos", "--heartbeat-interval",
+                Integer.toString(heartbeatMs), "--election-timeout", Integer.toString(electionMs), "--log-outputs",
+                "stderr"));
+        process = new ProcessBuilder(command)
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("etcd.log")
                         .toFile())).start();
         RoleProcess.track(process);
-        awaitServing();
     }
 
-    private void awaitServing() throws InterruptedException {
+    /**
+     * Waits until etcd answers {@code /health} with true (a leader is known).
+     *
+     * @throws IllegalStateException if it exits first or does not serve within 30 s
+     */
+    void awaitServing() throws InterruptedException {
         long until = System.nanoTime() + READY_WITHIN.toNanos();
         while (System.nanoTime() - until < 0) {
             if (!process.isAlive()) {
@@ -100,8 +157,8 @@ public final class EtcdProcess implements AutoCloseable {
                         + dir.resolve("etcd.log"));
             }
             try {
-                HttpResponse<String> res = HTTP.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + clientPort
-                        + "/health")).timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> res = HTTP.send(HttpRequest.newBuilder(URI.create("http://" + address + ":"
+                        + clientPort + "/health")).timeout(Duration.ofSeconds(1)).build(), HttpResponse.BodyHandlers.ofString());
                 if (res.statusCode() == 200 && res.body().contains("true")) {
                     return;
                 }
@@ -114,14 +171,19 @@ public final class EtcdProcess implements AutoCloseable {
                 + dir.resolve("etcd.log"));
     }
 
-    /** {@code etcd://127.0.0.1:PORT}, as {@code --discovery} takes it. */
+    /** {@code etcd://ADDRESS:PORT}, as {@code --discovery} takes it. */
     public String url() {
-        return "etcd://127.0.0.1:" + clientPort;
+        return "etcd://" + address + ":" + clientPort;
     }
 
     /** The client endpoint. */
     public InetSocketAddress endpoint() {
-        return InetSocketAddress.createUnresolved("127.0.0.1", clientPort);
+        return InetSocketAddress.createUnresolved(address, clientPort);
+    }
+
+    /** The member's name in its cluster. */
+    String name() {
+        return name;
     }
 
     /** SIGKILL, as {@code kill -9}; waits for the process to be gone. */

@@ -90,10 +90,16 @@ public final class RoleProcess implements AutoCloseable {
      * membership, say).
      */
     public static RoleProcess proxy(int port, int discoveryPort, List<String> extraArgs, Path log) {
-        List<String> args = new ArrayList<>(List.of("proxy", "--host", "127.0.0.1", "--port", Integer.toString(port),
+        return proxy("127.0.0.1", List.of(), port, discoveryPort, extraArgs, log);
+    }
+
+    /** {@link #proxy(int, int, List, Path)} listening on {@code address}, started with {@code exec} (a host's). */
+    static RoleProcess proxy(String address, List<String> exec, int port, int discoveryPort, List<String> extraArgs,
+            Path log) {
+        List<String> args = new ArrayList<>(List.of("proxy", "--host", address, "--port", Integer.toString(port),
                 "--discovery-port", Integer.toString(discoveryPort)));
         args.addAll(extraArgs);
-        return new RoleProcess(null, port, discoveryPort, args, Map.of(), log, "127.0.0.1", List.of());
+        return new RoleProcess(null, port, discoveryPort, args, Map.of(), log, address, exec);
     }
 
     /** The instance as the proxy knows it. */

@@ -90,7 +90,10 @@ public final class ChaosCommand implements Callable<Integer> {
                     + " prefill and decode each on a host of its own, a Linux network namespace joined to the others"
                     + " through a bridge (needs root and ip), for the partition faults "
                     + "(partition-prefill-decode, partition-prefill-decode-60s, partition-prefill-to-decode,"
-                    + " partition-proxy-decode, isolate-decode, freeze-decode; all of them by default).")
+                    + " partition-proxy-decode, isolate-decode, freeze-decode) and, with three etcd members and two"
+                    + " proxies on hosts of their own too, the faults across etcd (partition-proxy-etcd: one proxy cut"
+                    + " from etcd; isolate-etcd-leader; partition-decode-restart: decode killed and restarted while cut"
+                    + " from prefill); all nine by default.")
     String hosts = "loopback";
 
     /** Set on the run this command starts inside the client host: the namespaces' prefix. */
@@ -98,7 +101,7 @@ public final class ChaosCommand implements Callable<Integer> {
     String netnsPrefix;
 
     /** The hosts of {@code --hosts netns}, in the order of their addresses. */
-    private static final List<String> HOSTS = List.of("client", "prefill", "decode");
+    private static final List<String> HOSTS = ChaosRun.HOSTS;
 
     @Override
     public Integer call() throws Exception {
@@ -146,7 +149,8 @@ public final class ChaosCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
-        List<String> onEtcd = ChaosRun.MEMBERSHIP_FAULTS.stream().filter(settings.faults()::contains).toList();
+        List<String> onEtcd = settings.faults().stream().filter(f -> ChaosRun.MEMBERSHIP_FAULTS.contains(f)
+                || ChaosRun.ETCD_HOST_FAULTS.contains(f)).toList();
         if (!onEtcd.isEmpty()) {
             try {
                 EtcdProcess.binary();
@@ -177,8 +181,10 @@ public final class ChaosCommand implements Callable<Integer> {
                     + (List.of("cuda", "hip", "mori").contains(settings.backend()) ? " (GPU " + settings.gpu() + ")" : "")
                     + ", " + settings.kvMode().wireName() + " mode, prefill TP " + settings.tp().prefillTp()
                     + ", decode TP " + settings.tp().decodeTp() + ", " + settings.requests() + " requests per fault"
-                    + (net == null ? "" : ", on hosts of their own (proxy and load " + net.address("client")
-                            + ", prefill " + net.address("prefill") + ", decode " + net.address("decode") + ")"));
+                    + (net == null ? "" : ", on hosts of their own (load and in-process proxy "
+                            + net.address("client") + ", prefill " + net.address("prefill") + ", decode "
+                            + net.address("decode") + "; for the faults across etcd, proxies and etcd members "
+                            + HOSTS.subList(3, HOSTS.size()).stream().map(net::address).toList() + ")"));
             spec.commandLine().getOut().printf("%-28s %8s %9s %14s %14s %13s %14s %15s %10s%n", "fault", "requests",
                     "completed", "failed_cleanly", "never_finished", "leaked_blocks", "leaked_handles",
                     "corrupt_outputs", "recovery_s");
