@@ -201,6 +201,10 @@ public final class DecodeServer implements AutoCloseable {
         TpRanks pair = new TpRanks(settings.peerTp, tp);
         List<DescribedEngine> engines = new ArrayList<>(tp);
         List<Runnable> owned = new ArrayList<>();
+        dev.kvflux.serving.observe.HistoryLog history = settings.openHistory("decode");
+        if (history != null) {
+            owned.add(history::close); // closed last, after the sides said they stopped
+        }
         if (settings.engines != null) {
             engines.addAll(settings.engines);
         } else {
@@ -211,10 +215,6 @@ public final class DecodeServer implements AutoCloseable {
             }
         }
         Runnable closeOwned = () -> owned.reversed().forEach(Runnable::run);
-        dev.kvflux.serving.observe.HistoryLog history = settings.openHistory("decode");
-        if (history != null) {
-            owned.addFirst(history::close); // closed last, after the sides said they stopped
-        }
         List<DecodeSide> sides = new ArrayList<>(tp);
         List<RoleMemory> memories = new ArrayList<>(tp);
         List<HandshakeSessions> readSessions = new ArrayList<>();
