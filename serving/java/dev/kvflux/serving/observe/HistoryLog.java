@@ -44,13 +44,14 @@ public final class HistoryLog implements TransferHistory, AutoCloseable {
     private final String role;
     private final Path file;
     private final Writer out;
-    private final BlockingQueue<Stamped> queue = new ArrayBlockingQueue<>(QUEUE);
+    private final BlockingQueue<Stamped> queue;
     private final AtomicLong dropped = new AtomicLong();
     private final Thread writer;
     private volatile boolean closing;
     private volatile IOException failed;
 
-    private HistoryLog(String role, Path file, Writer out) {
+    private HistoryLog(String role, Path file, Writer out, int capacity) {
+        this.queue = new ArrayBlockingQueue<>(capacity);
         this.role = role;
         this.file = file;
         this.out = out;
@@ -63,6 +64,11 @@ public final class HistoryLog implements TransferHistory, AutoCloseable {
      * @throws IllegalStateException one line, if the file cannot be opened for writing
      */
     public static HistoryLog open(Path file, String role) {
+        return open(file, role, QUEUE);
+    }
+
+    /** As {@link #open(Path, String)}, queueing at most {@code capacity} events. */
+    static HistoryLog open(Path file, String role, int capacity) {
         Objects.requireNonNull(file, "file");
         Objects.requireNonNull(role, "role");
         try {
@@ -71,7 +77,7 @@ public final class HistoryLog implements TransferHistory, AutoCloseable {
                 Files.createDirectories(parent);
             }
             return new HistoryLog(role, file, Files.newBufferedWriter(file, StandardCharsets.UTF_8,
-                    StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE));
+                    StandardOpenOption.CREATE, StandardOpenOption.APPEND, StandardOpenOption.WRITE), capacity);
         } catch (IOException e) {
             throw new IllegalStateException("cannot write the history log " + file + ": " + e.getMessage(), e);
         }

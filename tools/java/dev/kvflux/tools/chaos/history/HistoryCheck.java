@@ -318,6 +318,7 @@ public final class HistoryCheck {
                     }
                 }
             });
+            blocks.values().forEach(list -> list.sort(java.util.Comparator.comparingLong(Held::from)));
         }
         for (Side prefill : sides.values()) {
             if (!prefill.role.equals("prefill")) {
@@ -341,11 +342,17 @@ public final class HistoryCheck {
         Map<String, List<Long>> overlaps = new LinkedHashMap<>();
         Map<String, Held> heldBy = new LinkedHashMap<>();
         for (long b : posted.blocks()) {
-            for (Held h : blocks.getOrDefault(b, List.of())) {
-                if (!h.transfer().equals(transfer) && h.from() < end && h.until() > posted.micros()
+            List<Held> holders = blocks.getOrDefault(b, List.of());
+            // the holders taken before the write could have ended, latest first, back to one let go before it began
+            for (int i = heldBefore(holders, end) - 1; i >= 0; i--) {
+                Held h = holders.get(i);
+                if (!h.transfer().equals(transfer) && h.until() > posted.micros()
                         && (judged(transfer) || judged(h.transfer()))) {
                     overlaps.computeIfAbsent(h.transfer(), k -> new ArrayList<>()).add(b);
                     heldBy.putIfAbsent(h.transfer(), h);
+                }
+                if (h.until() <= posted.micros() && !h.transfer().equals(transfer)) {
+                    break;
                 }
             }
         }
@@ -357,6 +364,21 @@ public final class HistoryCheck {
                     + " held them from " + h.from() + (h.until() == Long.MAX_VALUE ? " on" : " until " + h.until()),
                     transfer, other));
         });
+    }
+
+    /** How many of {@code holders} (sorted by when they took the block) took it before {@code micros}. */
+    private static int heldBefore(List<Held> holders, long micros) {
+        int lo = 0;
+        int hi = holders.size();
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (holders.get(mid).from() < micros) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
     }
 
     // ----- (c) -----

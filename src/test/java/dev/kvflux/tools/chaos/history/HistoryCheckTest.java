@@ -342,6 +342,23 @@ class HistoryCheckTest {
     }
 
     @Test
+    void aLongRunWhoseRequestsAllReuseTheSameBlocksChecksCleanAndFindsTheOneReuseUnderAWrite() {
+        // the allocator hands the same blocks to request after request: each block's holders form a long line
+        Run run = new Run();
+        for (int i = 0; i < 20_000; i++) {
+            run.good(i, "t" + i, List.of(1L, 2L, 3L, 4L));
+        }
+        assertThat(run.check().violations()).isEmpty();
+
+        run.opened("late", List.of(9L)).posted("late", List.of(2L)).decode("kv_failed", "late")
+                .decode("ended", "late").prefill("ended", "late").client(20_000, "late", "FAILED_CLEANLY 504")
+                .good(20_001, "next", List.of(2L)).prefill("writes_ended", "late");
+
+        Violation v = only(run.check(), Rule.NO_WRITE_INTO_REUSED_BLOCK);
+        assertThat(v.transfers()).containsExactly("late", "next");
+    }
+
+    @Test
     void onlyRequestsFromTheChecksStartAreJudged() {
         Run run = new Run().good(0, "t0", List.of(1L)).decode("ended", "t0");
         long since = run.clock;
