@@ -77,6 +77,18 @@ class RoleHistoryTest {
                         .containsExactly(prefillIncarnation, decodeIncarnation));
         assertThat(events).filteredOn(e -> e.kind().equals(HistoryEvent.STOPPED)).extracting(HistoryEvent::role)
                 .containsExactlyInAnyOrder("decode", "prefill");
+
+        // the same history with one transfer ended twice on decode: the checker names it
+        String twice = transfers.iterator().next();
+        java.nio.file.Files.writeString(dir.resolve("decode.history.jsonl"), "{\"t_us\":" + (events.getLast().micros()
+                + 1) + ",\"role\":\"decode\",\"kind\":\"ended\",\"transfer\":\"" + twice + "\",\"incarnation\":"
+                + decodeIncarnation + "}\n", java.nio.file.StandardOpenOption.APPEND);
+        HistoryCheck.Result broken = HistoryCheck.check(History.read(dir));
+        assertThat(broken.violations()).singleElement().satisfies(v -> {
+            assertThat(v.rule()).isEqualTo(Violation.Rule.ENDED_ONCE);
+            assertThat(v.what()).isEqualTo(twice + " on decode#" + decodeIncarnation + " ended 2 times");
+        });
+        assertThat(broken.report()).contains("history of transfer " + twice + ":");
     }
 
     /** What side {@code role} recorded of {@code transfer}, in order: {@code sent write_done}, {@code ended}. */
