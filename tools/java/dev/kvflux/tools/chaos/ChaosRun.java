@@ -351,6 +351,7 @@ public final class ChaosRun {
         }
         Leaks leaks = settle(roles).corruptSince(corruptBefore);
         Map<String, Double> all = new java.util.LinkedHashMap<>(figures[0].figures());
+        all.putAll(dev.kvflux.tools.chaos.history.HistoryCheck.figures(settings.logDir(), fault.label()));
         for (int p = 0; p < etcdCluster.bases().size(); p++) {
             int proxy = p;
             all.put("requests_via_proxy_" + p, (double) results.stream().filter(r -> r.via() == proxy).count());
