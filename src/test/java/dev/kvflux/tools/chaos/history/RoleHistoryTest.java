@@ -61,9 +61,9 @@ class RoleHistoryTest {
             assertThat(decodeSaw).as("decode's history of " + t).containsSubsequence("opened", "sent remote_blocks",
                     "received write_done", "kv_ready", "uses_kv", "ended");
             assertThat(decodeSaw).contains("freed");
-            assertThat(prefillSaw).as("prefill's history of " + t).containsSubsequence("opened",
-                    "received remote_blocks", "write_posted", "sent write_done", "ended", "writes_ended",
-                    "sent release");
+            // decode's block list may come before prefill's own request opens the transfer
+            assertThat(prefillSaw).as("prefill's history of " + t).containsSubsequence("opened", "write_posted",
+                    "sent write_done", "ended", "writes_ended", "sent release").contains("received remote_blocks");
         }
         HistoryEvent posted = events.stream().filter(e -> e.kind().equals(HistoryEvent.WRITE_POSTED)).findFirst()
                 .orElseThrow();
