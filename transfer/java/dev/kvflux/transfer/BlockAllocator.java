@@ -95,8 +95,8 @@ public final class BlockAllocator {
     private long leaseExpired;
     private long refused;
     private long forcedFrees;
-    /** Told each owner's blocks as they become FREE (under this allocator's lock); a side's history. */
-    private java.util.function.BiConsumer<String, List<Long>> onFree = (freedOwner, blocks) -> { };
+    /** Told each owner's blocks as they become FREE (under this allocator's lock), a side's history; null for nobody. */
+    private java.util.function.BiConsumer<String, List<Long>> onFree;
 
     /**
      * @param role the role's name for messages ("prefill", "decode")
@@ -313,7 +313,9 @@ public final class BlockAllocator {
 
     private void freeGrant(String owner, Grant grant) {
         grants.remove(owner);
-        onFree.accept(owner, java.util.Arrays.stream(grant.blocks).boxed().toList());
+        if (onFree != null) {
+            onFree.accept(owner, java.util.Arrays.stream(grant.blocks).boxed().toList());
+        }
         for (long b : grant.blocks) {
             state[(int) b] = State.FREE;
             this.owner[(int) b] = null;

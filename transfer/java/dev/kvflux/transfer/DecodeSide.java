@@ -82,7 +82,7 @@ public final class DecodeSide implements AutoCloseable {
         DecodeNotices notices = new DecodeNotices(settings.incarnation, settings.contentCheck, settings.recorder,
                 active, expected, blocks, earlyReleases, settings.reads == null ? null : settings.reads.sessions(),
                 settings.history);
-        blocks.onFree((owner, freed) -> settings.history.blocks(TransferHistory.Kind.FREED, owner, freed, 0));
+        settings.history.freesOf(blocks);
         this.notify = server.handler(notices::accept).bindNow();
         settings.history.started(notify.address());
         Duration eighth = settings.blockLease.dividedBy(8);

@@ -22,6 +22,13 @@ record SideHistory(TransferHistory history, long incarnation) {
         history.record(TransferHistory.Event.of(kind, message, incarnation, why));
     }
 
+    /** Records each owner's blocks of {@code blocks} as they become free, unless nothing is recorded. */
+    void freesOf(BlockAllocator blocks) {
+        if (history != TransferHistory.NONE) {
+            blocks.onFree((owner, freed) -> this.blocks(TransferHistory.Kind.FREED, owner, freed, 0));
+        }
+    }
+
     /** {@code message}, recorded as sent. */
     NotifyMessage sent(NotifyMessage message) {
         message(TransferHistory.Kind.SENT, message, "");
