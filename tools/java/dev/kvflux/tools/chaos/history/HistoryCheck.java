@@ -456,16 +456,12 @@ public final class HistoryCheck {
                     .ifPresent(e -> prefillOf.put(transfer, e.detail())));
             Map<String, Long> newest = new LinkedHashMap<>();
             for (HistoryEvent e : decode.events) {
-                boolean heard = (e.kind().equals(HistoryEvent.RECEIVED) || e.kind().equals(HistoryEvent.DROPPED))
-                        && e.from() != 0;
-                if (!heard) {
-                    continue;
-                }
                 String address = prefillOf.getOrDefault(e.transfer(), "");
                 long before = newest.getOrDefault(address, 0L);
+                boolean aboutThese = e.to() == 0 || e.to() == decode.incarnation;
                 if (e.is(HistoryEvent.RECEIVED, HistoryEvent.WRITE_DONE) && judged(e.transfer())
                         && taken(decode, e)) {
-                    if (e.to() != 0 && e.to() != decode.incarnation) {
+                    if (!aboutThese) {
                         violations.add(Violation.of(Rule.NO_STALE_WRITE_DONE, decode.name() + " took write_done for "
                                 + e.transfer() + " about the blocks of decode incarnation " + e.to(), e.transfer()));
                     } else if (!address.isEmpty() && e.from() < before) {
@@ -474,7 +470,9 @@ public final class HistoryCheck {
                                 + " after it had heard from the newer " + before, e.transfer()));
                     }
                 }
-                if (!address.isEmpty() && e.from() > before) {
+                // decode learns a prefill incarnation from a message about its own blocks, taken or dropped
+                boolean heard = e.kind().equals(HistoryEvent.RECEIVED) || e.kind().equals(HistoryEvent.DROPPED);
+                if (heard && aboutThese && !address.isEmpty() && e.from() > before) {
                     newest.put(address, e.from());
                 }
             }

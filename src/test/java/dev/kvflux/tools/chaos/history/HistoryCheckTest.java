@@ -303,6 +303,19 @@ class HistoryCheckTest {
     }
 
     @Test
+    void aNewerPrefillHeardOfOnlyAboutAnotherDecodesBlocksMakesNoWriteDoneStale() {
+        // decode dropped the newer prefill's message before reading its incarnation: it learned nothing from it
+        Run run = new Run().opened("t0", List.of(1L)).decode("opened", "t1", e -> e.blocks(List.of(2L))
+                        .detail(PREFILL_AT))
+                .decode("dropped", "t1", e -> e.message("write_failed", PREFILL + 1, DECODE - 1))
+                .decode("kv_failed", "t1", e -> e.detail("deadline")).decode("ended", "t1")
+                .written("t0", List.of(1L)).decode("uses_kv", "t0").settled("t0", List.of(1L))
+                .client(0, "t0", "COMPLETED 200").client(1, "t1", "FAILED_CLEANLY 504");
+
+        assertThat(run.check().violations()).isEmpty();
+    }
+
+    @Test
     void aWriteDoneThatWasNotTakenIsNoBreak() {
         // dropped by the fence: recorded as dropped, and the wait failed
         Run run = new Run().opened("t0", List.of(1L))
