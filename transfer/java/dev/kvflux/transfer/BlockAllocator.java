@@ -95,6 +95,8 @@ public final class BlockAllocator {
     private long leaseExpired;
     private long refused;
     private long forcedFrees;
+    /** Told each owner's blocks as they become FREE (under this allocator's lock), a side's history; null for nobody. */
+    private java.util.function.BiConsumer<String, List<Long>> onFree;
 
     /**
      * @param role the role's name for messages ("prefill", "decode")
@@ -304,8 +306,16 @@ public final class BlockAllocator {
         }
     }
 
+    /** Tells {@code onFree} each owner's blocks as they become FREE; it runs under this allocator's lock. */
+    synchronized void onFree(java.util.function.BiConsumer<String, List<Long>> onFree) {
+        this.onFree = Objects.requireNonNull(onFree, "onFree");
+    }
+
     private void freeGrant(String owner, Grant grant) {
         grants.remove(owner);
+        if (onFree != null) {
+            onFree.accept(owner, java.util.Arrays.stream(grant.blocks).boxed().toList());
+        }
         for (long b : grant.blocks) {
             state[(int) b] = State.FREE;
             this.owner[(int) b] = null;

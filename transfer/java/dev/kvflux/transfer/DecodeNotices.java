@@ -28,10 +28,12 @@ final class DecodeNotices {
     private final PeerIncarnations prefills = new PeerIncarnations();
     /** READ mode: the sessions into prefills' memory, told where each prefill's KV lives; null in WRITE mode. */
     private final DecodeSessions readSessions;
+    private final SideHistory history;
 
     DecodeNotices(long incarnation, ContentCheck contentCheck, DecodeRecorder recorder,
             Map<String, DecodeTransfer> active, ExpectedTransfers expected, BlockAllocator blocks,
-            EarlyReleases earlyReleases, DecodeSessions readSessions) {
+            EarlyReleases earlyReleases, DecodeSessions readSessions, SideHistory history) {
+        this.history = history;
         this.readSessions = readSessions;
         this.incarnation = incarnation;
         this.contentCheck = contentCheck;
@@ -58,14 +60,9 @@ final class DecodeNotices {
     }
 
     private void handle(NotifyMessage message, DecodeTransfer t) {
-        long to = switch (message) {
-            case NotifyMessage.WriteDone done -> done.toIncarnation();
-            case NotifyMessage.WriteFailed failed -> failed.toIncarnation();
-            case NotifyMessage.Release release -> release.toIncarnation();
-            case NotifyMessage.ReadReady ready -> ready.toIncarnation();
-            default -> 0;
-        };
+        long to = SideHistory.toIncarnation(message);
         if (to != 0 && to != incarnation) {
+            history.message(TransferHistory.Kind.DROPPED, message, "about another decode incarnation's blocks");
             recorder.record(DecodeRecorder.Event.STALE_INCARNATION, message.transferId());
             LOG.warn("transfer {}: rejected {} about blocks of decode incarnation {}, not this one ({}): it was"
                     + " meant for this decode before a restart", LogText.escape(message.transferId()), message.type(),
@@ -73,8 +70,10 @@ final class DecodeNotices {
             return;
         }
         if (message.incarnation() != 0 && t != null && !fromCurrentPrefill(message, t)) {
+            history.message(TransferHistory.Kind.DROPPED, message, "from an older prefill incarnation");
             return;
         }
+        history.message(TransferHistory.Kind.RECEIVED, message, "");
         switch (message) {
             case NotifyMessage.WriteDone done when done.checksum() != 0 && t != null
                     && contentCheck != ContentCheck.NONE -> {

@@ -17,15 +17,16 @@ final class DecodeSends {
 
     private final NotifyClient client;
     private final DecodeRecorder recorder;
-    private final long incarnation;
     /** How long a block list, and so a release, is retried. */
     private final Duration blocksWithin;
     private final AtomicInteger inFlight = new AtomicInteger();
 
-    DecodeSends(NotifyClient client, DecodeRecorder recorder, long incarnation, Duration blocksWithin) {
+    private final SideHistory history;
+
+    DecodeSends(NotifyClient client, DecodeRecorder recorder, Duration blocksWithin, SideHistory history) {
         this.client = client;
         this.recorder = recorder;
-        this.incarnation = incarnation;
+        this.history = history;
         this.blocksWithin = blocksWithin;
     }
 
@@ -35,18 +36,19 @@ final class DecodeSends {
         // an abort is useful until prefill's own deadline for the transfer, later than decode's: retry it for at
         // least 5 s even when the block list's window is shorter
         Duration within = blocksWithin.compareTo(ABORT_AT_LEAST_WITHIN) < 0 ? ABORT_AT_LEAST_WITHIN : blocksWithin;
-        send(id, traceId, prefill, new NotifyMessage.Abort(id, reason, incarnation), within);
+        send(id, traceId, prefill, new NotifyMessage.Abort(id, reason, history.incarnation()), within);
     }
 
     /** READ mode: tells prefill {@code release}: nothing decode posted reads its blocks any more. */
     void release(String id, String traceId, InetSocketAddress prefill, long prefillIncarnation, int tpSize) {
         recorder.record(DecodeRecorder.Event.READ_RELEASE_SENT, id);
-        send(id, traceId, prefill, new NotifyMessage.Release(id, incarnation, prefillIncarnation, tpSize),
+        send(id, traceId, prefill, new NotifyMessage.Release(id, history.incarnation(), prefillIncarnation, tpSize),
                 blocksWithin);
     }
 
     private void send(String id, String traceId, InetSocketAddress prefill, NotifyMessage message, Duration within) {
         inFlight.incrementAndGet();
+        history.message(TransferHistory.Kind.SENT, message, "");
         client.send(prefill, message, within)
                 .doFinally(signal -> inFlight.decrementAndGet())
                 .contextWrite(LogContext.context(id, traceId))

@@ -73,15 +73,18 @@ public final class DecodeSide implements AutoCloseable {
             NotifyServer.Builder server) {
         this.settings = settings;
         this.client = client;
-        this.sends = new DecodeSends(client, settings.recorder, settings.incarnation, settings.blocksWithin());
+        this.sends = new DecodeSends(client, settings.recorder, settings.blocksWithin(), settings.history);
         this.expected = expected;
         this.blocks = blocks;
         this.reads = settings.reads == null ? null : new DecodeReads(settings.reads, blocks, settings.contentCheck,
                 settings.recorder, (t, ready) -> sendRelease(t, ready.incarnation()));
         this.earlyReleases = new EarlyReleases(EARLY_RELEASES, settings.blockLease.toNanos(), settings.clock::nanos);
         DecodeNotices notices = new DecodeNotices(settings.incarnation, settings.contentCheck, settings.recorder,
-                active, expected, blocks, earlyReleases, settings.reads == null ? null : settings.reads.sessions());
+                active, expected, blocks, earlyReleases, settings.reads == null ? null : settings.reads.sessions(),
+                settings.history);
+        settings.history.freesOf(blocks);
         this.notify = server.handler(notices::accept).bindNow();
+        settings.history.started(notify.address());
         Duration eighth = settings.blockLease.dividedBy(8);
         Duration reapEvery = eighth.compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
                 : eighth.isZero() ? Duration.ofMillis(1) : eighth;
@@ -150,6 +153,7 @@ public final class DecodeSide implements AutoCloseable {
                     + " is already running here; every request needs its own transfer id");
         }
         DecodeTransfer t = new DecodeTransfer(this, transferId, prefill, granted, observer, settings.clock.nanos());
+        settings.history.opened(transferId, granted, prefill);
         active.put(transferId, t);
         return t;
     }
@@ -172,8 +176,8 @@ public final class DecodeSide implements AutoCloseable {
         Duration blocksWithin = settings.blocksWithin();
         Mono<Void> askForKv = Mono.defer(() -> {
                     blocks.writing(id);
-                    return client.send(t.prefill(), new NotifyMessage.RemoteBlocks(id, id, t.blocks(), 0,
-                            settings.incarnation, settings.region), blocksWithin);
+                    return client.send(t.prefill(), settings.history.sent(new NotifyMessage.RemoteBlocks(id, id,
+                            t.blocks(), 0, settings.incarnation, settings.region)), blocksWithin);
                 })
                 .flatMap(delivered -> delivered || settings.receiveDeadline == null ? Mono.<Void>empty()
                         : Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.UNDELIVERABLE, null,
@@ -211,6 +215,7 @@ public final class DecodeSide implements AutoCloseable {
 
     private void waitEnded(DecodeTransfer t, DecodeRecorder.WaitOutcome outcome) {
         if (t.waitEnded()) {
+            settings.history.kvWaitEnded(t.id(), outcome);
             settings.recorder.kvWaitEnded(outcome, settings.clock.nanos() - t.openedNanos());
         }
     }
@@ -245,6 +250,7 @@ public final class DecodeSide implements AutoCloseable {
      */
     void ended(DecodeTransfer t) {
         active.remove(t.id(), t);
+        settings.history.record(TransferHistory.Kind.ENDED, t.id(), "");
         if (settings.reads != null && (!t.readsStarted() || t.readsDrained())) {
             // READ mode: nothing writes into decode's blocks now; prefill's offered, unread blocks may go too
             blocks.release(t.id());
@@ -352,6 +358,7 @@ public final class DecodeSide implements AutoCloseable {
         reaper.dispose();
         notify.close();
         client.close();
+        settings.history.record(TransferHistory.Kind.STOPPED, "", "");
     }
 
     /** READ mode: how many transfers' reads are in flight (posted, not yet drained or given up on); 0 in WRITE mode. */
@@ -362,7 +369,7 @@ public final class DecodeSide implements AutoCloseable {
     /** What a side was built with. */
     private record Settings(Duration receiveDeadline, Duration blockLease, ContentCheck contentCheck,
             DecodeRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvRegion region, DecodeReads.Settings reads,
-            SideClock clock) {
+            SideClock clock, SideHistory history) {
         /** How long remote_blocks is retried: half the receive deadline (prefill needs the rest to write and notify). */
         Duration blocksWithin() {
             return receiveDeadline != null ? receiveDeadline.dividedBy(2) : NO_DEADLINE_BLOCKS_WITHIN;
@@ -468,8 +475,9 @@ public final class DecodeSide implements AutoCloseable {
          */
         public DecodeSide bindNow() {
             SideClock clock = clock();
-            Settings settings = new Settings(receiveDeadline, blockLease, contentCheck, recorder, Incarnation.next(),
-                    maxBlocksPerTransfer, region, reads, clock);
+            long incarnation = Incarnation.next();
+            Settings settings = new Settings(receiveDeadline, blockLease, contentCheck, recorder, incarnation,
+                    maxBlocksPerTransfer, region, reads, clock, new SideHistory(history, incarnation));
             ExpectedTransfers expected = (receiveDeadline == null ? ExpectedTransfers.withoutDeadline()
                     : ExpectedTransfers.withDeadline(receiveDeadline)).recorder(notifyRecorder)
                     .earlyBudget(limits.peerBudgetBytes());

@@ -21,6 +21,7 @@ final class PrefillNotices {
 
     private final PrefillSide side;
     private final PrefillRecorder recorder;
+    private final SideHistory history;
     private final PrefillTransfers transfers;
     private final RemoteBlockBoard board;
     private final PeerIncarnations decodes = new PeerIncarnations();
@@ -35,6 +36,7 @@ final class PrefillNotices {
 
     PrefillNotices(PrefillSide side, PrefillRecorder recorder, PrefillTransfers transfers, RemoteBlockBoard board) {
         this.side = side;
+        this.history = side.history();
         this.recorder = recorder;
         this.transfers = transfers;
         this.board = board;
@@ -57,6 +59,7 @@ final class PrefillNotices {
     void accept(NotifyMessage message) {
         PrefillTransfer t = transfers.get(message.transferId());
         try (LogContext.Scope _ = LogContext.open(message.transferId(), t == null ? null : t.observer().traceId())) {
+            history.message(TransferHistory.Kind.RECEIVED, message, "");
             switch (message) {
                 case NotifyMessage.Abort abort -> aborted(abort, t);
                 case NotifyMessage.Release release -> released(release, t);
@@ -123,6 +126,8 @@ final class PrefillNotices {
 
     private void stale(NotifyMessage.Type type, String id, long from, long current) {
         recorder.record(PrefillRecorder.Event.STALE_INCARNATION, id);
+        history.record(TransferHistory.Kind.DROPPED, id, type.name().toLowerCase(java.util.Locale.ROOT)
+                + " from decode incarnation " + from + ", not the current " + current);
         LOG.warn("transfer {}: rejected {} from decode incarnation {}, not the current {} (a message from"
                 + " before a restart)", LogText.escape(id), type, from, current);
     }

@@ -73,6 +73,7 @@ public final class PrefillSide implements AutoCloseable {
         Duration every = quarter.compareTo(Duration.ofSeconds(1)) > 0 ? Duration.ofSeconds(1)
                 : quarter.toMillis() < 1 ? Duration.ofMillis(1) : quarter;
         this.reaper = Flux.interval(every, settings.clock.scheduler()).subscribe(tick -> abortUnwritten());
+        settings.history.started(notify.address());
     }
 
     /**
@@ -136,6 +137,7 @@ public final class PrefillSide implements AutoCloseable {
             settings.recorder.record(PrefillRecorder.Event.REFUSED_DUPLICATE, transferId);
             throw e;
         }
+        settings.history.opened(transferId, List.of(), decode);
         if (!notices.earlyBlockListCurrent(t)) {
             throw new TransferRefusedException(TransferRefusedException.Reason.STALE_PEER, "transfer " + transferId
                     + "'s block list came from a previous incarnation of decode " + LogText.hostPort(decode)
@@ -154,6 +156,11 @@ public final class PrefillSide implements AutoCloseable {
     /** This side's incarnation, new at every start; decode fences what it sent a previous one. */
     public long incarnation() {
         return settings.incarnation;
+    }
+
+    /** Where the side's transfers' history goes. */
+    SideHistory history() {
+        return settings.history;
     }
 
     /** The address the notify server listens on (with the real port when 0 was asked). */
@@ -235,6 +242,7 @@ public final class PrefillSide implements AutoCloseable {
                 return false;
             }
             settings.recorder.record(PrefillRecorder.Event.ABORTED, t.id());
+            settings.history.record(TransferHistory.Kind.ABORTED, t.id(), reason);
             LOG.info("transfer {}: aborted ({}); {}", LogText.escape(t.id()), reason,
                     t.wrote() ? "its write is stopped and what was posted is drained" : "nothing was written");
             writes.settle(t);
@@ -272,13 +280,14 @@ public final class PrefillSide implements AutoCloseable {
         writes.dispose();
         notify.close();
         client.close();
+        settings.history.record(TransferHistory.Kind.STOPPED, "", "");
     }
 
     /** What a side was built with; shared with its writes. */
     record Settings(KvLayout layout, DecodeSessions sessions, WritePipeline pipeline, Duration transferTimeout,
             Duration decodeDeadline, Duration notifyWithin, boolean failureNotices, ContentCheck contentCheck,
             PrefillRecorder recorder, long incarnation, int maxBlocksPerTransfer, KvMode mode, KvRegion region,
-            Duration readLease, SideClock clock) {
+            Duration readLease, SideClock clock, SideHistory history) {
     }
 
     /**
@@ -433,10 +442,12 @@ public final class PrefillSide implements AutoCloseable {
             }
             Duration deadline = decodeDeadline != null ? decodeDeadline
                     : DecodeSide.defaultReceiveDeadline(transferTimeout);
+            long incarnation = Incarnation.next();
             Settings settings = new Settings(layout, sessions, pipeline, transferTimeout, deadline,
                     notifyWithin != null ? notifyWithin : deadline, failureNotices, contentCheck, recorder,
-                    Incarnation.next(), maxBlocksPerTransfer, mode, region,
-                    readLease != null ? readLease : deadline.plus(transferTimeout.multipliedBy(2)), clock());
+                    incarnation, maxBlocksPerTransfer, mode, region,
+                    readLease != null ? readLease : deadline.plus(transferTimeout.multipliedBy(2)), clock(),
+                    new SideHistory(history, incarnation));
             RemoteBlockBoard board = new RemoteBlockBoard(limits.peerBudgetBytes(), RemoteBlockBoard.DEFAULT_CAPACITY,
                     notifyRecorder);
             BlockAllocator blockAllocator = new BlockAllocator("prefill", blocks, settings.clock()::nanos);

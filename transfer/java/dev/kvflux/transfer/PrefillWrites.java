@@ -81,6 +81,8 @@ final class PrefillWrites {
                     .flatMap(remoteBlocks -> {
                         List<Long> local = t.localBlocks();
                         t.decodeBlocks(remoteBlocks.subList(0, Math.min(local.size(), remoteBlocks.size())));
+                        settings.history().blocks(TransferHistory.Kind.WRITE_POSTED, id, t.decodeBlocks(),
+                                t.decodeIncarnation());
                         KvLayout remote;
                         try {
                             remote = settings.sessions().layout(t.decode(), t.decodeIncarnation());
@@ -243,6 +245,7 @@ final class PrefillWrites {
         String reason = t.abortReason();
         transfers.closed(t, reason != null ? "was aborted (" + reason + ")" : "has already finished");
         t.observer().ended();
+        settings.history().record(TransferHistory.Kind.ENDED, t.id(), reason == null ? "" : "aborted");
         settling.incrementAndGet();
         Duration timeout = settings.transferTimeout();
         CompletionWait.drain(timeout).await(posted)
@@ -252,6 +255,7 @@ final class PrefillWrites {
                     if (e instanceof TransferException te && te.code() == StatusCode.IN_PROGRESS
                             || Statuses.inFlight(posted)) {
                         settings.recorder().record(PrefillRecorder.Event.STALLED_AT_RELEASE, t.id());
+                        settings.history().record(TransferHistory.Kind.WRITES_ENDED, t.id(), "stalled");
                         blocks.forceFree(t.id());
                         try (LogContext.Scope _ = LogContext.open(t.id(), t.observer().traceId())) {
                             LOG.warn("transfer {}: copies still in flight {} after it ended; its source blocks are"
@@ -275,6 +279,8 @@ final class PrefillWrites {
     }
 
     private void released(PrefillTransfer t) {
+        // before the release: decode may hand the blocks on once it has it
+        settings.history().record(TransferHistory.Kind.WRITES_ENDED, t.id(), "drained");
         blocks.free(t.id());
         // in READ mode nothing was written into decode's blocks: decode frees them itself and takes no release
         if (t.releaseDecode() && settings.mode() == KvMode.WRITE) {
@@ -292,6 +298,7 @@ final class PrefillWrites {
     /** Sends a message about {@code t} to its decode, counted in {@link #sending} until acknowledged or given up. */
     private void send(PrefillTransfer t, NotifyMessage message, java.util.function.Consumer<Boolean> sent) {
         sending.incrementAndGet();
+        settings.history().message(TransferHistory.Kind.SENT, message, "");
         client.send(t.decode(), message, settings.notifyWithin())
                 .doOnNext(sent)
                 .doOnError(e -> sent.accept(false))

@@ -30,6 +30,7 @@ public abstract sealed class SideSettings<B extends SideSettings<B>> permits Pre
     ContentCheck contentCheck = ContentCheck.NONE;
     Scheduler scheduler;
     LoopResources loops;
+    TransferHistory history = TransferHistory.NONE;
 
     SideSettings(String side, int defaultBlocks) {
         this.side = side;
@@ -48,6 +49,7 @@ public abstract sealed class SideSettings<B extends SideSettings<B>> permits Pre
         contentCheck = from.contentCheck;
         scheduler = from.scheduler;
         loops = from.loops;
+        history = from.history;
     }
 
     /** A copy of this builder, to change. */
@@ -143,6 +145,15 @@ public abstract sealed class SideSettings<B extends SideSettings<B>> permits Pre
     public B loops(LoopResources loops) {
         Objects.requireNonNull(loops, "loops");
         return with(b -> b.loops = loops);
+    }
+
+    /**
+     * Where every transfer's history goes, event by event: opened, the messages sent, taken and dropped with their
+     * incarnations, the writes into decode's blocks, the ends and the blocks freed. Default none.
+     */
+    public B history(TransferHistory history) {
+        Objects.requireNonNull(history, "history");
+        return with(b -> b.history = history);
     }
 
     /** The side's clock and timers, from {@link #scheduler}. */

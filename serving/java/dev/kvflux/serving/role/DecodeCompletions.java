@@ -6,6 +6,7 @@ import dev.kvflux.serving.api.RequestGate;
 import dev.kvflux.serving.api.Role;
 import dev.kvflux.serving.http.HttpJson;
 import dev.kvflux.serving.observe.Handover;
+import dev.kvflux.serving.observe.HistoryLog;
 import dev.kvflux.serving.observe.Spans;
 import dev.kvflux.transfer.DecodeRanks;
 import dev.kvflux.transfer.TpRanks;
@@ -48,9 +49,13 @@ final class DecodeCompletions {
     private final ClientShares shares;
     private final int maxModelLen;
     private final Handover handover;
+    /** Where each request's use of its KV is recorded; null for nowhere. */
+    private final HistoryLog history;
 
     DecodeCompletions(ServingModel model, DecodeRanks ranks, TpRanks pair, ObservationRegistry observations,
-            RoleFront front, ClientShares shares, int maxModelLen, boolean readMode, Handover handover) {
+            RoleFront front, ClientShares shares, int maxModelLen, boolean readMode, Handover handover,
+            HistoryLog history) {
+        this.history = history;
         this.handover = handover;
         this.readMode = readMode;
         this.shares = shares;
@@ -136,6 +141,7 @@ final class DecodeCompletions {
                 .then(Spans.during(observations, "kvflux.decode.generate", id, span,
                         Mono.defer(() -> {
                             marks.reached(Handover.Stage.DECODE_ADMITTED);
+                            usesKv(id);
                             return Mono.from(decode(request, response, readMode ? 1 : 0, marks));
                         })))
                 .onErrorResume(ReceiveFailedException.class, e -> Mono.from(failed(response, e)))
@@ -146,6 +152,13 @@ final class DecodeCompletions {
                     t.close();
                     shares.give(client, blocks);
                 });
+    }
+
+    /** Records that each rank's transfer {@code id} is decoded from. */
+    private void usesKv(String id) {
+        if (history != null) {
+            ranks.ranks().forEach(rank -> history.usesKv(id, rank.incarnation()));
+        }
     }
 
     private static Publisher<Void> refused(HttpServerResponse response, TransferRefusedException e) {

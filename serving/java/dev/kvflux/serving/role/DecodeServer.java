@@ -201,6 +201,10 @@ public final class DecodeServer implements AutoCloseable {
         TpRanks pair = new TpRanks(settings.peerTp, tp);
         List<DescribedEngine> engines = new ArrayList<>(tp);
         List<Runnable> owned = new ArrayList<>();
+        dev.kvflux.serving.observe.HistoryLog history = settings.openHistory("decode");
+        if (history != null) {
+            owned.add(history::close); // closed last, after the sides said they stopped
+        }
         if (settings.engines != null) {
             engines.addAll(settings.engines);
         } else {
@@ -241,6 +245,7 @@ public final class DecodeServer implements AutoCloseable {
                         .blocks(layout.rowBlocks()).receiveDeadline(settings.receiveDeadline)
                         .blockLease(settings.blockLease).contentCheck(check)
                         .maxBlocksPerTransfer(settings.maxBlocksPerRequest())
+                        .history(history != null ? history : dev.kvflux.transfer.TransferHistory.NONE)
                         .bindNow();
                 sides.add(side);
             }
@@ -256,7 +261,7 @@ public final class DecodeServer implements AutoCloseable {
             shares.register(meters, "kvflux.decode");
             DecodeCompletions completions = new DecodeCompletions(model, ranks, pair, settings.observations,
                     front, shares, settings.maxModelLen, settings.kvMode == KvMode.READ,
-                    dev.kvflux.serving.observe.Handover.of(meters, settings.handover));
+                    dev.kvflux.serving.observe.Handover.of(meters, settings.handover), history);
             DisposableServer http = front.bind(where.host(), where.httpPort(), completions::serve, meters);
             BlockMetrics.register(meters, () -> BlockMetrics.sum(sides.stream().map(DecodeSide::blocks).toList()),
                     sides.stream().mapToInt(DecodeSide::blockCapacity).sum());

@@ -85,10 +85,14 @@ public final class PrefillServer implements AutoCloseable {
     private final MicrometerNotifyRecorder notifyMeters;
     private final List<HandshakeSessions> sessions;
     private final List<RoleMemory> memories;
+    /** The transfers' history, closed after the ranks; null when none is written. */
+    private final dev.kvflux.serving.observe.HistoryLog history;
 
     private PrefillServer(DisposableServer http, PrefillRanks ranks, PrefillCompletions completions, PrefillLoop loop,
             Scheduler loopScheduler, PrefillStats stats, String host, NotifyAuth auth, RoleMetrics meters,
-            MicrometerNotifyRecorder notifyMeters, List<HandshakeSessions> sessions, List<RoleMemory> memories) {
+            MicrometerNotifyRecorder notifyMeters, List<HandshakeSessions> sessions, List<RoleMemory> memories,
+            dev.kvflux.serving.observe.HistoryLog history) {
+        this.history = history;
         this.notifyMeters = notifyMeters;
         this.sessions = sessions;
         this.memories = memories;
@@ -239,10 +243,14 @@ public final class PrefillServer implements AutoCloseable {
         List<HandshakeSessions> sessions = new ArrayList<>(tp);
         List<WritePipeline> pipelines = new ArrayList<>(tp);
         List<PrefillSide> sides = new ArrayList<>(tp);
+        dev.kvflux.serving.observe.HistoryLog history = settings.openHistory("prefill");
         Runnable closeRanks = () -> {
             sides.forEach(side -> side.close(Duration.ZERO));
             sessions.forEach(HandshakeSessions::close);
             memories.forEach(RoleMemory::close);
+            if (history != null) {
+                history.close();
+            }
         };
         try {
             for (int r = 0; r < tp; r++) {
@@ -262,7 +270,8 @@ public final class PrefillServer implements AutoCloseable {
                         .decodeDeadline(DecodeSide.defaultReceiveDeadline(settings.transfer.timeout()))
                         .failureNotices(settings.policy.failureNotice())
                         .contentCheck(KvChecksum.forLayers(model.layers()))
-                        .maxBlocksPerTransfer(settings.maxBlocksPerRequest()).mode(settings.kvMode);
+                        .maxBlocksPerTransfer(settings.maxBlocksPerRequest()).mode(settings.kvMode)
+                        .history(history != null ? history : dev.kvflux.transfer.TransferHistory.NONE);
                 if (settings.kvMode == KvMode.READ) {
                     // decode reads from this region: it opens its session from the descriptors every read_ready carries
                     side = side.region(memory.describe(engine));
@@ -308,7 +317,7 @@ public final class PrefillServer implements AutoCloseable {
                 WaitChoice.register(meters, chosen);
             }
             PrefillServer server = new PrefillServer(http, ranks, completions, loop, loopScheduler, stats, where.host(),
-                    settings.auth, meters, notifyMeters, sessions, memories);
+                    settings.auth, meters, notifyMeters, sessions, memories, history);
             front.identify(Role.PREFILL, server.incarnation(), server.notifyAddress());
             LOG.info("prefill listening: http {}, notify {} ({}), {} mode, {}, policy {}, wait {}, transfer timeout {}"
                     + " ms, engine {}, model {}", Instance.hostPort(server.httpAddress()), server.instance()
@@ -426,6 +435,9 @@ public final class PrefillServer implements AutoCloseable {
         listing.dispose();
         completions.closing();
         ranks.close(grace);
+        if (history != null) {
+            history.close();
+        }
         sessions.forEach(HandshakeSessions::close);
         memories.forEach(RoleMemory::close);
         http.disposeNow();

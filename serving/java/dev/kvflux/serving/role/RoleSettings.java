@@ -37,6 +37,7 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     KvMode kvMode = KvMode.WRITE;
     int tp = 1;
     int peerTp = 1;
+    java.nio.file.Path historyLog;
 
     RoleSettings(int defaultKvBlocks) {
         this.kvBlocks = defaultKvBlocks;
@@ -259,5 +260,20 @@ public abstract sealed class RoleSettings<B extends RoleSettings<B>>
     public B handover(dev.kvflux.serving.observe.Handover.Listener listener) {
         this.handover = Objects.requireNonNull(listener, "listener");
         return self();
+    }
+
+    /**
+     * Appends every transfer's history to {@code file}, one JSON line per event
+     * ({@link dev.kvflux.serving.observe.HistoryLog}), for the chaos runs' history checker; {@code null} (the
+     * default) for none. The role opens it when it starts and closes it when it stops.
+     */
+    public B historyLog(java.nio.file.Path file) {
+        this.historyLog = file;
+        return self();
+    }
+
+    /** The role's history log, opened; null when none was asked for. */
+    final dev.kvflux.serving.observe.HistoryLog openHistory(String role) {
+        return historyLog == null ? null : dev.kvflux.serving.observe.HistoryLog.open(historyLog, role);
     }
 }

@@ -2,6 +2,7 @@ package dev.kvflux.tools.chaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.tools.chaos.history.ClientOutcomes;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -9,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeoutException;
 import reactor.core.publisher.Flux;
@@ -39,6 +41,8 @@ final class ChaosLoad {
     }
 
     private final ChaosRun.Settings settings;
+    /** The transfer id the proxy answered each request of the running load with ({@code x-kvflux-transfer-id}). */
+    private final Map<Integer, String> transferIds = new java.util.concurrent.ConcurrentHashMap<>();
 
     ChaosLoad(ChaosRun.Settings settings) {
         this.settings = settings;
@@ -101,7 +105,29 @@ final class ChaosLoad {
         if (failed.get() != null) {
             throw failed.get();
         }
+        writeOutcomes(fault, t0, results);
         return new ArrayList<>(results);
+    }
+
+    /** The load's client history ({@link ClientOutcomes}), for the history checker; times on the wall clock. */
+    private void writeOutcomes(ChaosFault fault, long t0, List<Result> results) {
+        long wall = ClientOutcomes.nowMicros();
+        long nanos = System.nanoTime();
+        List<ClientOutcomes.Outcome> outcomes = new ArrayList<>();
+        synchronized (results) {
+            for (Result r : results) {
+                outcomes.add(new ClientOutcomes.Outcome(r.index(), transferIds.get(r.index()), r.outcome() + " "
+                        + r.reason(), wall - (nanos - r.endNanos()) / 1_000));
+            }
+        }
+        try {
+            ClientOutcomes.write(settings.logDir(), fault.label(), wall - (nanos - t0) / 1_000, outcomes);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot write the client's history into " + settings.logDir() + ": "
+                    + e.getMessage(), e);
+        } finally {
+            transferIds.clear();
+        }
     }
 
     /**
@@ -130,6 +156,7 @@ final class ChaosLoad {
         Mono<Result> answer = http.post().uri(base + "/v1/completions")
                 .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
                 .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .doOnNext(text -> noteTransfer(i, res.responseHeaders().get("x-kvflux-transfer-id")))
                         .map(text -> classify(i, start, res.status().code(), text)))
                 .timeout(settings.requestTimeout(), Schedulers.parallel())
                 .onErrorResume(e -> Mono.just(new Result(i, start, System.nanoTime(),
@@ -142,6 +169,12 @@ final class ChaosLoad {
                     .map(tick -> new Result(i, start, System.nanoTime(), Outcome.CANCELLED, "client went away")));
         }
         return answer;
+    }
+
+    private void noteTransfer(int i, String transferId) {
+        if (transferId != null && transferId.length() <= 200) {
+            transferIds.put(i, transferId);
+        }
     }
 
     private static String invalidBody(int i) {

@@ -374,7 +374,8 @@ public final class ChaosRun {
                 faultEnd[0] = System.nanoTime();
             });
             Leaks leaks = settle(List.of(prefill, decode)).corruptSince(corruptBefore);
-            return FaultSummary.of(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks, Double.NaN, Map.of());
+            return FaultSummary.of(fault, results, fault.restarts() ? faultEnd[0] : Long.MIN_VALUE, leaks, Double.NaN,
+                    dev.kvflux.tools.chaos.history.HistoryCheck.figures(settings.logDir(), fault.label()));
         }
     }
 

@@ -85,6 +85,7 @@ final class EtcdFaultRun implements AutoCloseable {
         }
         ChaosRun.Leaks leaks = settle.of(roles).corruptSince(corruptBefore);
         Map<String, Double> all = new LinkedHashMap<>(figures[0].figures());
+        all.putAll(dev.kvflux.tools.chaos.history.HistoryCheck.figures(settings.logDir(), fault.label()));
         for (int p = 0; p < cluster.bases().size(); p++) {
             int proxy = p;
             all.put("requests_via_proxy_" + p, (double) results.stream().filter(r -> r.via() == proxy).count());

@@ -57,7 +57,7 @@ public final class RoleProcess implements AutoCloseable {
     public RoleProcess(Role role, String address, List<String> exec, int httpPort, int notifyPort,
             List<String> extraArgs, Path log) {
         this(Objects.requireNonNull(role, "role"), httpPort, notifyPort,
-                roleArgs(role, address, httpPort, notifyPort, extraArgs), Map.of(), log, address, exec);
+                roleArgs(role, address, httpPort, notifyPort, extraArgs, log), Map.of(), log, address, exec);
     }
 
     private RoleProcess(Role role, int httpPort, int notifyPort, List<String> args, Map<String, String> environment,
@@ -72,12 +72,24 @@ public final class RoleProcess implements AutoCloseable {
         this.log = Objects.requireNonNull(log, "log");
     }
 
+    /**
+     * The role's options: where it listens, and its history log beside its log ({@code NAME.history.jsonl} for
+     * {@code NAME.log}), which a restart appends to; then {@code extraArgs}.
+     */
     private static List<String> roleArgs(Role role, String address, int httpPort, int notifyPort,
-            List<String> extraArgs) {
+            List<String> extraArgs, Path log) {
         List<String> args = new ArrayList<>(List.of(role.wireName(), "--host", address, "--http-port",
-                Integer.toString(httpPort), "--notify-port", Integer.toString(notifyPort)));
+                Integer.toString(httpPort), "--notify-port", Integer.toString(notifyPort), "--history-log",
+                historyLog(log).toString()));
         args.addAll(extraArgs);
         return args;
+    }
+
+    /** The history log of the role whose log is {@code log}: beside it, {@code .log} replaced by the history's suffix. */
+    static Path historyLog(Path log) {
+        String name = log.getFileName().toString();
+        String stem = name.endsWith(".log") ? name.substring(0, name.length() - 4) : name;
+        return log.resolveSibling(stem + dev.kvflux.tools.chaos.history.History.SUFFIX);
     }
 
     /** This role process with {@code environment} added to its process's (e.g. the notify secret). */

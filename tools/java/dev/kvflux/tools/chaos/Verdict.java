@@ -1,5 +1,6 @@
 package dev.kvflux.tools.chaos;
 
+import dev.kvflux.tools.chaos.history.HistoryCheck;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.IntStream;
@@ -24,6 +25,11 @@ final class Verdict {
         }
         if (r.leakedBlocks() > 0 || r.leakedHandles() > 0) {
             broken.add(r.leakedBlocks() + " blocks and " + r.leakedHandles() + " handles still held");
+        }
+        double history = r.figures().getOrDefault(HistoryCheck.FIGURE, 0.0);
+        if (history != 0) {
+            broken.add(history < 0 ? "its history could not be checked (see " + r.fault() + "-history-check.txt)"
+                    : (long) history + " history violations (see " + r.fault() + "-history-check.txt)");
         }
         if (r.corruptOutputs() > 0) {
             broken.add(r.corruptOutputs() + " outputs whose KV failed decode's check");

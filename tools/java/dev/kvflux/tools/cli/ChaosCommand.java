@@ -185,13 +185,15 @@ public final class ChaosCommand implements Callable<Integer> {
                             + net.address("client") + ", prefill " + net.address("prefill") + ", decode "
                             + net.address("decode") + "; for the faults across etcd, proxies and etcd members "
                             + HOSTS.subList(3, HOSTS.size()).stream().map(net::address).toList() + ")"));
-            spec.commandLine().getOut().printf("%-28s %8s %9s %14s %14s %13s %14s %15s %10s%n", "fault", "requests",
-                    "completed", "failed_cleanly", "never_finished", "leaked_blocks", "leaked_handles",
-                    "corrupt_outputs", "recovery_s");
+            spec.commandLine().getOut().printf("%-28s %8s %9s %14s %14s %13s %14s %15s %10s %10s%n", "fault",
+                    "requests", "completed", "failed_cleanly", "never_finished", "leaked_blocks", "leaked_handles",
+                    "corrupt_outputs", "recovery_s", "violations");
             for (ChaosRun.FaultResult r : results) {
-                spec.commandLine().getOut().printf("%-28s %8d %9d %14d %14d %13d %14d %15d %10.3f%n", r.fault(),
+                Double checked = r.figures().get(dev.kvflux.tools.chaos.history.HistoryCheck.FIGURE);
+                spec.commandLine().getOut().printf("%-28s %8d %9d %14d %14d %13d %14d %15d %10.3f %10s%n", r.fault(),
                         r.requests(), r.completed(), r.failedCleanly(), r.neverFinished(), r.leakedBlocks(),
-                        r.leakedHandles(), r.corruptOutputs(), r.recoverySeconds());
+                        r.leakedHandles(), r.corruptOutputs(), r.recoverySeconds(),
+                        checked == null ? "-" : Long.toString(checked.longValue()));
             }
             for (ChaosRun.FaultResult r : results) {
                 spec.commandLine().getOut().println(r.fault() + ": failed_without_reason " + r.failedWithoutReason()

@@ -103,6 +103,7 @@ public final class DecodeCommand implements Callable<Integer> {
                     .transferTimeout(transferTimeout != null ? transferTimeout : config.transfer().timeout())
                     .gpuRuntime(engineOptions.runtime().orElse(null))
                     .addresses(roleOptions.addresses(config.ports().decodeHttp(), config.ports().decodeNotify()))
+                    .historyLog(roleOptions.historyLog)
                     .model(model).receiveDeadline(deadline).auth(auth).kvBlocks(kvBlocks)
                     .maxModelLen(roleOptions.maxModelLen(config)).maxRequestShare(roleOptions.maxRequestShare(config))
                     .clientShare(roleOptions.clientShare(config)).unsignedFrom(unsignedFrom)

@@ -93,6 +93,7 @@ public final class PrefillCommand implements Callable<Integer> {
         try {
             prefill = PrefillServer.builder()
                     .addresses(roleOptions.addresses(config.ports().prefillHttp(), config.ports().prefillNotify()))
+                    .historyLog(roleOptions.historyLog)
                     .model(model).policy(policy).engines(engines)
                     .tp(engineOptions.tp()).peerTp(engineOptions.peerTp()).gpu(engineOptions.gpu()).kvMode(kvMode)
                     .gpuRuntime(engineOptions.runtime().orElse(null)).transfer(config.transfer().withTimeout(timeout))

@@ -73,6 +73,13 @@ public final class RoleOptions {
                     + " third of it (whole seconds; default: discovery.lease-ttl, 10s).")
     Duration leaseTtl;
 
+    @Option(names = "--history-log", paramLabel = "FILE",
+            description = "Append every transfer's history to FILE, one JSON line per event (opened, the messages sent,"
+                    + " taken and dropped with their incarnations, the writes into decode's blocks, the ends, the"
+                    + " blocks freed), for kvflux chaos's history checker; written off the request path (default:"
+                    + " none).")
+    java.nio.file.Path historyLog;
+
     /** As {@link ConfigOptions#load}: applies {@code --logback}, then loads the configuration. */
     KvfluxConfig config(CommandLine cmd) {
         return configOptions.load(cmd);

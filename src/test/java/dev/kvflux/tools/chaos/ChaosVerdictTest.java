@@ -32,6 +32,25 @@ class ChaosVerdictTest {
     }
 
     @Test
+    void historyViolationsOrAHistoryThatCouldNotBeCheckedBreakAnyFault() {
+        ChaosRun.FaultResult clean = result("decode-restart", 125, 75, 0, 0, 0, Map.of("502 decode_unreachable", 75));
+        ChaosRun.FaultResult broken = withHistory(clean, 3);
+        ChaosRun.FaultResult unread = withHistory(clean, -1);
+
+        assertThat(withHistory(clean, 0).violations()).isEmpty();
+        assertThat(broken.violations()).containsExactly("3 history violations (see decode-restart-history-check.txt)");
+        assertThat(unread.violations()).containsExactly("its history could not be checked (see"
+                + " decode-restart-history-check.txt)");
+    }
+
+    private static ChaosRun.FaultResult withHistory(ChaosRun.FaultResult r, double violations) {
+        return new ChaosRun.FaultResult(r.fault(), r.requests(), r.completed(), r.failedCleanly(), r.neverFinished(),
+                r.leakedBlocks(), r.leakedHandles(), r.corruptOutputs(), r.recoverySeconds(), r.failedWithoutReason(),
+                r.cancelledByClient(), r.reasons(), Map.of(dev.kvflux.tools.chaos.history.HistoryCheck.FIGURE,
+                        violations));
+    }
+
+    @Test
     void requestsCutWithAKilledProxyNeedNoReasonButOthersDo() {
         assertThat(result("proxy-kill", 193, 0, 0, 0, 7, Map.of()).violations()).isEmpty();
         assertThat(result("decode-restart", 125, 74, 0, 0, 1, Map.of()).violations())

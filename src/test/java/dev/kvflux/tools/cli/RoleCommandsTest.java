@@ -116,6 +116,21 @@ class RoleCommandsTest {
     }
 
     @Test
+    void aHistoryLogThatCannotBeWrittenEndsTheRoleWithOneLine(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws IOException {
+        java.nio.file.Path file = java.nio.file.Files.createFile(dir.resolve("a-file")).resolve("history.jsonl");
+        for (String role : new String[] {"decode", "prefill"}) {
+            err.getBuffer().setLength(0);
+
+            int code = run(role, "--history-log", file.toString(), "--http-port", "0", "--notify-port", "0");
+
+            assertThat(code).as(role).isEqualTo(1);
+            assertThat(err.toString()).as(role).startsWith("kvflux " + role + ": cannot write the history log " + file
+                    + ": ").doesNotContain("Exception").hasLineCount(1);
+        }
+    }
+
+    @Test
     void aNonLoopbackAddressWithoutANotifySecretIsRefusedBeforeAnythingBinds() {
         int code = run("proxy", "--host", "192.0.2.1", "--port", "0", "--discovery-port", "0");
 
