@@ -6,6 +6,9 @@
 # environment but PATH=/usr/bin:/bin. STEPS=lag: 200 waits in vLLM's geometry on MoRI and on kvflux's CUDA engine,
 # reactive-push against reactive-push-direct, JSON with the stages. STEPS=roles: 4 GiB layers with prefill and decode
 # in two processes; serve-bench's table on MoRI with the roles' startup lines; chaos on MoRI with the kill faults.
+# STEPS=behind: the push waits again, alone and with a stand-in forward pass of 1 GiB per layer so that the GPU runs
+# behind the posts and the copies are still in flight when the wait begins. STEPS=listen: the push-direct waits
+# again once a push wait no longer queries, at subscription, the statuses that take a listener.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -23,4 +26,13 @@ roles)
     > $OUT/role-waits.txt
   step chaos-mori 230 chaos --backend mori --gpu 0 --requests 60 --logs $OUT/chaos-logs \
     --faults decode-restart,prefill-kill,prefill-sigterm,client-disconnect,notify-loss ;;
+behind)
+  for e in mori cuda; do
+    step direct-$e 110 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
+    step behind-$e 150 repro --backend $e --gpu 0 --forward-bytes 1073741824 --wait $PUSH --requests 150 --json
+  done ;;
+listen)
+  for e in mori cuda; do
+    step listen-$e 100 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
+  done ;;
 esac
