@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
 # The roles over kvflux's CUDA copy engine on one GPU (both on GPU 0): a few requests by hand with each role's
-# metrics, then kill -9 faults through kvflux chaos. Carried beside it in .device/: jre.tar.xz (a jlink image of
-# Temurin 25) and lib/ (the jars). Writes under $OUT.
+# metrics, then kill -9 faults through kvflux chaos. Runs from the offline bundle
+# (../bundle-java.sh); it first ran from a hand-made .device/ (a jlink runtime and the jars). Writes under $OUT.
 set -uo pipefail
-B="$(cd "$(dirname "$0")/../../../.device" && pwd)"
 W=/tmp/kvflux-roles
 mkdir -p $W
-tar -xJf $B/jre.tar.xz -C $W
-JAVA=$(ls -d $W/*/bin/java | head -n 1)
-J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
+. "$(dirname "$0")/../bundle-java.sh"
 { date -u; nproc; nvidia-smi; ls -la /usr/local/cuda/lib64/libcudart.so* 2>&1; } > $OUT/machine.log 2>&1
 
 # 1. by hand: proxy, decode and prefill on GPU 0, 20 requests, the roles' engine and check meters

@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # The roles over the real MoRI IO's xGMI backend on one GPU (both on GPU 0, separate processes): a few requests by
-# hand with each role's metrics, then serve-bench's three policies at one transfer timeout. Carried in .device/:
-# jre.tar.xz, lib/ (the jars) and mori/ (bindings/native/mori/build.sh --platform cuda output, plus Debian's
-# libpci.so.3 and libudev.so.1). Writes under $OUT.
+# hand with each role's metrics, then serve-bench's three policies at one transfer timeout. Runs from the offline
+# bundle (../bundle-java.sh), whose mori/ holds build.sh's output with libpci and libudev; it first ran from a
+# hand-made .device/. Writes under $OUT.
 set -uo pipefail
-B="$(cd "$(dirname "$0")/../../../.device" && pwd)"
 W=/tmp/kvflux-mori-roles
 mkdir -p $W
-tar -xJf $B/jre.tar.xz -C $W
-cp -r $B/mori $W/
-export KVFLUX_MORI_LIB=$W/mori/libkvflux_mori.so LD_LIBRARY_PATH=$W/mori:${LD_LIBRARY_PATH:-}
-JAVA=$(ls -d $W/*/bin/java | head -n 1)
-J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
+. "$(dirname "$0")/../bundle-java.sh"
 { date -u; nproc; nvidia-smi; ldd $W/mori/libkvflux_mori.so; } > $OUT/machine.log 2>&1
 
 "${J[@]}" proxy > $OUT/proxy.log 2>&1 &

@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
 # vLLM's serving experiment on one GPU: kvflux serve-bench --backend cuda, proxy, prefill and decode as processes,
-# both roles on GPU 0, 16K-token prompts, 16 output tokens. Carried in .device/: jre.tar.xz and lib/. Writes
-# under $OUT.
+# both roles on GPU 0, 16K-token prompts, 16 output tokens. Runs from the offline
+# bundle (../bundle-java.sh); it first ran from a hand-made .device/. Writes under $OUT.
 set -uo pipefail
-B="$(cd "$(dirname "$0")/../../../.device" && pwd)"
 W=/tmp/kvflux-serve
 mkdir -p $W
-tar -xJf $B/jre.tar.xz -C $W
-JAVA=$(ls -d $W/*/bin/java | head -n 1)
-J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
+. "$(dirname "$0")/../bundle-java.sh"
 { date -u; nproc; nvidia-smi; } > $OUT/machine.log 2>&1
 bench() { # NAME TIMEOUT ARGS...
   local name=$1 t=$2; shift 2

@@ -1,15 +1,12 @@
 #!/usr/bin/env bash
 # kvflux repro --backend mori on the device machine (run 2): both process layouts, all three strategies.
-# Carried beside it: jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars), mori/ (build.sh --platform cuda
-# output, plus Debian's libpci.so.3 and libudev.so.1). FORWARD: bytes of scratch per layer (0: none).
+# Runs from the offline bundle (../bundle-java.sh); it first ran from a jlink runtime, the jars and MoRI carried
+# beside it. FORWARD: bytes of scratch per layer (0: none).
 set -uo pipefail
-B="$(cd "$(dirname "$0")" && pwd)"
 W=/tmp/kvflux-mori
 mkdir -p $W
-tar -xJf $B/jre.tar.xz -C $W
-cp -r $B/lib $B/mori $W/
-J=("$W/jre/bin/java" --enable-native-access=ALL-UNNAMED -Xmx8g "-Dkvflux.mori.lib=$W/mori/libkvflux_mori.so" "-Dkvflux.gpu.forward-bytes=${FORWARD:-0}" -cp "$W/lib/*")
-CLI="dev.kvflux.pipeline.cli.KvfluxCli repro --backend mori"
+. "$(dirname "$0")/../bundle-java.sh"
+CLI="repro --backend mori --forward-bytes ${FORWARD:-0}"
 {
   date -u; pwd; git log -1 --oneline 2>/dev/null; nproc
   nvidia-smi; nvidia-smi topo -m

@@ -8,19 +8,13 @@
 # RUN=5: the bench's push rows again, after PushWait took pushes through listeners. RUN=6: the bench's push rows
 # with 1, 2 and 4 notifiers, each waking at each status's time or at most every 100 us or 1 ms (no MoRI needed).
 # RUN=8: 2 layers of 1 GiB on one GPU, so that the last layer's copy is still running when the wait begins, every
-# strategy, one process. RUN=9: 2 layers of 4 GiB, the same way. RUN=7: N = 1,000 after 10 warm-up rounds (JSON, each round's figures), and N = 10,000 with 2 and 4 notifiers again. Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25), lib/ (the jars) and
-# mori/ (bindings/native/mori/build.sh --platform cuda output, plus Debian's libpci.so.3 and libudev.so.1). Writes
-# under $OUT.
+# strategy, one process. RUN=9: 2 layers of 4 GiB, the same way. RUN=7: N = 1,000 after 10 warm-up rounds (JSON, each round's figures), and N = 10,000 with 2 and 4 notifiers again. Runs from the offline bundle
+# (../bundle-java.sh); it first ran from a hand-made .device/ (a jlink runtime, the jars and MoRI). Writes under $OUT.
 set -uo pipefail
-B="$(cd "$(dirname "$0")/../../../.device" && pwd)"
 W=/tmp/kvflux-push
 mkdir -p $W
 RUN=${RUN:-1}
-tar -xJf $B/jre.tar.xz -C $W
-[ -d $B/mori ] && cp -r $B/mori $W/
-export KVFLUX_MORI_LIB=$W/mori/libkvflux_mori.so LD_LIBRARY_PATH=$W/mori:${LD_LIBRARY_PATH:-}
-JAVA=$(ls -d $W/*/bin/java | head -n 1)
-J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -Xmx16g -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
+. "$(dirname "$0")/../bundle-java.sh"
 { date -u; nproc; nvidia-smi; ldd $W/mori/libkvflux_mori.so; nm -D $W/mori/libmori_io.so | grep -c SetXgmiCompletionHook; } > $OUT/machine.log 2>&1
 step() { # NAME TIMEOUT ARGS...
   local name=$1 t=$2; shift 2

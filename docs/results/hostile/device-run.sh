@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
 # kvflux hostile on the GPU machine's host (16 cores), three runs of the default attack, with the notify bulk rate.
-# Carried in .device/ (git-ignored): jre.tar.xz (a jlink image of Temurin 25) and lib/ (the tools jar and its
-# runtime jars, netty's QUIC natives left out). Writes under $OUT, one archive at the end.
+# Runs from the offline bundle (../bundle-java.sh); it first ran from a hand-made .device/ (a jlink runtime and the
+# jars). Writes under $OUT, one archive at the end.
 set -uo pipefail
-B="$(cd "$(dirname "$0")/../../../.device" && pwd)"
 W=/tmp/kvflux-hostile
 mkdir -p $W
-tar -xJf $B/jre.tar.xz -C $W
-JAVA=$(ls -d $W/*/bin/java | head -n 1)
-J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
+. "$(dirname "$0")/../bundle-java.sh"
 { date -u; nproc; lscpu | grep -E 'Model name|^CPU\(s\)'; free -g; uname -r; } > $OUT/machine.txt 2>&1
 for i in ${RUNS:-1 2 3}; do
   s=$(date +%s)

@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
 # WRITE and READ mode side by side on one GPU: kvflux serve-bench --kv-mode write,read over kvflux's CUDA copy engine
 # and over the real MoRI IO, both roles on GPU 0 as processes, vLLM's experiment at c16 (PROMPTS requests, 192 by
-# default; 16K-token prompts, 16 output tokens), every block checked on decode. Carried in .device/: jre.tar.xz, lib/
-# and mori/ (as for ../gpu-roles/mori-run.sh). The runtime needs java.net.http beside the usual modules: serve-bench
-# starts its roles as processes and probes them over HTTP. Writes under $OUT.
+# default; 16K-token prompts, 16 output tokens), every block checked on decode. Runs from the offline
+# bundle (../bundle-java.sh), whose runtime has java.net.http (serve-bench probes its role processes over HTTP); it
+# first ran from a hand-made .device/. Writes under $OUT.
 set -uo pipefail
-B="$(cd "$(dirname "$0")/../../../.device" && pwd)"
 W=/tmp/kvflux-read
 mkdir -p $W
-tar -xJf $B/jre.tar.xz -C $W
-cp -r $B/mori $W/
-export KVFLUX_MORI_LIB=$W/mori/libkvflux_mori.so LD_LIBRARY_PATH=$W/mori:${LD_LIBRARY_PATH:-}
-JAVA=$(ls -d $W/*/bin/java | head -n 1)
-J=("$JAVA" --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -cp "$B/lib/*" dev.kvflux.tools.cli.KvfluxCli)
+. "$(dirname "$0")/../bundle-java.sh"
 { date -u; nproc; nvidia-smi; } > $OUT/machine.log 2>&1
 bench() { # BACKEND TIMEOUT
   local backend=$1 t=$2
