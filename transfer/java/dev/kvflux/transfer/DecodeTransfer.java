@@ -193,6 +193,11 @@ public final class DecodeTransfer implements AutoCloseable {
         return waitRecorded.compareAndSet(false, true);
     }
 
+    /** Whether the wait for the KV has ended, by any outcome ({@link #waitEnded} was called). */
+    boolean waitOver() {
+        return waitRecorded.get();
+    }
+
     boolean readsDrained() {
         return readsDrained;
     }
