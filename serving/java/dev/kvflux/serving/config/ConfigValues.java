@@ -52,6 +52,16 @@ final class ConfigValues {
         };
     }
 
+    /** {@code transfer.push-signal}: whether a push wait signals on the push's own thread ({@code push-thread}). */
+    static boolean signalOnPush(Object v) {
+        return switch (String.valueOf(v).toLowerCase(Locale.ROOT)) {
+            case "scheduler" -> false;
+            case "push-thread" -> true;
+            default -> throw new IllegalArgumentException("'" + v + "' is not a push signal; use scheduler or"
+                    + " push-thread");
+        };
+    }
+
     static CopyPath copyPath(Object v) {
         return switch (String.valueOf(v).toLowerCase(Locale.ROOT)) {
             case "default" -> CopyPath.DEFAULT;

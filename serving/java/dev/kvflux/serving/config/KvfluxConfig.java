@@ -80,10 +80,12 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
 
     /**
      * The completion wait and the WRITE pipeline. {@code stallAfter} is empty when stall detection is off
-     * ({@code transfer.stall-after: off}).
+     * ({@code transfer.stall-after: off}); {@code signalOnPush}: whether the push wait signals its end on the thread of
+     * the push that ended it ({@code transfer.push-signal: push-thread}) rather than on the scheduler.
      */
     public record Transfer(Duration timeout, Duration slice, FailMode failMode, int maxInFlight,
-                           Duration eventPoll, Duration eventTimeout, Optional<Duration> stallAfter) {
+                           Duration eventPoll, Duration eventTimeout, Optional<Duration> stallAfter,
+                           boolean signalOnPush) {
 
         /** Settings without stall detection. */
         public Transfer(Duration timeout, Duration slice, FailMode failMode, int maxInFlight,
@@ -91,9 +93,16 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
             this(timeout, slice, failMode, maxInFlight, eventPoll, eventTimeout, Optional.empty());
         }
 
+        /** Settings whose push wait signals on the scheduler. */
+        public Transfer(Duration timeout, Duration slice, FailMode failMode, int maxInFlight,
+                        Duration eventPoll, Duration eventTimeout, Optional<Duration> stallAfter) {
+            this(timeout, slice, failMode, maxInFlight, eventPoll, eventTimeout, stallAfter, false);
+        }
+
         /** These settings with another transfer timeout. */
         public Transfer withTimeout(Duration otherTimeout) {
-            return new Transfer(otherTimeout, slice, failMode, maxInFlight, eventPoll, eventTimeout, stallAfter);
+            return new Transfer(otherTimeout, slice, failMode, maxInFlight, eventPoll, eventTimeout, stallAfter,
+                    signalOnPush);
         }
 
         /** The configured completion wait: fail-fast or drain, its slice, and its stall time if set. */
@@ -108,7 +117,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
          */
         public PushWait pushWait() {
             PushWait wait = failMode == FailMode.DRAIN ? PushWait.drain(timeout) : PushWait.failFast(timeout);
-            return stallAfter.map(wait::stallAfter).orElse(wait);
+            PushWait signalled = signalOnPush ? wait.signalOnPush() : wait;
+            return stallAfter.map(signalled::stallAfter).orElse(signalled);
         }
     }
 
@@ -189,7 +199,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
 
     private static final Set<String> KEYS = Set.of(
             "transfer.timeout", "transfer.slice", "transfer.fail-mode", "transfer.max-in-flight",
-            "transfer.event-poll", "transfer.event-timeout", "transfer.stall-after", "engine.backend", "engine.sim.post-cost-per-block",
+            "transfer.event-poll", "transfer.event-timeout", "transfer.stall-after", "transfer.push-signal",
+            "engine.backend", "engine.sim.post-cost-per-block",
             "engine.sim.per-block-overhead", "engine.sim.kernel-launch", "engine.sim.bandwidth-gbps",
             "engine.sim.copy-path", "kv.mode", "ports.proxy", "ports.proxy-discovery", "ports.prefill-http",
             "ports.decode-http", "ports.prefill-notify", "ports.decode-notify", "notify.secret",
@@ -284,7 +295,8 @@ public record KvfluxConfig(Transfer transfer, Engine engine, Ports ports, Notify
                         key(keys, "transfer.max-in-flight", v -> ConfigValues.intIn(v, 1, 1 << 20)),
                         durationKey(keys, "transfer.event-poll", ConfigValues::positive),
                         durationKey(keys, "transfer.event-timeout", ConfigValues::transferTimeout),
-                        key(keys, "transfer.stall-after", ConfigValues::stallAfter))
+                        key(keys, "transfer.stall-after", ConfigValues::stallAfter),
+                        key(keys, "transfer.push-signal", ConfigValues::signalOnPush))
                 .ap(Transfer::new)
                 .flatMap(t -> t.slice().compareTo(t.timeout()) < 0 ? Validation.valid(t)
                         : Validation.invalid(List.of("transfer.slice (" + Durations.format(t.slice())

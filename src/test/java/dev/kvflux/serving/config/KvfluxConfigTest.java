@@ -111,6 +111,28 @@ class KvfluxConfigTest {
     }
 
     @Test
+    void thePushWaitSignalsOnTheSchedulerUnlessPushSignalSaysPushThread() throws IOException {
+        assertThat(KvfluxConfig.defaults().transfer().pushWait().signalsOnPush()).isFalse();
+
+        KvfluxConfig.Transfer transfer = KvfluxConfig.load(Optional.of(file("""
+                transfer:
+                  push-signal: push-thread
+                  stall-after: 5s
+                """))).get().transfer();
+        assertThat(transfer.pushWait().signalsOnPush()).isTrue();
+        assertThat(transfer.pushWait().toString()).contains("stall after 5s");
+        assertThat(transfer.withTimeout(Duration.ofSeconds(3)).signalOnPush()).as("kept with another timeout").isTrue();
+
+        Validation<Seq<String>, KvfluxConfig> wrong = KvfluxConfig.load(Optional.of(file("""
+                transfer:
+                  push-signal: inline
+                """)));
+        assertThat(wrong.isInvalid()).isTrue();
+        assertThat(wrong.getError().mkString()).contains("transfer.push-signal", "'inline' is not a push signal; use"
+                + " scheduler or push-thread");
+    }
+
+    @Test
     void theConfiguredPushWaitTakesTheFailModeAndStallsAtTheConfiguredStallTime() throws IOException {
         assertThat(KvfluxConfig.defaults().transfer().pushWait().toString()).doesNotContain("stall");
 
