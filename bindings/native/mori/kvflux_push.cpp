@@ -78,7 +78,8 @@ struct State {
   std::condition_variable notifierCv;
   std::condition_variable takeCv;
   std::vector<Signal> signals;
-  int takers{0};  // callers waiting in Take
+  int takers{0};             // callers waiting in Take
+  bool retryAdded{false};    // a taker put a batch into retry: the notifier paces it (1 ms), so wake it
 };
 State& state = *new State();
 std::mutex& mu = state.mu;
@@ -93,6 +94,7 @@ std::vector<Signal>& signals = state.signals;
 
 std::once_flag started;
 bool hooked = false;
+thread_local bool onNotifier = false;  // this thread is the notifier
 
 void OnCopiesEnded(TransferStatus* key) {
   int64_t ns = NowNs();
@@ -111,6 +113,15 @@ void WakeTaker() {
   takeCv.notify_one();
 }
 
+// Tells the notifier that a taker put a batch into retry (mu not held): otherwise it would sleep out its 100 ms.
+void WakeNotifier() {
+  {
+    std::lock_guard<std::mutex> lock(signalMu);
+    state.retryAdded = true;
+  }
+  notifierCv.notify_one();
+}
+
 // Queries one armed ON batch (outside mu) and queues it if it is terminal; true if it queued it.
 bool Drive(const TransferStatus* key) {
   std::function<int()> query;
@@ -127,25 +138,32 @@ bool Drive(const TransferStatus* key) {
   }
   int code = query();
   query = nullptr;  // before the lock: it may hold the last reference to a status
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = armed.find(key);
-  if (it == armed.end() || it->second.handle != handle || it->second.queued || it->second.kept) return false;
-  retry.erase(key);
-  if (code == -1) {
-    it->second.query = nullptr;  // gone: nobody can take its push; Retire frees it
-  } else if (code == -2) {
-    retry.insert(key);
-  } else if (Terminal(code)) {
-    it->second.queued = true;
-    // copy end and signalled 0: its hook has not run (a sweep found it)
-    ready.push_back(kvflux_mori_push_stages{kvflux_mori_push{handle, code, 0, it->second.copyEndNs},
-                                            it->second.signalledNs, NowNs(), 0});
-    readyPending.store(true);
-    return true;
-  } else if (it->second.copyEndNs != 0) {
-    retry.insert(key);  // its hook ran, yet it is in flight: ask again soon; otherwise the sweep asks
+  bool retried = false;
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = armed.find(key);
+    if (it == armed.end() || it->second.handle != handle || it->second.queued || it->second.kept) return false;
+    retry.erase(key);
+    if (code == -1) {
+      it->second.query = nullptr;  // gone: nobody can take its push; Retire frees it
+    } else if (code == -2) {
+      retry.insert(key);
+      retried = true;
+    } else if (Terminal(code)) {
+      it->second.queued = true;
+      // copy end and signalled 0: its hook has not run (a sweep found it)
+      ready.push_back(kvflux_mori_push_stages{kvflux_mori_push{handle, code, 0, it->second.copyEndNs},
+                                              it->second.signalledNs, NowNs(), 0});
+      readyPending.store(true);
+      queued = true;
+    } else if (it->second.copyEndNs != 0) {
+      retry.insert(key);  // its hook ran, yet it is in flight: ask again soon; otherwise the sweep asks
+      retried = true;
+    }
   }
-  return false;
+  if (retried && !onNotifier) WakeNotifier();
+  return queued;
 }
 
 // Takes the hook's signals: records each armed batch's copy end, frees a retired one whose hook was pending, and
@@ -179,6 +197,7 @@ bool Signalled(std::vector<Signal>& taken) {
 }
 
 void Notify() {
+  onNotifier = true;
   auto lastSweep = std::chrono::steady_clock::now();
   std::vector<Signal> taken;
   std::vector<const TransferStatus*> drive;
@@ -191,7 +210,9 @@ void Notify() {
     }
     {
       std::unique_lock<std::mutex> lock(signalMu);
-      notifierCv.wait_for(lock, retrying ? kRetryEvery : kSweepEvery, [] { return !signals.empty(); });
+      notifierCv.wait_for(lock, retrying ? kRetryEvery : kSweepEvery,
+                          [] { return !signals.empty() || state.retryAdded; });
+      state.retryAdded = false;  // the retry set is asked below, this round
       taken.swap(signals);  // a taker that comes later finds none: they are this thread's now
     }
     bool queued = Signalled(taken);
@@ -225,17 +246,23 @@ void Notify() {
   }
 }
 
-// Moves up to cap queued completions into out, stamped as taken now; mu not held.
+// Moves up to cap queued completions into out, stamped as taken now; mu not held. Wakes another taker for what it
+// leaves queued.
 size_t PopReady(kvflux_mori_push_stages* out, size_t cap) {
-  std::lock_guard<std::mutex> lock(mu);
   size_t n = 0;
-  int64_t now = ready.empty() ? 0 : NowNs();
-  while (n < cap && !ready.empty()) {
-    out[n] = ready.front();
-    out[n++].taken_ns = now;
-    ready.pop_front();
+  bool more;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    int64_t now = ready.empty() ? 0 : NowNs();
+    while (n < cap && !ready.empty()) {
+      out[n] = ready.front();
+      out[n++].taken_ns = now;
+      ready.pop_front();
+    }
+    more = !ready.empty();
+    readyPending.store(more);
   }
-  readyPending.store(!ready.empty());
+  if (more && n > 0) WakeTaker();
   return n;
 }
 
