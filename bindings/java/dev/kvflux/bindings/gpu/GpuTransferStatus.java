@@ -44,6 +44,8 @@ final class GpuTransferStatus implements PushedStatus {
     private volatile String message = "";
     /** When the host function behind the batch ran ({@link System#nanoTime()}), if it ran before the status settled. */
     private volatile long copiesEndedAt = UNKNOWN_TIME;
+    /** Whether a host function was queued behind the batch ({@link #pushedBy}): only then does a push come. */
+    private volatile boolean pushes;
     /** The dispatch thread while it runs this status's host-function callback; null otherwise. */
     private volatile Thread pushing;
     /** When the dispatch thread took the callback, and when the status settled (the push's stages, {@link #timeline}). */
@@ -137,6 +139,7 @@ final class GpuTransferStatus implements PushedStatus {
      * is settled, by that host function or otherwise, the callback is no longer kept.
      */
     synchronized void pushedBy(long key) {
+        pushes = true;
         if (code.isTerminal()) {
             HostFunctions.cancel(key);
         } else {
@@ -261,10 +264,14 @@ final class GpuTransferStatus implements PushedStatus {
     /**
      * {@inheritDoc} Given on the host-function thread ({@code kvflux-gpu-host-functions}) for a batch posted with
      * push, on the thread of the query that settled the status otherwise, or at once on the caller's if the status
-     * is already terminal. Each listener given is told.
+     * is already terminal. Each listener given is told. False, taking no listener, for a batch posted without push
+     * that is still in flight: nothing but a query settles it.
      */
     @Override
     public boolean onPushed(Consumer<StatusCode> listener) {
+        if (!pushes && !code.isTerminal()) {
+            return false; // posted without a host function: only a query settles it, so a wait must query
+        }
         PushListeners.add(LISTENER, this, listener);
         StatusCode now = code;
         if (now.isTerminal()) {

@@ -22,6 +22,11 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     private final Sinks.One<StatusCode> pushed = Sinks.one();
     /** The terminal code once settled (by the push or by the query after registering), once. */
     private final AtomicReference<StatusCode> settled = new AtomicReference<>();
+    /**
+     * The settled code as listeners learn it: written by the settling thread once the push's stages are, and read by
+     * {@link #onPushed}, so that a listener told at once never sees the code before the stages.
+     */
+    private volatile StatusCode told;
     /** Every listener given to {@link #onPushed}, chained ({@link PushListeners}); null until one is. */
     private volatile java.util.function.Consumer<StatusCode> listener;
     private static final VarHandle LISTENER = PushListeners.field(MethodHandles.lookup(), PushedMoriStatus.class,
@@ -68,6 +73,7 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
                 returned = stages.returned();
                 byPush = true;
             }
+            told = code; // after the stages: a listener told at once by onPushed finds them whole
             java.util.function.Consumer<StatusCode> l = listener;
             if (l != null) {
                 l.accept(code);
@@ -80,7 +86,7 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
     @Override
     public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
         PushListeners.add(LISTENER, this, l);
-        StatusCode code = settled.get();
+        StatusCode code = told;
         if (code != null) {
             l.accept(code);
         }

@@ -54,7 +54,7 @@ public final class PushCalls {
          * The status became terminal with {@code code}; its copies ended at {@code copyEndNanos}
          * ({@link System#nanoTime()}'s clock), 0 when the library does not know when. {@code stages}: the
          * library's stages of this push and when the notification thread was back in Java with it (read it before
-         * returning: it is reused).
+         * returning: it is reused), or null when no push settles the status (its engine was destroyed).
          */
         void pushed(int code, long copyEndNanos, Stages stages);
     }
@@ -179,13 +179,9 @@ public final class PushCalls {
     public void forgetEngine(long engine) {
         for (Map.Entry<Long, Waiter> entry : waiting.entrySet()) {
             if (entry.getValue().engine() == engine && waiting.remove(entry.getKey(), entry.getValue())) {
-                deliver(entry.getValue(), STATUS_ERR_BAD_STATE, 0);
+                deliver(entry.getValue(), STATUS_ERR_BAD_STATE, 0, null); // no push: the engine is gone
             }
         }
-    }
-
-    private static void deliver(Waiter waiter, int code, long copyEndNanos) {
-        deliver(waiter, code, copyEndNanos, new Stages());
     }
 
     private static void deliver(Waiter waiter, int code, long copyEndNanos, Stages stages) {

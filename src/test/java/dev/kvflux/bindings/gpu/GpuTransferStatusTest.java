@@ -43,6 +43,13 @@ class GpuTransferStatusTest {
         return status;
     }
 
+    /** A status posted with a host function behind its batch (its key is never launched here). */
+    private GpuTransferStatus pushing() {
+        GpuTransferStatus status = posted();
+        status.pushedBy(42);
+        return status;
+    }
+
     @Test
     void aNewStatusIsInitUntilPosted() {
         assertThat(new GpuTransferStatus(1).code()).isEqualTo(StatusCode.INIT);
@@ -129,6 +136,18 @@ class GpuTransferStatusTest {
     }
 
     @Test
+    void aStatusPostedWithoutAHostFunctionTakesNoListenerWhileInFlightSoThatAWaitQueriesIt() {
+        GpuTransferStatus polled = posted();
+        assertThat(polled.onPushed(code -> { })).as("no push will come: a wait must query it").isFalse();
+
+        event.state = EventState.READY;
+        StepVerifier.create(PushWait.failFast(Duration.ofSeconds(30)).await(List.of(polled)))
+                .expectComplete()
+                .verify(Duration.ofSeconds(5));
+        assertThat(polled.onPushed(code -> { })).as("settled: told at once").isTrue();
+    }
+
+    @Test
     void aStatusItsHostFunctionSettledKnowsThePushsStagesAndOneSettledByAQueryHasNone() {
         GpuTransferStatus pushed = posted();
         event.state = EventState.READY;
@@ -171,7 +190,7 @@ class GpuTransferStatusTest {
 
     @Test
     void theListenerIsGivenThePushedCodeWithoutAnyoneQuerying() {
-        GpuTransferStatus status = posted();
+        GpuTransferStatus status = pushing();
         List<StatusCode> heard = new CopyOnWriteArrayList<>();
         assertThat(status.onPushed(heard::add)).as("the listener form is offered").isTrue();
         assertThat(heard).as("in flight").isEmpty();
@@ -184,7 +203,7 @@ class GpuTransferStatusTest {
 
     @Test
     void everyListenerIsToldNotOnlyTheLastOneSet() {
-        GpuTransferStatus status = posted();
+        GpuTransferStatus status = pushing();
         List<String> heard = new CopyOnWriteArrayList<>();
         status.onPushed(code -> heard.add("first " + code));
         status.onPushed(code -> heard.add("second " + code));
@@ -208,7 +227,7 @@ class GpuTransferStatusTest {
 
     @Test
     void aFailedBatchIsToldToTheListener() {
-        GpuTransferStatus status = posted();
+        GpuTransferStatus status = pushing();
         List<StatusCode> heard = new CopyOnWriteArrayList<>();
         status.onPushed(heard::add);
 
@@ -219,7 +238,7 @@ class GpuTransferStatusTest {
 
     @Test
     void aPushWaitOnAGpuStatusEndsWhenItsHostFunctionRunsWithNoPoll() {
-        GpuTransferStatus status = posted();
+        GpuTransferStatus status = pushing();
         StepVerifier.create(PushWait.failFast(Duration.ofSeconds(30)).await(List.of(status)))
                 .then(() -> {
                     event.state = EventState.READY;
