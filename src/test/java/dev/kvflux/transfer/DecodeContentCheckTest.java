@@ -108,11 +108,10 @@ class DecodeContentCheckTest {
                     .isEqualTo(ReceiveFailedException.Kind.DEADLINE);
             deadlinePassed.countDown();
             assertThat(returned.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-            // the check's thread goes back to its pool once the rest of the check's task has run
-            Thread.State state = checker.get().getState();
-            while (state == Thread.State.RUNNABLE || state == Thread.State.BLOCKED) {
+            // the check's task has run once its thread no longer runs DecodeNotices (it is back in its pool)
+            while (java.util.Arrays.stream(checker.get().getStackTrace())
+                    .anyMatch(frame -> frame.getClassName().equals(DecodeNotices.class.getName()))) {
                 Thread.onSpinWait();
-                state = checker.get().getState();
             }
 
             assertThat(events).as("the mismatch over freed blocks").doesNotContain(DecodeRecorder.Event.KV_CORRUPT);

@@ -305,7 +305,6 @@ class EtcdMembershipTest {
         open.add(registration::dispose);
         await("both proxies list the instance", WAIT, () -> lists(a, List.of(decode)) && lists(b, List.of(decode)));
 
-        long start = System.nanoTime();
         registration.dispose();
         // a third of the lease: only a revoke ends it that soon (beside a loaded build it took over 3 s, an earlier
         // bound)
@@ -313,7 +312,6 @@ class EtcdMembershipTest {
         await("both proxies drop it", third, () -> a.registry().live(Role.DECODE).isEmpty()
                 && b.registry().live(Role.DECODE).isEmpty());
 
-        assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(third);
         assertThat(client().range(MemberRecord.prefix(cluster), 10, 1 << 20).block(WAIT).kvs()).isEmpty();
     }
 }

@@ -19,4 +19,15 @@ public record CliCall(int code, String out, String err) {
         int code = cmd.execute(argv.toArray(String[]::new));
         return new CliCall(code, out.toString(), err.toString());
     }
+
+    /**
+     * Asserts that this call was refused as a usage error: exit code 2, nothing on stdout, and one line on stderr,
+     * with no stack trace, starting with {@code message}.
+     */
+    public void assertUsageError(String message) {
+        org.assertj.core.api.Assertions.assertThat(code).as("exit code of a usage error").isEqualTo(2);
+        org.assertj.core.api.Assertions.assertThat(err).startsWith(message).doesNotContain("\tat ");
+        org.assertj.core.api.Assertions.assertThat(err.strip().lines().count()).as("lines on stderr").isOne();
+        org.assertj.core.api.Assertions.assertThat(out).isEmpty();
+    }
 }
