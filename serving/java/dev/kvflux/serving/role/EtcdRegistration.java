@@ -9,6 +9,10 @@ import dev.kvflux.serving.etcd.EtcdException;
 import dev.kvflux.transfer.notify.LogText;
 import dev.kvflux.transfer.notify.NotifyAuth;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -23,7 +27,8 @@ import reactor.core.scheduler.Schedulers;
  * TTL, as {@link InstancePinger}'s schedule runs pings. When etcd says the lease is gone (it expired while etcd or
  * this process could not keep it, e.g. a paused process), a new lease is granted and the record put again. While etcd
  * cannot be reached each step is logged once and tried again at the next tick; the lease may still be alive when etcd
- * is back. Disposing it revokes the lease (waiting up to a second), so the proxies drop the instance at once.
+ * is back. Disposing it revokes the lease, so the proxies drop the instance at once; it waits up to a second for
+ * that, and a slower revoke goes on after it returns.
  */
 final class EtcdRegistration implements Disposable {
     private static final Logger LOG = LoggerFactory.getLogger(EtcdRegistration.class);
@@ -126,16 +131,25 @@ final class EtcdRegistration implements Disposable {
     public void dispose() {
         ticks.dispose();
         long held = lease.getAndSet(0);
-        if (held != 0) {
-            try {
-                etcd.revoke(held).block(REVOKE_WAIT);
-            } catch (RuntimeException e) {
-                LOG.warn("could not revoke lease {} of {} on close ({}); etcd drops it within {} s",
-                        Long.toHexString(held), record.key(), LogText.escape(String.valueOf(e.getMessage())),
-                        discovery.leaseTtl().toSeconds());
-            }
+        if (held == 0) {
+            etcd.close();
+            return;
         }
-        etcd.close();
+        // closing waits a while for the revoke but never cancels it: a revoke cut off by a slow etcd would leave the
+        // instance listed for the whole lease. The client closes once the revoke has ended, whenever that is.
+        CompletableFuture<Void> revoked = etcd.revoke(held).doFinally(signal -> etcd.close()).toFuture();
+        try {
+            revoked.get(REVOKE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            LOG.info("revoking lease {} of {} takes over {} ms; it goes on after close", Long.toHexString(held),
+                    record.key(), REVOKE_WAIT.toMillis());
+        } catch (ExecutionException e) {
+            LOG.warn("could not revoke lease {} of {} on close ({}); etcd drops it within {} s",
+                    Long.toHexString(held), record.key(), LogText.escape(String.valueOf(e.getCause().getMessage())),
+                    discovery.leaseTtl().toSeconds());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Override
