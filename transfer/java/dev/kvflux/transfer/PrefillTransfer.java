@@ -357,9 +357,12 @@ public final class PrefillTransfer {
 
     /**
      * {@code session} recording every status posted for this transfer (and its bytes, and when the first was posted
-     * on {@code clock}), calling {@code afterPost} after each post; refusing posts once aborted or ended.
+     * on {@code clock}), calling {@code beforeFirstPost} just before the first post and {@code afterPost} after each,
+     * both under the transfer's monitor; refusing posts once aborted or ended, so that nothing is posted, nor said
+     * to be, after {@link #end}.
      */
-    TransferSession recording(TransferSession session, java.util.function.LongSupplier clock, Runnable afterPost) {
+    TransferSession recording(TransferSession session, java.util.function.LongSupplier clock,
+            Runnable beforeFirstPost, Runnable afterPost) {
         return new TransferSession() {
             @Override
             public long allocateTransferUid() {
@@ -380,6 +383,7 @@ public final class PrefillTransfer {
                                 + " was aborted; not posting further layers");
                     }
                     if (statuses.isEmpty()) {
+                        beforeFirstPost.run();
                         firstPostNanos = clock.getAsLong();
                     }
                     TransferStatus status = session.batchWrite(plan, transferUid);

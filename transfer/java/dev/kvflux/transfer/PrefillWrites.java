@@ -81,8 +81,6 @@ final class PrefillWrites {
                     .flatMap(remoteBlocks -> {
                         List<Long> local = t.localBlocks();
                         t.decodeBlocks(remoteBlocks.subList(0, Math.min(local.size(), remoteBlocks.size())));
-                        settings.history().blocks(TransferHistory.Kind.WRITE_POSTED, id, t.decodeBlocks(),
-                                t.decodeIncarnation());
                         KvLayout remote;
                         try {
                             remote = settings.sessions().layout(t.decode(), t.decodeIncarnation());
@@ -91,8 +89,11 @@ final class PrefillWrites {
                         }
                         Flux<LayerWrite> layerWrites = Flux.range(0, layers).map(l -> new LayerWrite(l, events.get(l),
                                 settings.layout().layerPlan(l, local, remote, remoteBlocks)));
-                        return settings.pipeline().write(new WriteRequest(id, t.recording(session(t), settings.clock()::nanos, afterPost),
-                                layerWrites));
+                        // said at the first post, not here: a transfer aborted in between posts nothing
+                        Runnable firstPost = () -> settings.history().blocks(TransferHistory.Kind.WRITE_POSTED, id,
+                                t.decodeBlocks(), t.decodeIncarnation());
+                        return settings.pipeline().write(new WriteRequest(id, t.recording(session(t),
+                                settings.clock()::nanos, firstPost, afterPost), layerWrites));
                     })
                     .onErrorResume(TransferException.class, e -> Mono.just(new WriteOutcome.WriteFailed(id, e.code(),
                             e.reason())));

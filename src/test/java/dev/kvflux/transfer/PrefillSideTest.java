@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.scheduler.Schedulers;
@@ -26,6 +27,7 @@ class PrefillSideTest {
 
     private final SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
     private final List<PrefillRecorder.Event> events = new CopyOnWriteArrayList<>();
+    private final List<TransferHistory.Event> history = new CopyOnWriteArrayList<>();
     private final DecodeSide decode = DecodeSide.builder().receiveDeadline(Duration.ofSeconds(3)).bindNow();
     private PrefillSide prefill = prefill(Duration.ofSeconds(3));
 
@@ -35,7 +37,7 @@ class PrefillSideTest {
         MemoryRegion remote = new MemoryRegion("decode", 0, layout.regionBytes(), 1);
         return PrefillSide.builder().layout(layout).sessions(DecodeSessions.of(engine.createSession(local, remote)))
                 .pipeline(WritePipeline.builder().waitStrategy(CompletionWait.failFast(Duration.ofSeconds(2))).build())
-                .blocks(1024).transferTimeout(Duration.ofSeconds(2)).decodeDeadline(decodeDeadline)
+                .blocks(1024).transferTimeout(Duration.ofSeconds(2)).decodeDeadline(decodeDeadline).history(history::add)
                 .recorder(new PrefillRecorder() {
                     @Override
                     public void record(Event event, String transferId) {
@@ -99,6 +101,57 @@ class PrefillSideTest {
         assertThat((Duration) copied.getFirst()[2]).isGreaterThanOrEqualTo(Duration.ZERO);
         assertThat(kv).succeedsWithin(WAIT);
         receiving.close();
+    }
+
+    @Test
+    void aTransferAbortedBeforeItsFirstPostPostsNothingAndItsHistoryNamesNoPost() throws Exception {
+        DecodeTransfer receiving = decode.open("t-cut", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
+        var kv = receiving.kv().toFuture(); // decode sends its block list once its KV is awaited
+        PrefillTransfer sending = prefill.open("t-cut", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+        // decode's block list is here and the write has started, waiting for its first layer's event
+        awaitEvent(TransferHistory.Kind.RECEIVED);
+        var outcome = sending.write(Collections.nCopies(LAYERS, SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
+                Duration.ofMillis(300)))).toFuture();
+
+        assertThat(sending.abort("cancelled before its first post")).isTrue();
+        awaitEvent(TransferHistory.Kind.WRITES_ENDED);
+        outcome.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        Thread.sleep(400); // past the events' readiness: nothing is posted late
+
+        assertThat(sending.posted()).as("statuses posted").isEmpty();
+        // a write_posted would tell the history checker that a copy could land in decode's blocks after release
+        assertThat(history).filteredOn(e -> e.transferId().equals("t-cut")).extracting(TransferHistory.Event::kind)
+                .contains(TransferHistory.Kind.ABORTED, TransferHistory.Kind.WRITES_ENDED)
+                .doesNotContain(TransferHistory.Kind.WRITE_POSTED);
+        receiving.close();
+    }
+
+    @Test
+    void aWrittenTransfersHistoryNamesItsPostBeforeItsWritesEnded() throws Exception {
+        DecodeTransfer receiving = decode.open("t-kept", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
+        var kv = receiving.kv().toFuture(); // decode sends its block list once its KV is awaited
+        PrefillTransfer sending = prefill.open("t-kept", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+
+        assertThat(sending.write(ready(LAYERS)).block(WAIT)).isEqualTo(new WriteOutcome.WriteDone("t-kept"));
+        assertThat(kv).succeedsWithin(WAIT);
+        awaitEvent(TransferHistory.Kind.WRITES_ENDED);
+
+        List<TransferHistory.Event> own = history.stream().filter(e -> e.transferId().equals("t-kept")).toList();
+        List<TransferHistory.Kind> kinds = own.stream().map(TransferHistory.Event::kind).toList();
+        assertThat(kinds).containsOnlyOnce(TransferHistory.Kind.WRITE_POSTED);
+        assertThat(kinds.indexOf(TransferHistory.Kind.WRITE_POSTED))
+                .isLessThan(kinds.indexOf(TransferHistory.Kind.WRITES_ENDED));
+        assertThat(own.get(kinds.indexOf(TransferHistory.Kind.WRITE_POSTED)).blocks()).hasSize(4);
+        receiving.close();
+    }
+
+    private void awaitEvent(TransferHistory.Kind kind)
+            throws InterruptedException {
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (history.stream().noneMatch(e -> e.kind() == kind) && System.nanoTime() < until) {
+            Thread.sleep(5);
+        }
+        assertThat(history).extracting(TransferHistory.Event::kind).as("events so far").contains(kind);
     }
 
     @Test
