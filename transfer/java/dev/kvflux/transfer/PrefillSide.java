@@ -100,7 +100,9 @@ public final class PrefillSide implements AutoCloseable {
      * Opens a transfer towards the decode at notify address {@code decode}, allocating {@code blockCount} source
      * blocks for it. Its deadline (when decode gives up on it) is the side's {@linkplain Builder#decodeDeadline
      * decode deadline} from now. Write it with {@link PrefillTransfer#write}, or end it with
-     * {@link PrefillTransfer#close()} if it will not be written.
+     * {@link PrefillTransfer#close()} if it will not be written. An abort that comes while it is being opened (decode's,
+     * or {@link PrefillTransfer#abort} from another thread) is not lost: the transfer returned is aborted, holds no
+     * blocks, and {@link PrefillTransfer#aborted()} says why.
      *
      * @param observer hooks into the transfer's life (spans, the trace id for log lines); {@link
      *     PrefillTransfer.Observer#NONE} for none
@@ -143,12 +145,18 @@ public final class PrefillSide implements AutoCloseable {
                     + "'s block list came from a previous incarnation of decode " + LogText.hostPort(decode)
                     + "; retry the request");
         }
+        boolean open;
         try {
-            t.localBlocks(blocks.allocate(transferId, blockCount));
+            open = t.localBlocks(blocks.allocate(transferId, blockCount));
         } catch (BlockAllocator.OutOfBlocksException e) {
             settings.recorder.record(PrefillRecorder.Event.REFUSED_OUT_OF_BLOCKS, transferId);
             writes.settle(t);
             throw new TransferRefusedException(TransferRefusedException.Reason.OUT_OF_BLOCKS, e.getMessage());
+        }
+        if (!open) {
+            // aborted since it was opened: its settling may have run before the blocks were taken; the caller sees
+            // an aborted transfer (aborted() tells why), holding nothing
+            blocks.free(transferId);
         }
         return t;
     }

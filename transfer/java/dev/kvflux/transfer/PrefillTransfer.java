@@ -217,8 +217,13 @@ public final class PrefillTransfer {
         return arrivalMillis;
     }
 
-    void localBlocks(List<Long> blocks) {
+    /**
+     * Takes the blocks granted to it; false if it has already ended (an abort came while it was being opened), when
+     * whoever ended it may have freed its blocks before they were granted, so the caller frees them.
+     */
+    synchronized boolean localBlocks(List<Long> blocks) {
         this.localBlocks = List.copyOf(blocks);
+        return !ended;
     }
 
     void decodeBlocks(List<Long> blocks) {

@@ -28,6 +28,8 @@ class PrefillSideTest {
     private final SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
     private final List<PrefillRecorder.Event> events = new CopyOnWriteArrayList<>();
     private final List<TransferHistory.Event> history = new CopyOnWriteArrayList<>();
+    /** Called with each history event as it is recorded, on the thread that records it. */
+    private volatile java.util.function.Consumer<TransferHistory.Event> onHistory = e -> { };
     private final DecodeSide decode = DecodeSide.builder().receiveDeadline(Duration.ofSeconds(3)).bindNow();
     private PrefillSide prefill = prefill(Duration.ofSeconds(3));
 
@@ -37,7 +39,10 @@ class PrefillSideTest {
         MemoryRegion remote = new MemoryRegion("decode", 0, layout.regionBytes(), 1);
         return PrefillSide.builder().layout(layout).sessions(DecodeSessions.of(engine.createSession(local, remote)))
                 .pipeline(WritePipeline.builder().waitStrategy(CompletionWait.failFast(Duration.ofSeconds(2))).build())
-                .blocks(1024).transferTimeout(Duration.ofSeconds(2)).decodeDeadline(decodeDeadline).history(history::add)
+                .blocks(1024).transferTimeout(Duration.ofSeconds(2)).decodeDeadline(decodeDeadline).history(e -> {
+                    history.add(e);
+                    onHistory.accept(e);
+                })
                 .recorder(new PrefillRecorder() {
                     @Override
                     public void record(Event event, String transferId) {
@@ -124,6 +129,26 @@ class PrefillSideTest {
                 .contains(TransferHistory.Kind.ABORTED, TransferHistory.Kind.WRITES_ENDED)
                 .doesNotContain(TransferHistory.Kind.WRITE_POSTED);
         receiving.close();
+    }
+
+    @Test
+    void aTransferAbortedWhileItIsBeingOpenedFreesTheBlocksItsOpeningTakes() {
+        // the abort lands after the transfer is known by its id and before its blocks are taken, as a cancelled
+        // request's or decode's abort can on a busy host
+        onHistory = e -> {
+            if (e.kind() == TransferHistory.Kind.OPENED && e.transferId().equals("t-raced")) {
+                prefill.transfer("t-raced").abort("cancelled while it was being opened");
+            }
+        };
+        PrefillTransfer t = prefill.open("t-raced", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+
+        assertThat(t.aborted().block(WAIT)).isEqualTo("cancelled while it was being opened");
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (prefill.blocks().free() != prefill.blockCapacity() && System.nanoTime() < until) {
+            Thread.onSpinWait();
+        }
+        assertThat(prefill.blocks().free()).as("free blocks").isEqualTo(prefill.blockCapacity());
+        assertThat(prefill.running()).isZero();
     }
 
     @Test
