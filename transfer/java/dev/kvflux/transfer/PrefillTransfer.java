@@ -222,8 +222,27 @@ public final class PrefillTransfer {
      * whoever ended it may have freed its blocks before they were granted, so the caller frees them.
      */
     synchronized boolean localBlocks(List<Long> blocks) {
+        if (ended) {
+            return false;
+        }
         this.localBlocks = List.copyOf(blocks);
-        return !ended;
+        return true;
+    }
+
+    /**
+     * Runs {@code use} (a forward pass writing this transfer's source blocks, say) only while the transfer still holds
+     * its blocks: not aborted, not ended. It runs under the transfer's monitor, so an abort from another thread waits
+     * for it to return before the blocks can be freed and granted to another transfer; keep it short.
+     *
+     * @return whether {@code use} ran; false, running nothing, once the transfer has been aborted or has ended
+     */
+    public synchronized boolean whileHeld(Runnable use) {
+        Objects.requireNonNull(use, "use");
+        if (abortReason != null || ended) {
+            return false;
+        }
+        use.run();
+        return true;
     }
 
     void decodeBlocks(List<Long> blocks) {
@@ -251,9 +270,16 @@ public final class PrefillTransfer {
         this.releaseDecode = false;
     }
 
-    /** READ mode: read_ready is being sent; from now on decode may read the blocks, and release them. */
-    void offer() {
+    /**
+     * READ mode: read_ready is about to be sent; from now on decode may read the blocks, and release them. False,
+     * changing nothing, once the transfer has been aborted or has ended: its blocks may be free, so nothing is offered.
+     */
+    synchronized boolean offer() {
+        if (abortReason != null || ended) {
+            return false;
+        }
         offered = true;
+        return true;
     }
 
     boolean offered() {
@@ -389,6 +415,10 @@ public final class PrefillTransfer {
                     }
                     if (statuses.isEmpty()) {
                         beforeFirstPost.run();
+                        if (abortReason != null || ended) { // the hook aborted it, on this thread
+                            throw new TransferException(StatusCode.ERR_BAD_STATE, "transfer " + id
+                                    + " was aborted; not posting further layers");
+                        }
                         firstPostNanos = clock.getAsLong();
                     }
                     TransferStatus status = session.batchWrite(plan, transferUid);

@@ -165,13 +165,17 @@ final class PrefillWrites {
                             finish(result, t);
                             return Mono.just(true);
                         }
+                        if (!t.offer()) {
+                            // aborted as its last event turned ready: its blocks may be free already, so decode
+                            // is offered nothing to read
+                            return Mono.just(false);
+                        }
                         t.observer().written(result);
                         settings.recorder().written(result, Duration.ofNanos(settings.clock().nanos() - t.openedNanos()));
                         t.outcome(result);
                         long check = settings.contentCheck().of(id, t.decodeBlocks());
                         NotifyMessage ready = new NotifyMessage.ReadReady(id, t.localBlocks(), settings.incarnation(),
                                 t.decodeIncarnation(), check, settings.region());
-                        t.offer();
                         sendOutcome(t, ready);
                     }
                     // decode reads from these blocks until it says release; its lease bounds how long they are held

@@ -217,14 +217,24 @@ final class PrefillCompletions {
             for (int k = 0; k < links; k++) {
                 PrefillTransfer link = t.links().get(k);
                 RoleMemory memory = memories.get(t.tp().prefillRank(k));
-                List<GpuEvent> events = List.of();
-                if (memory.forward() != null) {
-                    events = memory.forward().write(link.id(), link.localBlocks());
-                    observers[k].closeWhenEnded(events);
-                } else if (memory.bytes() != null) {
-                    memory.bytes().write(link.id(), link.localBlocks());
+                Traced observer = observers[k];
+                List<List<GpuEvent>> written = new ArrayList<>(1);
+                // only into blocks the link still holds: an abort since the step was planned may have freed them
+                // for another request
+                boolean held = link.whileHeld(() -> {
+                    if (memory.forward() != null) {
+                        List<GpuEvent> events = memory.forward().write(link.id(), link.localBlocks());
+                        observer.closeWhenEnded(events);
+                        written.add(events);
+                    } else if (memory.bytes() != null) {
+                        memory.bytes().write(link.id(), link.localBlocks());
+                    }
+                });
+                if (!held) {
+                    t.abort("link " + k + " was aborted before prefill's forward pass wrote its KV");
+                    return;
                 }
-                onGpu.add(events);
+                onGpu.add(written.isEmpty() ? List.of() : written.getFirst());
             }
         } catch (RuntimeException e) {
             t.abort("prefill's forward pass could not write the KV into its memory: " + e.getMessage());

@@ -149,6 +149,20 @@ class PrefillSideTest {
         }
         assertThat(prefill.blocks().free()).as("free blocks").isEqualTo(prefill.blockCapacity());
         assertThat(prefill.running()).isZero();
+        assertThat(t.localBlocks()).as("the blocks it names").isEmpty();
+        assertThat(t.whileHeld(() -> { })).as("used after the abort").isFalse();
+    }
+
+    @Test
+    void aTransfersBlocksAreUsedOnlyWhileItHoldsThem() {
+        PrefillTransfer t = prefill.open("t-held", decodeAt(), 4, PrefillTransfer.Observer.NONE);
+        List<String> uses = new CopyOnWriteArrayList<>();
+
+        assertThat(t.whileHeld(() -> uses.add("before"))).isTrue();
+        t.abort("cancelled");
+        assertThat(t.whileHeld(() -> uses.add("after"))).isFalse();
+
+        assertThat(uses).containsExactly("before");
     }
 
     @Test
