@@ -49,6 +49,10 @@ final class PushBarrier {
     /** Whether a push that ends the wait signals on its own thread rather than handing over to {@link #on}. */
     private final boolean signalOnPush;
     private final MonoSink<Void> sink;
+    /** Where a wait ended on a pushing thread hands its timers over ({@link #signalOnPush}). */
+    private final TimerReaper reaper;
+    /** The next wait in {@link TimerReaper}'s batch; written before it is published there. */
+    PushBarrier nextToReap;
     /** Indexes of statuses that do not push and are still in flight; guarded by this. */
     private final int[] polled;
     private int polledCount;
@@ -70,9 +74,10 @@ final class PushBarrier {
      */
     private final WaitTally tally;
 
-    PushBarrier(TransferStatus[] statuses, WaitSpec spec, Scheduler on, boolean signalOnPush, MonoSink<Void> sink,
-                String name) {
+    PushBarrier(TransferStatus[] statuses, WaitSpec spec, Scheduler on, boolean signalOnPush, TimerReaper reaper,
+                MonoSink<Void> sink, String name) {
         this.signalOnPush = signalOnPush;
+        this.reaper = reaper;
         this.tally = new WaitTally(spec.recorder(), name, on);
         this.statuses = statuses;
         this.codes = new StatusCode[statuses.length];
@@ -183,15 +188,27 @@ final class PushBarrier {
         } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
             tally.failed(error.code());
         }
-        if (handOff && !signalOnPush) {
-            on.schedule(this::emit);
-        } else {
+        if (!handOff) {
             emit();
+        } else if (signalOnPush) {
+            emitOnPush();
+        } else {
+            on.schedule(this::emit);
         }
     }
 
     private void emit() {
-        release();
+        release(false);
+        signal();
+    }
+
+    /** Ends the wait on the pushing thread, its timers left to the {@link TimerReaper}. */
+    private void emitOnPush() {
+        release(true);
+        signal();
+    }
+
+    private void signal() {
         TransferException error = verdict;
         int failed = failedIndex;
         if (error == null && failed != NO_FAILURE) {
@@ -234,14 +251,26 @@ final class PushBarrier {
     /** The subscriber cancelled: stop everything, signal nothing. */
     private void cancel() {
         if (DONE.compareAndSet(this, false, true)) {
-            release();
+            release(false);
             ended(WaitOutcome.CANCELLED);
         }
     }
 
-    /** Cancels the pushes still awaited and the timers; runs once the wait is done. */
-    private void release() {
-        disposeTimers();
+    /**
+     * Cancels the timers (on a pushing thread, {@code onPush}: later, by the {@link TimerReaper}) and the pushes still
+     * awaited; runs once the wait is done. When every status has settled
+     * (the count reached zero) no push is awaited, and the slots are not visited: on a push that ends a wait this is
+     * most of what ending it costs the pushing thread.
+     */
+    private void release(boolean onPush) {
+        if (onPush) {
+            reaper.reap(this, on);
+        } else {
+            disposeTimers();
+        }
+        if (remaining == 0) {
+            return;
+        }
         for (Slot slot : slots) {
             if (slot != null && slot.code == null) {
                 slot.cancel();
@@ -249,7 +278,8 @@ final class PushBarrier {
         }
     }
 
-    private void disposeTimers() {
+    /** Disposes the poll, the deadline and the stall check, those armed. */
+    void disposeTimers() {
         Disposable p = poll;
         if (p != null) {
             p.dispose();

@@ -62,6 +62,8 @@ import reactor.core.scheduler.Schedulers;
 public final class PushWait implements WaitStrategy {
     private final WaitSpec spec;
     private final boolean signalOnPush;
+    /** Disposes, off the pushing thread, the timers of waits that ended there (with {@link #signalOnPush}). */
+    private final TimerReaper reaper = new TimerReaper();
 
     private PushWait(WaitSpec spec) {
         this(spec, false);
@@ -203,7 +205,7 @@ public final class PushWait implements WaitStrategy {
                 return Mono.error(broken);
             }
             Scheduler on = spec.schedulerOrParallel();
-            return Mono.create(sink -> new PushBarrier(snapshot, spec, on, signalOnPush, sink,
+            return Mono.create(sink -> new PushBarrier(snapshot, spec, on, signalOnPush, reaper, sink,
                     strategyName()).start());
         }), strategyName(), spec.mode());
     }

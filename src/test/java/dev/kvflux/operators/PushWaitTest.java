@@ -12,6 +12,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
@@ -279,10 +280,31 @@ class PushWaitTest {
                 .verify();
     }
 
-    /** A scheduler that counts the tasks handed to it without delay. */
+    @Test
+    void waitsEndedOnThePushingThreadHaveTheirTimersDisposedWithinAMillisecondInOneBatch() {
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        CountingScheduler counting = new CountingScheduler(time);
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush();
+        List<Pushed> statuses = List.of(new Pushed(), new Pushed(), new Pushed());
+        AtomicInteger ended = new AtomicInteger();
+        for (Pushed status : statuses) {
+            wait.await(List.of(status)).subscribe(null, null, ended::incrementAndGet);
+        }
+        assertThat(counting.delayed).as("one deadline per wait").hasSize(3);
+
+        statuses.forEach(status -> status.push(StatusCode.SUCCESS));
+        assertThat(ended).hasValue(3);
+        time.advanceTimeBy(Duration.ofMillis(1));
+
+        assertThat(counting.delayed.subList(0, 3)).as("the deadlines").allMatch(reactor.core.Disposable::isDisposed);
+        assertThat(counting.delayed).as("the deadlines, then one disposal for the three").hasSize(4);
+    }
+
+    /** A scheduler that counts the tasks handed to it without delay, and keeps those with one. */
     private static final class CountingScheduler implements Scheduler {
         final Scheduler delegate;
         final java.util.concurrent.atomic.AtomicInteger immediate = new java.util.concurrent.atomic.AtomicInteger();
+        final List<reactor.core.Disposable> delayed = new java.util.concurrent.CopyOnWriteArrayList<>();
 
         CountingScheduler(Scheduler delegate) {
             this.delegate = delegate;
@@ -296,7 +318,9 @@ class PushWaitTest {
 
         @Override
         public reactor.core.Disposable schedule(Runnable task, long delay, TimeUnit unit) {
-            return delegate.schedule(task, delay, unit);
+            reactor.core.Disposable scheduled = delegate.schedule(task, delay, unit);
+            delayed.add(scheduled);
+            return scheduled;
         }
 
         @Override

@@ -1,0 +1,62 @@
+package dev.kvflux.operators;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * Disposes the timers of push waits that ended on a pushing thread, later and in batches, on the wait's scheduler.
+ * Disposing a timer takes the scheduler's queue lock and reorders its heap, which at thousands of waits in flight
+ * costs the pushing thread microseconds per wait; the backend's thread then falls behind its other pushes. A timer
+ * that fires before it is disposed finds its wait done and does nothing. Waits are linked through their own field, so
+ * handing one over allocates nothing.
+ */
+final class TimerReaper {
+    private static final VarHandle HEAD;
+
+    static {
+        try {
+            HEAD = MethodHandles.lookup().findVarHandle(TimerReaper.class, "head", PushBarrier.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /**
+     * How long a batch gathers before its timers are disposed: a wait's timers outlive it by at most this, and the
+     * scheduler is asked once per batch, not once per wait.
+     */
+    private static final long GATHER_MICROS = 1_000;
+
+    /** Waits whose timers are still to be disposed, newest first; null when none. */
+    private volatile PushBarrier head;
+
+    /** Hands over {@code done}'s timers; the first wait of a batch schedules their disposal on {@code on}, a little later. */
+    void reap(PushBarrier done, Scheduler on) {
+        PushBarrier seen;
+        do {
+            seen = head;
+            done.nextToReap = seen;
+        } while (!HEAD.compareAndSet(this, seen, done));
+        if (seen == null) {
+            try {
+                on.schedule(this::drain, GATHER_MICROS, TimeUnit.MICROSECONDS);
+            } catch (RejectedExecutionException e) {
+                drain(); // the scheduler is shut down: its timers are gone with it, and this costs nothing more
+            }
+        }
+    }
+
+    /** Disposes every wait's timers handed over so far. */
+    private void drain() {
+        PushBarrier batch = (PushBarrier) HEAD.getAndSet(this, (PushBarrier) null);
+        while (batch != null) {
+            PushBarrier next = batch.nextToReap;
+            batch.nextToReap = null;
+            batch.disposeTimers();
+            batch = next;
+        }
+    }
+}
