@@ -10,6 +10,7 @@ import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.FirstToken;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.serving.role.DecodeServer;
+import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.role.Policy;
 import dev.kvflux.serving.role.PrefillServer;
 import dev.kvflux.serving.role.ServingModel;
@@ -198,6 +199,8 @@ public final class ServeBench {
     private final Settings settings;
     private final PrintStream progress;
     private FirstToken firstToken = FirstToken.DECODE;
+    /** The in-process prefill's transfer settings; its timeout is always the settings' transfer timeout. */
+    private KvfluxConfig.Transfer transfer = KvfluxConfig.defaults().transfer();
 
     public ServeBench(Settings settings, PrintStream progress) {
         this.settings = Objects.requireNonNull(settings, "settings");
@@ -207,6 +210,15 @@ public final class ServeBench {
     /** Has the proxy give a streamed answer's first token from {@code source} ({@code --first-token}); default decode. */
     public ServeBench firstToken(FirstToken source) {
         this.firstToken = Objects.requireNonNull(source, "source");
+        return this;
+    }
+
+    /**
+     * The in-process prefill's {@code transfer} settings ({@code --config}'s: the slice, the fail mode, the requests in
+     * flight, the event poll, the stall time, {@code transfer.push-signal}); the transfer timeout stays the settings'.
+     */
+    public ServeBench transfer(KvfluxConfig.Transfer transfer) {
+        this.transfer = Objects.requireNonNull(transfer, "transfer");
         return this;
     }
 
@@ -274,7 +286,7 @@ public final class ServeBench {
                      .receiveDeadline(policy.decodeDeadline() ? settings.kvfluxDeadline() : null)
                      .auth(settings.notifyAuth()).handover(handover).bindNow();
              PrefillServer prefill = PrefillServer.builder().model(settings.model()).policy(policy).engines(engines)
-                     .tp(tp.prefillTp()).peerTp(tp.decodeTp()).kvMode(mode)
+                     .tp(tp.prefillTp()).peerTp(tp.decodeTp()).kvMode(mode).transfer(transfer)
                      .transferTimeout(settings.transferTimeout()).notifyWithin(settings.kvfluxDeadline())
                      .auth(settings.notifyAuth()).handover(handover).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)

@@ -184,7 +184,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
         Map<String, Object> described = describe(settings);
         System.err.println("serve-bench: " + described);
         described.put("first_token", source.wireName());
-        List<BenchRow> rows = new ServeBench(settings, System.err).firstToken(source).run();
+        List<BenchRow> rows = new ServeBench(settings, System.err).firstToken(source).transfer(config.transfer()).run();
         System.out.print(output.json() ? BenchReport.json(rows, described) + System.lineSeparator()
                 : BenchReport.table(rows));
         if (report != null) {
