@@ -48,7 +48,11 @@ final class DecodeReads {
     Mono<Void> read(DecodeTransfer t) {
         NotifyMessage.ReadReady ready = t.readReady();
         String id = t.id();
-        t.startReads();
+        if (!t.startReads()) {
+            // the request ended as its read_ready came: its blocks are on their way back, so nothing is read into them
+            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
+                    StatusCode.ERR_BAD_STATE, "transfer " + id + " ended before decode began reading its KV"));
+        }
         TransferSession session;
         KvLayout remote;
         try {

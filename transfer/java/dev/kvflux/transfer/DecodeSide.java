@@ -251,10 +251,11 @@ public final class DecodeSide implements AutoCloseable {
     void ended(DecodeTransfer t) {
         active.remove(t.id(), t);
         settings.history.record(TransferHistory.Kind.ENDED, t.id(), "");
-        if (settings.reads != null && (!t.readsStarted() || t.readsDrained())) {
+        boolean readsStarted = settings.reads != null && t.endReads();
+        if (settings.reads != null && (!readsStarted || t.readsDrained())) {
             // READ mode: nothing writes into decode's blocks now; prefill's offered, unread blocks may go too
             blocks.release(t.id());
-            if (t.readReady() != null && !t.readsStarted()) {
+            if (t.readReady() != null && !readsStarted) {
                 sendRelease(t, t.readReady().incarnation());
             }
         }

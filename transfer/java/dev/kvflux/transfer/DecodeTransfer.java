@@ -70,6 +70,8 @@ public final class DecodeTransfer implements AutoCloseable {
     /** READ mode: set once nothing the reads posted is in flight; then its blocks may be freed at the end. */
     private volatile boolean readsDrained;
     private volatile boolean readsStarted;
+    /** Set once the transfer has ended: no read may start after it; guarded by this. */
+    private boolean readsClosed;
     private final Sinks.Many<Integer> layers = Sinks.many().replay().all();
 
     DecodeTransfer(DecodeSide side, String id, InetSocketAddress prefill, List<Long> blocks, Observer observer,
@@ -179,9 +181,26 @@ public final class DecodeTransfer implements AutoCloseable {
         }
     }
 
-    /** READ mode: decode began reading this transfer's KV (it may post reads from now on). */
-    void startReads() {
+    /**
+     * READ mode: decode begins reading this transfer's KV (it may post reads from now on); false, changing nothing, once
+     * the transfer has ended ({@link #endReads}), whose blocks may then be free already.
+     */
+    synchronized boolean startReads() {
+        if (readsClosed) {
+            return false;
+        }
         this.readsStarted = true;
+        return true;
+    }
+
+    /**
+     * READ mode: the transfer has ended, so no read starts from now on; whether reads had started (they then release
+     * the blocks once drained). Decided under the same monitor as {@link #startReads}, so a read cannot start into
+     * blocks that ending frees.
+     */
+    synchronized boolean endReads() {
+        readsClosed = true;
+        return readsStarted;
     }
 
     boolean readsStarted() {

@@ -144,6 +144,22 @@ class ReadModeSidesTest {
     }
 
     @Test
+    void aReadTransferThatHasEndedStartsNoReadsAndOneWhoseReadsStartedKeepsItsBlocksAtItsEnd() {
+        PrefillSide prefill = prefill(Duration.ofSeconds(30));
+        DecodeSide decode = decode();
+        DecodeTransfer ended = decode.open("r-5", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
+        DecodeTransfer reading = decode.open("r-6", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
+
+        ended.close();
+        assertThat(ended.startReads()).as("a read starting after the end, into blocks freed by it").isFalse();
+        assertThat(reading.startReads()).isTrue();
+        reading.close();
+
+        // r-5 ended with no read started: its blocks went at once; r-6's reads may still land: its blocks wait
+        assertThat(decode.blocks().owners()).isEqualTo(1);
+    }
+
+    @Test
     void aReadTransferEndedBeforeItsWriteSendsDecodeNoRelease() {
         PrefillSide prefill = prefill(Duration.ofSeconds(30));
         DecodeSide decode = decode();
