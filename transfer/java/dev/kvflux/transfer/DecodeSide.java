@@ -259,9 +259,8 @@ public final class DecodeSide implements AutoCloseable {
                 sendRelease(t, t.readReady().incarnation());
             }
         }
-        // the lease counts from the receive deadline at the earliest: prefill may start copies until its own
-        // deadline for the transfer (the same length, from about the same moment) even if this one ended early
-        // and the abort telling it so was lost
+        // the lease counts from the receive deadline at the earliest: prefill may start copies until its own deadline
+        // (as long, from about then) even if this one ended early and the abort telling it so was lost
         blocks.end(t.id(), settings.blockLease, settings.receiveDeadline == null ? settings.clock.nanos()
                 : t.openedNanos() + settings.receiveDeadline.toNanos());
         if (!t.prefillSettled()) {

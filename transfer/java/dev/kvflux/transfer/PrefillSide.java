@@ -45,6 +45,9 @@ import reactor.core.publisher.Flux;
  */
 public final class PrefillSide implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(PrefillSide.class);
+    /** Why a transfer is refused once the side is closing. */
+    private static final String SHUTTING_DOWN = "prefill is shutting down and takes no new transfers; retry on another"
+            + " prefill instance";
     /** KV blocks by default. */
     public static final int DEFAULT_BLOCKS = 1 << 16;
     /** The transfer timeout by default, as vLLM's MoRIIO connector has it. */
@@ -121,8 +124,7 @@ public final class PrefillSide implements AutoCloseable {
             throw new IllegalArgumentException("a transfer needs at least 1 block, got " + blockCount);
         }
         if (closing) {
-            throw new TransferRefusedException(TransferRefusedException.Reason.SHUTTING_DOWN,
-                    "prefill is shutting down and takes no new transfers; retry on another prefill instance");
+            throw new TransferRefusedException(TransferRefusedException.Reason.SHUTTING_DOWN, SHUTTING_DOWN);
         }
         if (blockCount > settings.maxBlocksPerTransfer) {
             settings.recorder.record(PrefillRecorder.Event.REFUSED_OUT_OF_BLOCKS, transferId);
@@ -140,6 +142,11 @@ public final class PrefillSide implements AutoCloseable {
             throw e;
         }
         settings.history.opened(transferId, List.of(), decode);
+        if (closing) {
+            // the side began closing since the check above: its sweep of running transfers may have missed this one
+            writes.settle(t);
+            throw new TransferRefusedException(TransferRefusedException.Reason.SHUTTING_DOWN, SHUTTING_DOWN);
+        }
         if (!notices.earlyBlockListCurrent(t)) {
             throw new TransferRefusedException(TransferRefusedException.Reason.STALE_PEER, "transfer " + transferId
                     + "'s block list came from a previous incarnation of decode " + LogText.hostPort(decode)
