@@ -16,7 +16,8 @@ import reactor.core.scheduler.Scheduler;
 /**
  * One subscription of a {@link PushWait}: counts the request's statuses as they settle and hands the
  * request to the scheduler once. A push costs two atomic updates and no allocation; the subscriber's
- * signal, the clean-up of the other per-status subscriptions and the verdict all run on the scheduler.
+ * signal, the clean-up of the other per-status subscriptions and the verdict all run on the scheduler, or,
+ * with {@link PushWait#signalOnPush()}, on the pushing thread, the timers then left to a {@link TimerReaper}.
  */
 final class PushBarrier {
     private static final VarHandle REMAINING;

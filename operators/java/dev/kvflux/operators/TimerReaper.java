@@ -10,8 +10,9 @@ import reactor.core.scheduler.Scheduler;
  * Disposes the timers of push waits that ended on a pushing thread, later and in batches, on the wait's scheduler.
  * Disposing a timer takes the scheduler's queue lock and reorders its heap, which at thousands of waits in flight
  * costs the pushing thread microseconds per wait; the backend's thread then falls behind its other pushes. A timer
- * that fires before it is disposed finds its wait done and does nothing. Waits are linked through their own field, so
- * handing one over allocates nothing.
+ * that fires before it is disposed finds its wait done and queries nothing. Waits are linked through their own field,
+ * so handing one over allocates nothing. Should a batch's disposal never run (its scheduler shut down after it was
+ * asked), the first wait handed over once the batch is {@value #STUCK_MILLIS} ms old disposes the batch itself.
  */
 final class TimerReaper {
     private static final VarHandle HEAD;
@@ -30,8 +31,13 @@ final class TimerReaper {
      */
     private static final long GATHER_MICROS = 1_000;
 
+    /** How old a batch may grow before a wait handed over disposes it on its own thread. */
+    private static final long STUCK_MILLIS = 100;
+
     /** Waits whose timers are still to be disposed, newest first; null when none. */
     private volatile PushBarrier head;
+    /** When the current batch began ({@link System#nanoTime()}). */
+    private volatile long batchSince;
 
     /** Hands over {@code done}'s timers; the first wait of a batch schedules their disposal on {@code on}, a little later. */
     void reap(PushBarrier done, Scheduler on) {
@@ -41,11 +47,14 @@ final class TimerReaper {
             done.nextToReap = seen;
         } while (!HEAD.compareAndSet(this, seen, done));
         if (seen == null) {
+            batchSince = System.nanoTime();
             try {
                 on.schedule(this::drain, GATHER_MICROS, TimeUnit.MICROSECONDS);
             } catch (RejectedExecutionException e) {
                 drain(); // the scheduler is shut down: its timers are gone with it, and this costs nothing more
             }
+        } else if (System.nanoTime() - batchSince > TimeUnit.MILLISECONDS.toNanos(STUCK_MILLIS)) {
+            drain(); // the batch's disposal has not run: its scheduler dropped it
         }
     }
 

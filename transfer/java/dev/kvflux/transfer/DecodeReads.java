@@ -49,9 +49,10 @@ final class DecodeReads {
         NotifyMessage.ReadReady ready = t.readReady();
         String id = t.id();
         if (!t.startReads()) {
-            // the request ended as its read_ready came: its blocks are on their way back, so nothing is read into them
-            return Mono.error(new ReceiveFailedException(id, ReceiveFailedException.Kind.READ_FAILED,
-                    StatusCode.ERR_BAD_STATE, "transfer " + id + " ended before decode began reading its KV"));
+            // the request ended as its read_ready came: its blocks are on their way back, so nothing is read into
+            // them, and prefill is released (its end may have run before read_ready was taken)
+            return notRead(t, ready, false, StatusCode.ERR_BAD_STATE, "transfer " + id
+                    + " ended before decode began reading its KV");
         }
         TransferSession session;
         KvLayout remote;

@@ -232,7 +232,8 @@ public final class PrefillTransfer {
     /**
      * Runs {@code use} (a forward pass writing this transfer's source blocks, say) only while the transfer still holds
      * its blocks: not aborted, not ended. It runs under the transfer's monitor, so an abort from another thread waits
-     * for it to return before the blocks can be freed and granted to another transfer; keep it short.
+     * for it to return before the blocks can be freed and granted to another transfer: that thread (a network event
+     * loop, say) is held for as long as {@code use} takes.
      *
      * @return whether {@code use} ran; false, running nothing, once the transfer has been aborted or has ended
      */

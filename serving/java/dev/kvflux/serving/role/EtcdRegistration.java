@@ -44,6 +44,8 @@ final class EtcdRegistration implements Disposable {
     private final AtomicBoolean failing = new AtomicBoolean();
     private final AtomicLong registrations = new AtomicLong();
     private Disposable ticks;
+    /** Set by the first {@link #dispose}: a second must not close the client under the first one's revoke. */
+    private final AtomicBoolean disposed = new AtomicBoolean();
 
     private EtcdRegistration(EtcdDiscovery discovery, Instance self, long incarnation, NotifyAuth auth) {
         this.discovery = discovery;
@@ -129,6 +131,9 @@ final class EtcdRegistration implements Disposable {
 
     @Override
     public void dispose() {
+        if (!disposed.compareAndSet(false, true)) {
+            return;
+        }
         ticks.dispose();
         long held = lease.getAndSet(0);
         if (held == 0) {

@@ -231,7 +231,7 @@ final class PrefillCompletions {
                     }
                 });
                 if (!held) {
-                    t.abort("link " + k + " was aborted before prefill's forward pass wrote its KV");
+                    t.abort("link " + k + " ended before prefill's forward pass wrote its KV");
                     return;
                 }
                 onGpu.add(written.isEmpty() ? List.of() : written.getFirst());

@@ -300,6 +300,24 @@ class PushWaitTest {
         assertThat(counting.delayed).as("the deadlines, then one disposal for the three").hasSize(4);
     }
 
+    @Test
+    void aBatchOfTimersWhoseDisposalNeverRunsIsDisposedByAWaitEndingOnceTheBatchIsOld() throws Exception {
+        // virtual time that nobody advances: the batch's disposal, a millisecond later, never runs
+        CountingScheduler counting = new CountingScheduler(VirtualTimeScheduler.create());
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush();
+        Pushed first = new Pushed();
+        Pushed second = new Pushed();
+        wait.await(List.of(first)).subscribe();
+        wait.await(List.of(second)).subscribe();
+        first.push(StatusCode.SUCCESS);
+        assertThat(counting.delayed.getFirst().isDisposed()).as("the first deadline, its batch just begun").isFalse();
+
+        Thread.sleep(150); // past the 100 ms a batch may wait
+        second.push(StatusCode.SUCCESS);
+
+        assertThat(counting.delayed.subList(0, 2)).as("both deadlines").allMatch(reactor.core.Disposable::isDisposed);
+    }
+
     /** A scheduler that counts the tasks handed to it without delay, and keeps those with one. */
     private static final class CountingScheduler implements Scheduler {
         final Scheduler delegate;

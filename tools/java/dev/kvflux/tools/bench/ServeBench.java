@@ -6,11 +6,11 @@ import dev.kvflux.bindings.sim.CopyPath;
 import dev.kvflux.bindings.sim.Fault;
 import dev.kvflux.bindings.sim.SimulatedXgmiEngine;
 import dev.kvflux.serving.api.Role;
+import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.proxy.InstanceRegistry;
 import dev.kvflux.serving.proxy.FirstToken;
 import dev.kvflux.serving.proxy.ProxyServer;
 import dev.kvflux.serving.role.DecodeServer;
-import dev.kvflux.serving.config.KvfluxConfig;
 import dev.kvflux.serving.role.Policy;
 import dev.kvflux.serving.role.PrefillServer;
 import dev.kvflux.serving.role.ServingModel;
@@ -215,7 +215,8 @@ public final class ServeBench {
 
     /**
      * The in-process prefill's {@code transfer} settings ({@code --config}'s: the slice, the fail mode, the requests in
-     * flight, the event poll, the stall time, {@code transfer.push-signal}); the transfer timeout stays the settings'.
+     * flight, the event poll and its timeout, the stall time, {@code transfer.push-signal}); the transfer timeout stays
+     * the settings'.
      */
     public ServeBench transfer(KvfluxConfig.Transfer transfer) {
         this.transfer = Objects.requireNonNull(transfer, "transfer");
