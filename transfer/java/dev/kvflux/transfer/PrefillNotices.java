@@ -62,7 +62,8 @@ final class PrefillNotices {
             history.message(TransferHistory.Kind.RECEIVED, message, "");
             switch (message) {
                 case NotifyMessage.Abort abort -> aborted(abort, t);
-                case NotifyMessage.Release release -> released(release, t);
+                case NotifyMessage.Release release -> released(release, t != null ? t
+                        : transfers.awaitingRelease(release.transferId()));
                 case NotifyMessage.RemoteBlocks list when list.incarnation() != 0 -> {
                     if (list.region() != null) {
                         side.sessions().described(list.incarnation(), list.region());

@@ -115,6 +115,7 @@ public final class PrefillTransfer {
     private volatile List<Long> decodeBlocks = List.of();
     private volatile boolean sessionTaken;
     private volatile boolean offered;
+    private volatile long offeredNanos;
     private Disposable write;
     private String abortReason;
     private boolean writing;
@@ -272,15 +273,22 @@ public final class PrefillTransfer {
     }
 
     /**
-     * READ mode: read_ready is about to be sent; from now on decode may read the blocks, and release them. False,
+     * READ mode: read_ready is about to be sent, at {@code nowNanos} on the side's clock; from now on decode may read
+     * the blocks, and release them. False,
      * changing nothing, once the transfer has been aborted or has ended: its blocks may be free, so nothing is offered.
      */
-    synchronized boolean offer() {
+    synchronized boolean offer(long nowNanos) {
         if (abortReason != null || ended) {
             return false;
         }
         offered = true;
+        offeredNanos = nowNanos;
         return true;
+    }
+
+    /** READ mode: when {@link #offer} said yes, on the side's clock; meaningless unless {@link #offered()}. */
+    long offeredNanos() {
+        return offeredNanos;
     }
 
     boolean offered() {

@@ -28,6 +28,8 @@ final class PrefillTransfers {
     static final int FENCE_REASON_CHARS = 160;
 
     private final Map<String, PrefillTransfer> active = new HashMap<>();
+    /** READ mode: ended transfers whose offered blocks decode may still read; each for at most the read lease. */
+    private final Map<String, PrefillTransfer> awaitingRelease = new HashMap<>();
     private final Map<String, String> fenced = new LinkedHashMap<>(16, 0.75f, false) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
@@ -93,5 +95,23 @@ final class PrefillTransfers {
     synchronized void closed(PrefillTransfer t, String why) {
         active.remove(t.id(), t);
         fenced.put(t.id(), cut(why));
+    }
+
+    /**
+     * READ mode: {@code t} has ended with its blocks offered to decode, which may still be reading them; its
+     * {@code release} is taken until {@link #releasedOrLapsed}.
+     */
+    synchronized void awaitRelease(PrefillTransfer t) {
+        awaitingRelease.put(t.id(), t);
+    }
+
+    /** The ended transfer with this id whose blocks decode may still read, or null. */
+    synchronized PrefillTransfer awaitingRelease(String id) {
+        return awaitingRelease.get(id);
+    }
+
+    /** {@code t}'s blocks are no longer read: decode released them, or the read lease ran out. */
+    synchronized void releasedOrLapsed(PrefillTransfer t) {
+        awaitingRelease.remove(t.id(), t);
     }
 }

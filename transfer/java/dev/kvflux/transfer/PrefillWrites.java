@@ -165,7 +165,7 @@ final class PrefillWrites {
                             finish(result, t);
                             return Mono.just(true);
                         }
-                        if (!t.offer()) {
+                        if (!t.offer(settings.clock().nanos())) {
                             // aborted as its last event turned ready: its blocks may be free already, so decode
                             // is offered nothing to read
                             return Mono.just(false);
@@ -248,12 +248,18 @@ final class PrefillWrites {
             return;
         }
         String reason = t.abortReason();
+        // READ mode: decode may still read offered blocks; its release is taken after the end too
+        boolean read = settings.mode() == KvMode.READ && t.offered();
+        if (read) {
+            transfers.awaitRelease(t);
+        }
         transfers.closed(t, reason != null ? "was aborted (" + reason + ")" : "has already finished");
         t.observer().ended();
         settings.history().record(TransferHistory.Kind.ENDED, t.id(), reason == null ? "" : "aborted");
         settling.incrementAndGet();
         Duration timeout = settings.transferTimeout();
         CompletionWait.drain(timeout).await(posted)
+                .then(read ? readersDone(t) : Mono.empty())
                 .then(Mono.fromRunnable(() -> released(t)))
                 .onErrorResume(e -> {
                     // a failure wins over the timeout in the drain's error, so ask the statuses themselves
@@ -281,6 +287,17 @@ final class PrefillWrites {
                 })
                 .contextWrite(LogContext.context(t.id(), t.observer().traceId()))
                 .subscribe();
+    }
+
+    /**
+     * READ mode, blocks offered: until decode releases them (at once if it has) or the read lease since the offer
+     * runs out. An abort does not free blocks decode may be reading.
+     */
+    private Mono<Void> readersDone(PrefillTransfer t) {
+        long left = settings.readLease().toNanos() - (settings.clock().nanos() - t.offeredNanos());
+        Mono<Void> released = left <= 0 ? Mono.empty() : t.whenConsumerReleased()
+                .timeout(Duration.ofNanos(left), Mono.empty(), settings.clock().scheduler());
+        return released.doFinally(signal -> transfers.releasedOrLapsed(t));
     }
 
     private void released(PrefillTransfer t) {

@@ -121,6 +121,32 @@ class ReadModeSidesTest {
     }
 
     @Test
+    void aTransferAbortedAfterItOfferedItsKvKeepsItsBlocksUntilDecodeReleasesThem() throws Exception {
+        PrefillSide prefill = prefill(Duration.ofSeconds(30));
+        List<NotifyMessage> toDecode = new CopyOnWriteArrayList<>();
+        // a decode told read_ready that is still reading when prefill's request is cancelled
+        try (NotifyServer readingDecode = NotifyServer.builder().handler(toDecode::add).bind().block(WAIT);
+             var client = dev.kvflux.transfer.notify.NotifyClient.builder().build()) {
+            PrefillTransfer sending = prefill.open("r-7", readingDecode.address(), 4, PrefillTransfer.Observer.NONE);
+            var outcome = sending.write(ready()).toFuture();
+            client.send(prefill.notifyAddress(), new NotifyMessage.RemoteBlocks("r-7", "r-7", List.of(5L, 6L, 7L, 8L),
+                    0, 42), WAIT).block(WAIT);
+            assertThat(outcome).succeedsWithin(WAIT).isEqualTo(new WriteOutcome.WriteDone("r-7"));
+            waitFor(() -> toDecode.stream().anyMatch(m -> m instanceof NotifyMessage.ReadReady));
+
+            assertThat(sending.abort("the client went away")).isTrue();
+            Thread.sleep(200);
+            assertThat(prefill.blocks().owners()).as("held while decode may read them").isEqualTo(1);
+
+            client.send(prefill.notifyAddress(), new NotifyMessage.Release("r-7", 42, prefill.incarnation(), 1), WAIT)
+                    .block(WAIT);
+            waitFor(() -> prefill.blocks().owners() == 0);
+        }
+        assertThat(prefill.blocks().owners()).as("freed on decode's release, long before the lease").isZero();
+        assertThat(events).doesNotContain(PrefillRecorder.Event.READ_LEASE_EXPIRED);
+    }
+
+    @Test
     void aReadReadyNamingBlocksOutsidePrefillsRegionFailsTheRequestAndReadsNothing() throws Exception {
         DecodeSide decode = decode();
         MemoryRegion prefillKv = prefillEngine.registerMemory(LAYOUT.regionBytes(), 0);
