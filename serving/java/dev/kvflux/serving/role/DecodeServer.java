@@ -205,15 +205,6 @@ public final class DecodeServer implements AutoCloseable {
         if (history != null) {
             owned.add(history::close); // closed last, after the sides said they stopped
         }
-        if (settings.engines != null) {
-            engines.addAll(settings.engines);
-        } else {
-            for (int r = 0; r < tp; r++) {
-                SimulatedXgmiEngine own = SimulatedXgmiEngine.create();
-                engines.add(own);
-                owned.add(own::close);
-            }
-        }
         Runnable closeOwned = () -> owned.reversed().forEach(Runnable::run);
         List<DecodeSide> sides = new ArrayList<>(tp);
         List<RoleMemory> memories = new ArrayList<>(tp);
@@ -221,6 +212,15 @@ public final class DecodeServer implements AutoCloseable {
         List<WaitStrategy> readWaits = new ArrayList<>();
         DecodeStats stats = new DecodeStats(meters);
         try {
+            if (settings.engines != null) {
+                engines.addAll(settings.engines);
+            } else {
+                for (int r = 0; r < tp; r++) { // in the try: a failed start closes the history log and these
+                    SimulatedXgmiEngine own = SimulatedXgmiEngine.create();
+                    engines.add(own);
+                    owned.add(own::close);
+                }
+            }
             KvLayout.Rows layout = RoleMemory.layout(model, settings.kvBlocks, pair, tp);
             for (int r = 0; r < tp; r++) {
                 DescribedEngine engine = engines.get(r);

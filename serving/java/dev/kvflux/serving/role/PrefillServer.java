@@ -436,7 +436,12 @@ public final class PrefillServer implements AutoCloseable {
         completions.closing();
         ranks.close(grace);
         if (history != null) {
-            history.close();
+            try {
+                history.close();
+            } catch (java.io.UncheckedIOException e) {
+                // the rest must still close: native handles and ports outlive a history that could not be written
+                LOG.warn("{}", e.getMessage());
+            }
         }
         sessions.forEach(HandshakeSessions::close);
         memories.forEach(RoleMemory::close);

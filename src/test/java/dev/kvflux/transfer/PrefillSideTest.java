@@ -3,6 +3,7 @@ package dev.kvflux.transfer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.kvflux.bindings.EventState;
 import dev.kvflux.bindings.LayerEvent;
 import dev.kvflux.bindings.MemoryRegion;
 import dev.kvflux.bindings.sim.SimulatedLayerEvent;
@@ -16,6 +17,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.scheduler.Schedulers;
@@ -115,13 +117,14 @@ class PrefillSideTest {
         PrefillTransfer sending = prefill.open("t-cut", decodeAt(), 4, PrefillTransfer.Observer.NONE);
         // decode's block list is here and the write has started, waiting for its first layer's event
         awaitEvent(TransferHistory.Kind.RECEIVED);
-        var outcome = sending.write(Collections.nCopies(LAYERS, SimulatedLayerEvent.readyAfter(Schedulers.parallel(),
-                Duration.ofMillis(300)))).toFuture();
+        LayerEvent layer = SimulatedLayerEvent.readyAfter(Schedulers.parallel(), Duration.ofMillis(300));
+        var outcome = sending.write(Collections.nCopies(LAYERS, layer)).toFuture();
 
         assertThat(sending.abort("cancelled before its first post")).isTrue();
         awaitEvent(TransferHistory.Kind.WRITES_ENDED);
         outcome.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-        Thread.sleep(400); // past the events' readiness: nothing is posted late
+        waitFor(() -> layer.query() == EventState.READY);
+        Thread.sleep(50); // a write still polling the events would post within its 1 ms poll
 
         assertThat(sending.posted()).as("statuses posted").isEmpty();
         // a write_posted would tell the history checker that a copy could land in decode's blocks after release
@@ -143,10 +146,7 @@ class PrefillSideTest {
         PrefillTransfer t = prefill.open("t-raced", decodeAt(), 4, PrefillTransfer.Observer.NONE);
 
         assertThat(t.aborted().block(WAIT)).isEqualTo("cancelled while it was being opened");
-        long until = System.nanoTime() + WAIT.toNanos();
-        while (prefill.blocks().free() != prefill.blockCapacity() && System.nanoTime() < until) {
-            Thread.onSpinWait();
-        }
+        waitFor(() -> prefill.blocks().free() == prefill.blockCapacity());
         assertThat(prefill.blocks().free()).as("free blocks").isEqualTo(prefill.blockCapacity());
         assertThat(prefill.running()).isZero();
         assertThat(t.localBlocks()).as("the blocks it names").isEmpty();
@@ -184,13 +184,17 @@ class PrefillSideTest {
         receiving.close();
     }
 
-    private void awaitEvent(TransferHistory.Kind kind)
-            throws InterruptedException {
-        long until = System.nanoTime() + WAIT.toNanos();
-        while (history.stream().noneMatch(e -> e.kind() == kind) && System.nanoTime() < until) {
-            Thread.sleep(5);
-        }
+    private void awaitEvent(TransferHistory.Kind kind) {
+        waitFor(() -> history.stream().anyMatch(e -> e.kind() == kind));
         assertThat(history).extracting(TransferHistory.Event::kind).as("events so far").contains(kind);
+    }
+
+    /** Waits until {@code done}, for at most {@link #WAIT}: a bound on an event to come, not a timing claim. */
+    private static void waitFor(java.util.function.BooleanSupplier done) {
+        long until = System.nanoTime() + WAIT.toNanos();
+        while (!done.getAsBoolean() && System.nanoTime() < until) {
+            LockSupport.parkNanos(2_000_000); // not a spin: the code under test needs the cores
+        }
     }
 
     @Test
@@ -221,10 +225,7 @@ class PrefillSideTest {
         PrefillTransfer forgotten = prefill.open("forgotten", decodeAt(), 4, PrefillTransfer.Observer.NONE);
 
         assertThat(forgotten.aborted().block(WAIT)).contains("not written by the transfer's deadline");
-        long until = System.nanoTime() + WAIT.toNanos();
-        while (prefill.blocks().owners() != 0 && System.nanoTime() < until) {
-            Thread.onSpinWait();
-        }
+        waitFor(() -> prefill.blocks().owners() == 0);
         assertThat(prefill.blocks().free()).isEqualTo(prefill.blockCapacity());
         assertThat(prefill.running()).isZero();
     }

@@ -181,11 +181,6 @@ public final class EtcdProcess implements AutoCloseable {
         return InetSocketAddress.createUnresolved(address, clientPort);
     }
 
-    /** The member's name in its cluster. */
-    String name() {
-        return name;
-    }
-
     /** SIGKILL, as {@code kill -9}; waits for the process to be gone. */
     public void kill() throws InterruptedException {
         if (process != null && process.isAlive()) {

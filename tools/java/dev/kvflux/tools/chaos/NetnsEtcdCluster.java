@@ -433,13 +433,24 @@ final class NetnsEtcdCluster implements EtcdFaultRun.Cluster {
 
     @Override
     public void close() throws Exception {
-        for (RoleProcess proxy : proxies) {
-            proxy.close();
+        List<AutoCloseable> all = new java.util.ArrayList<>(proxies);
+        all.add(prefill);
+        all.add(decode);
+        all.addAll(members);
+        Exception first = null;
+        for (AutoCloseable each : all) { // every process is stopped, whichever fails to
+            try {
+                each.close();
+            } catch (Exception e) {
+                if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
         }
-        prefill.close();
-        decode.close();
-        for (EtcdProcess member : members) {
-            member.close();
+        if (first != null) {
+            throw first;
         }
     }
 }
