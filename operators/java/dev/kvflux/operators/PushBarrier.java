@@ -25,7 +25,12 @@ final class PushBarrier {
     private static final VarHandle DONE;
     private static final VarHandle CODES = MethodHandles.arrayElementVarHandle(StatusCode[].class);
     private static final VarHandle SLOT_CODE;
+    private static final VarHandle LATEST_ENDED;
     private static final int NO_FAILURE = Integer.MAX_VALUE;
+    /** {@link #latestEnded} before any status succeeded. */
+    private static final int NONE_ENDED = -1;
+    /** {@link #latestEnded} once a status that succeeded could not tell when its copies ended: no lag. */
+    private static final int END_UNKNOWN = -2;
 
     static {
         try {
@@ -34,6 +39,7 @@ final class PushBarrier {
             FAILED_INDEX = lookup.findVarHandle(PushBarrier.class, "failedIndex", int.class);
             DONE = lookup.findVarHandle(PushBarrier.class, "done", boolean.class);
             SLOT_CODE = lookup.findVarHandle(Slot.class, "code", StatusCode.class);
+            LATEST_ENDED = lookup.findVarHandle(PushBarrier.class, "latestEnded", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -61,6 +67,12 @@ final class PushBarrier {
     /** Statuses not yet settled, plus one while {@link #start} runs, so nothing ends the wait half-built. */
     private volatile int remaining;
     private volatile int failedIndex = NO_FAILURE;
+    /**
+     * Recording only: the index of the status whose copies ended last of those that succeeded so far, read as each
+     * settles (when it is at hand), so that the lag at the end reads one status, not every one; or
+     * {@link #NONE_ENDED}, or {@link #END_UNKNOWN} (sticky).
+     */
+    private volatile int latestEnded = NONE_ENDED;
     private volatile boolean done;
     private volatile Disposable poll;
     private volatile Disposable deadline;
@@ -128,6 +140,14 @@ final class PushBarrier {
         if (done) {
             return;
         }
+        if (remaining == 1) {
+            // Every status had settled: nothing left to time out. Arming a timer here would wake the scheduler's
+            // thread (a new earliest deadline) only to cancel it again.
+            if ((int) REMAINING.getAndAdd(this, -1) == 1) {
+                finish(null, false);
+            }
+            return;
+        }
         if (polledCount > 0) {
             poll = on.schedulePeriodically(this::pollTick, slice.toNanos(), slice.toNanos(), TimeUnit.NANOSECONDS);
         }
@@ -157,6 +177,9 @@ final class PushBarrier {
     /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
     private void counted(int index, StatusCode code, boolean handOff) {
         tally.leftFlight(1);
+        if (code == StatusCode.SUCCESS && tally.recording()) {
+            copiesEnded(index);
+        }
         if (code.isFailure()) {
             tally.failed(code);
         }
@@ -178,6 +201,34 @@ final class PushBarrier {
         }
     }
 
+    /** Status {@code index} succeeded: keeps it in {@link #latestEnded} if its copies ended last so far. */
+    private void copiesEnded(int index) {
+        long at = endOf(index);
+        if (at == TransferStatus.UNKNOWN_TIME) {
+            latestEnded = END_UNKNOWN;
+            return;
+        }
+        int seen = latestEnded;
+        while (seen != END_UNKNOWN) {
+            if (seen >= 0 && at - endOf(seen) <= 0) {
+                return;
+            }
+            if (LATEST_ENDED.weakCompareAndSet(this, seen, index)) {
+                return;
+            }
+            seen = latestEnded;
+        }
+    }
+
+    /** When status {@code index}'s copies ended, or {@link TransferStatus#UNKNOWN_TIME} (also if it throws). */
+    private long endOf(int index) {
+        try {
+            return statuses[index].completedAtNanos();
+        } catch (RuntimeException broken) {
+            return TransferStatus.UNKNOWN_TIME;
+        }
+    }
+
     /** Ends the wait once: with {@code error}, or (null) with the earliest failure seen, or success. */
     private void finish(TransferException error, boolean handOff) {
         if (!DONE.compareAndSet(this, false, true)) {
@@ -185,7 +236,8 @@ final class PushBarrier {
         }
         verdict = error;
         if (error == null && failedIndex == NO_FAILURE) {
-            tally.lag(statuses);
+            int latest = latestEnded;
+            tally.lagOf(latest >= 0 ? statuses[latest] : null);
         } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
             tally.failed(error.code());
         }
@@ -198,15 +250,19 @@ final class PushBarrier {
         }
     }
 
+    /**
+     * Signals the subscriber, then releases the timers and the pushes still awaited: whatever the subscriber waits
+     * for comes first. A timer that fires in between finds the wait done.
+     */
     private void emit() {
-        release(false);
         signal();
+        release(false);
     }
 
-    /** Ends the wait on the pushing thread, its timers left to the {@link TimerReaper}. */
+    /** Ends the wait on the pushing thread, its timers then left to the {@link TimerReaper}. */
     private void emitOnPush() {
-        release(true);
         signal();
+        release(true);
     }
 
     private void signal() {
@@ -227,7 +283,7 @@ final class PushBarrier {
     private void ended(WaitOutcome outcome) {
         if (tally.recording()) {
             synchronized (this) {
-                tally.ended(outcome, unsettled());
+                tally.ended(outcome, remaining == 0 ? 0 : unsettled()); // 0: every status settled, none to visit
             }
         }
     }

@@ -63,15 +63,25 @@ public final class PushWait implements WaitStrategy {
     private final WaitSpec spec;
     private final boolean signalOnPush;
     /** Disposes, off the pushing thread, the timers of waits that ended there (with {@link #signalOnPush}). */
-    private final TimerReaper reaper = new TimerReaper();
+    private final TimerReaper reaper;
 
     private PushWait(WaitSpec spec) {
         this(spec, false);
     }
 
     private PushWait(WaitSpec spec, boolean signalOnPush) {
+        this(spec, signalOnPush, new TimerReaper());
+    }
+
+    private PushWait(WaitSpec spec, boolean signalOnPush, TimerReaper reaper) {
         this.spec = spec;
         this.signalOnPush = signalOnPush;
+        this.reaper = reaper;
+    }
+
+    /** Tests: this wait, its timer disposal timed on {@code clock} (nanoseconds) instead of {@link System#nanoTime()}. */
+    PushWait reaperClock(java.util.function.LongSupplier clock) {
+        return new PushWait(spec, signalOnPush, new TimerReaper(clock));
     }
 
     /**

@@ -4,10 +4,12 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * Disposes the timers of push waits that ended on a pushing thread, later and in batches, on the wait's scheduler.
+ * Disposes the timers of push waits that ended on a pushing thread: at once where waits end sparsely (more than
+ * {@value #GATHER_MICROS} µs apart), else later and in batches, on the wait's scheduler.
  * Disposing a timer takes the scheduler's queue lock and reorders its heap, which at thousands of waits in flight
  * costs the pushing thread microseconds per wait; the backend's thread then falls behind its other pushes. A timer
  * that fires before it is disposed finds its wait done and queries nothing. Waits are linked through their own field,
@@ -34,26 +36,52 @@ final class TimerReaper {
     /** How old a batch may grow before a wait handed over disposes it on its own thread. */
     private static final long STUCK_MILLIS = 100;
 
+    /** The clock the batches are timed on, in nanoseconds ({@link System#nanoTime()} but in tests). */
+    private final LongSupplier clock;
     /** Waits whose timers are still to be disposed, newest first; null when none. */
     private volatile PushBarrier head;
-    /** When the current batch began ({@link System#nanoTime()}). */
+    /** When the current batch began, on {@link #clock}. */
     private volatile long batchSince;
+    /**
+     * When a wait was last handed over, on {@link #clock}; written racily by the pushing threads, as it only
+     * tells sparse ends from dense ones.
+     */
+    private volatile long lastReap;
+
+    TimerReaper() {
+        this(System::nanoTime);
+    }
+
+    /** A reaper timing its batches on {@code clock} (nanoseconds). */
+    TimerReaper(LongSupplier clock) {
+        this.clock = clock;
+        this.lastReap = clock.getAsLong() - TimeUnit.SECONDS.toNanos(1);
+    }
 
     /** Hands over {@code done}'s timers; the first wait of a batch schedules their disposal on {@code on}, a little later. */
     void reap(PushBarrier done, Scheduler on) {
+        long now = clock.getAsLong();
+        long previous = lastReap;
+        lastReap = now;
+        if (head == null && now - previous > TimeUnit.MICROSECONDS.toNanos(GATHER_MICROS)) {
+            // Waits end sparsely: disposing here is one uncontended lock, while asking the scheduler for a drain
+            // would wake its thread (a new earliest deadline) on the pushing thread's time.
+            done.disposeTimers();
+            return;
+        }
         PushBarrier seen;
         do {
             seen = head;
             done.nextToReap = seen;
         } while (!HEAD.compareAndSet(this, seen, done));
         if (seen == null) {
-            batchSince = System.nanoTime();
+            batchSince = now;
             try {
                 on.schedule(this::drain, GATHER_MICROS, TimeUnit.MICROSECONDS);
             } catch (RejectedExecutionException e) {
                 drain(); // the scheduler is shut down: its timers are gone with it, and this costs nothing more
             }
-        } else if (System.nanoTime() - batchSince > TimeUnit.MILLISECONDS.toNanos(STUCK_MILLIS)) {
+        } else if (now - batchSince > TimeUnit.MILLISECONDS.toNanos(STUCK_MILLIS)) {
             drain(); // the batch's disposal has not run: its scheduler dropped it
         }
     }

@@ -13,7 +13,7 @@ import reactor.core.scheduler.Scheduler;
  *
  * <p>No locks. {@link #leftFlight} and {@link #failed} only forward to the (thread-safe) recorder and may be
  * called from any thread, a push wait's backend thread included; the calls that count or end
- * ({@link #started}, {@link #polled}, {@link #queried}, {@link #lag}, {@link #ended}) change plain fields and
+ * ({@link #started}, {@link #polled}, {@link #queried}, {@link #lag}, {@link #lagOf}, {@link #ended}) change plain fields and
  * must come one at a time, which each wait ensures in its own way ({@link CompletionWait}'s tracker by its
  * monitor, {@link PushBarrier} by its monitor and its one end).
  */
@@ -76,6 +76,16 @@ final class WaitTally {
     void failed(StatusCode code) {
         if (recording) {
             recorder.recordStatusFailed(name, code);
+        }
+    }
+
+    /**
+     * The wait has just seen its last status succeed, and {@code latest} is the one whose copies ended last (null when
+     * one could not tell): takes the detection lag now, from that status alone.
+     */
+    void lagOf(TransferStatus latest) {
+        if (recording) {
+            lagNanos = latest == null ? -1 : TransferStatus.sinceLastCopyEnd(java.util.List.of(latest));
         }
     }
 

@@ -13,6 +13,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
@@ -281,10 +282,12 @@ class PushWaitTest {
     }
 
     @Test
-    void waitsEndedOnThePushingThreadHaveTheirTimersDisposedWithinAMillisecondInOneBatch() {
+    void waitsEndingOnThePushingThreadWithinAMillisecondOfEachOtherHaveTheirTimersDisposedInOneBatch() {
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
         CountingScheduler counting = new CountingScheduler(time);
-        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush();
+        AtomicLong clock = new AtomicLong();
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush()
+                .reaperClock(clock::get);
         List<Pushed> statuses = List.of(new Pushed(), new Pushed(), new Pushed());
         AtomicInteger ended = new AtomicInteger();
         for (Pushed status : statuses) {
@@ -292,30 +295,76 @@ class PushWaitTest {
         }
         assertThat(counting.delayed).as("one deadline per wait").hasSize(3);
 
-        statuses.forEach(status -> status.push(StatusCode.SUCCESS));
+        for (Pushed status : statuses) {
+            status.push(StatusCode.SUCCESS);
+            clock.addAndGet(TimeUnit.MICROSECONDS.toNanos(100));
+        }
         assertThat(ended).hasValue(3);
+        assertThat(counting.delayed.getFirst().isDisposed()).as("the first wait's deadline: none ended before it")
+                .isTrue();
+        assertThat(counting.delayed.subList(1, 3)).as("the two that ended 0.1 ms after another, not yet")
+                .noneMatch(reactor.core.Disposable::isDisposed);
         time.advanceTimeBy(Duration.ofMillis(1));
 
-        assertThat(counting.delayed.subList(0, 3)).as("the deadlines").allMatch(reactor.core.Disposable::isDisposed);
-        assertThat(counting.delayed).as("the deadlines, then one disposal for the three").hasSize(4);
+        assertThat(counting.delayed.subList(1, 3)).as("the deadlines").allMatch(reactor.core.Disposable::isDisposed);
+        assertThat(counting.delayed).as("the deadlines, then one disposal for the two").hasSize(4);
     }
 
     @Test
-    void aBatchOfTimersWhoseDisposalNeverRunsIsDisposedByAWaitEndingOnceTheBatchIsOld() throws Exception {
+    void waitsEndingOnThePushingThreadFarApartDisposeTheirTimersAtOnceAskingTheSchedulerNothing() {
+        CountingScheduler counting = new CountingScheduler(VirtualTimeScheduler.create());
+        AtomicLong clock = new AtomicLong();
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush()
+                .reaperClock(clock::get);
+        for (int i = 0; i < 3; i++) {
+            Pushed status = new Pushed();
+            wait.await(List.of(status)).subscribe();
+            clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(5));
+            status.push(StatusCode.SUCCESS);
+
+            assertThat(counting.delayed).as("wait " + i + ": its deadline, no disposal asked for").hasSize(i + 1);
+            assertThat(counting.delayed.get(i).isDisposed()).as("wait " + i + "'s deadline").isTrue();
+        }
+    }
+
+    @Test
+    void aBatchOfTimersWhoseDisposalNeverRunsIsDisposedByAWaitEndingOnceTheBatchIsOld() {
         // virtual time that nobody advances: the batch's disposal, a millisecond later, never runs
         CountingScheduler counting = new CountingScheduler(VirtualTimeScheduler.create());
-        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush();
+        AtomicLong clock = new AtomicLong();
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush()
+                .reaperClock(clock::get);
         Pushed first = new Pushed();
         Pushed second = new Pushed();
+        Pushed third = new Pushed();
         wait.await(List.of(first)).subscribe();
         wait.await(List.of(second)).subscribe();
-        first.push(StatusCode.SUCCESS);
-        assertThat(counting.delayed.getFirst().isDisposed()).as("the first deadline, its batch just begun").isFalse();
+        wait.await(List.of(third)).subscribe();
+        first.push(StatusCode.SUCCESS); // disposed at once: nothing ended before it
+        clock.addAndGet(TimeUnit.MICROSECONDS.toNanos(100));
+        second.push(StatusCode.SUCCESS); // begins a batch
+        assertThat(counting.delayed.get(1).isDisposed()).as("the second deadline, its batch just begun").isFalse();
 
-        Thread.sleep(150); // past the 100 ms a batch may wait
-        second.push(StatusCode.SUCCESS);
+        clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(150)); // past the 100 ms a batch may wait
+        third.push(StatusCode.SUCCESS);
 
-        assertThat(counting.delayed.subList(0, 2)).as("both deadlines").allMatch(reactor.core.Disposable::isDisposed);
+        assertThat(counting.delayed.subList(1, 3)).as("the batch's deadline and the third's")
+                .allMatch(reactor.core.Disposable::isDisposed);
+    }
+
+    @Test
+    void aWaitWhoseStatusesHadAllSettledArmsNoTimer() {
+        CountingScheduler counting = new CountingScheduler(VirtualTimeScheduler.create());
+        Listened a = new Listened();
+        a.code = StatusCode.SUCCESS;
+        Pushed b = new Pushed();
+        b.push(StatusCode.SUCCESS);
+
+        StepVerifier.create(PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).await(List.of(a, b)))
+                .verifyComplete();
+
+        assertThat(counting.delayed).as("no deadline armed").isEmpty();
+        assertThat(counting.immediate).as("ended on the subscribing thread").hasValue(0);
     }
 
     /** A scheduler that counts the tasks handed to it without delay, and keeps those with one. */

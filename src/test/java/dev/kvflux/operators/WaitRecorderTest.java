@@ -100,6 +100,97 @@ class WaitRecorderTest {
         assertThat(recorder.theEnd()).isEqualTo(new Ended("reactive-push", WaitOutcome.DONE, Duration.ofMillis(45)));
     }
 
+    /** A pushed status whose copies ended at a given time, pushed when the test says, on a virtual clock. */
+    private static final class EndedAt implements dev.kvflux.bindings.PushedStatus {
+        final Scheduler clock;
+        final long endNanos;
+        volatile java.util.function.Consumer<StatusCode> listener;
+        volatile StatusCode code = StatusCode.IN_PROGRESS;
+
+        EndedAt(Scheduler clock, long endMillis) {
+            this.clock = clock;
+            this.endNanos = endMillis < 0 ? UNKNOWN_TIME : java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(endMillis);
+        }
+
+        void push() {
+            code = StatusCode.SUCCESS;
+            listener.accept(code);
+        }
+
+        @Override
+        public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
+            listener = l;
+            return true;
+        }
+
+        @Override
+        public Mono<StatusCode> pushed() {
+            return Mono.never();
+        }
+
+        @Override
+        public StatusCode code() {
+            return code;
+        }
+
+        @Override
+        public String message() {
+            return "";
+        }
+
+        @Override
+        public long completedAtNanos() {
+            return code == StatusCode.SUCCESS ? endNanos : UNKNOWN_TIME;
+        }
+
+        @Override
+        public long clockNanos() {
+            return clock.now(java.util.concurrent.TimeUnit.NANOSECONDS);
+        }
+    }
+
+    @Test
+    void aPushWaitsLagCountsFromTheCopiesThatEndedLastNotFromTheStatusPushedLast() {
+        for (boolean direct : new boolean[] {false, true}) {
+            RecordingWaitRecorder recorder = new RecordingWaitRecorder();
+            VirtualTimeScheduler time = VirtualTimeScheduler.create();
+            EndedAt early = new EndedAt(time, 20);
+            EndedAt latest = new EndedAt(time, 40);
+            EndedAt middle = new EndedAt(time, 30);
+            PushWait wait = PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder);
+            StepVerifier.create((direct ? wait.signalOnPush() : wait).await(List.of(early, latest, middle)))
+                    .expectSubscription()
+                    .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(42)))
+                    .then(latest::push)
+                    .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(45)))
+                    .then(middle::push)
+                    .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(50)))
+                    .then(early::push)
+                    .then(() -> time.advanceTimeBy(Duration.ZERO))
+                    .verifyComplete();
+
+            assertThat(recorder.lags).as("direct " + direct + ": the last copies ended at 40 ms, the wait ended at 50 ms")
+                    .containsExactly(Duration.ofMillis(10));
+        }
+    }
+
+    @Test
+    void aPushWaitReportsNoLagWhenOneStatusCannotTellWhenItsCopiesEnded() {
+        RecordingWaitRecorder recorder = new RecordingWaitRecorder();
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        EndedAt known = new EndedAt(time, 20);
+        EndedAt unknown = new EndedAt(time, -1);
+        StepVerifier.create(PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder).signalOnPush()
+                        .await(List.of(known, unknown)))
+                .expectSubscription()
+                .then(unknown::push)
+                .then(known::push)
+                .verifyComplete();
+
+        assertThat(recorder.lags).isEmpty();
+        assertThat(recorder.theEnd().outcome()).isEqualTo(WaitOutcome.DONE);
+    }
+
     @Test
     void aFailFastWaitReportsTheFailedCodeAndGivesBackTheStatusesStillInFlight() {
         forEachReactive((c, recorder) -> {
