@@ -216,24 +216,33 @@ public final class ReproRun {
         TransferSession session = target.session();
         List<TransferStatus> statuses = new ArrayList<>(geometry.layers());
         WaitThreads threads = WaitThreads.find(); // enumerating threads costs: done before posting, outside the timing
-        Duration eventTimeout = settings.transferTimeout();
-        for (int layer = 0; layer < geometry.layers(); layer++) {
-            int l = layer;
-            Polls.layerReady(target.layerEvent(request, layer), Polls.DEFAULT_EVENT_POLL, eventTimeout, null)
-                    .onErrorMap(e -> e.getCause() instanceof TimeoutException, e -> new IllegalStateException("layer "
-                            + l + "'s event of "
-                            + label + " request " + request + " was not ready after "
-                            + Durations.format(eventTimeout) + " (the transfer timeout); the target's layer events"
-                            + " must turn ready"))
-                    .block();
-            statuses.add(session.batchWrite(geometry.plan(layer), session.allocateTransferUid()));
-        }
+        // Everything the timing needs is set up before the posts: where the last copies end within the last post (a
+        // small batch on a GPU), work done between that post and the wait's subscription would count as the wait's lag.
         QueryCount count = new QueryCount();
         WaitStrategy counted = wait.recorder(count);
-        long[] cpuAtStart = threads.cpuNanos();
-        long start = System.nanoTime();
+        long[] cpuAtStart = threads.cpuNanos(); // the push threads' work while the batches are posted counts too
+        long[] waitStart = {System.nanoTime()};
         Disposable ticker = Flux.interval(Duration.ofSeconds(1)).subscribe(tick -> progress.waiting(
-                label, request, requests, Duration.ofNanos(System.nanoTime() - start)));
+                label, request, requests, Duration.ofNanos(System.nanoTime() - waitStart[0])));
+        Duration eventTimeout = settings.transferTimeout();
+        try {
+            for (int layer = 0; layer < geometry.layers(); layer++) {
+                int l = layer;
+                Polls.layerReady(target.layerEvent(request, layer), Polls.DEFAULT_EVENT_POLL, eventTimeout, null)
+                        .onErrorMap(e -> e.getCause() instanceof TimeoutException,
+                                e -> new IllegalStateException("layer " + l + "'s event of "
+                                + label + " request " + request + " was not ready after "
+                                + Durations.format(eventTimeout) + " (the transfer timeout); the target's layer events"
+                                + " must turn ready"))
+                        .block();
+                statuses.add(session.batchWrite(geometry.plan(layer), session.allocateTransferUid()));
+            }
+        } catch (RuntimeException e) {
+            ticker.dispose();
+            throw e;
+        }
+        long start = System.nanoTime();
+        waitStart[0] = start;
         String error = null;
         try {
             counted.await(statuses).block();
@@ -268,7 +277,8 @@ public final class ReproRun {
     /** Each wait's status queries (kvflux's strategies count theirs), per status: what polling costs a request. */
     public static final String QUERIES_PER_STATUS = "queries_per_status";
     /**
-     * CPU time, in ms, that the JVM threads which run waits spent while the wait ran: Reactor's parallel and
+     * CPU time, in ms, that the JVM threads which run waits spent from the request's first post to the wait's end
+     * (a push wait's thread works while the layers are still being posted): Reactor's parallel and
      * bounded-elastic workers and kvflux's own threads (a notification thread of pushes). Threads of a native
      * library (a simulator's copy and timer threads, the real MoRI shim's notifier) are not counted.
      */
