@@ -26,6 +26,7 @@ final class PushBarrier {
     private static final VarHandle CODES = MethodHandles.arrayElementVarHandle(StatusCode[].class);
     private static final VarHandle SLOT_CODE;
     private static final VarHandle LATEST_ENDED;
+    private static final VarHandle UNREPORTED;
     private static final int NO_FAILURE = Integer.MAX_VALUE;
     /** {@link #latestEnded} before any status succeeded. */
     private static final int NONE_ENDED = -1;
@@ -40,6 +41,7 @@ final class PushBarrier {
             DONE = lookup.findVarHandle(PushBarrier.class, "done", boolean.class);
             SLOT_CODE = lookup.findVarHandle(Slot.class, "code", StatusCode.class);
             LATEST_ENDED = lookup.findVarHandle(PushBarrier.class, "latestEnded", int.class);
+            UNREPORTED = lookup.findVarHandle(PushBarrier.class, "unreported", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -73,6 +75,11 @@ final class PushBarrier {
      * {@link #NONE_ENDED}, or {@link #END_UNKNOWN} (sticky).
      */
     private volatile int latestEnded = NONE_ENDED;
+    /**
+     * Statuses whose settling the recorder has not been told of; taken whole (and made negative) by the wait's
+     * reported end, so that a push that comes after the end (a listener cannot be taken back) is not reported again.
+     */
+    private volatile int unreported;
     private volatile boolean done;
     private volatile Disposable poll;
     private volatile Disposable deadline;
@@ -112,6 +119,7 @@ final class PushBarrier {
      */
     void start() {
         sink.onCancel(this::cancel);
+        unreported = statuses.length;
         tally.started(statuses.length);
         tally.polled(0); // the query at subscription is the first poll round; its queries count one by one
         remaining = statuses.length + 1;
@@ -176,12 +184,14 @@ final class PushBarrier {
 
     /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
     private void counted(int index, StatusCode code, boolean handOff) {
-        tally.leftFlight(1);
+        if ((int) UNREPORTED.getAndAdd(this, -1) > 0) {
+            tally.leftFlight(1);
+            if (code.isFailure()) {
+                tally.failed(code);
+            }
+        }
         if (code == StatusCode.SUCCESS && tally.recording()) {
             copiesEnded(index);
-        }
-        if (code.isFailure()) {
-            tally.failed(code);
         }
         if (stall != null) {
             stall.progressAt(on.now(TimeUnit.NANOSECONDS));
@@ -203,6 +213,9 @@ final class PushBarrier {
 
     /** Status {@code index} succeeded: keeps it in {@link #latestEnded} if its copies ended last so far. */
     private void copiesEnded(int index) {
+        if (latestEnded == END_UNKNOWN) {
+            return;
+        }
         long at = endOf(index);
         if (at == TransferStatus.UNKNOWN_TIME) {
             latestEnded = END_UNKNOWN;
@@ -237,7 +250,11 @@ final class PushBarrier {
         verdict = error;
         if (error == null && failedIndex == NO_FAILURE) {
             int latest = latestEnded;
-            tally.lagOf(latest >= 0 ? statuses[latest] : null);
+            if (latest == END_UNKNOWN) {
+                tally.lag(statuses); // one status could not tell when it settled; it may know by now
+            } else {
+                tally.lagOf(latest >= 0 ? statuses[latest] : null);
+            }
         } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
             tally.failed(error.code());
         }
@@ -251,18 +268,28 @@ final class PushBarrier {
     }
 
     /**
-     * Signals the subscriber, then releases the timers and the pushes still awaited: whatever the subscriber waits
-     * for comes first. A timer that fires in between finds the wait done.
+     * Signals the subscriber, then releases the timers: whatever the subscriber waits for comes first, and a timer
+     * that fires in between finds the wait done. A wait that ends with statuses unsettled (a failure, the timeout, a
+     * stall) first stops awaiting their pushes.
      */
     private void emit() {
-        signal();
-        release(false);
+        emit(false);
     }
 
     /** Ends the wait on the pushing thread, its timers then left to the {@link TimerReaper}. */
     private void emitOnPush() {
-        signal();
-        release(true);
+        emit(true);
+    }
+
+    private void emit(boolean onPush) {
+        if (remaining != 0) {
+            cancelSlots();
+        }
+        try {
+            signal();
+        } finally {
+            releaseTimers(onPush);
+        }
     }
 
     private void signal() {
@@ -279,11 +306,15 @@ final class PushBarrier {
         }
     }
 
-    /** Reports the end: the statuses not settled leave the wait's count, then polls, lag and outcome. */
+    /**
+     * Reports the end: the statuses whose settling was not reported leave the wait's count, then polls, lag and
+     * outcome. A status that settles later is not reported.
+     */
     private void ended(WaitOutcome outcome) {
+        int notReported = (int) UNREPORTED.getAndSet(this, Integer.MIN_VALUE / 2);
         if (tally.recording()) {
             synchronized (this) {
-                tally.ended(outcome, remaining == 0 ? 0 : unsettled()); // 0: every status settled, none to visit
+                tally.ended(outcome, Math.max(notReported, 0));
             }
         }
     }
@@ -308,26 +339,36 @@ final class PushBarrier {
     /** The subscriber cancelled: stop everything, signal nothing. */
     private void cancel() {
         if (DONE.compareAndSet(this, false, true)) {
-            release(false);
-            ended(WaitOutcome.CANCELLED);
+            try {
+                release(false);
+            } finally {
+                ended(WaitOutcome.CANCELLED);
+            }
         }
     }
 
-    /**
-     * Cancels the timers (on a pushing thread, {@code onPush}: later, by the {@link TimerReaper}) and the pushes still
-     * awaited; runs once the wait is done. When every status has settled
-     * (the count reached zero) no push is awaited, and the slots are not visited: on a push that ends a wait this is
-     * most of what ending it costs the pushing thread.
-     */
+    /** Cancels the timers and the pushes still awaited; runs once the wait is done. */
     private void release(boolean onPush) {
+        releaseTimers(onPush);
+        if (remaining != 0) {
+            cancelSlots();
+        }
+    }
+
+    /** Cancels the timers; on a pushing thread ({@code onPush}) through the {@link TimerReaper}. */
+    private void releaseTimers(boolean onPush) {
         if (onPush) {
             reaper.reap(this, on);
         } else {
             disposeTimers();
         }
-        if (remaining == 0) {
-            return;
-        }
+    }
+
+    /**
+     * Stops awaiting the pushes of the statuses not settled. Not needed once every status has settled (the count
+     * reached zero): on a push that ends a wait, skipping them is most of what ending it costs the pushing thread.
+     */
+    private void cancelSlots() {
         for (Slot slot : slots) {
             if (slot != null && slot.code == null) {
                 slot.cancel();

@@ -64,24 +64,23 @@ public final class PushWait implements WaitStrategy {
     private final boolean signalOnPush;
     /** Disposes, off the pushing thread, the timers of waits that ended there (with {@link #signalOnPush}). */
     private final TimerReaper reaper;
+    /** The clock {@link #reaper} times its batches on: {@link System#nanoTime()} but in tests. */
+    private final java.util.function.LongSupplier reaperClock;
 
     private PushWait(WaitSpec spec) {
-        this(spec, false);
+        this(spec, false, System::nanoTime);
     }
 
-    private PushWait(WaitSpec spec, boolean signalOnPush) {
-        this(spec, signalOnPush, new TimerReaper());
-    }
-
-    private PushWait(WaitSpec spec, boolean signalOnPush, TimerReaper reaper) {
+    private PushWait(WaitSpec spec, boolean signalOnPush, java.util.function.LongSupplier reaperClock) {
         this.spec = spec;
         this.signalOnPush = signalOnPush;
-        this.reaper = reaper;
+        this.reaperClock = reaperClock;
+        this.reaper = new TimerReaper(reaperClock);
     }
 
     /** Tests: this wait, its timer disposal timed on {@code clock} (nanoseconds) instead of {@link System#nanoTime()}. */
     PushWait reaperClock(java.util.function.LongSupplier clock) {
-        return new PushWait(spec, signalOnPush, new TimerReaper(clock));
+        return new PushWait(spec, signalOnPush, clock);
     }
 
     /**
@@ -126,12 +125,12 @@ public final class PushWait implements WaitStrategy {
      *     longer than the stall time set
      */
     public PushWait slice(Duration slice) {
-        return new PushWait(spec.slice(slice), signalOnPush);
+        return new PushWait(spec.slice(slice), signalOnPush, reaperClock);
     }
 
     /** This wait with its signals, its timeout and the polling of statuses that do not push on {@code scheduler}. */
     public PushWait scheduler(Scheduler scheduler) {
-        return new PushWait(spec.scheduler(scheduler), signalOnPush);
+        return new PushWait(spec.scheduler(scheduler), signalOnPush, reaperClock);
     }
 
     /**
@@ -143,7 +142,7 @@ public final class PushWait implements WaitStrategy {
      */
     @Override
     public PushWait recorder(WaitRecorder recorder) {
-        return new PushWait(spec.recorder(recorder), signalOnPush);
+        return new PushWait(spec.recorder(recorder), signalOnPush, reaperClock);
     }
 
     /**
@@ -156,7 +155,7 @@ public final class PushWait implements WaitStrategy {
      *     transfer timeout
      */
     public PushWait stallAfter(Duration stallAfter) {
-        return new PushWait(spec.stallAfter(stallAfter), signalOnPush);
+        return new PushWait(spec.stallAfter(stallAfter), signalOnPush, reaperClock);
     }
 
     /**
@@ -168,7 +167,7 @@ public final class PushWait implements WaitStrategy {
      * push (the timeout, a stall, polled statuses) still signal on the scheduler. Off by default.
      */
     public PushWait signalOnPush() {
-        return new PushWait(spec, true);
+        return new PushWait(spec, true, reaperClock);
     }
 
     /** Whether this wait signals on the thread of the push that ended it ({@link #signalOnPush()}). */

@@ -48,10 +48,6 @@ final class TimerReaper {
      */
     private volatile long lastReap;
 
-    TimerReaper() {
-        this(System::nanoTime);
-    }
-
     /** A reaper timing its batches on {@code clock} (nanoseconds). */
     TimerReaper(LongSupplier clock) {
         this.clock = clock;

@@ -85,7 +85,15 @@ final class WaitTally {
      */
     void lagOf(TransferStatus latest) {
         if (recording) {
-            lagNanos = latest == null ? -1 : TransferStatus.sinceLastCopyEnd(java.util.List.of(latest));
+            lagNanos = -1;
+            if (latest != null) {
+                try {
+                    long at = latest.completedAtNanos();
+                    lagNanos = at == TransferStatus.UNKNOWN_TIME ? -1 : Math.max(0, latest.clockNanos() - at);
+                } catch (RuntimeException broken) {
+                    lagNanos = -1; // as TransferStatus.sinceLastCopyEnd answers for a status that throws
+                }
+            }
         }
     }
 

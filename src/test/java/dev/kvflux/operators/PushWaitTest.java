@@ -367,11 +367,55 @@ class PushWaitTest {
         assertThat(counting.immediate).as("ended on the subscribing thread").hasValue(0);
     }
 
+    @Test
+    void aSubscriberThatThrowsOnTheEndStillHasTheWaitsTimersDisposed() {
+        for (boolean direct : new boolean[] {false, true}) {
+            VirtualTimeScheduler time = VirtualTimeScheduler.create();
+            CountingScheduler counting = new CountingScheduler(time);
+            Listened failing = new Listened();
+            ScriptedStatus polled = ScriptedStatus.never(time);
+            PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting);
+            (direct ? wait.signalOnPush() : wait).await(List.of(failing, polled))
+                    .subscribe(new reactor.core.CoreSubscriber<Void>() {
+                        @Override
+                        public void onSubscribe(org.reactivestreams.Subscription s) {
+                            s.request(1);
+                        }
+
+                        @Override
+                        public void onNext(Void v) {
+                        }
+
+                        @Override
+                        public void onError(Throwable e) {
+                            throw new IllegalStateException("the subscriber broke");
+                        }
+
+                        @Override
+                        public void onComplete() {
+                        }
+                    });
+            assertThat(counting.periodic).as("the poll of the status that does not push").hasSize(1);
+
+            try {
+                failing.push(StatusCode.ERR_RDMA_OP);
+                time.advanceTimeBy(Duration.ZERO); // the end, handed to the scheduler unless direct
+            } catch (IllegalStateException thrownBySubscriber) {
+                // the subscriber's own failure may surface here; the wait must have cleaned up all the same
+            }
+            time.advanceTimeBy(Duration.ofMillis(2)); // a direct end's timers go within a millisecond at most
+
+            assertThat(counting.periodic.getFirst().isDisposed()).as("direct " + direct + ": the poll").isTrue();
+            assertThat(counting.delayed.getFirst().isDisposed()).as("direct " + direct + ": the deadline").isTrue();
+        }
+    }
+
     /** A scheduler that counts the tasks handed to it without delay, and keeps those with one. */
     private static final class CountingScheduler implements Scheduler {
         final Scheduler delegate;
         final java.util.concurrent.atomic.AtomicInteger immediate = new java.util.concurrent.atomic.AtomicInteger();
         final List<reactor.core.Disposable> delayed = new java.util.concurrent.CopyOnWriteArrayList<>();
+        final List<reactor.core.Disposable> periodic = new java.util.concurrent.CopyOnWriteArrayList<>();
 
         CountingScheduler(Scheduler delegate) {
             this.delegate = delegate;
@@ -393,7 +437,11 @@ class PushWaitTest {
         @Override
         public reactor.core.Disposable schedulePeriodically(Runnable task, long initialDelay, long period,
                                                            TimeUnit unit) {
-            return delegate.schedulePeriodically(task, initialDelay, period, unit);
+            // tracked: a virtual-time periodic task does not tell whether it was disposed
+            reactor.core.Disposable scheduled = reactor.core.Disposables.composite(
+                    delegate.schedulePeriodically(task, initialDelay, period, unit));
+            periodic.add(scheduled);
+            return scheduled;
         }
 
         @Override

@@ -103,7 +103,7 @@ class WaitRecorderTest {
     /** A pushed status whose copies ended at a given time, pushed when the test says, on a virtual clock. */
     private static final class EndedAt implements dev.kvflux.bindings.PushedStatus {
         final Scheduler clock;
-        final long endNanos;
+        volatile long endNanos;
         volatile java.util.function.Consumer<StatusCode> listener;
         volatile StatusCode code = StatusCode.IN_PROGRESS;
 
@@ -113,7 +113,11 @@ class WaitRecorderTest {
         }
 
         void push() {
-            code = StatusCode.SUCCESS;
+            push(StatusCode.SUCCESS);
+        }
+
+        void push(StatusCode terminal) {
+            code = terminal;
             listener.accept(code);
         }
 
@@ -189,6 +193,45 @@ class WaitRecorderTest {
 
         assertThat(recorder.lags).isEmpty();
         assertThat(recorder.theEnd().outcome()).isEqualTo(WaitOutcome.DONE);
+    }
+
+    @Test
+    void aPushWaitReportsTheLagOfAStatusWhoseEndItLearnedOnlyAfterItSettled() {
+        RecordingWaitRecorder recorder = new RecordingWaitRecorder();
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        EndedAt first = new EndedAt(time, -1);
+        EndedAt second = new EndedAt(time, 20);
+        StepVerifier.create(PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder).signalOnPush()
+                        .await(List.of(first, second)))
+                .expectSubscription()
+                .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(35)))
+                .then(first::push) // its copies' end not known yet, as a backend may learn it a little later
+                .then(() -> first.endNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(30))
+                .then(second::push)
+                .verifyComplete();
+
+        assertThat(recorder.lags).as("the first's copies ended last, at 30 ms; the wait ended at 35 ms")
+                .containsExactly(Duration.ofMillis(5));
+    }
+
+    @Test
+    void aPushAfterAFailFastWaitEndedIsNotReportedAgain() {
+        for (boolean direct : new boolean[] {false, true}) {
+            RecordingWaitRecorder recorder = new RecordingWaitRecorder();
+            VirtualTimeScheduler time = VirtualTimeScheduler.create();
+            EndedAt failing = new EndedAt(time, -1);
+            EndedAt other = new EndedAt(time, -1);
+            PushWait wait = PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder);
+            // the subscriber aborts the rest of the request on the thread that tells it, as a role does
+            (direct ? wait.signalOnPush() : wait).await(List.of(failing, other))
+                    .subscribe(null, e -> other.push(StatusCode.ERR_GPU_OP));
+            failing.push(StatusCode.ERR_RDMA_OP);
+            time.advanceTimeBy(Duration.ZERO);
+
+            assertThat(recorder.order).as("direct " + direct).last().isEqualTo("ended");
+            assertThat(recorder.inFlight()).as("direct " + direct + ": every status left flight once").isZero();
+            assertThat(recorder.failures).as("direct " + direct).containsExactly(StatusCode.ERR_RDMA_OP);
+        }
     }
 
     @Test
