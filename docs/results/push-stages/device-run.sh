@@ -8,7 +8,9 @@
 # in two processes; serve-bench's table on MoRI with the roles' startup lines; chaos on MoRI with the kill faults.
 # STEPS=behind: the push waits again, alone and with a stand-in forward pass of 1 GiB per layer so that the GPU runs
 # behind the posts and the copies are still in flight when the wait begins. STEPS=listen: the push-direct waits
-# again once a push wait no longer queries, at subscription, the statuses that take a listener.
+# again once a push wait no longer queries, at subscription, the statuses that take a listener. STEPS=after: the
+# lag waits after the push wait's end was cut, then the build before it on the same machine. STEPS=bench: serve-bench
+# on MoRI with decode's checks of the KV.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -35,4 +37,22 @@ listen)
   for e in mori cuda; do
     step listen-$e 100 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
   done ;;
+after)
+  # the same waits with the push wait's end cut (no timer armed when every status had settled, timers disposed at
+  # once when waits end sparsely, the lag read from one status); then the build before it, its operators jar
+  # (.device/old/) swapped into a copy of the bundle, on the same machine: the A/B
+  for e in mori cuda; do
+    step after-$e 170 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --json
+  done
+  cp -r $W/kvflux-cuda $W/before && cp "$R"/.device/old/kvflux-operators-*.jar $W/before/lib/
+  K=$W/before/bin/kvflux
+  for e in mori cuda; do
+    step before-$e 90 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
+  done ;;
+bench)
+  # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run
+  step serve-bench-mori 300 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \
+    --concurrency 8,16 --num-prompts 96,192 --input-len 16384 --output-len 16 --warmup 0
+  grep -rh "wait reactive\|wait sliced\|wait native" $OUT/bench-logs 2>/dev/null | cut -c1-300 | sort | uniq -c \
+    > $OUT/role-waits.txt ;;
 esac

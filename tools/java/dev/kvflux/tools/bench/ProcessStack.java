@@ -31,7 +31,7 @@ final class ProcessStack implements AutoCloseable {
     private final RoleProcess prefill;
     private final RoleProcess decode;
     private final int proxyPort;
-    private long[] baseline = new long[3];
+    private long[] baseline = new long[5];
 
     private ProcessStack(RoleProcess proxy, RoleProcess prefill, RoleProcess decode, int proxyPort) {
         this.proxy = proxy;
@@ -104,10 +104,17 @@ final class ProcessStack implements AutoCloseable {
         return "http://127.0.0.1:" + proxyPort;
     }
 
-    /** Failed waits with IN_PROGRESS, write_failed notices, decode deadlines: since the stack first served. */
+    /**
+     * Failed waits with IN_PROGRESS, write_failed notices, decode deadlines, requests whose KV decode checked and found
+     * whole, and those it found corrupt: since the stack first served.
+     */
     long[] figures() throws IOException, InterruptedException {
         long[] now = counts();
-        return new long[] {now[0] - baseline[0], now[1] - baseline[1], now[2] - baseline[2]};
+        long[] since = new long[now.length];
+        for (int i = 0; i < now.length; i++) {
+            since[i] = now[i] - baseline[i];
+        }
+        return since;
     }
 
     private long[] counts() throws IOException, InterruptedException {
@@ -116,7 +123,9 @@ final class ProcessStack implements AutoCloseable {
         return new long[] {
             p.count("kvflux_prefill_writes_seconds_count", "outcome", "write_failed", "code", "IN_PROGRESS"),
             d.count("kvflux_notify_notices_total", "result", "write_failed"),
-            d.count("kvflux_notify_deadlines_expired_total")};
+            d.count("kvflux_notify_deadlines_expired_total"),
+            d.count("kvflux_decode_kv_checks_total", "result", "verified"),
+            d.count("kvflux_decode_kv_checks_total", "result", "corrupt")};
     }
 
     private void awaitRouting(Duration within) throws InterruptedException {

@@ -370,6 +370,8 @@ public final class ServeBench {
             try (ProcessStack stack = startStack(policy, mode, tp, logs, name)) {
                 LoadResult result = load(stack.url(), policy, mode, concurrency, prompts, report);
                 long[] figures = stack.figures();
+                progress.printf(Locale.ROOT, "[%s] decode checked the KV of %d requests: %d whole, %d corrupt%n", name,
+                        figures[3] + figures[4], figures[3], figures[4]);
                 return new BenchRow(policy, concurrency, prompts, result, figures[0], 0, figures[1], figures[2], mode,
                         tp);
             }
