@@ -31,7 +31,7 @@ final class ProcessStack implements AutoCloseable {
     private final RoleProcess prefill;
     private final RoleProcess decode;
     private final int proxyPort;
-    private long[] baseline = new long[5];
+    private long[] baseline = new long[7];
 
     private ProcessStack(RoleProcess proxy, RoleProcess prefill, RoleProcess decode, int proxyPort) {
         this.proxy = proxy;
@@ -69,12 +69,13 @@ final class ProcessStack implements AutoCloseable {
         decodeArgs.addAll(policy.decodeDeadline()
                 ? List.of("--receive-deadline", settings.kvfluxDeadline().toMillis() + "ms")
                 : List.of("--no-receive-deadline"));
+        // every compiler, as ./kvflux runs the roles: chaos's C1-only roles start sooner, but they are not what is benchmarked
         RoleProcess proxy = RoleProcess.proxy(proxyPort, discovery, List.of("--first-token", firstToken.wireName()),
-                logs.resolve(label + "-proxy.log"));
+                logs.resolve(label + "-proxy.log")).withFullCompiler();
         RoleProcess decode = new RoleProcess(Role.DECODE, freePort(), RoleProcess.freePorts(tp.decodeTp()), decodeArgs,
-                logs.resolve(label + "-decode.log"));
+                logs.resolve(label + "-decode.log")).withFullCompiler();
         RoleProcess prefill = new RoleProcess(Role.PREFILL, freePort(), RoleProcess.freePorts(tp.prefillTp()), prefillArgs,
-                logs.resolve(label + "-prefill.log"));
+                logs.resolve(label + "-prefill.log")).withFullCompiler();
         ProcessStack stack = new ProcessStack(proxy, prefill, decode, proxyPort);
         try {
             for (RoleProcess role : List.of(proxy, decode, prefill)) {
@@ -106,7 +107,8 @@ final class ProcessStack implements AutoCloseable {
 
     /**
      * Failed waits with IN_PROGRESS, write_failed notices, decode deadlines, requests whose KV decode checked and found
-     * whole, and those it found corrupt: since the stack first served.
+     * whole, those it found corrupt, the bytes decode read back for its checks and the microseconds they took: since
+     * the stack first served.
      */
     long[] figures() throws IOException, InterruptedException {
         long[] now = counts();
@@ -125,7 +127,9 @@ final class ProcessStack implements AutoCloseable {
             d.count("kvflux_notify_notices_total", "result", "write_failed"),
             d.count("kvflux_notify_deadlines_expired_total"),
             d.count("kvflux_decode_kv_checks_total", "result", "verified"),
-            d.count("kvflux_decode_kv_checks_total", "result", "corrupt")};
+            d.count("kvflux_decode_kv_checks_total", "result", "corrupt"),
+            (long) d.sum("kvflux_decode_kv_checked_bytes"),
+            (long) (d.sum("kvflux_decode_kv_check_seconds") * 1e6)};
     }
 
     private void awaitRouting(Duration within) throws InterruptedException {

@@ -370,8 +370,10 @@ public final class ServeBench {
             try (ProcessStack stack = startStack(policy, mode, tp, logs, name)) {
                 LoadResult result = load(stack.url(), policy, mode, concurrency, prompts, report);
                 long[] figures = stack.figures();
-                progress.printf(Locale.ROOT, "[%s] decode checked the KV of %d requests: %d whole, %d corrupt%n", name,
-                        figures[3] + figures[4], figures[3], figures[4]);
+                long checked = figures[3] + figures[4];
+                progress.printf(Locale.ROOT, "[%s] decode checked the KV of %d requests: %d whole, %d corrupt;"
+                        + " %.1f MB read back in %.3f s (%.2f ms a request)%n", name, checked, figures[3], figures[4],
+                        figures[5] / 1e6, figures[6] / 1e6, checked == 0 ? 0.0 : figures[6] / 1e3 / checked);
                 return new BenchRow(policy, concurrency, prompts, result, figures[0], 0, figures[1], figures[2], mode,
                         tp);
             }

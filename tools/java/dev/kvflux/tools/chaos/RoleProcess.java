@@ -44,6 +44,8 @@ public final class RoleProcess implements AutoCloseable {
     /** The address the role listens on, and the command prefix that starts it on its host (none on loopback). */
     private final String address;
     private final List<String> exec;
+    /** Whether its JVM compiles with C1 alone ({@link #kvfluxCommand}); off for a benchmark's roles. */
+    private final boolean c1Only;
     private Process process;
 
     public RoleProcess(Role role, int httpPort, int notifyPort, List<String> extraArgs, Path log) {
@@ -57,11 +59,12 @@ public final class RoleProcess implements AutoCloseable {
     public RoleProcess(Role role, String address, List<String> exec, int httpPort, int notifyPort,
             List<String> extraArgs, Path log) {
         this(Objects.requireNonNull(role, "role"), httpPort, notifyPort,
-                roleArgs(role, address, httpPort, notifyPort, extraArgs, log), Map.of(), log, address, exec);
+                roleArgs(role, address, httpPort, notifyPort, extraArgs, log), Map.of(), log, address, exec, true);
     }
 
     private RoleProcess(Role role, int httpPort, int notifyPort, List<String> args, Map<String, String> environment,
-            Path log, String address, List<String> exec) {
+            Path log, String address, List<String> exec, boolean c1Only) {
+        this.c1Only = c1Only;
         this.address = Objects.requireNonNull(address, "address");
         this.exec = List.copyOf(exec);
         this.role = role;
@@ -94,7 +97,15 @@ public final class RoleProcess implements AutoCloseable {
 
     /** This role process with {@code environment} added to its process's (e.g. the notify secret). */
     RoleProcess withEnvironment(Map<String, String> environment) {
-        return new RoleProcess(role, httpPort, notifyPort, args, environment, log, address, exec);
+        return new RoleProcess(role, httpPort, notifyPort, args, environment, log, address, exec, c1Only);
+    }
+
+    /**
+     * This role process with its JVM's every compiler, as {@code ./kvflux} runs a role: for a benchmark, whose figures
+     * must be those of the roles users run (C1 alone read KV back ten times slower).
+     */
+    public RoleProcess withFullCompiler() {
+        return new RoleProcess(role, httpPort, notifyPort, args, environment, log, address, exec, false);
     }
 
     /**
@@ -111,7 +122,7 @@ public final class RoleProcess implements AutoCloseable {
         List<String> args = new ArrayList<>(List.of("proxy", "--host", address, "--port", Integer.toString(port),
                 "--discovery-port", Integer.toString(discoveryPort)));
         args.addAll(extraArgs);
-        return new RoleProcess(null, port, discoveryPort, args, Map.of(), log, address, exec);
+        return new RoleProcess(null, port, discoveryPort, args, Map.of(), log, address, exec, true);
     }
 
     /** The instance as the proxy knows it. */
@@ -203,17 +214,18 @@ public final class RoleProcess implements AutoCloseable {
 
     /**
      * The command that runs {@code kvflux} in a role's JVM ({@link RoleJvm}), as {@code ./kvflux} runs a role, but
-     * with C1 alone: chaos starts and restarts roles many times on small hosts, where C2's compilations took the
+     * (unless {@link #withFullCompiler()}) with C1 alone: chaos starts and restarts roles many times on small hosts, where C2's compilations took the
      * fault matrix past its time (over 60 s a group on 2 shared cores, 42 s with C1).
      */
-    static List<String> kvfluxCommand() {
-        return RoleJvm.command(System.getenv(), List.of("-XX:TieredStopAtLevel=1"), "dev.kvflux.tools.cli.KvfluxCli");
+    static List<String> kvfluxCommand(boolean c1Only) {
+        return RoleJvm.command(System.getenv(), c1Only ? List.of("-XX:TieredStopAtLevel=1") : List.of(),
+                "dev.kvflux.tools.cli.KvfluxCli");
     }
 
     /** Starts the role's process; returns at once (see {@link #awaitHealthy}). */
     public void start() throws IOException {
         List<String> command = new ArrayList<>(exec);
-        command.addAll(kvfluxCommand());
+        command.addAll(kvfluxCommand(c1Only));
         command.addAll(args);
         ProcessBuilder builder = RoleJvm.environment(new ProcessBuilder(command)).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
