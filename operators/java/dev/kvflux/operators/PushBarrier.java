@@ -7,7 +7,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
-import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
 import reactor.core.Disposable;
 import reactor.core.publisher.MonoSink;
@@ -24,14 +23,8 @@ final class PushBarrier {
     private static final VarHandle FAILED_INDEX;
     private static final VarHandle DONE;
     private static final VarHandle CODES = MethodHandles.arrayElementVarHandle(StatusCode[].class);
-    private static final VarHandle SLOT_CODE;
-    private static final VarHandle LATEST_ENDED;
     private static final VarHandle UNREPORTED;
     private static final int NO_FAILURE = Integer.MAX_VALUE;
-    /** {@link #latestEnded} before any status succeeded. */
-    private static final int NONE_ENDED = -1;
-    /** {@link #latestEnded} once a status that succeeded could not tell when its copies ended: no lag. */
-    private static final int END_UNKNOWN = -2;
 
     static {
         try {
@@ -39,8 +32,6 @@ final class PushBarrier {
             REMAINING = lookup.findVarHandle(PushBarrier.class, "remaining", int.class);
             FAILED_INDEX = lookup.findVarHandle(PushBarrier.class, "failedIndex", int.class);
             DONE = lookup.findVarHandle(PushBarrier.class, "done", boolean.class);
-            SLOT_CODE = lookup.findVarHandle(Slot.class, "code", StatusCode.class);
-            LATEST_ENDED = lookup.findVarHandle(PushBarrier.class, "latestEnded", int.class);
             UNREPORTED = lookup.findVarHandle(PushBarrier.class, "unreported", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
@@ -50,7 +41,7 @@ final class PushBarrier {
     private final TransferStatus[] statuses;
     /** The terminal code each status without a slot settled with; null while in flight. Set once (CAS). */
     private final StatusCode[] codes;
-    private final Slot[] slots;
+    private final PushSlot[] slots;
     private final FailMode mode;
     private final Duration transferTimeout;
     private final Duration slice;
@@ -69,12 +60,8 @@ final class PushBarrier {
     /** Statuses not yet settled, plus one while {@link #start} runs, so nothing ends the wait half-built. */
     private volatile int remaining;
     private volatile int failedIndex = NO_FAILURE;
-    /**
-     * Recording only: the index of the status whose copies ended last of those that succeeded so far, read as each
-     * settles (when it is at hand), so that the lag at the end reads one status, not every one; or
-     * {@link #NONE_ENDED}, or {@link #END_UNKNOWN} (sticky).
-     */
-    private volatile int latestEnded = NONE_ENDED;
+    /** Recording only: the status whose copies ended last of those that succeeded so far. */
+    private final LastCopyEnd lastCopyEnd;
     /**
      * Statuses whose settling the recorder has not been told of; taken whole (and made negative) by the wait's
      * reported end, so that a push that comes after the end (a listener cannot be taken back) is not reported again.
@@ -100,8 +87,9 @@ final class PushBarrier {
         this.reaper = reaper;
         this.tally = new WaitTally(spec.recorder(), name, on);
         this.statuses = statuses;
+        this.lastCopyEnd = new LastCopyEnd(statuses);
         this.codes = new StatusCode[statuses.length];
-        this.slots = new Slot[statuses.length];
+        this.slots = new PushSlot[statuses.length];
         this.polled = new int[statuses.length];
         this.mode = spec.mode();
         this.transferTimeout = spec.transferTimeout();
@@ -135,7 +123,7 @@ final class PushBarrier {
                 continue;
             }
             if (statuses[i] instanceof PushedStatus pushed) {
-                Slot slot = new Slot(i);
+                PushSlot slot = new PushSlot(this, i);
                 slots[i] = slot;
                 pushed.pushed().subscribe((CoreSubscriber<StatusCode>) slot);
                 if (done) {
@@ -170,12 +158,17 @@ final class PushBarrier {
         }
     }
 
+    /** How many statuses the wait waits for. */
+    int size() {
+        return statuses.length;
+    }
+
     /**
      * Status {@code index} settled with {@code code}: counts it, and ends the wait when it was the last or
      * (fail-fast) a failure. {@code handOff}: whether ending it must move to the scheduler (a push).
      */
     private void settle(int index, StatusCode code, boolean handOff) {
-        Slot slot = slots[index];
+        PushSlot slot = slots[index];
         if (slot != null ? !slot.settle(code) : !CODES.compareAndSet(codes, index, (StatusCode) null, code)) {
             return;
         }
@@ -183,7 +176,7 @@ final class PushBarrier {
     }
 
     /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
-    private void counted(int index, StatusCode code, boolean handOff) {
+    void counted(int index, StatusCode code, boolean handOff) {
         if ((int) UNREPORTED.getAndAdd(this, -1) > 0) {
             tally.leftFlight(1);
             if (code.isFailure()) {
@@ -191,7 +184,7 @@ final class PushBarrier {
             }
         }
         if (code == StatusCode.SUCCESS && tally.recording()) {
-            copiesEnded(index);
+            lastCopyEnd.succeeded(index);
         }
         if (stall != null) {
             stall.progressAt(on.now(TimeUnit.NANOSECONDS));
@@ -211,50 +204,14 @@ final class PushBarrier {
         }
     }
 
-    /** Status {@code index} succeeded: keeps it in {@link #latestEnded} if its copies ended last so far. */
-    private void copiesEnded(int index) {
-        if (latestEnded == END_UNKNOWN) {
-            return;
-        }
-        long at = endOf(index);
-        if (at == TransferStatus.UNKNOWN_TIME) {
-            latestEnded = END_UNKNOWN;
-            return;
-        }
-        int seen = latestEnded;
-        while (seen != END_UNKNOWN) {
-            if (seen >= 0 && at - endOf(seen) <= 0) {
-                return;
-            }
-            if (LATEST_ENDED.weakCompareAndSet(this, seen, index)) {
-                return;
-            }
-            seen = latestEnded;
-        }
-    }
-
-    /** When status {@code index}'s copies ended, or {@link TransferStatus#UNKNOWN_TIME} (also if it throws). */
-    private long endOf(int index) {
-        try {
-            return statuses[index].completedAtNanos();
-        } catch (RuntimeException broken) {
-            return TransferStatus.UNKNOWN_TIME;
-        }
-    }
-
     /** Ends the wait once: with {@code error}, or (null) with the earliest failure seen, or success. */
-    private void finish(TransferException error, boolean handOff) {
+    void finish(TransferException error, boolean handOff) {
         if (!DONE.compareAndSet(this, false, true)) {
             return;
         }
         verdict = error;
         if (error == null && failedIndex == NO_FAILURE) {
-            int latest = latestEnded;
-            if (latest == END_UNKNOWN) {
-                tally.lag(statuses); // one status could not tell when it settled; it may know by now
-            } else {
-                tally.lagOf(latest >= 0 ? statuses[latest] : null);
-            }
+            lastCopyEnd.lag(tally);
         } else if (error != null && error.kind() == TransferException.Kind.FAILED) {
             tally.failed(error.code());
         }
@@ -332,7 +289,7 @@ final class PushBarrier {
 
     /** The code status {@code index} settled with, or null while it is in flight. */
     private StatusCode codeOf(int index) {
-        Slot slot = slots[index];
+        PushSlot slot = slots[index];
         return slot != null ? slot.code : codes[index];
     }
 
@@ -369,7 +326,7 @@ final class PushBarrier {
      * reached zero): on a push that ends a wait, skipping them is most of what ending it costs the pushing thread.
      */
     private void cancelSlots() {
-        for (Slot slot : slots) {
+        for (PushSlot slot : slots) {
             if (slot != null && slot.code == null) {
                 slot.cancel();
             }
@@ -394,7 +351,7 @@ final class PushBarrier {
 
     /** Listens to status {@code index}'s pushes through a listener; false if it takes none. */
     private boolean listened(int index, PushedStatus pushed) {
-        Slot slot = new Slot(index);
+        PushSlot slot = new PushSlot(this, index);
         slots[index] = slot;
         if (!pushed.onPushed(slot)) {
             slots[index] = null;
@@ -504,70 +461,5 @@ final class PushBarrier {
         }
         finish(failedIndex == NO_FAILURE ? TransferException.stalled(stall.stallAfter(), unsettled(), statuses.length)
                 : null, false);
-    }
-
-    /**
-     * The subscription to one status's pushes, which also holds the code the status settled with, so that
-     * a push touches only its slot and the barrier's counter.
-     */
-    private final class Slot implements CoreSubscriber<StatusCode>, java.util.function.Consumer<StatusCode> {
-        final int index;
-        volatile StatusCode code;
-        private volatile Subscription subscription;
-        private volatile boolean cancelled;
-
-        Slot(int index) {
-            this.index = index;
-        }
-
-        @Override
-        public void onSubscribe(Subscription s) {
-            subscription = s;
-            if (cancelled) {
-                s.cancel();
-            } else {
-                s.request(Long.MAX_VALUE);
-            }
-        }
-
-        @Override
-        public void onNext(StatusCode code) {
-            if (code == null) {
-                finish(TransferException.badState("status " + index + " of " + statuses.length
-                        + ": pushed() emitted null", null), true);
-            } else if (code.isTerminal() && settle(code)) {
-                counted(index, code, true);
-            }
-        }
-
-        /** A push through {@link PushedStatus#onPushed}: as {@link #onNext}. */
-        @Override
-        public void accept(StatusCode code) {
-            onNext(code);
-        }
-
-        @Override
-        public void onError(Throwable e) {
-            finish(TransferException.badState("status " + index + " of " + statuses.length
-                    + ": pushed() errored with " + e, e), true);
-        }
-
-        @Override
-        public void onComplete() {
-            // A status never posted completes empty; the timeout's last query decides about it.
-        }
-
-        /** Records the terminal code; false if the status had already settled (a push racing the last query). */
-        boolean settle(StatusCode terminal) {
-            return SLOT_CODE.compareAndSet(this, (StatusCode) null, terminal);
-        }
-
-        void cancel() {
-            cancelled = true;
-            Subscription s = subscription;
-            if (s != null) {
-                s.cancel();
-            }
-        }
     }
 }
