@@ -14,9 +14,9 @@ import reactor.core.scheduler.Scheduler;
 
 /**
  * One subscription of a {@link PushWait}: counts the request's statuses as they settle and hands the
- * request to the scheduler once. A push costs two atomic updates and no allocation; the subscriber's
- * signal, the clean-up of the other per-status subscriptions and the verdict all run on the scheduler, or,
- * with {@link PushWait#signalOnPush()}, on the pushing thread, the timers then left to a {@link TimerReaper}.
+ * request to the scheduler once. A push costs two atomic updates (three when recording) and no allocation; the
+ * subscriber's signal, the clean-up of the other per-status subscriptions and the verdict all run on the scheduler,
+ * or, with {@link PushWait#signalOnPush()}, on the pushing thread, the timers then left to a {@link TimerReaper}.
  */
 final class PushBarrier {
     private static final VarHandle REMAINING;
@@ -106,11 +106,15 @@ final class PushBarrier {
      * flight. Then arms the poll, the timeout and the stall check.
      */
     void start() {
-        sink.onCancel(this::cancel);
         unreported = statuses.length;
         tally.started(statuses.length);
         tally.polled(0); // the query at subscription is the first poll round; its queries count one by one
         remaining = statuses.length + 1;
+        // after the start is reported: a subscriber that has already cancelled has its cancel run here, at once
+        sink.onCancel(this::cancel);
+        if (done) {
+            return;
+        }
         for (int i = 0; i < statuses.length && !done; i++) {
             if (statuses[i] instanceof PushedStatus pushed && listened(i, pushed)) {
                 continue;
@@ -177,7 +181,7 @@ final class PushBarrier {
 
     /** Status {@code index} has just settled with {@code code} (once): counts it, maybe ends the wait. */
     void counted(int index, StatusCode code, boolean handOff) {
-        if ((int) UNREPORTED.getAndAdd(this, -1) > 0) {
+        if (tally.recording() && (int) UNREPORTED.getAndAdd(this, -1) > 0) {
             tally.leftFlight(1);
             if (code.isFailure()) {
                 tally.failed(code);
@@ -268,8 +272,8 @@ final class PushBarrier {
      * outcome. A status that settles later is not reported.
      */
     private void ended(WaitOutcome outcome) {
-        int notReported = (int) UNREPORTED.getAndSet(this, Integer.MIN_VALUE / 2);
         if (tally.recording()) {
+            int notReported = (int) UNREPORTED.getAndSet(this, Integer.MIN_VALUE / 2);
             synchronized (this) {
                 tally.ended(outcome, Math.max(notReported, 0));
             }

@@ -62,7 +62,10 @@ import reactor.core.scheduler.Schedulers;
 public final class PushWait implements WaitStrategy {
     private final WaitSpec spec;
     private final boolean signalOnPush;
-    /** Disposes, off the pushing thread, the timers of waits that ended there (with {@link #signalOnPush}). */
+    /**
+     * Disposes the timers of waits that ended on the pushing thread (with {@link #signalOnPush}): there when they end
+     * sparsely, else in batches on the scheduler.
+     */
     private final TimerReaper reaper;
     /** The clock {@link #reaper} times its batches on: {@link System#nanoTime()} but in tests. */
     private final java.util.function.LongSupplier reaperClock;

@@ -19,6 +19,10 @@ import dev.kvflux.bindings.StatusCode;
  *       wait's count), {@link #recordPolls}, {@link #recordDetectionLag} when it ended {@link WaitOutcome#DONE}
  *       and every status's backend knows when its copies ended, then {@link #recordWaitEnded}.</li>
  * </ol>
+ * A push wait reports each status once: one that settles after the wait has counted it as still in flight is not
+ * reported again. A push that settles a status on one thread just as the wait ends on another (a fail-fast failure,
+ * the timeout, a cancel) may have its {@link #recordStatusesInFlight} and {@link #recordStatusFailed} arrive just
+ * after {@link #recordWaitEnded}; the sum of the changes stays exact.
  * So the sum of {@link #recordStatusesInFlight}'s changes over every wait is the number of statuses that
  * waits are waiting for now, as far as they have seen. The native strategies ({@code native},
  * {@code sliced-native}) see nothing inside the engine's blocking call: they report their statuses in flight

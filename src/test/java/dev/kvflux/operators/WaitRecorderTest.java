@@ -165,9 +165,9 @@ class WaitRecorderTest {
             StepVerifier.create((direct ? wait.signalOnPush() : wait).await(List.of(early, latest, middle)))
                     .expectSubscription()
                     .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(42)))
-                    .then(latest::push)
-                    .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(45)))
                     .then(middle::push)
+                    .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(45)))
+                    .then(latest::push)
                     .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(50)))
                     .then(early::push)
                     .then(() -> time.advanceTimeBy(Duration.ZERO))
@@ -212,6 +212,25 @@ class WaitRecorderTest {
 
         assertThat(recorder.lags).as("the first's copies ended last, at 30 ms; the wait ended at 35 ms")
                 .containsExactly(Duration.ofMillis(5));
+    }
+
+    @Test
+    void aPushWaitCancelledAsItIsSubscribedReportsItsStartThenItsEndAndGivesEveryStatusBack() {
+        RecordingWaitRecorder recorder = new RecordingWaitRecorder();
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder)
+                .await(List.of(new EndedAt(time, -1), new EndedAt(time, -1)))
+                .subscribe(new reactor.core.publisher.BaseSubscriber<Void>() {
+                    @Override
+                    protected void hookOnSubscribe(org.reactivestreams.Subscription subscription) {
+                        cancel();
+                    }
+                });
+
+        assertThat(recorder.order).first().isEqualTo("started");
+        assertThat(recorder.order).last().isEqualTo("ended");
+        assertThat(recorder.inFlight()).as("both statuses given back").isZero();
+        assertThat(recorder.theEnd().outcome()).isEqualTo(WaitOutcome.CANCELLED);
     }
 
     @Test
