@@ -9,8 +9,8 @@
 # STEPS=behind: the push waits again, alone and with a stand-in forward pass of 1 GiB per layer so that the GPU runs
 # behind the posts and the copies are still in flight when the wait begins. STEPS=listen: the push-direct waits
 # again once a push wait no longer queries, at subscription, the statuses that take a listener. STEPS=after: the
-# lag waits after the push wait's end was cut, then the build before it on the same machine. STEPS=bench: serve-bench
-# on MoRI with decode's checks of the KV.
+# lag waits after the push wait's end was cut; STEPS=before: the build before it, alternated with the cut one, on the
+# same machine. STEPS=bench: serve-bench on MoRI with decode's checks of the KV.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -39,15 +39,21 @@ listen)
   done ;;
 after)
   # the same waits with the push wait's end cut (no timer armed when every status had settled, timers disposed at
-  # once when waits end sparsely, the lag read from one status); then the build before it, its operators jar
-  # (.device/old/) swapped into a copy of the bundle, on the same machine: the A/B
+  # once when waits end sparsely, the lag read from one status)
   for e in mori cuda; do
-    step after-$e 170 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --json
-  done
-  cp -r $W/kvflux-cuda $W/before && cp "$R"/.device/old/kvflux-operators-*.jar $W/before/lib/
-  K=$W/before/bin/kvflux
+    step after-$e 220 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --json
+  done ;;
+before)
+  # the library before that cut on the same machine, for the A/B: its operators jar, made on the build host with
+  #   git worktree add /tmp/before 3c05d87 && (cd /tmp/before && mvn -q -o package -DskipTests -pl operators -am) &&
+  #   mkdir -p .device/old && cp /tmp/before/operators/target/kvflux-operators-*.jar .device/old/
+  # swapped into a copy of the bundle; then the cut build again, so that each stands before and after the other
+  cp -r $W/kvflux-cuda $W/before && cp "$R"/.device/old/kvflux-operators-*.jar $W/before/lib/ ||
+    { echo "no .device/old/kvflux-operators-*.jar: make it as this script's comment says" | tee -a $OUT/summary.log; exit 1; }
+  NEW=$K
   for e in mori cuda; do
-    step before-$e 90 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
+    K=$W/before/bin/kvflux step before-$e 110 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
+    K=$NEW step again-$e 110 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
   done ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run

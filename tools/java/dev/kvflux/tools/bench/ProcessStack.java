@@ -31,7 +31,8 @@ final class ProcessStack implements AutoCloseable {
     private final RoleProcess prefill;
     private final RoleProcess decode;
     private final int proxyPort;
-    private long[] baseline = new long[7];
+    /** {@link #counts()} when the stack first served; zeros until then. */
+    private long[] baseline = new long[FIGURES];
 
     private ProcessStack(RoleProcess proxy, RoleProcess prefill, RoleProcess decode, int proxyPort) {
         this.proxy = proxy;
@@ -104,6 +105,9 @@ final class ProcessStack implements AutoCloseable {
     String url() {
         return "http://127.0.0.1:" + proxyPort;
     }
+
+    /** How many figures {@link #figures()} gives. */
+    static final int FIGURES = 7;
 
     /**
      * Failed waits with IN_PROGRESS, write_failed notices, decode deadlines, requests whose KV decode checked and found

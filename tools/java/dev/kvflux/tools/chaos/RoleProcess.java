@@ -102,7 +102,7 @@ public final class RoleProcess implements AutoCloseable {
 
     /**
      * This role process with its JVM's every compiler, as {@code ./kvflux} runs a role: for a benchmark, whose figures
-     * must be those of the roles users run (C1 alone read KV back ten times slower).
+     * must be those of the roles users run (C1 alone read KV back thirteen times slower).
      */
     public RoleProcess withFullCompiler() {
         return new RoleProcess(role, httpPort, notifyPort, args, environment, log, address, exec, false);

@@ -225,6 +225,7 @@ public final class ReproRun {
         Disposable ticker = Flux.interval(Duration.ofSeconds(1)).subscribe(tick -> progress.waiting(
                 label, request, requests, Duration.ofNanos(System.nanoTime() - waitStart[0])));
         Duration eventTimeout = settings.transferTimeout();
+        boolean posted = false;
         try {
             for (int layer = 0; layer < geometry.layers(); layer++) {
                 int l = layer;
@@ -237,9 +238,11 @@ public final class ReproRun {
                         .block();
                 statuses.add(session.batchWrite(geometry.plan(layer), session.allocateTransferUid()));
             }
-        } catch (RuntimeException e) {
-            ticker.dispose();
-            throw e;
+            posted = true;
+        } finally {
+            if (!posted) {
+                ticker.dispose();
+            }
         }
         long start = System.nanoTime();
         waitStart[0] = start;

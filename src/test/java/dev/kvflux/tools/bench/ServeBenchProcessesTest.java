@@ -37,7 +37,8 @@ class ServeBenchProcessesTest {
         assertThat(rows.getFirst().load().completed()).isEqualTo(6);
         assertThat(rows.getFirst().load().neverFinished()).isZero();
         assertThat(rows.getFirst().failedWaitsInProgress()).isZero();
-        assertThat(progress.toString(StandardCharsets.UTF_8)).contains("as processes");
+        assertThat(progress.toString(StandardCharsets.UTF_8)).contains("as processes")
+                .contains("decode checked the KV of 6 requests: 6 whole, 0 corrupt");
         try (var files = Files.list(logs)) {
             assertThat(files.map(f -> f.getFileName().toString()).toList())
                     .anyMatch(n -> n.endsWith("-decode.log")).anyMatch(n -> n.endsWith("-prefill.log"));
