@@ -5,27 +5,28 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
 /**
- * Which of a wait's statuses had its copies end last, among those that succeeded so far: read as each settles, while
- * it is at hand, so that the detection lag at the wait's end reads one status, not every one. Thread-safe.
+ * When the copies of a wait's statuses that succeeded so far ended last: read as each settles, while it is at hand, so
+ * that the detection lag at the wait's end reads no status but the first, for its clock (every status of a wait over
+ * one engine reads one clock), and a push reads no status but its own. Thread-safe.
  */
 final class LastCopyEnd {
-    private static final VarHandle LATEST;
-    /** {@link #latest} before any status succeeded. */
-    private static final int NONE = -1;
-    /** {@link #latest} once a status that succeeded could not tell when its copies ended (sticky). */
-    private static final int UNKNOWN = -2;
+    private static final VarHandle LATEST_AT;
+    /** {@link #latestAt} before any status succeeded. */
+    private static final long NONE = Long.MIN_VALUE + 1;
+    /** {@link #latestAt} once a status that succeeded could not tell when its copies ended (sticky). */
+    private static final long UNKNOWN = TransferStatus.UNKNOWN_TIME;
 
     static {
         try {
-            LATEST = MethodHandles.lookup().findVarHandle(LastCopyEnd.class, "latest", int.class);
+            LATEST_AT = MethodHandles.lookup().findVarHandle(LastCopyEnd.class, "latestAt", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
     private final TransferStatus[] statuses;
-    /** The index of the status whose copies ended last, or {@link #NONE} or {@link #UNKNOWN}. */
-    private volatile int latest = NONE;
+    /** The latest copy end seen, or {@link #NONE} or {@link #UNKNOWN}. */
+    private volatile long latestAt = NONE;
 
     LastCopyEnd(TransferStatus[] statuses) {
         this.statuses = statuses;
@@ -33,23 +34,20 @@ final class LastCopyEnd {
 
     /** Status {@code index} succeeded: kept if its copies ended last so far. */
     void succeeded(int index) {
-        if (latest == UNKNOWN) {
+        long seen = latestAt;
+        if (seen == UNKNOWN) {
             return;
         }
         long at = endOf(index);
-        if (at == TransferStatus.UNKNOWN_TIME) {
-            latest = UNKNOWN;
+        if (at == UNKNOWN) {
+            latestAt = UNKNOWN;
             return;
         }
-        int seen = latest;
-        while (seen != UNKNOWN) {
-            if (seen >= 0 && at - endOf(seen) <= 0) {
+        while (seen != UNKNOWN && (seen == NONE || at - seen > 0)) {
+            if (LATEST_AT.weakCompareAndSet(this, seen, at)) {
                 return;
             }
-            if (LATEST.weakCompareAndSet(this, seen, index)) {
-                return;
-            }
-            seen = latest;
+            seen = latestAt;
         }
     }
 
@@ -58,11 +56,11 @@ final class LastCopyEnd {
      * settled, reads every status again, since a backend may learn a copy's end a little after the status settles.
      */
     void lag(WaitTally tally) {
-        int last = latest;
-        if (last == UNKNOWN) {
+        long at = latestAt;
+        if (at == UNKNOWN) {
             tally.lag(statuses);
         } else {
-            tally.lagOf(last >= 0 ? statuses[last] : null);
+            tally.lagOf(at == NONE ? null : statuses[0], at);
         }
     }
 
@@ -71,7 +69,7 @@ final class LastCopyEnd {
         try {
             return statuses[index].completedAtNanos();
         } catch (RuntimeException broken) {
-            return TransferStatus.UNKNOWN_TIME;
+            return UNKNOWN;
         }
     }
 }

@@ -80,16 +80,15 @@ final class WaitTally {
     }
 
     /**
-     * The wait has just seen its last status succeed, and {@code latest} is the one whose copies ended last (null when
-     * one could not tell): takes the detection lag now, from that status alone.
+     * The wait has just seen its last status succeed, the last copies having ended at {@code endedAt} on the clock of
+     * {@code clock} (null when unknown): takes the detection lag now, from that one clock.
      */
-    void lagOf(TransferStatus latest) {
+    void lagOf(TransferStatus clock, long endedAt) {
         if (recording) {
             lagNanos = -1;
-            if (latest != null) {
+            if (clock != null) {
                 try {
-                    long at = latest.completedAtNanos();
-                    lagNanos = at == TransferStatus.UNKNOWN_TIME ? -1 : Math.max(0, latest.clockNanos() - at);
+                    lagNanos = Math.max(0, clock.clockNanos() - endedAt);
                 } catch (RuntimeException broken) {
                     lagNanos = -1; // as TransferStatus.sinceLastCopyEnd answers for a status that throws
                 }
