@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.testing.ListenedStatus;
 import dev.kvflux.testing.ScriptedStatus;
 import java.time.Duration;
 import java.util.List;
@@ -55,48 +56,11 @@ class PushWaitTest {
         }
     }
 
-    /** A status that pushes through a listener only: its pushed() must not be subscribed. Counts queries. */
-    private static final class Listened implements PushedStatus {
-        volatile java.util.function.Consumer<StatusCode> listener;
-        volatile StatusCode code = StatusCode.IN_PROGRESS;
-        final java.util.concurrent.atomic.AtomicInteger queries = new java.util.concurrent.atomic.AtomicInteger();
-
-        void push(StatusCode terminal) {
-            code = terminal;
-            listener.accept(terminal);
-        }
-
-        @Override
-        public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
-            listener = l;
-            if (code.isTerminal()) {
-                l.accept(code); // settled before the listener came: told at once, as the contract says
-            }
-            return true;
-        }
-
-        @Override
-        public Mono<StatusCode> pushed() {
-            return Mono.error(new AssertionError("the wait subscribed to pushed() although a listener was taken"));
-        }
-
-        @Override
-        public StatusCode code() {
-            queries.incrementAndGet();
-            return code;
-        }
-
-        @Override
-        public String message() {
-            return code.isFailure() ? "copy failed" : "";
-        }
-    }
-
     @Test
     void statusesThatTakeAListenerAreNeverQueriedAndThoseSettledBeforeEndTheWaitAtOnce() {
-        Listened done = new Listened();
+        ListenedStatus done = new ListenedStatus();
         done.code = StatusCode.SUCCESS;
-        Listened late = new Listened();
+        ListenedStatus late = new ListenedStatus();
         StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).await(List.of(done, late)))
                 .expectSubscription()
                 .expectNoEvent(Duration.ofSeconds(1))
@@ -105,7 +69,7 @@ class PushWaitTest {
         assertThat(done.queries).as("a query per status costs a native call on a GPU").hasValue(0);
         assertThat(late.queries).hasValue(0);
 
-        Listened settled = new Listened();
+        ListenedStatus settled = new ListenedStatus();
         settled.code = StatusCode.SUCCESS;
         StepVerifier.create(PushWait.failFast(Duration.ofSeconds(30)).await(List.of(settled))).verifyComplete();
         assertThat(settled.queries).hasValue(0);
@@ -113,8 +77,8 @@ class PushWaitTest {
 
     @Test
     void aStatusThatTakesAListenerIsAwaitedThroughItWithoutASubscription() {
-        Listened a = new Listened();
-        Listened b = new Listened();
+        ListenedStatus a = new ListenedStatus();
+        ListenedStatus b = new ListenedStatus();
         StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).await(List.of(a, b)))
                 .expectSubscription()
                 .then(() -> a.push(StatusCode.SUCCESS))
@@ -355,7 +319,7 @@ class PushWaitTest {
     @Test
     void aWaitWhoseStatusesHadAllSettledArmsNoTimer() {
         CountingScheduler counting = new CountingScheduler(VirtualTimeScheduler.create());
-        Listened a = new Listened();
+        ListenedStatus a = new ListenedStatus();
         a.code = StatusCode.SUCCESS;
         Pushed b = new Pushed();
         b.push(StatusCode.SUCCESS);
@@ -372,7 +336,7 @@ class PushWaitTest {
         for (boolean direct : new boolean[] {false, true}) {
             VirtualTimeScheduler time = VirtualTimeScheduler.create();
             CountingScheduler counting = new CountingScheduler(time);
-            Listened failing = new Listened();
+            ListenedStatus failing = new ListenedStatus();
             ScriptedStatus polled = ScriptedStatus.never(time);
             PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting);
             (direct ? wait.signalOnPush() : wait).await(List.of(failing, polled))

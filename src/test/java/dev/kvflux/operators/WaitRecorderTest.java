@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferStatus;
+import dev.kvflux.testing.ListenedStatus;
 import dev.kvflux.testing.RecordingEngine;
 import dev.kvflux.testing.RecordingWaitRecorder;
 import dev.kvflux.testing.RecordingWaitRecorder.Ended;
@@ -100,67 +101,14 @@ class WaitRecorderTest {
         assertThat(recorder.theEnd()).isEqualTo(new Ended("reactive-push", WaitOutcome.DONE, Duration.ofMillis(45)));
     }
 
-    /** A pushed status whose copies ended at a given time, pushed when the test says, on a virtual clock. */
-    private static final class EndedAt implements dev.kvflux.bindings.PushedStatus {
-        final Scheduler clock;
-        volatile long endNanos;
-        volatile java.util.function.Consumer<StatusCode> listener;
-        volatile StatusCode code = StatusCode.IN_PROGRESS;
-
-        EndedAt(Scheduler clock, long endMillis) {
-            this.clock = clock;
-            this.endNanos = endMillis < 0 ? UNKNOWN_TIME : java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(endMillis);
-        }
-
-        void push() {
-            push(StatusCode.SUCCESS);
-        }
-
-        void push(StatusCode terminal) {
-            code = terminal;
-            listener.accept(code);
-        }
-
-        @Override
-        public boolean onPushed(java.util.function.Consumer<StatusCode> l) {
-            listener = l;
-            return true;
-        }
-
-        @Override
-        public Mono<StatusCode> pushed() {
-            return Mono.never();
-        }
-
-        @Override
-        public StatusCode code() {
-            return code;
-        }
-
-        @Override
-        public String message() {
-            return "";
-        }
-
-        @Override
-        public long completedAtNanos() {
-            return code == StatusCode.SUCCESS ? endNanos : UNKNOWN_TIME;
-        }
-
-        @Override
-        public long clockNanos() {
-            return clock.now(java.util.concurrent.TimeUnit.NANOSECONDS);
-        }
-    }
-
     @Test
     void aPushWaitsLagCountsFromTheCopiesThatEndedLastNotFromTheStatusPushedLast() {
         for (boolean direct : new boolean[] {false, true}) {
             RecordingWaitRecorder recorder = new RecordingWaitRecorder();
             VirtualTimeScheduler time = VirtualTimeScheduler.create();
-            EndedAt early = new EndedAt(time, 20);
-            EndedAt latest = new EndedAt(time, 40);
-            EndedAt middle = new EndedAt(time, 30);
+            ListenedStatus early = ListenedStatus.endedAt(time, 20);
+            ListenedStatus latest = ListenedStatus.endedAt(time, 40);
+            ListenedStatus middle = ListenedStatus.endedAt(time, 30);
             PushWait wait = PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder);
             StepVerifier.create((direct ? wait.signalOnPush() : wait).await(List.of(early, latest, middle)))
                     .expectSubscription()
@@ -182,8 +130,8 @@ class WaitRecorderTest {
     void aPushWaitReportsNoLagWhenOneStatusCannotTellWhenItsCopiesEnded() {
         RecordingWaitRecorder recorder = new RecordingWaitRecorder();
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
-        EndedAt known = new EndedAt(time, 20);
-        EndedAt unknown = new EndedAt(time, -1);
+        ListenedStatus known = ListenedStatus.endedAt(time, 20);
+        ListenedStatus unknown = ListenedStatus.endedAt(time, -1);
         StepVerifier.create(PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder).signalOnPush()
                         .await(List.of(known, unknown)))
                 .expectSubscription()
@@ -199,8 +147,8 @@ class WaitRecorderTest {
     void aPushWaitReportsTheLagOfAStatusWhoseEndItLearnedOnlyAfterItSettled() {
         RecordingWaitRecorder recorder = new RecordingWaitRecorder();
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
-        EndedAt first = new EndedAt(time, -1);
-        EndedAt second = new EndedAt(time, 20);
+        ListenedStatus first = ListenedStatus.endedAt(time, -1);
+        ListenedStatus second = ListenedStatus.endedAt(time, 20);
         StepVerifier.create(PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder).signalOnPush()
                         .await(List.of(first, second)))
                 .expectSubscription()
@@ -219,7 +167,7 @@ class WaitRecorderTest {
         RecordingWaitRecorder recorder = new RecordingWaitRecorder();
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
         PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder)
-                .await(List.of(new EndedAt(time, -1), new EndedAt(time, -1)))
+                .await(List.of(ListenedStatus.endedAt(time, -1), ListenedStatus.endedAt(time, -1)))
                 .subscribe(new reactor.core.publisher.BaseSubscriber<Void>() {
                     @Override
                     protected void hookOnSubscribe(org.reactivestreams.Subscription subscription) {
@@ -238,8 +186,8 @@ class WaitRecorderTest {
         for (boolean direct : new boolean[] {false, true}) {
             RecordingWaitRecorder recorder = new RecordingWaitRecorder();
             VirtualTimeScheduler time = VirtualTimeScheduler.create();
-            EndedAt failing = new EndedAt(time, -1);
-            EndedAt other = new EndedAt(time, -1);
+            ListenedStatus failing = ListenedStatus.endedAt(time, -1);
+            ListenedStatus other = ListenedStatus.endedAt(time, -1);
             PushWait wait = PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder);
             // the subscriber aborts the rest of the request on the thread that tells it, as a role does
             (direct ? wait.signalOnPush() : wait).await(List.of(failing, other))

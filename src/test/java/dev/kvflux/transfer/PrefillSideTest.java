@@ -30,6 +30,9 @@ class PrefillSideTest {
     private final SimulatedXgmiEngine engine = SimulatedXgmiEngine.create();
     private final List<PrefillRecorder.Event> events = new CopyOnWriteArrayList<>();
     private final List<TransferHistory.Event> history = new CopyOnWriteArrayList<>();
+    /** Completed when the first history event of each kind is recorded. */
+    private final java.util.Map<TransferHistory.Kind, java.util.concurrent.CompletableFuture<Void>> firstOfKind =
+            new java.util.concurrent.ConcurrentHashMap<>();
     /** Called with each history event as it is recorded, on the thread that records it. */
     private volatile java.util.function.Consumer<TransferHistory.Event> onHistory = e -> { };
     private final DecodeSide decode = DecodeSide.builder().receiveDeadline(Duration.ofSeconds(3)).bindNow();
@@ -43,6 +46,7 @@ class PrefillSideTest {
                 .pipeline(WritePipeline.builder().waitStrategy(CompletionWait.failFast(Duration.ofSeconds(2))).build())
                 .blocks(1024).transferTimeout(Duration.ofSeconds(2)).decodeDeadline(decodeDeadline).history(e -> {
                     history.add(e);
+                    firstOfKind(e.kind()).complete(null);
                     onHistory.accept(e);
                 })
                 .recorder(new PrefillRecorder() {
@@ -184,14 +188,23 @@ class PrefillSideTest {
         receiving.close();
     }
 
-    private void awaitEvent(TransferHistory.Kind kind) {
-        waitFor(() -> history.stream().anyMatch(e -> e.kind() == kind));
-        assertThat(history).extracting(TransferHistory.Event::kind).as("events so far").contains(kind);
+    private java.util.concurrent.CompletableFuture<Void> firstOfKind(TransferHistory.Kind kind) {
+        return firstOfKind.computeIfAbsent(kind, k -> new java.util.concurrent.CompletableFuture<>());
     }
 
-    /** Waits until {@code done}, for at most {@link #WAIT}: a bound on an event to come, not a timing claim. */
+    /** Waits for the history's first event of {@code kind}: told by the recording itself, not polled. */
+    private void awaitEvent(TransferHistory.Kind kind) {
+        assertThat(firstOfKind(kind)).as("a " + kind + " event").succeedsWithin(EVENT_BOUND);
+    }
+
+    /**
+     * A bound on an event to come, generous so that a loaded host cannot fail it: no test here claims a time.
+     */
+    private static final Duration EVENT_BOUND = Duration.ofSeconds(30);
+
+    /** Waits until {@code done}, for at most {@link #EVENT_BOUND}: a state with no event to listen to. */
     private static void waitFor(java.util.function.BooleanSupplier done) {
-        long until = System.nanoTime() + WAIT.toNanos();
+        long until = System.nanoTime() + EVENT_BOUND.toNanos();
         while (!done.getAsBoolean() && System.nanoTime() < until) {
             LockSupport.parkNanos(2_000_000); // not a spin: the code under test needs the cores
         }
