@@ -60,6 +60,13 @@ public final class PrefillTransfer {
         default void writing() {
         }
 
+        /**
+         * Decode's block list for this transfer is in hand (it says where the copies go): called once the write has
+         * it, at once after {@link #writing} when it came first.
+         */
+        default void blockListReceived() {
+        }
+
         /** Every layer has been posted; the completion wait runs. */
         default void posted() {
         }

@@ -77,7 +77,7 @@ final class PrefillWrites {
             }
             // the write takes one of the pipeline's places only once decode's block list is here: a transfer whose
             // decode never answers holds no place others could write with
-            Mono<WriteOutcome> outcome = blockList(id, left)
+            Mono<WriteOutcome> outcome = blockList(t, left)
                     .flatMap(remoteBlocks -> {
                         List<Long> local = t.localBlocks();
                         t.decodeBlocks(remoteBlocks.subList(0, Math.min(local.size(), remoteBlocks.size())));
@@ -104,9 +104,11 @@ final class PrefillWrites {
         }
     }
 
-    /** Decode's block list for {@code id}, or ERR_BAD_STATE if it has not come within {@code left}. */
-    private Mono<List<Long>> blockList(String id, Duration left) {
+    /** Decode's block list for {@code t}, or ERR_BAD_STATE if it has not come within {@code left}. */
+    private Mono<List<Long>> blockList(PrefillTransfer t, Duration left) {
+        String id = t.id();
         return board.blocks(id)
+                .doOnNext(blocks -> t.observer().blockListReceived())
                 .timeout(left, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE, "decode's block"
                         + " list for " + id + " did not arrive by the transfer's deadline ("
                         + DurationText.of(settings.decodeDeadline()) + " after it was opened, when decode gives"
@@ -143,7 +145,7 @@ final class PrefillWrites {
     private void offer(PrefillTransfer t, List<? extends LayerEvent> events, Duration left) {
         String id = t.id();
         Duration eventTimeout = settings.transferTimeout();
-        Mono<WriteOutcome> outcome = blockList(id, left)
+        Mono<WriteOutcome> outcome = blockList(t, left)
                 .flatMap(remoteBlocks -> {
                     t.decodeBlocks(remoteBlocks.subList(0, Math.min(t.localBlocks().size(), remoteBlocks.size())));
                     return Flux.range(0, events.size())

@@ -13,8 +13,8 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * {@link System#nanoTime()}:
  * <ul>
  *   <li>the proxy: {@link Stage#PROXY_IN}, {@link Stage#PREFILL_ANSWERED}, {@link Stage#CLIENT_FIRST_BYTE};</li>
- *   <li>prefill: {@link Stage#PREFILL_ADMITTED}, {@link Stage#LAST_LAYER_READY}, {@link Stage#LAST_COPY_ENDED},
- *       {@link Stage#WAIT_ENDED};</li>
+ *   <li>prefill: {@link Stage#PREFILL_ADMITTED}, {@link Stage#FORWARD_STARTED}, {@link Stage#BLOCK_LIST_RECEIVED},
+ *       {@link Stage#LAST_LAYER_READY}, {@link Stage#LAST_COPY_ENDED}, {@link Stage#WAIT_ENDED};</li>
  *   <li>decode: {@link Stage#WRITE_DONE_RECEIVED}, {@link Stage#DECODE_ADMITTED}, {@link Stage#FIRST_TOKEN_OUT}.</li>
  * </ul>
  * Each mark after a role's first is timed from the role's previous mark of the same request, into the timer
@@ -39,6 +39,17 @@ public final class Handover {
         PROXY_IN,
         /** Prefill admitted the request: its transfer is open and its prompt is queued for a prefill step. */
         PREFILL_ADMITTED,
+        /**
+         * Prefill's forward pass over the request's last part began (its step's planned start): from here each layer's
+         * copies go out as the layer turns ready, once decode's block list is here.
+         */
+        FORWARD_STARTED,
+        /**
+         * Prefill's write holds decode's block list, so its copies can be posted. A list that came before the forward
+         * began counts as received at the forward's start: the time from {@link #FORWARD_STARTED} is how long the
+         * forward's copies could not go out for want of it.
+         */
+        BLOCK_LIST_RECEIVED,
         /**
          * The proxy received prefill's answer, its one token: when prefill's own first token is out. It comes about
          * when prefill's last layer turns ready (the step's end), so it stands beside the transfer's stages, not

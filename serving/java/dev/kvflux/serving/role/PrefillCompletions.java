@@ -211,6 +211,7 @@ final class PrefillCompletions {
     private void startWrite(PrefillRanks.Transfer t, Traced[] observers, Duration startsIn, Duration stepLength) {
         Traced traced = observers[0];
         traced.queue.stop();
+        traced.forwardStarts(System.nanoTime() + startsIn.toNanos());
         int links = t.links().size();
         List<List<GpuEvent>> onGpu = new ArrayList<>(links);
         try {
@@ -276,6 +277,8 @@ final class PrefillCompletions {
         private volatile List<GpuEvent> gpuEvents = List.of();
         /** The request's handover stages (the first link's alone). */
         private final Handover.Marks marks;
+        /** When the forward pass over the prompt's last step starts ({@link System#nanoTime()}). */
+        private volatile long forwardAt = Long.MIN_VALUE;
 
         Traced(String id, Observation span, String traceId, Handover.Marks marks) {
             this.marks = marks;
@@ -292,6 +295,18 @@ final class PrefillCompletions {
         @Override
         public void writing() {
             post = Step.of(Spans.child(observations, "kvflux.prefill.post", id, span));
+        }
+
+        /** The forward pass over the prompt's last step starts at {@code nanoTime}, now or later. */
+        void forwardStarts(long nanoTime) {
+            forwardAt = nanoTime;
+            marks.reached(Handover.Stage.FORWARD_STARTED, nanoTime);
+        }
+
+        @Override
+        public void blockListReceived() {
+            // a list that came before the forward began was waited for by no copy
+            marks.reached(Handover.Stage.BLOCK_LIST_RECEIVED, Math.max(System.nanoTime(), forwardAt));
         }
 
         @Override

@@ -115,6 +115,43 @@ class PrefillSideTest {
     }
 
     @Test
+    void aWriteStartedBeforeDecodesBlockListTellsItsObserverWhenTheListCameAndPostsOnlyAfterIt() {
+        List<String> calls = new CopyOnWriteArrayList<>();
+        PrefillTransfer sending = prefill.open("t-late-list", decodeAt(), 4, new PrefillTransfer.Observer() {
+            @Override
+            public void writing() {
+                calls.add("writing");
+            }
+
+            @Override
+            public void blockListReceived() {
+                calls.add("block list");
+            }
+
+            @Override
+            public void posted() {
+                calls.add("posted");
+            }
+
+            @Override
+            public void written(WriteOutcome outcome) {
+                calls.add("written");
+            }
+        });
+        var outcome = sending.write(ready(LAYERS)).toFuture();
+        // decode has not opened the transfer, so no block list can have come: every layer is ready and none posted
+        assertThat(calls).containsExactly("writing");
+        assertThat(sending.posted()).isEmpty();
+
+        DecodeTransfer receiving = decode.open("t-late-list", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
+        var kv = receiving.kv().toFuture(); // decode sends its block list once its KV is awaited
+        assertThat(outcome).succeedsWithin(WAIT).isEqualTo(new WriteOutcome.WriteDone("t-late-list"));
+        assertThat(calls).containsExactly("writing", "block list", "posted", "written");
+        assertThat(kv).succeedsWithin(WAIT);
+        receiving.close();
+    }
+
+    @Test
     void aTransferAbortedBeforeItsFirstPostPostsNothingAndItsHistoryNamesNoPost() throws Exception {
         DecodeTransfer receiving = decode.open("t-cut", prefill.notifyAddress(), 4, DecodeTransfer.Observer.NONE);
         var kv = receiving.kv().toFuture(); // decode sends its block list once its KV is awaited

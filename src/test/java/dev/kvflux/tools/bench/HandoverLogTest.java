@@ -33,15 +33,18 @@ class HandoverLogTest {
         assertThat(first.n()).isEqualTo(100);
         assertThat(first.p50Ms()).isEqualTo(50.0);
         assertThat(first.p99Ms()).isEqualTo(99.0);
-        // last_layer_ready (index 3) to first_token_out (index 8): five stages
+        // last_layer_ready (index 5) to first_token_out (index 10): five stages
         assertThat(f.handover().p50Ms()).isEqualTo(250.0);
-        assertThat(f.afterCopy().p50Ms()).as("last_copy_ended (index 4) to first_token_out").isEqualTo(200.0);
-        assertThat(f.clientFirstByte().p99Ms()).isEqualTo(9 * 99.0);
-        assertThat(f.prefillAnswered().p50Ms()).isEqualTo(2 * 50.0);
+        assertThat(f.afterCopy().p50Ms()).as("last_copy_ended (index 6) to first_token_out").isEqualTo(200.0);
+        assertThat(f.clientFirstByte().p99Ms()).isEqualTo(11 * 99.0);
+        assertThat(f.prefillAnswered().p50Ms()).isEqualTo(4 * 50.0);
         assertThat(f.afterPrefillAnswer().p50Ms()).isEqualTo(7 * 50.0);
-        assertThat(f.stages().get(1).from()).as("prefill's answer left out of the chain").isEqualTo("prefill_admitted");
-        assertThat(f.stages().get(1).to()).isEqualTo("last_layer_ready");
-        assertThat(f.stages().get(1).p50Ms()).isEqualTo(2 * 50.0);
+        assertThat(f.stages().get(1).to()).isEqualTo("forward_started");
+        assertThat(f.stages().get(2).to()).isEqualTo("block_list_received");
+        HandoverLog.Span intoLastLayer = f.stages().get(3);
+        assertThat(intoLastLayer.from()).as("prefill's answer left out of the chain").isEqualTo("block_list_received");
+        assertThat(intoLastLayer.to()).isEqualTo("last_layer_ready");
+        assertThat(intoLastLayer.p50Ms()).isEqualTo(2 * 50.0);
     }
 
     @Test
