@@ -62,7 +62,8 @@ public final class PrefillTransfer {
 
         /**
          * Decode's block list for this transfer is in hand (it says where the copies go): called once the write has
-         * it, at once after {@link #writing} when it came first.
+         * it, at once after {@link #writing} when it came first; never when it did not come by the transfer's
+         * deadline or the transfer was aborted first.
          */
         default void blockListReceived() {
         }

@@ -108,12 +108,13 @@ final class PrefillWrites {
     private Mono<List<Long>> blockList(PrefillTransfer t, Duration left) {
         String id = t.id();
         return board.blocks(id)
-                .doOnNext(blocks -> t.observer().blockListReceived())
                 .timeout(left, Mono.error(() -> new TransferException(StatusCode.ERR_BAD_STATE, "decode's block"
                         + " list for " + id + " did not arrive by the transfer's deadline ("
                         + DurationText.of(settings.decodeDeadline()) + " after it was opened, when decode gives"
                         + " up); decode is gone, slow, or cannot reach prefill's notify port")),
-                        settings.clock().scheduler());
+                        settings.clock().scheduler())
+                // after the timeout: a list that lost the race to it is not told
+                .doOnNext(blocks -> t.observer().blockListReceived());
     }
 
     /** Runs {@code work} for {@code t}, stoppable by an abort and by {@link #dispose}, then {@code then} its result. */

@@ -46,8 +46,8 @@ public final class Handover {
         FORWARD_STARTED,
         /**
          * Prefill's write holds decode's block list, so its copies can be posted. A list that came before the forward
-         * began counts as received at the forward's start: the time from {@link #FORWARD_STARTED} is how long the
-         * forward's copies could not go out for want of it.
+         * began counts as received at the forward's start, so the time from {@link #FORWARD_STARTED} bounds how long
+         * the forward's copies waited for it (a layer not yet ready waited for nothing).
          */
         BLOCK_LIST_RECEIVED,
         /**

@@ -211,7 +211,7 @@ final class PrefillCompletions {
     private void startWrite(PrefillRanks.Transfer t, Traced[] observers, Duration startsIn, Duration stepLength) {
         Traced traced = observers[0];
         traced.queue.stop();
-        traced.forwardStarts(System.nanoTime() + startsIn.toNanos());
+        long forwardAt = System.nanoTime() + startsIn.toNanos();
         int links = t.links().size();
         List<List<GpuEvent>> onGpu = new ArrayList<>(links);
         try {
@@ -241,6 +241,7 @@ final class PrefillCompletions {
             t.abort("prefill's forward pass could not write the KV into its memory: " + e.getMessage());
             return;
         }
+        traced.forwardStarts(forwardAt);
         int layers = model.layers();
         List<LayerEvent> modelled = new ArrayList<>(layers);
         for (int l = 0; l < layers; l++) {
