@@ -223,12 +223,23 @@ public final class ServeBench {
         return this;
     }
 
+    /**
+     * How many warm-up requests are open at a time: the run's largest concurrency, at most all of them. A warm-up of
+     * 1,000 requests at once would measure an overload the run never sees, and could eject its decode.
+     */
+    static int warmupConcurrency(int warmupRequests, List<Integer> concurrencies) {
+        int largest = concurrencies.stream().mapToInt(Integer::intValue).max().orElse(1);
+        return Math.max(1, Math.min(warmupRequests, largest));
+    }
+
     /** Runs every policy at every concurrency and returns the rows in that order. */
     public List<BenchRow> run() {
         if (settings.warmupRequests() > 0) {
-            progress.printf("warm-up: %d requests on a kvflux stack (not reported)%n", settings.warmupRequests());
-            runOne(Policy.KVFLUX, settings.kvModes().getFirst(), settings.tpPairs().getFirst(),
-                    settings.warmupRequests(), settings.warmupRequests(), FaultPlan.NONE, false);
+            int concurrency = warmupConcurrency(settings.warmupRequests(), settings.concurrencies());
+            progress.printf("warm-up: %d requests on a kvflux stack, %d at a time (not reported)%n",
+                    settings.warmupRequests(), concurrency);
+            runOne(Policy.KVFLUX, settings.kvModes().getFirst(), settings.tpPairs().getFirst(), concurrency,
+                    settings.warmupRequests(), FaultPlan.NONE, false);
         }
         List<BenchRow> rows = new ArrayList<>();
         for (TpRanks tp : settings.tpPairs()) {
