@@ -1,6 +1,5 @@
 package dev.kvflux.testing;
 
-import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -12,17 +11,13 @@ import reactor.core.scheduler.Scheduler;
  * A status whose backend pushes its terminal code at its time on the given scheduler (counted from its
  * creation), as a GPU host function would, and says its copies ended then. Counts its queries.
  */
-public final class ScheduledPushStatus implements PushedStatus {
-    private final Scheduler clock;
+public final class ScheduledPushStatus extends CountedStatus {
     private final Sinks.One<StatusCode> sink = Sinks.one();
-    private volatile StatusCode code = StatusCode.IN_PROGRESS;
-    private volatile long completedAt = UNKNOWN_TIME;
-    private volatile int queries;
 
     private ScheduledPushStatus(Scheduler clock, Duration at, StatusCode terminal) {
-        this.clock = clock;
+        super(clock);
         clock.schedule(() -> {
-            completedAt = terminal == StatusCode.SUCCESS ? clock.now(TimeUnit.NANOSECONDS) : UNKNOWN_TIME;
+            endNanos = terminal == StatusCode.SUCCESS ? clock.now(TimeUnit.NANOSECONDS) : UNKNOWN_TIME;
             code = terminal;
             sink.tryEmitValue(terminal);
         }, at.toNanos(), TimeUnit.NANOSECONDS);
@@ -41,28 +36,7 @@ public final class ScheduledPushStatus implements PushedStatus {
         return sink.asMono();
     }
 
-    @Override
-    public StatusCode code() {
-        queries++;
-        return code;
-    }
-
-    @Override
-    public String message() {
-        return code.isFailure() ? "copy failed" : "";
-    }
-
-    @Override
-    public long completedAtNanos() {
-        return code == StatusCode.SUCCESS ? completedAt : UNKNOWN_TIME;
-    }
-
-    @Override
-    public long clockNanos() {
-        return clock.now(TimeUnit.NANOSECONDS);
-    }
-
     public int queries() {
-        return queries;
+        return queries.get();
     }
 }
