@@ -21,6 +21,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.scheduler.Schedulers;
+import reactor.test.scheduler.VirtualTimeScheduler;
 
 /** The prefill side's own rules, with a real decode side over loopback on the simulated engine. */
 class PrefillSideTest {
@@ -158,13 +159,16 @@ class PrefillSideTest {
         PrefillTransfer sending = prefill.open("t-cut", decodeAt(), 4, PrefillTransfer.Observer.NONE);
         // decode's block list is here and the write has started, waiting for its first layer's event
         awaitEvent(TransferHistory.Kind.RECEIVED);
-        LayerEvent layer = SimulatedLayerEvent.readyAfter(Schedulers.parallel(), Duration.ofMillis(300));
+        // the layer turns ready only when the test moves its clock: after the abort
+        VirtualTimeScheduler layerClock = VirtualTimeScheduler.create();
+        LayerEvent layer = SimulatedLayerEvent.readyAfter(layerClock, Duration.ofMillis(300));
         var outcome = sending.write(Collections.nCopies(LAYERS, layer)).toFuture();
 
         assertThat(sending.abort("cancelled before its first post")).isTrue();
         awaitEvent(TransferHistory.Kind.WRITES_ENDED);
         outcome.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
-        waitFor(() -> layer.query() == EventState.READY);
+        layerClock.advanceTimeBy(Duration.ofMillis(300));
+        assertThat(layer.query()).isEqualTo(EventState.READY);
         Thread.sleep(50); // a write still polling the events would post within its 1 ms poll
 
         assertThat(sending.posted()).as("statuses posted").isEmpty();
@@ -187,7 +191,7 @@ class PrefillSideTest {
         PrefillTransfer t = prefill.open("t-raced", decodeAt(), 4, PrefillTransfer.Observer.NONE);
 
         assertThat(t.aborted().block(WAIT)).isEqualTo("cancelled while it was being opened");
-        waitFor(() -> prefill.blocks().free() == prefill.blockCapacity());
+        waitFor("every block free", () -> prefill.blocks().free() == prefill.blockCapacity());
         assertThat(prefill.blocks().free()).as("free blocks").isEqualTo(prefill.blockCapacity());
         assertThat(prefill.running()).isZero();
         assertThat(t.localBlocks()).as("the blocks it names").isEmpty();
@@ -239,10 +243,14 @@ class PrefillSideTest {
      */
     private static final Duration EVENT_BOUND = Duration.ofSeconds(30);
 
-    /** Waits until {@code done}, for at most {@link #EVENT_BOUND}: a state with no event to listen to. */
-    private static void waitFor(java.util.function.BooleanSupplier done) {
+    /**
+     * Waits until {@code done}: a state with no event to listen to. {@link #EVENT_BOUND} only stops a test that would
+     * otherwise hang, and fails it saying so.
+     */
+    private static void waitFor(String what, java.util.function.BooleanSupplier done) {
         long until = System.nanoTime() + EVENT_BOUND.toNanos();
-        while (!done.getAsBoolean() && System.nanoTime() < until) {
+        while (!done.getAsBoolean()) {
+            assertThat(System.nanoTime()).as(what + ", not reached within " + EVENT_BOUND).isLessThan(until);
             LockSupport.parkNanos(2_000_000); // not a spin: the code under test needs the cores
         }
     }
@@ -275,7 +283,7 @@ class PrefillSideTest {
         PrefillTransfer forgotten = prefill.open("forgotten", decodeAt(), 4, PrefillTransfer.Observer.NONE);
 
         assertThat(forgotten.aborted().block(WAIT)).contains("not written by the transfer's deadline");
-        waitFor(() -> prefill.blocks().owners() == 0);
+        waitFor("no block owned", () -> prefill.blocks().owners() == 0);
         assertThat(prefill.blocks().free()).isEqualTo(prefill.blockCapacity());
         assertThat(prefill.running()).isZero();
     }
