@@ -17,7 +17,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -40,6 +39,9 @@ public final class HistoryLog implements TransferHistory, AutoCloseable {
 
     private record Stamped(long micros, Event event) {
     }
+
+    /** Offered by {@link #close()} to wake a writer blocked on an empty queue; never written. */
+    private static final Stamped END = new Stamped(0, null);
 
     private final String role;
     private final Path file;
@@ -106,7 +108,11 @@ public final class HistoryLog implements TransferHistory, AutoCloseable {
         return file;
     }
 
-    private static long nowMicros() {
+    /**
+     * The wall clock now, in microseconds since the epoch: the clock of every line's {@code t_us}. Whatever a checker
+     * lays beside the roles' histories (a client's outcomes, say) is stamped with it too.
+     */
+    public static long nowMicros() {
         Instant now = Clock.systemUTC().instant();
         return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
     }
@@ -114,15 +120,15 @@ public final class HistoryLog implements TransferHistory, AutoCloseable {
     private void drain() {
         List<Stamped> batch = new ArrayList<>();
         try {
+            // blocks while there is nothing to write; close() wakes it with END, or, when the queue is full, the
+            // writer is not blocked and finds it closing once it has caught up
             while (!closing || !queue.isEmpty()) {
-                Stamped first = queue.poll(50, TimeUnit.MILLISECONDS);
-                if (first == null) {
-                    continue;
-                }
-                batch.add(first);
+                batch.add(queue.take());
                 queue.drainTo(batch, 4096);
                 for (Stamped s : batch) {
-                    write(s);
+                    if (s != END) {
+                        write(s);
+                    }
                 }
                 batch.clear();
                 if (queue.isEmpty()) {
@@ -176,6 +182,7 @@ public final class HistoryLog implements TransferHistory, AutoCloseable {
     @Override
     public void close() {
         closing = true;
+        queue.offer(END);
         try {
             writer.join(5_000);
         } catch (InterruptedException e) {

@@ -11,7 +11,10 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** A role's history log: what it writes reads back whole, a restart appends, and what it drops is counted. */
+/**
+ * A role's history log: what it writes reads back whole, a restart appends, what it drops is counted, and its writer
+ * sleeps while there is nothing to write.
+ */
 class HistoryLogTest {
     @TempDir
     Path dir;
@@ -71,5 +74,23 @@ class HistoryLogTest {
         assertThat(history.events().size() + history.lost()).isEqualTo(recorded);
         assertThat(dropped).as("the queue was full: record() drops rather than blocks").isPositive();
         assertThat(history.lost()).isEqualTo(dropped);
+    }
+
+    @Test
+    void anIdleWriterWaitsForTheNextEventWithoutWakingOnATimer() throws Exception {
+        try (HistoryLog log = HistoryLog.open(dir.resolve("prefill.history.jsonl"), "idle-prefill")) {
+            log.record(TransferHistory.Event.of(TransferHistory.Kind.STARTED, "", 1));
+            Thread writer = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.getName().equals("kvflux-history-idle-prefill")).findFirst().orElseThrow();
+            long guard = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(30);
+            while (writer.getState() != Thread.State.WAITING && System.nanoTime() < guard) {
+                Thread.onSpinWait();
+            }
+
+            assertThat(writer.getState()).as("blocked on the empty queue with no deadline, not polling it")
+                    .isEqualTo(Thread.State.WAITING);
+        }
+
+        assertThat(History.read(dir).events()).extracting(HistoryEvent::kind).containsExactly("started");
     }
 }
