@@ -2,6 +2,7 @@ package dev.kvflux.tools.chaos;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.kvflux.serving.http.HttpJson;
+import dev.kvflux.serving.observe.HistoryLog;
 import dev.kvflux.tools.chaos.history.ClientOutcomes;
 import io.netty.buffer.Unpooled;
 import java.io.IOException;
@@ -111,7 +112,7 @@ final class ChaosLoad {
 
     /** The load's client history ({@link ClientOutcomes}), for the history checker; times on the wall clock. */
     private void writeOutcomes(ChaosFault fault, long t0, List<Result> results) {
-        long wall = ClientOutcomes.nowMicros();
+        long wall = HistoryLog.nowMicros();
         long nanos = System.nanoTime();
         List<ClientOutcomes.Outcome> outcomes = new ArrayList<>();
         synchronized (results) {

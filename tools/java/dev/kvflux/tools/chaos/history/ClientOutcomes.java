@@ -59,10 +59,4 @@ public final class ClientOutcomes {
             }
         }
     }
-
-    /** The wall clock now, in microseconds, as the roles stamp their events. */
-    public static long nowMicros() {
-        java.time.Instant now = java.time.Clock.systemUTC().instant();
-        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
-    }
 }
