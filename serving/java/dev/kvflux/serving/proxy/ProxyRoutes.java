@@ -94,7 +94,7 @@ final class ProxyRoutes {
                     AtomicBoolean warnedOverloaded, RequestAuth requestAuth, RoleMetrics meters,
                     ObservationRegistry observations, InstanceHealth health, Bounds bounds, int maxModelLen,
                     ClientKeys clientKeys, StreamWatch streams, Canaries canaries, VllmInstances vllm,
-                    ClientCaps caps, Handover handover, FirstToken firstToken) {
+                    ClientCaps caps, Handover handover, FirstToken firstToken, ProxyAdmission admission) {
 
         Publisher<Void> completions(HttpServerRequest request, HttpServerResponse response) {
             return serve(request, response, CompletionApi.COMPLETIONS);
@@ -176,8 +176,9 @@ final class ProxyRoutes {
             Observation decodeCall = Spans.sent(observations, "kvflux.proxy.decode", transferId, span, Kind.CLIENT);
             Handover.Marks marks = handover.begin(transferId);
             marks.reached(Handover.Stage.PROXY_IN, arrived);
-            return answer(json, api, transferId, client, prefill.get(), decode.get(), response, prefillCall, decodeCall,
-                    marks)
+            Mono<Void> answered = admission.around(() -> answer(json, api, transferId, client, prefill.get(),
+                    decode.get(), response, prefillCall, decodeCall, marks), response, meters);
+            return answered
                     .doOnError(span::error)
                     .doFinally(signal -> span.stop())
                     .contextWrite(LogContext.context(transferId, Spans.traceId(span)));

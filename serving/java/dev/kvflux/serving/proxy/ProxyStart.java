@@ -68,7 +68,8 @@ final class ProxyStart {
                 new AtomicBoolean(), b.requestAuth, meters, b.observations, b.health,
                 new ProxyRoutes.Bounds(b.firstByteTimeout, b.tokenTimeout), b.maxModelLen, b.clientKeys,
                 streams, canaries, vllm, new ClientCaps(),
-                dev.kvflux.serving.observe.Handover.of(meters, b.handover), b.firstToken);
+                dev.kvflux.serving.observe.Handover.of(meters, b.handover), b.firstToken,
+                b.maxInFlight == 0 ? ProxyAdmission.NONE : new ProxyAdmission(b.maxInFlight, b.maxQueued));
         routes.set(handlers);
         DiscoveryRoutes discoveryRoutes = new DiscoveryRoutes(b.registry, b.registrationAuth, new AtomicBoolean(),
                 new AtomicBoolean(), b.health, members, HttpClient.create(connections));

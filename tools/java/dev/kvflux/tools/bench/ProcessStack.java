@@ -48,7 +48,7 @@ final class ProcessStack implements AutoCloseable {
      * @throws IllegalStateException if a role does not come up, or the proxy routes nothing within 60 s
      */
     static ProcessStack start(ServeBench.Settings settings, Policy policy, KvMode mode, TpRanks tp, Path logs,
-            String label, dev.kvflux.serving.proxy.FirstToken firstToken) throws Exception {
+            String label, dev.kvflux.serving.proxy.FirstToken firstToken, int proxyMaxInFlight) throws Exception {
         int proxyPort = freePort();
         int discovery = freePort();
         List<String> common = new ArrayList<>(List.of("--backend", settings.backend(), "--proxy",
@@ -71,7 +71,8 @@ final class ProcessStack implements AutoCloseable {
                 ? List.of("--receive-deadline", settings.kvfluxDeadline().toMillis() + "ms")
                 : List.of("--no-receive-deadline"));
         // every compiler, as ./kvflux runs the roles: chaos's C1-only roles start sooner, but they are not what is benchmarked
-        RoleProcess proxy = RoleProcess.proxy(proxyPort, discovery, List.of("--first-token", firstToken.wireName()),
+        RoleProcess proxy = RoleProcess.proxy(proxyPort, discovery, List.of("--first-token", firstToken.wireName(),
+                        "--max-in-flight", Integer.toString(proxyMaxInFlight)),
                 logs.resolve(label + "-proxy.log")).withFullCompiler();
         RoleProcess decode = new RoleProcess(Role.DECODE, freePort(), RoleProcess.freePorts(tp.decodeTp()), decodeArgs,
                 logs.resolve(label + "-decode.log")).withFullCompiler();

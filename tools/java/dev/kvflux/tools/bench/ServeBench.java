@@ -199,12 +199,19 @@ public final class ServeBench {
     private final Settings settings;
     private final PrintStream progress;
     private FirstToken firstToken = FirstToken.DECODE;
+    private int proxyMaxInFlight;
     /** The in-process prefill's transfer settings; its timeout is always the settings' transfer timeout. */
     private KvfluxConfig.Transfer transfer = KvfluxConfig.defaults().transfer();
 
     public ServeBench(Settings settings, PrintStream progress) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.progress = Objects.requireNonNull(progress, "progress");
+    }
+
+    /** The proxy's {@code --max-in-flight} ({@code --proxy-max-in-flight}); default 0, no limit. */
+    public ServeBench proxyMaxInFlight(int n) {
+        this.proxyMaxInFlight = n;
+        return this;
     }
 
     /** Has the proxy give a streamed answer's first token from {@code source} ({@code --first-token}); default decode. */
@@ -302,7 +309,8 @@ public final class ServeBench {
                      .transferTimeout(settings.transferTimeout()).notifyWithin(settings.kvfluxDeadline())
                      .auth(settings.notifyAuth()).handover(handover).bindNow();
              ProxyServer proxy = ProxyServer.builder().discoveryPort(0).registry(registry)
-                     .registrationSecret(settings.notifyAuth()).handover(handover).firstToken(firstToken).bindNow()) {
+                     .registrationSecret(settings.notifyAuth()).handover(handover).firstToken(firstToken)
+                     .maxInFlight(proxyMaxInFlight, ProxyServer.DEFAULT_MAX_QUEUED).bindNow()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
             String discovery = "http://127.0.0.1:" + proxy.discoveryAddress().getPort();
             decode.pingProxy(discovery, Duration.ofSeconds(1));
@@ -357,7 +365,7 @@ public final class ServeBench {
     private ProcessStack startStack(Policy policy, KvMode mode, TpRanks tp, Path logs, String name) throws Exception {
         for (int attempt = 1; ; attempt++) {
             try {
-                return ProcessStack.start(settings, policy, mode, tp, logs, name, firstToken);
+                return ProcessStack.start(settings, policy, mode, tp, logs, name, firstToken, proxyMaxInFlight);
             } catch (IllegalStateException e) {
                 if (attempt == 3 || e.getMessage() == null || !e.getMessage().contains("before it was healthy")) {
                     throw e;

@@ -64,6 +64,17 @@ public final class ProxyCommand implements Callable<Integer> {
                     + " instance sees them (default: limits.max-model-len, 32768).")
     Integer maxModelLen;
 
+    @Option(names = "--max-in-flight", paramLabel = "N",
+            description = "At most N completions past the proxy at once; the others wait at the proxy in arrival"
+                    + " order, before prefill or decode sees them (default 0: no limit). Under a load that keeps the"
+                    + " roles' cores busy, a few in flight shorten each request's hand-offs between the roles.")
+    int maxInFlight;
+
+    @Option(names = "--max-queued", paramLabel = "N",
+            description = "With --max-in-flight: how many may wait; one more gets 503 proxy_queue_full with"
+                    + " Retry-After: 1 (default ${DEFAULT-VALUE}).")
+    int maxQueued = ProxyServer.DEFAULT_MAX_QUEUED;
+
     @Option(names = "--first-byte-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "Answer 504 when decode sends no first byte for this long, and send a canary request"
                     + " through it to learn whether it is to blame (default 60s; keep it above decode's receive"
@@ -144,6 +155,7 @@ public final class ProxyCommand implements Callable<Integer> {
                     .vllmDiscovery(vllmDiscovery == null ? null : OptionChecks.hostPort(spec.commandLine(),
                             "--vllm-discovery", vllmDiscovery), Networks.parse(vllmAllow))
                     .maxModelLen(maxModelLen != null ? maxModelLen : config.limits().maxModelLen())
+                    .maxInFlight(maxInFlight, maxQueued)
                     .meterRegistry(RoleRunner.processMeters()).registrationSecret(secret)
                     .membership(etcd.orElse(null));
         } catch (IllegalArgumentException e) {

@@ -77,6 +77,11 @@ public final class ServeBenchCommand implements Callable<Integer> {
                     + " prefill (the proxy passes prefill's token on at once).")
     String firstToken = "decode";
 
+    @Option(names = "--proxy-max-in-flight", paramLabel = "N",
+            description = "The proxy's --max-in-flight: at most N requests past it at once, the others queued at the"
+                    + " proxy (default 0: no limit).")
+    int proxyMaxInFlight;
+
     @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "Prefill's completion-wait timeout (default: transfer.timeout, 30s).")
     Duration transferTimeout;
@@ -184,7 +189,10 @@ public final class ServeBenchCommand implements Callable<Integer> {
         Map<String, Object> described = describe(settings);
         System.err.println("serve-bench: " + described);
         described.put("first_token", source.wireName());
-        List<BenchRow> rows = new ServeBench(settings, System.err).firstToken(source).transfer(config.transfer()).run();
+        OptionChecks.inRange(cmd, "--proxy-max-in-flight", proxyMaxInFlight, 0, 1_000_000);
+        described.put("proxy_max_in_flight", proxyMaxInFlight);
+        List<BenchRow> rows = new ServeBench(settings, System.err).firstToken(source).proxyMaxInFlight(proxyMaxInFlight)
+                .transfer(config.transfer()).run();
         System.out.print(output.json() ? BenchReport.json(rows, described) + System.lineSeparator()
                 : BenchReport.table(rows));
         if (report != null) {

@@ -165,6 +165,40 @@ class ProxyServerTest {
     }
 
     @Test
+    void withOneInFlightAndNoRoomToQueueTheSecondRequestGets503QueueFullAndNeverReachesDecode() {
+        java.util.concurrent.atomic.AtomicInteger reachedDecode = new java.util.concurrent.atomic.AtomicInteger();
+        prefill = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never())).bindNow();
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> {
+                    reachedDecode.incrementAndGet();
+                    return Mono.never();
+                })).bindNow();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefill, 7001));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMinutes(1)).maxInFlight(1, 0)
+                .bindNow();
+        String uri = "http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions";
+        HttpClient client = HttpClient.create();
+        java.util.function.Supplier<Mono<String>> request = () -> client.post().uri(uri)
+                .send(Mono.just(Unpooled.wrappedBuffer("{\"prompt\": \"a\"}".getBytes(StandardCharsets.UTF_8))))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty("")
+                        .map(text -> res.status().code() + " " + res.responseHeaders().get("Retry-After") + " " + text));
+        reactor.core.Disposable held = request.get().subscribe();
+        long guard = System.nanoTime() + WAIT.toNanos();
+        while (reachedDecode.get() == 0 && System.nanoTime() < guard) {
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+
+        String second = request.get().block(WAIT);
+
+        assertThat(second).startsWith("503 1 ").contains("proxy_queue_full").contains("--max-in-flight");
+        assertThat(reachedDecode).as("only the request in flight reached decode").hasValue(1);
+        held.dispose();
+    }
+
+    @Test
     void decodeThatNeverAnswersGets504AtTheUpstreamTimeout() {
         prefill = recording(toPrefill, Flux.just("{\"choices\":[]}"));
         decode = HttpServer.create().host("127.0.0.1").port(0)
