@@ -159,6 +159,7 @@ public final class ServeBenchCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         CommandLine cmd = spec.commandLine();
         checkOptions(cmd);
+        OptionChecks.inRange(cmd, "--proxy-max-in-flight", proxyMaxInFlight, 0, 1_000_000);
         FirstToken source;
         try {
             source = FirstToken.named(firstToken);
@@ -189,7 +190,6 @@ public final class ServeBenchCommand implements Callable<Integer> {
         Map<String, Object> described = describe(settings);
         System.err.println("serve-bench: " + described);
         described.put("first_token", source.wireName());
-        OptionChecks.inRange(cmd, "--proxy-max-in-flight", proxyMaxInFlight, 0, 1_000_000);
         described.put("proxy_max_in_flight", proxyMaxInFlight);
         List<BenchRow> rows = new ServeBench(settings, System.err).firstToken(source).proxyMaxInFlight(proxyMaxInFlight)
                 .transfer(config.transfer()).run();

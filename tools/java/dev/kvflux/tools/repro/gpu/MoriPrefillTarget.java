@@ -122,8 +122,8 @@ final class MoriPrefillTarget implements ReproTarget {
 
     /**
      * One untimed request polled and, with the hook, one pushed, as on the CUDA engine: without them the first timed
-     * wait of a run paid for the code and the shim's paths run for the first time (5.7 to 6.5 ms on an H100, against
-     * under 0.4 ms for every later wait).
+     * wait of a run paid for the code and the shim's paths run for the first time (5.7 to 6.5 ms on an H100, the
+     * maximum of the strategy timed first).
      */
     @Override
     public List<ReproStrategy> warmUp() {
