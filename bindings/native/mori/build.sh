@@ -21,7 +21,7 @@
 # kvflux's changes to the sources are the patch files in patches/ (patches/all: MoRI, every platform,
 # each change guarded; patches/cuda: HIP's NVIDIA headers for CUDA 13). None changes behaviour on ROCm 6+.
 #
-# Needs: g++ (C++20), cmake, make, libibverbs-dev, libpci-dev, librocm-smi-dev, and for --platform hip
+# Needs: g++ (C++20), cmake, make, libibverbs-dev, libpci-dev, librocm-smi-dev, libhsa-runtime-dev, and for --platform hip
 # libamdhip64-dev; for --platform cuda the CUDA toolkit.
 set -euo pipefail
 
@@ -80,6 +80,8 @@ need patch "install patch (Debian: apt-get install patch)"
 [ -f /usr/include/pci/pci.h ] || [ -f /usr/include/x86_64-linux-gnu/pci/pci.h ] || { echo "build.sh: pci/pci.h missing; apt-get install libpci-dev" >&2; exit 1; }
 [ -f /usr/include/rocm_smi/rocm_smi.h ] || [ -f /opt/rocm/include/rocm_smi/rocm_smi.h ] ||
     { echo "build.sh: rocm_smi/rocm_smi.h missing; apt-get install librocm-smi-dev" >&2; exit 1; }
+[ -f /usr/include/hsa/hsa.h ] || [ -f /opt/rocm/include/hsa/hsa.h ] ||
+    { echo "build.sh: hsa/hsa.h missing (MoRI's RDMA providers include it on every platform); apt-get install libhsa-runtime-dev" >&2; exit 1; }
 
 # ---- sources ------------------------------------------------------------------------------------
 trees="mori spdlog msgpack-c hip hipother clr"
