@@ -10,7 +10,8 @@
 # behind the posts and the copies are still in flight when the wait begins. STEPS=listen: the push-direct waits
 # again once a push wait no longer queries, at subscription, the statuses that take a listener. STEPS=after: the
 # lag waits after the push wait's end was cut; STEPS=before: the build before it, alternated with the cut one, on the
-# same machine. STEPS=bench: serve-bench on MoRI with decode's checks of the KV.
+# same machine. STEPS=bench: serve-bench on MoRI with decode's checks of the KV. STEPS=warm: the lag to the wait's
+# end, without and with --warmup 300.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -54,6 +55,13 @@ before)
   for e in mori cuda; do
     K=$W/before/bin/kvflux step before-$e 110 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
     K=$NEW step again-$e 110 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
+  done ;;
+warm)
+  # the lag timed to the wait's end rather than to the run's bookkeeping after it, each engine once as it comes and
+  # once after 300 untimed requests per strategy (--warmup), so that the JIT has compiled the wait's own path
+  for e in mori cuda; do
+    step cold-$e 150 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --json
+    step warm-$e 220 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --warmup 300 --json
   done ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run

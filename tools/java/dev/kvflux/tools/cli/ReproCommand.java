@@ -61,6 +61,11 @@ public final class ReproCommand implements Callable<Integer> {
                     + " --requests, else 2).")
     Integer nativeRequests;
 
+    @Option(names = "--warmup", paramLabel = "N",
+            description = "Untimed requests per strategy before its timed ones, on the same path, so that the JIT"
+                    + " has compiled it (default 0; native excepted, whose every wait may last the whole timeout).")
+    Integer warmUp;
+
     @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
             description = "The transfer timeout, like 30s, 3s, 500ms or 30 (default: transfer.timeout, 30s).")
     Duration transferTimeout;
@@ -101,6 +106,7 @@ public final class ReproCommand implements Callable<Integer> {
         require(cmd, !sliceLength.isZero() && sliceLength.compareTo(timeout) < 0,
                 "--slice must be greater than zero and shorter than the transfer timeout (" + Durations.format(timeout) + ")");
         require(cmd, requests == null || requests >= 1, "--requests must be at least 1, got " + requests);
+        require(cmd, warmUp == null || warmUp >= 0 && warmUp <= 100_000, "--warmup must be 0 to 100000, got " + warmUp);
         require(cmd, nativeRequests == null || nativeRequests >= 1, "--native-requests must be at least 1, got "
                 + nativeRequests);
         List<ReproRun.Plan> plans = plans(cmd);
@@ -165,7 +171,9 @@ public final class ReproCommand implements Callable<Integer> {
             try {
                 ReproStrategy strategy = ReproStrategy.named(name);
                 Integer given = strategy == ReproStrategy.NATIVE && nativeRequests != null ? nativeRequests : requests;
-                plans.add(new ReproRun.Plan(strategy.label(), given != null ? given : strategy.defaultRequests()));
+                int untimed = strategy == ReproStrategy.NATIVE || warmUp == null ? 0 : warmUp;
+                plans.add(new ReproRun.Plan(strategy.label(), given != null ? given : strategy.defaultRequests(),
+                        untimed));
             } catch (IllegalArgumentException e) {
                 throw new CommandLine.ParameterException(cmd, "--wait: " + e.getMessage());
             }
@@ -190,7 +198,8 @@ public final class ReproCommand implements Callable<Integer> {
 
     private static String describe(List<ReproRun.Plan> plans) {
         return String.join(", then ", plans.stream().map(p -> p.strategy() + " for " + p.requests()
-                + (p.requests() == 1 ? " request" : " requests")).toList());
+                + (p.requests() == 1 ? " request" : " requests")
+                + (p.warmUp() > 0 ? " after " + p.warmUp() + " untimed" : "")).toList());
     }
 
     /** The names {@code --wait} takes, from {@link ReproStrategy}. */

@@ -16,8 +16,8 @@ import java.util.Set;
 /**
  * Prints a {@link ReproRun.Result}: a table like vLLM's reproducer prints, or one JSON document
  * {@code {"backend", "transfer_timeout_s", "slice_s", "setup", "strategies": [{"strategy", "waits",
- * "median_s", "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits", "lag_p50_ms", "lag_p99_ms",
- * "lag_max_ms", "stages", ...extras}]}},
+ * "warmup_requests", "median_s", "min_s", "max_s", "statuses_succeeded", "statuses_total", "failed_waits",
+ * "lag_p50_ms", "lag_p99_ms", "lag_max_ms", "stages", ...extras}]}},
  * where {@code setup} (only if the target described one) is the target's {@linkplain ReproTarget#setup()
  * setup}, {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits,
  * {@code stages} (only for waits that ended on a push) is {@code {"<stage>": {"p50_ms", "p99_ms", "max_ms"}}} in the
@@ -57,6 +57,7 @@ public final class ReproReport {
             Map<String, Object> entry = new LinkedHashMap<>();
             entry.put("strategy", s.strategy());
             entry.put("waits", s.waits().size());
+            entry.put("warmup_requests", s.warmUp());
             entry.put("median_s", seconds(s.median()));
             entry.put("min_s", seconds(s.min()));
             entry.put("max_s", seconds(s.max()));

@@ -25,13 +25,24 @@ import reactor.core.publisher.Flux;
  */
 public final class ReproRun {
 
-    /** One strategy and how many waits to time with it. */
-    public record Plan(String strategy, int requests) {
+    /**
+     * One strategy, how many waits to time with it, and how many untimed requests to send with it first
+     * ({@code warmUp}): enough of them let the JIT compile the strategy's own path before anything is timed.
+     */
+    public record Plan(String strategy, int requests, int warmUp) {
         public Plan {
             ReproStrategy.named(strategy);
             if (requests < 1) {
                 throw new IllegalArgumentException("requests must be at least 1, got " + requests);
             }
+            if (warmUp < 0) {
+                throw new IllegalArgumentException("warm-up requests must be 0 or more, got " + warmUp);
+            }
+        }
+
+        /** {@code requests} timed waits with no untimed request first. */
+        public Plan(String strategy, int requests) {
+            this(strategy, requests, 0);
         }
     }
 
@@ -56,8 +67,13 @@ public final class ReproRun {
         }
     }
 
-    /** Every wait of one strategy. */
-    public record StrategyResult(String strategy, List<Wait> waits) {
+    /** Every timed wait of one strategy, and how many untimed requests went before them. */
+    public record StrategyResult(String strategy, List<Wait> waits, int warmUp) {
+        /** {@code waits} with no untimed request before them. */
+        public StrategyResult(String strategy, List<Wait> waits) {
+            this(strategy, waits, 0);
+        }
+
         public double median() {
             return Stats.median(seconds());
         }
@@ -157,7 +173,7 @@ public final class ReproRun {
     }
 
     /**
-     * Runs the target's warm-up requests, then every plan, on one target of {@code backend}, one wait at a
+     * Runs the target's warm-up requests, then every plan (its untimed requests, then its timed ones), on one target of {@code backend}, one wait at a
      * time; blocks the calling thread (never call it on a non-blocking Reactor thread).
      *
      * @throws IllegalStateException if a warm-up request failed, or a layer's event was never ready
@@ -178,6 +194,12 @@ public final class ReproRun {
             }
             for (Plan plan : plans) {
                 WaitStrategy strategy = start(target, ReproStrategy.named(plan.strategy()), settings);
+                String warmUpLabel = "warm-up " + plan.strategy();
+                for (int r = 0; r < plan.warmUp(); r++) {
+                    Wait wait = timeOne(target, geometry, settings, strategy, warmUpLabel, r, plan.warmUp(), progress);
+                    progress.waited(warmUpLabel, r, plan.warmUp(), wait);
+                    checkWarmUp(ReproStrategy.named(plan.strategy()), wait);
+                }
                 List<Wait> waits = new ArrayList<>();
                 for (int r = 0; r < plan.requests(); r++) {
                     Wait wait = timeOne(target, geometry, settings, strategy, plan.strategy(), r, plan.requests(),
@@ -185,7 +207,7 @@ public final class ReproRun {
                     waits.add(wait);
                     progress.waited(plan.strategy(), r, plan.requests(), wait);
                 }
-                results.add(new StrategyResult(plan.strategy(), List.copyOf(waits)));
+                results.add(new StrategyResult(plan.strategy(), List.copyOf(waits), plan.warmUp()));
             }
         }
         return new Result(backend.name(), geometry, settings, List.copyOf(results), setup);
@@ -262,7 +284,7 @@ public final class ReproRun {
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
         double statusLag = error != null ? Double.NaN // before afterWait, which may release the statuses
                 : lagMs(statuses, endOnStatusClock, System.nanoTime() + target.copyEndGrace().toNanos());
-        Map<String, Object> figures = new LinkedHashMap<>(target.afterWait(request));
+        Map<String, Object> figures = new LinkedHashMap<>(target.afterWait(request, end));
         Map<String, Double> stages = PushStages.of(lastPush, target.lastCopyEndNanos(), start, count.endedAt,
                 end);
         if (count.queries >= 0) {

@@ -15,7 +15,7 @@ import java.util.Map;
  * strategy, tells the target with {@link #startStrategy} and sends the strategy's requests. For each request
  * {@code r}: for each layer {@code l} it waits for {@link #layerEvent layerEvent(r, l)} and posts the layer's
  * batch with {@code session().batchWrite}; then it times the strategy's wait over the request's statuses;
- * then it calls {@link #afterWait afterWait(r)} and keeps what it returns. Requests of one strategy run one
+ * then it calls {@link #afterWait(int, long) afterWait(r, end)} and keeps what it returns. Requests of one strategy run one
  * after another, strategies one after another, all on one target. {@link #close} is called once at the
  * end, also after a failure.
  */
@@ -56,6 +56,16 @@ public interface ReproTarget extends AutoCloseable {
      */
     default Map<String, Object> afterWait(int request) {
         return Map.of();
+    }
+
+    /**
+     * {@link #afterWait(int)} for a wait whose caller ran again at {@code waitEndedNanos} ({@link System#nanoTime}).
+     * The run calls this one, after its own bookkeeping; a target that times the wait's end itself (as for
+     * {@link #DETECTION_LAG_MS}) takes it from here rather than from its own clock, which would count that bookkeeping
+     * as lag. By default {@link #afterWait(int)}.
+     */
+    default Map<String, Object> afterWait(int request, long waitEndedNanos) {
+        return afterWait(request);
     }
 
     /**

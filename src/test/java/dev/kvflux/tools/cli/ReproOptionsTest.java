@@ -66,6 +66,15 @@ class ReproOptionsTest {
     }
 
     @Test
+    void warmUpRequestsGoBeforeEveryStrategyButTheWholeTimeoutWait() {
+        assertThat(plans("--wait", "native,reactive-push,reactive-push-direct", "--warmup", "50")).containsExactly(
+                new ReproRun.Plan("native", 2, 0), new ReproRun.Plan("reactive-push", 100, 50),
+                new ReproRun.Plan("reactive-push-direct", 100, 50));
+        assertThat(run("repro", "--warmup", "-1")).isEqualTo(2);
+        assertThat(err.toString()).startsWith("--warmup must be 0 to 100000, got -1").doesNotContain("Exception");
+    }
+
+    @Test
     void theGeometryIsThreeOptions() {
         ReproCommand repro = parsed("--layers", "4", "--blocks", "8", "--block-bytes", "4096");
         assertThat(repro.geometry(repro.spec.commandLine())).isEqualTo(new ReproGeometry(4, 8, 4096));

@@ -102,8 +102,8 @@ class ReproRunTest {
         String json = ReproReport.json(result);
 
         assertThat(json).startsWith("{\"backend\":\"instant\",\"transfer_timeout_s\":2,\"slice_s\":0.01,\"strategies\":[");
-        assertThat(json).contains("{\"strategy\":\"sliced-native\",\"waits\":3,\"median_s\":")
-                .contains("{\"strategy\":\"reactive\",\"waits\":3,\"median_s\":")
+        assertThat(json).contains("{\"strategy\":\"sliced-native\",\"waits\":3,\"warmup_requests\":0,\"median_s\":")
+                .contains("{\"strategy\":\"reactive\",\"waits\":3,\"warmup_requests\":0,\"median_s\":")
                 .contains("\"statuses_succeeded\":9,\"statuses_total\":9,\"failed_waits\":0")
                 .contains("\"copy_s\":{\"median\":0.2,\"min\":0.1,\"max\":0.3}")
                 .contains("\"bytes_verified\":[\"yes\"]");
@@ -419,5 +419,77 @@ class ReproRunTest {
         assertThat(simulated.lagMs()).isNotNegative();
         assertThat(ReproReport.json(blind)).doesNotContain("lag_p50_ms").doesNotContain("lag_p99_ms");
         assertThat(ReproReport.table(blind)).doesNotContain("lag p50");
+    }
+    @Test
+    void aPlansUntimedRequestsGoFirstOnItsOwnStrategyAndOnlyTheTimedOnesAreReported() {
+        List<String> seen = new java.util.ArrayList<>();
+        ReproBackend counting = backend("counting", g -> new OverInstant(g) {
+            private String strategy;
+
+            @Override
+            public void startStrategy(ReproStrategy started) {
+                strategy = started.label();
+            }
+
+            @Override
+            public Map<String, Object> afterWait(int request) {
+                seen.add(strategy + " " + request);
+                return Map.of();
+            }
+        });
+
+        ReproRun.Result result = ReproRun.run(counting, SMALL, TWO_SECONDS, List.of(
+                new ReproRun.Plan("reactive", 2, 3), new ReproRun.Plan("reactive-push", 1)), new ReproRun.Progress() { });
+
+        assertThat(seen).containsExactly("reactive 0", "reactive 1", "reactive 2", "reactive 0", "reactive 1",
+                "reactive-push 0");
+        assertThat(result.strategies()).extracting(ReproRun.StrategyResult::warmUp).containsExactly(3, 0);
+        assertThat(result.strategies().getFirst().waits()).hasSize(2);
+        assertThat(ReproReport.json(result)).contains("\"strategy\":\"reactive\",\"waits\":2,\"warmup_requests\":3,");
+        assertThatThrownBy(() -> new ReproRun.Plan("reactive", 1, -1)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aTargetTimingTheLagItselfIsGivenTheWaitsEndNotTheTimeItIsCalled() {
+        long[] lastPost = new long[1];
+        long[] given = new long[1];
+        long[] called = new long[1];
+        ReproBackend timing = backend("timing", g -> new OverInstant(g) {
+            @Override
+            public LayerEvent layerEvent(int request, int layer) {
+                lastPost[0] = System.nanoTime(); // before the layer's post, so before the wait began
+                return () -> EventState.READY;
+            }
+
+            @Override
+            public Map<String, Object> afterWait(int request, long waitEndedNanos) {
+                called[0] = System.nanoTime();
+                given[0] = waitEndedNanos;
+                return Map.of(DETECTION_LAG_MS, 0.5);
+            }
+        });
+
+        ReproRun.Wait wait = ReproRun.run(timing, SMALL, TWO_SECONDS, List.of(new ReproRun.Plan("reactive", 1)),
+                new ReproRun.Progress() { }).strategies().getFirst().waits().getFirst();
+
+        assertThat(given[0]).as("the wait ended before the target was asked").isLessThanOrEqualTo(called[0]);
+        assertThat(given[0] - lastPost[0]).as("the wait began after the last layer and lasted its seconds")
+                .isGreaterThanOrEqualTo((long) (wait.seconds() * 1e9));
+        assertThat(wait.lagMs()).isEqualTo(0.5);
+    }
+
+    /** A backend named {@code name} whose targets {@code open} makes. */
+    private static ReproBackend backend(String name, java.util.function.Function<ReproGeometry, ReproTarget> open) {
+        return new ReproBackend() {
+            @Override
+            public String name() {
+                return name;
+            }
+
+            @Override
+            public ReproTarget open(ReproGeometry g, ReproSettings s) {
+                return open.apply(g);
+            }
+        };
     }
 }

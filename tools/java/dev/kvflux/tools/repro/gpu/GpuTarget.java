@@ -121,10 +121,12 @@ final class GpuTarget implements ReproTarget, TransferSession {
         return status;
     }
 
-    /** Measures the request once its wait ended: every status is settled (or the wait gave up), so no query follows. */
+    /**
+     * Measures the request once its wait ended at {@code waitEnd}: every status is settled (or the wait gave up), so no
+     * query follows. The lag runs to that end, not to this call, which comes after the run's own bookkeeping.
+     */
     @Override
-    public Map<String, Object> afterWait(int ignoredRequest) {
-        long waitEnd = System.nanoTime();
+    public Map<String, Object> afterWait(int ignoredRequest, long waitEnd) {
         long queries = pair.engine().eventQueries();
         PrefillPair.Measurement m = pair.finish(request, lastPost, waitEnd);
         lastCopyEnd = m.lastCopyEndNanos();
