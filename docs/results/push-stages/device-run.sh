@@ -11,7 +11,7 @@
 # again once a push wait no longer queries, at subscription, the statuses that take a listener. STEPS=after: the
 # lag waits after the push wait's end was cut; STEPS=before: the build before it, alternated with the cut one, on the
 # same machine. STEPS=bench: serve-bench on MoRI with decode's checks of the KV. STEPS=warm: the lag to the wait's
-# end, without and with --warmup 300.
+# end, after --warmup 400 and (CUDA engine) without.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -57,12 +57,13 @@ before)
     K=$NEW step again-$e 110 repro --backend $e --gpu 0 --wait reactive-push-direct --requests 200 --json
   done ;;
 warm)
-  # the lag timed to the wait's end rather than to the run's bookkeeping after it, each engine once as it comes and
-  # once after 300 untimed requests per strategy (--warmup), so that the JIT has compiled the wait's own path
+  # the lag timed to the wait's end rather than to the run's bookkeeping after it: after 400 untimed requests per
+  # strategy (--warmup; decode does not check their bytes), so that the JIT has compiled the wait's own path, and on
+  # the CUDA engine once as it comes
   for e in mori cuda; do
-    step cold-$e 150 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --json
-    step warm-$e 220 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --warmup 300 --json
-  done ;;
+    step warm-$e 260 repro --backend $e --gpu 0 --wait $PUSH --requests 150 --warmup 400 --json
+  done
+  step cold-cuda 100 repro --backend cuda --gpu 0 --wait reactive-push-direct --requests 150 --json ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run
   step serve-bench-mori 300 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \

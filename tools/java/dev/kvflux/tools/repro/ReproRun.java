@@ -195,10 +195,15 @@ public final class ReproRun {
             for (Plan plan : plans) {
                 WaitStrategy strategy = start(target, ReproStrategy.named(plan.strategy()), settings);
                 String warmUpLabel = "warm-up " + plan.strategy();
-                for (int r = 0; r < plan.warmUp(); r++) {
-                    Wait wait = timeOne(target, geometry, settings, strategy, warmUpLabel, r, plan.warmUp(), progress);
-                    progress.waited(warmUpLabel, r, plan.warmUp(), wait);
-                    checkWarmUp(ReproStrategy.named(plan.strategy()), wait);
+                if (plan.warmUp() > 0) {
+                    target.warmingUp(true);
+                    for (int r = 0; r < plan.warmUp(); r++) {
+                        Wait wait = timeOne(target, geometry, settings, strategy, warmUpLabel, r, plan.warmUp(),
+                                progress);
+                        progress.waited(warmUpLabel, r, plan.warmUp(), wait);
+                        checkWarmUp(ReproStrategy.named(plan.strategy()), wait);
+                    }
+                    target.warmingUp(false);
                 }
                 List<Wait> waits = new ArrayList<>();
                 for (int r = 0; r < plan.requests(); r++) {

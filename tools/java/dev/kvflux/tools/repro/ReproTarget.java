@@ -85,6 +85,14 @@ public interface ReproTarget extends AutoCloseable {
     }
 
     /**
+     * Told {@code true} before a plan's untimed requests ({@link ReproRun.Plan#warmUp()}) and {@code false} after them:
+     * while warming up a target may skip what only checks a result (decode's byte check), so that a long warm-up costs
+     * the posts and the waits alone. The target's own {@link #warmUp} requests are checked. By default nothing.
+     */
+    default void warmingUp(boolean untimed) {
+    }
+
+    /**
      * How long after a wait the statuses' copy-end times may still arrive (a backend that records them on a thread
      * of its own, as the shim over the real MoRI does): the run waits up to this long for every succeeded status to
      * know its own before it computes the wait's detection lag. By default none.

@@ -421,7 +421,7 @@ class ReproRunTest {
         assertThat(ReproReport.table(blind)).doesNotContain("lag p50");
     }
     @Test
-    void aPlansUntimedRequestsGoFirstOnItsOwnStrategyAndOnlyTheTimedOnesAreReported() {
+    void aPlansUntimedRequestsGoFirstOnItsOwnStrategyTheTargetToldAndOnlyTheTimedOnesAreReported() {
         List<String> seen = new java.util.ArrayList<>();
         ReproBackend counting = backend("counting", g -> new OverInstant(g) {
             private String strategy;
@@ -431,9 +431,16 @@ class ReproRunTest {
                 strategy = started.label();
             }
 
+            private boolean untimed;
+
+            @Override
+            public void warmingUp(boolean on) {
+                untimed = on;
+            }
+
             @Override
             public Map<String, Object> afterWait(int request) {
-                seen.add(strategy + " " + request);
+                seen.add(strategy + " " + request + (untimed ? " untimed" : ""));
                 return Map.of();
             }
         });
@@ -441,8 +448,8 @@ class ReproRunTest {
         ReproRun.Result result = ReproRun.run(counting, SMALL, TWO_SECONDS, List.of(
                 new ReproRun.Plan("reactive", 2, 3), new ReproRun.Plan("reactive-push", 1)), new ReproRun.Progress() { });
 
-        assertThat(seen).containsExactly("reactive 0", "reactive 1", "reactive 2", "reactive 0", "reactive 1",
-                "reactive-push 0");
+        assertThat(seen).containsExactly("reactive 0 untimed", "reactive 1 untimed", "reactive 2 untimed", "reactive 0",
+                "reactive 1", "reactive-push 0");
         assertThat(result.strategies()).extracting(ReproRun.StrategyResult::warmUp).containsExactly(3, 0);
         assertThat(result.strategies().getFirst().waits()).hasSize(2);
         assertThat(ReproReport.json(result)).contains("\"strategy\":\"reactive\",\"waits\":2,\"warmup_requests\":3,");
