@@ -11,7 +11,7 @@
 # again once a push wait no longer queries, at subscription, the statuses that take a listener. STEPS=after: the
 # lag waits after the push wait's end was cut; STEPS=before: the build before it, alternated with the cut one, on the
 # same machine. STEPS=bench: serve-bench on MoRI with decode's checks of the KV. STEPS=warm: the lag to the wait's
-# end, after --warmup 400 and (CUDA engine) without.
+# end, after --warmup 400 and (CUDA engine) without; STEPS=warm2: the warm runs again.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -64,6 +64,10 @@ warm)
     step warm-$e 260 repro --backend $e --gpu 0 --wait $PUSH --requests 150 --warmup 400 --json
   done
   step cold-cuda 100 repro --backend cuda --gpu 0 --wait reactive-push-direct --requests 150 --json ;;
+warm2)
+  # the warm runs again on another machine: MoRI with both push waits, the CUDA engine with the direct one
+  step warm2-mori 260 repro --backend mori --gpu 0 --wait $PUSH --requests 150 --warmup 400 --json
+  step warm2-cuda 170 repro --backend cuda --gpu 0 --wait reactive-push-direct --requests 150 --warmup 400 --json ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run
   step serve-bench-mori 300 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \
