@@ -65,12 +65,11 @@ warm)
   done
   step cold-cuda 100 repro --backend cuda --gpu 0 --wait reactive-push-direct --requests 150 --json ;;
 warm2)
-  # the warm runs again on another machine: MoRI with both push waits, the CUDA engine with the direct one
-  step warm2-mori 210 repro --backend mori --gpu 0 --wait $PUSH --requests 150 --warmup 300 --json
-  step warm2-cuda 120 repro --backend cuda --gpu 0 --wait reactive-push-direct --requests 150 --warmup 300 --json ;;
-warm2-cuda)
-  # the CUDA engine's warm run alone, where the device time left allows no more
-  step warm2-cuda 120 repro --backend cuda --gpu 0 --wait reactive-push-direct --requests 150 --warmup 300 --json ;;
+  # the warm runs again on another machine, within the device time left (they ran as three calls on one machine):
+  # the CUDA engine's direct push, then the default push on MoRI and on the CUDA engine
+  step warm2-cuda 120 repro --backend cuda --gpu 0 --wait reactive-push-direct --requests 150 --warmup 300 --json
+  step warm2-mori 140 repro --backend mori --gpu 0 --wait reactive-push --requests 100 --warmup 300 --json
+  step warm2-cuda-push 100 repro --backend cuda --gpu 0 --wait reactive-push --requests 100 --warmup 300 --json ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run
   step serve-bench-mori 300 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \
