@@ -173,8 +173,9 @@ public final class ReproRun {
     }
 
     /**
-     * Runs the target's warm-up requests, then every plan (its untimed requests, then its timed ones), on one target of {@code backend}, one wait at a
-     * time; blocks the calling thread (never call it on a non-blocking Reactor thread).
+     * Runs the target's warm-up requests, then every plan (its untimed requests, then its timed ones), on one target
+     * of {@code backend}, one wait at a time; blocks the calling thread (never call it on a non-blocking Reactor
+     * thread).
      *
      * @throws IllegalStateException if a warm-up request failed, or a layer's event was never ready
      */

@@ -15,9 +15,9 @@ import java.util.Map;
  * strategy, tells the target with {@link #startStrategy} and sends the strategy's requests. For each request
  * {@code r}: for each layer {@code l} it waits for {@link #layerEvent layerEvent(r, l)} and posts the layer's
  * batch with {@code session().batchWrite}; then it times the strategy's wait over the request's statuses;
- * then it calls {@link #afterWait(int, long) afterWait(r, end)} and keeps what it returns. Requests of one strategy run one
- * after another, strategies one after another, all on one target. {@link #close} is called once at the
- * end, also after a failure.
+ * then it calls {@link #afterWait(int, long) afterWait(r, end)} and keeps what it returns. Requests of one strategy
+ * run one after another, strategies one after another, all on one target. {@link #close} is called once at the end,
+ * also after a failure.
  */
 public interface ReproTarget extends AutoCloseable {
 
