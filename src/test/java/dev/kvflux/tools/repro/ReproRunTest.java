@@ -446,7 +446,8 @@ class ReproRunTest {
         });
 
         ReproRun.Result result = ReproRun.run(counting, SMALL, TWO_SECONDS, List.of(
-                new ReproRun.Plan("reactive", 2, 3), new ReproRun.Plan("reactive-push", 1)), new ReproRun.Progress() { });
+                new ReproRun.Plan("reactive", 2, 3), new ReproRun.Plan("reactive-push", 1)),
+                new ReproRun.Progress() { });
 
         assertThat(seen).containsExactly("reactive 0 untimed", "reactive 1 untimed", "reactive 2 untimed", "reactive 0",
                 "reactive 1", "reactive-push 0");
