@@ -11,7 +11,8 @@
 # again once a push wait no longer queries, at subscription, the statuses that take a listener. STEPS=after: the
 # lag waits after the push wait's end was cut; STEPS=before: the build before it, alternated with the cut one, on the
 # same machine. STEPS=bench: serve-bench on MoRI with decode's checks of the KV. STEPS=warm: the lag to the wait's
-# end, after --warmup 400 and (CUDA engine) without; STEPS=warm2: the warm runs again.
+# end, after --warmup 400 and (CUDA engine) without; STEPS=warm2: the warm runs again; STEPS=bounds: 200 timed
+# waits a row after 300 untimed.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -70,6 +71,12 @@ warm2)
   step warm2-cuda 120 repro --backend cuda --gpu 0 --wait reactive-push-direct --requests 150 --warmup 300 --json
   step warm2-mori 140 repro --backend mori --gpu 0 --wait reactive-push --requests 100 --warmup 300 --json
   step warm2-cuda-push 100 repro --backend cuda --gpu 0 --wait reactive-push --requests 100 --warmup 300 --json ;;
+bounds)
+  # issue 32's rows as it words them: 200 timed waits of the default push wait and the direct one on each engine,
+  # after 300 untimed requests each (about 430 s in all on an H100)
+  for e in mori cuda; do
+    step bounds-$e 280 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --warmup 300 --json
+  done ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run
   step serve-bench-mori 300 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \
