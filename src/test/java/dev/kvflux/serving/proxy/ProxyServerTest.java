@@ -199,6 +199,53 @@ class ProxyServerTest {
     }
 
     @Test
+    void aRequestQueuedForAPlaceKeepsItsBodyInTheBodyBudgetUntilItEnds() {
+        java.util.concurrent.atomic.AtomicInteger reachedDecode = new java.util.concurrent.atomic.AtomicInteger();
+        prefill = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> Mono.never())).bindNow();
+        decode = HttpServer.create().host("127.0.0.1").port(0)
+                .route(r -> r.post("/v1/completions", (req, res) -> {
+                    reachedDecode.incrementAndGet();
+                    return Mono.never();
+                })).bindNow();
+        InstanceRegistry registry = new InstanceRegistry(Duration.ofSeconds(30));
+        registry.ping(instance(Role.PREFILL, prefill, 7001));
+        registry.ping(instance(Role.DECODE, decode, 7002));
+        proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMinutes(1)).maxInFlight(1, 4)
+                .bindNow();
+        String uri = "http://127.0.0.1:" + proxy.address().getPort() + "/v1/completions";
+        HttpClient client = HttpClient.create();
+        java.util.function.Function<String, Mono<String>> request = body -> client.post().uri(uri)
+                .send(Mono.just(Unpooled.wrappedBuffer(body.getBytes(StandardCharsets.UTF_8))))
+                .responseSingle((res, content) -> content.asString().defaultIfEmpty(""));
+        String inFlight = "{\"prompt\": \"a\"}";
+        String queued = "{\"prompt\": \"a\", \"user\": \"" + "q".repeat(100_000) + "\"}";
+        dev.kvflux.serving.http.BodyBudget budget = dev.kvflux.serving.http.BodyBudget.process();
+        long before = budget.reserved();
+
+        reactor.core.Disposable held = request.apply(inFlight).subscribe();
+        awaitTrue(() -> reachedDecode.get() == 1, "the first request reaches decode");
+        reactor.core.Disposable waiting = request.apply(queued).subscribe();
+        awaitTrue(() -> budget.reserved() == before + inFlight.length() + queued.length(),
+                "the queued body is counted beside the one in flight");
+        assertThat(reachedDecode).as("the queued request is not past the proxy").hasValue(1);
+
+        waiting.dispose();
+        awaitTrue(() -> budget.reserved() == before + inFlight.length(), "the queued body is given back when it ends");
+        held.dispose();
+        awaitTrue(() -> budget.reserved() == before, "every body is given back");
+    }
+
+    /** Waits for {@code condition}, for at most {@link #WAIT} (a hang guard: nothing is timed). */
+    private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) {
+        long guard = System.nanoTime() + WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            assertThat(System.nanoTime() - guard).as(what).isNegative();
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+        }
+    }
+
+    @Test
     void decodeThatNeverAnswersGets504AtTheUpstreamTimeout() {
         prefill = recording(toPrefill, Flux.just("{\"choices\":[]}"));
         decode = HttpServer.create().host("127.0.0.1").port(0)
