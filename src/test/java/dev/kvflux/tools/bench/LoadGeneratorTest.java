@@ -61,7 +61,10 @@ class LoadGeneratorTest {
                 new InetSocketAddress("127.0.0.1", 7001)));
         registry.ping(new Instance(Role.DECODE, new InetSocketAddress("127.0.0.1", decode.port()),
                 new InetSocketAddress("127.0.0.1", 7002)));
-        // one connection to each instance and two requests waiting for it: of six at once, three or more are refused
+        // one connection to each instance and two requests waiting for it: of six at once, each instance takes three and
+        // refuses three, so three or more are refused. How many of the rest never finish depends on which requests each
+        // instance took (none, when the two took different ones): completedPlusFailedPlusNeverFinishedEqualsSent
+        // counts those
         try (ProxyServer proxy = ProxyServer.builder().registry(registry).upstreamTimeout(Duration.ofMinutes(1))
                 .maxConnections(1).bindNow()) {
             String url = "http://127.0.0.1:" + proxy.address().getPort();
@@ -70,7 +73,6 @@ class LoadGeneratorTest {
             assertThat(result.completed() + result.failed() + result.neverFinished()).isEqualTo(6);
             assertThat(result.completed()).isZero();
             assertThat(result.failed()).isGreaterThanOrEqualTo(3);
-            assertThat(result.neverFinished()).as("the first request holds its connections").isPositive();
             assertThat(result.sampleErrors(5)).isNotEmpty()
                     .allSatisfy(error -> assertThat(error).startsWith("503 ").contains("overloaded"));
         } finally {
