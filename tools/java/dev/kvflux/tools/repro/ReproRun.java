@@ -195,8 +195,8 @@ public final class ReproRun {
             }
             for (Plan plan : plans) {
                 WaitStrategy strategy = start(target, ReproStrategy.named(plan.strategy()), settings);
-                String warmUpLabel = "warm-up " + plan.strategy();
                 if (plan.warmUp() > 0) {
+                    String warmUpLabel = "warm-up " + plan.strategy();
                     target.warmingUp(true);
                     for (int r = 0; r < plan.warmUp(); r++) {
                         Wait wait = timeOne(target, geometry, settings, strategy, warmUpLabel, r, plan.warmUp(),
