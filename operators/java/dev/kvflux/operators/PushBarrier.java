@@ -103,7 +103,8 @@ final class PushBarrier {
      * Listens to every status that takes a listener, without querying it: it is told at once if the status has
      * settled, and by the push otherwise (a query here costs a native call per status, which on a GPU is most of what
      * a wait costs once its copies are done). Queries the others once and subscribes to the pushes of those in
-     * flight. Then arms the poll, the timeout and the stall check.
+     * flight. Then looks at the pushed statuses still in flight, newest first ({@link #lookNewestFirst}), and arms the
+     * poll, the timeout and the stall check.
      */
     void start() {
         unreported = statuses.length;
@@ -139,6 +140,12 @@ final class PushBarrier {
         }
         if (done) {
             return;
+        }
+        if (remaining > 1) {
+            lookNewestFirst();
+            if (done) {
+                return;
+            }
         }
         if (remaining == 1) {
             // Every status had settled: nothing left to time out. Arming a timer here would wake the scheduler's
@@ -353,9 +360,31 @@ final class PushBarrier {
         }
     }
 
+    /**
+     * Queries the statuses that took a listener and are still in flight once each, from the last in the list
+     * backwards, and stops at the first still in flight. A wait usually begins just as the request's last copies end (on a GPU the host posting
+     * them is slower than the copies), before the backend has pushed the last statuses: a query then ends the wait
+     * at once, on the subscriber's thread, where the push would have come one or more thread wake-ups later. The
+     * statuses posted last are the ones likely unsettled, and one still in flight says the copies are still running,
+     * so this costs one query per status it settles plus at most one; the pushes do the rest.
+     */
+    private void lookNewestFirst() {
+        for (int i = statuses.length - 1; i >= 0 && !done && remaining > 1; i--) {
+            PushSlot slot = slots[i];
+            if (slot == null || !slot.listens || slot.code != null) {
+                continue; // settled, polled, or subscribed to pushed() after a query just now
+            }
+            StatusCode code = query(i);
+            if (code == null || !code.isTerminal()) {
+                return;
+            }
+        }
+    }
+
     /** Listens to status {@code index}'s pushes through a listener; false if it takes none. */
     private boolean listened(int index, PushedStatus pushed) {
         PushSlot slot = new PushSlot(this, index);
+        slot.listens = true;
         slots[index] = slot;
         if (!pushed.onPushed(slot)) {
             slots[index] = null;

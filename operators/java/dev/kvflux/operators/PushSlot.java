@@ -24,6 +24,8 @@ final class PushSlot implements CoreSubscriber<StatusCode>, java.util.function.C
 
     private final PushBarrier barrier;
     final int index;
+    /** Whether the slot listens through {@link PushedStatus#onPushed} (set before it is given as the listener). */
+    boolean listens;
     volatile StatusCode code;
     private volatile Subscription subscription;
     private volatile boolean cancelled;

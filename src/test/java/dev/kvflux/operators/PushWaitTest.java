@@ -57,7 +57,7 @@ class PushWaitTest {
     }
 
     @Test
-    void statusesThatTakeAListenerAreNeverQueriedAndThoseSettledBeforeEndTheWaitAtOnce() {
+    void statusesThatTakeAListenerAndHaveSettledAreNeverQueriedAndEndTheWaitAtOnce() {
         ListenedStatus done = new ListenedStatus();
         done.code = StatusCode.SUCCESS;
         ListenedStatus late = new ListenedStatus();
@@ -67,12 +67,51 @@ class PushWaitTest {
                 .then(() -> late.push(StatusCode.SUCCESS))
                 .verifyComplete();
         assertThat(done.queries).as("a query per status costs a native call on a GPU").hasValue(0);
-        assertThat(late.queries).hasValue(0);
+        assertThat(late.queries).as("the one look at the newest status in flight").hasValue(1);
 
         ListenedStatus settled = new ListenedStatus();
         settled.code = StatusCode.SUCCESS;
         StepVerifier.create(PushWait.failFast(Duration.ofSeconds(30)).await(List.of(settled))).verifyComplete();
         assertThat(settled.queries).hasValue(0);
+    }
+
+    @Test
+    void aWaitThatBeginsAfterItsLastCopiesEndedEndsAtSubscriptionWithoutWaitingForTheirPush() {
+        ListenedStatus early = new ListenedStatus();
+        early.code = StatusCode.SUCCESS;
+        ListenedStatus before = new ListenedStatus();
+        before.endWithoutPush();
+        ListenedStatus last = new ListenedStatus();
+        last.endWithoutPush();
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30))
+                        .await(List.of(early, before, last)))
+                .expectSubscription()
+                .expectComplete()
+                .verify(Duration.ofSeconds(5)); // no push ever comes, and virtual time stands still
+        assertThat(early.queries).as("settled before the wait: told by the listener, never queried").hasValue(0);
+        assertThat(last.queries).hasValue(1);
+        assertThat(before.queries).hasValue(1);
+    }
+
+    @Test
+    void theLookAtSubscriptionStopsAtTheNewestStatusStillInFlight() {
+        ListenedStatus first = new ListenedStatus();
+        first.endWithoutPush();
+        ListenedStatus second = new ListenedStatus();
+        second.endWithoutPush();
+        ListenedStatus last = new ListenedStatus();
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30))
+                        .await(List.of(first, second, last)))
+                .expectSubscription()
+                .expectNoEvent(Duration.ofSeconds(1))
+                .then(() -> last.push(StatusCode.SUCCESS))
+                .expectNoEvent(Duration.ofSeconds(1)) // the earlier two are still awaited: their pushes end it
+                .then(() -> first.push(StatusCode.SUCCESS))
+                .then(() -> second.push(StatusCode.SUCCESS))
+                .verifyComplete();
+        assertThat(last.queries).as("the newest status in flight, looked at once").hasValue(1);
+        assertThat(first.queries).as("behind a status still in flight: the copies are running").hasValue(0);
+        assertThat(second.queries).hasValue(0);
     }
 
     @Test

@@ -13,6 +13,7 @@ import reactor.core.scheduler.Scheduler;
  */
 public final class ListenedStatus extends CountedStatus {
     private volatile Consumer<StatusCode> listener;
+    private volatile boolean endedUnpushed;
 
     /** A status on {@link System#nanoTime()} that cannot tell when its copies ended. */
     public ListenedStatus() {
@@ -39,6 +40,20 @@ public final class ListenedStatus extends CountedStatus {
     public void push(StatusCode terminal) {
         code = terminal;
         listener.accept(terminal);
+    }
+
+    /**
+     * Its copies have ended but the backend has not pushed yet: a query finds SUCCESS, a listener given now is not
+     * told, and {@link #push()} still tells it later.
+     */
+    public void endWithoutPush() {
+        endedUnpushed = true;
+    }
+
+    @Override
+    public StatusCode code() {
+        StatusCode now = super.code();
+        return now == StatusCode.IN_PROGRESS && endedUnpushed ? StatusCode.SUCCESS : now;
     }
 
     @Override

@@ -244,7 +244,7 @@ class GpuTransferStatusTest {
                 })
                 .expectComplete()
                 .verify(Duration.ofSeconds(30));
-        assertThat(event.queries).as("the host function's only: a status that takes a listener is not queried at"
-                + " subscription, nor polled").hasValue(1);
+        assertThat(event.queries).as("the wait's one look at subscription (in flight then) and the host function's;"
+                + " never polled").hasValue(2);
     }
 }
