@@ -16,15 +16,24 @@ import java.util.Map;
  * running again ({@code caller_woke}). Each stage is the milliseconds since the stage before it that the wait passed:
  * a stage a backend does not have counts toward the next one it has. Where that push had settled before the wait
  * even began (the copies ended while the caller was still posting), {@code wait_began} stands between the push's
- * stages and the wait's end: the lag then holds time in which nobody waited yet.
+ * stages and the wait's end: the lag then holds time in which nobody waited yet. A push wait that ended during its
+ * subscription, on the caller's thread, awaited no push: its stages are {@linkplain #atSubscription those of the
+ * subscription}.
  */
 final class PushStages {
+    /** The stage of a wait that ended during its subscription, on the caller's thread, with no push to await. */
+    static final String ENDED_AT_SUBSCRIPTION = "ended_at_subscription";
+    /** The stage before it: the wait was built and subscribed to, and began its work on the statuses. */
+    static final String SUBSCRIBED = "subscribed";
+
     /** Every stage, in order; {@code callback_ran} is timed from the GPU's copy end. */
     static final List<String> NAMES;
 
     static {
         List<String> names = new ArrayList<>(PushTimeline.STAGES);
         names.add("wait_began");
+        names.add(SUBSCRIBED);
+        names.add(ENDED_AT_SUBSCRIPTION);
         names.add("wait_ended");
         names.add("caller_woke");
         NAMES = Collections.unmodifiableList(names);
@@ -61,13 +70,41 @@ final class PushStages {
             return Map.of();
         }
         long[] pushTimes = last.times();
-        long[] times = new long[pushTimes.length + 3];
+        long[] times = new long[NAMES.size()];
+        java.util.Arrays.fill(times, TransferStatus.UNKNOWN_TIME);
         System.arraycopy(pushTimes, 0, times, 0, pushTimes.length);
         times[pushTimes.length] = waitBegan > last.settled() ? waitBegan : TransferStatus.UNKNOWN_TIME;
-        times[pushTimes.length + 1] = waitEnded;
-        times[pushTimes.length + 2] = callerWoke;
+        times[NAMES.indexOf("wait_ended")] = waitEnded;
+        times[NAMES.indexOf("caller_woke")] = callerWoke;
+        return stages(times, gpuCopyEnd);
+    }
+
+    /**
+     * The stages of one wait that ended during its subscription, on the caller's thread, no push awaited (its last
+     * statuses were settled already, or settled by the wait's look at them): {@code wait_began} where the copies
+     * ended before the wait began; {@value #SUBSCRIBED}, to when the wait began its work on the statuses
+     * ({@code subscribed}, unknown: none), where the copies had ended by then; {@value #ENDED_AT_SUBSCRIPTION}, to the
+     * wait's reported end; then {@code caller_woke}. Each from the one before it, the first from the copies' end (the
+     * wait's start where that is unknown). The pushes of earlier statuses, if any, do not count: they did not end this wait.
+     */
+    static Map<String, Double> atSubscription(long gpuCopyEnd, long waitBegan, long subscribed, long waitEnded,
+                                              long callerWoke) {
+        long[] times = new long[NAMES.size()];
+        java.util.Arrays.fill(times, TransferStatus.UNKNOWN_TIME);
+        boolean copyEndKnown = gpuCopyEnd != TransferStatus.UNKNOWN_TIME;
+        times[NAMES.indexOf("wait_began")] = copyEndKnown && waitBegan > gpuCopyEnd ? waitBegan
+                : TransferStatus.UNKNOWN_TIME;
+        times[NAMES.indexOf(SUBSCRIBED)] = subscribed != TransferStatus.UNKNOWN_TIME
+                && (!copyEndKnown || subscribed > gpuCopyEnd) ? subscribed : TransferStatus.UNKNOWN_TIME;
+        times[NAMES.indexOf(ENDED_AT_SUBSCRIPTION)] = waitEnded;
+        times[NAMES.indexOf("caller_woke")] = callerWoke;
+        return stages(times, copyEndKnown ? gpuCopyEnd : waitBegan);
+    }
+
+    /** Each known time in {@code times} (indexed as {@link #NAMES}) as the milliseconds since the one before it. */
+    private static Map<String, Double> stages(long[] times, long from) {
         Map<String, Double> stages = new LinkedHashMap<>();
-        long before = gpuCopyEnd;
+        long before = from;
         for (int i = 0; i < times.length; i++) {
             if (times[i] == TransferStatus.UNKNOWN_TIME) {
                 continue;

@@ -20,10 +20,11 @@ import java.util.Set;
  * "lag_p50_ms", "lag_p99_ms", "lag_max_ms", "stages", ...extras}]}},
  * where {@code setup} (only if the target described one) is the target's {@linkplain ReproTarget#setup()
  * setup}, {@code statuses_succeeded} and {@code statuses_total} are summed over the strategy's waits,
- * {@code stages} (only for waits that ended on a push) is {@code {"<stage>": {"p50_ms", "p99_ms", "max_ms"}}} in the
+ * {@code stages} (only for push waits) is {@code {"<stage>": {"p50_ms", "p99_ms", "max_ms", "waits"}}} in the
  * order of the push's way ({@code callback_ran}, {@code notifier_woke}, {@code queued}, {@code taken},
- * {@code returned}, {@code settled}, {@code wait_began} where the push came before the wait, {@code wait_ended},
- * {@code caller_woke}; each from the stage before it), and
+ * {@code returned}, {@code settled}, {@code wait_began} where the copies ended before the wait began,
+ * {@code ended_at_subscription} for a wait that ended while it subscribed, with no push awaited, {@code wait_ended},
+ * {@code caller_woke}; each from the stage before it; {@code waits}: how many waits passed the stage), and
  * each extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
  * distinct values otherwise. Several runs of one command print one table each, or one JSON document
  * {@code {"runs": [...], "comparison": [lines]}}.
@@ -77,6 +78,7 @@ public final class ReproReport {
                     figures.put("p50_ms", seconds(f[0]));
                     figures.put("p99_ms", seconds(f[1]));
                     figures.put("max_ms", seconds(f[2]));
+                    figures.put("waits", (long) f[3]);
                     byStage.put(stage, figures);
                 });
                 entry.put("stages", byStage);

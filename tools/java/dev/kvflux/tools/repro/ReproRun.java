@@ -127,7 +127,7 @@ public final class ReproRun {
 
         /**
          * Each push stage that some wait passed, in order, with the p50, p99 (nearest rank) and largest of its
-         * milliseconds over those waits.
+         * milliseconds over those waits, and how many waits passed it.
          */
         public Map<String, double[]> stages() {
             Map<String, List<Double>> byStage = new LinkedHashMap<>();
@@ -143,7 +143,7 @@ public final class ReproRun {
             byStage.forEach((stage, values) -> {
                 double[] sorted = Stats.sorted(values.stream().mapToDouble(Double::doubleValue).toArray());
                 out.put(stage, new double[] {Stats.median(sorted), Stats.nearestRank(sorted, 0.99),
-                        sorted[sorted.length - 1]});
+                        sorted[sorted.length - 1], sorted.length});
             });
             return out;
         }
@@ -284,15 +284,18 @@ public final class ReproRun {
         }
         long end = System.nanoTime();
         long endOnStatusClock = statuses.getFirst().clockNanos();
-        dev.kvflux.bindings.PushTimeline lastPush = error != null ? null : PushStages.last(statuses);
+        boolean atSubscription = error == null && count.endedOnCaller && counted.strategyName().startsWith(
+                dev.kvflux.operators.WaitStrategy.REACTIVE_PUSH);
+        dev.kvflux.bindings.PushTimeline lastPush = error != null || atSubscription ? null : PushStages.last(statuses);
         long cpu = threads.cpuSince(cpuAtStart); // after both ends: it enumerates threads
         double seconds = (end - start) / 1e9;
         int succeeded = (int) statuses.stream().filter(s -> s.code() == StatusCode.SUCCESS).count();
         double statusLag = error != null ? Double.NaN // before afterWait, which may release the statuses
                 : lagMs(statuses, endOnStatusClock, System.nanoTime() + target.copyEndGrace().toNanos());
         Map<String, Object> figures = new LinkedHashMap<>(target.afterWait(request, end));
-        Map<String, Double> stages = PushStages.of(lastPush, target.lastCopyEndNanos(), start, count.endedAt,
-                end);
+        Map<String, Double> stages = atSubscription
+                ? PushStages.atSubscription(target.lastCopyEndNanos(), start, count.startedAt, count.endedAt, end)
+                : PushStages.of(lastPush, target.lastCopyEndNanos(), start, count.endedAt, end);
         if (count.queries >= 0) {
             figures.putIfAbsent(QUERIES_PER_STATUS, (double) count.queries / statuses.size());
         }
@@ -322,6 +325,11 @@ public final class ReproRun {
     private static final class QueryCount implements dev.kvflux.operators.WaitRecorder {
         volatile long queries = -1;
         volatile long endedAt = TransferStatus.UNKNOWN_TIME;
+        /** When the wait reported its start: it was subscribed to and begins its work on the statuses. */
+        volatile long startedAt = TransferStatus.UNKNOWN_TIME;
+        /** Whether the wait ended on the thread that made this count, the one that subscribes to the wait. */
+        volatile boolean endedOnCaller;
+        private final Thread caller = Thread.currentThread();
 
         @Override
         public void recordPolls(String strategy, int polls, long queried) {
@@ -329,8 +337,14 @@ public final class ReproRun {
         }
 
         @Override
+        public void recordWaitStarted(String strategy, int statuses) {
+            startedAt = System.nanoTime();
+        }
+
+        @Override
         public void recordWaitEnded(String strategy, dev.kvflux.operators.WaitOutcome outcome, long durationNanos) {
             endedAt = System.nanoTime();
+            endedOnCaller = Thread.currentThread() == caller;
         }
     }
 

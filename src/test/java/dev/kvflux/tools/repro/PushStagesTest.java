@@ -86,6 +86,26 @@ class PushStagesTest {
     }
 
     @Test
+    void aWaitThatEndedAtSubscriptionIsTimedFromTheLaterOfTheCopiesEndAndItsStart() {
+        Map<String, Double> late = PushStages.atSubscription(9 * MS, 8 * MS, 8 * MS + MS / 2, 12 * MS, 13 * MS);
+
+        assertThat(late.keySet()).as("the copies ended after the wait was subscribed to").containsExactly(
+                "ended_at_subscription", "caller_woke");
+        assertThat(late.get("ended_at_subscription")).isCloseTo(3.0, within(1e-9));
+        assertThat(late.get("caller_woke")).isCloseTo(1.0, within(1e-9));
+
+        Map<String, Double> early = PushStages.atSubscription(5 * MS, 8 * MS, 10 * MS, 12 * MS, 13 * MS);
+
+        assertThat(early.keySet()).containsExactly("wait_began", "subscribed", "ended_at_subscription",
+                "caller_woke");
+        assertThat(early.get("wait_began")).as("the copies ended while nobody waited yet").isCloseTo(3.0,
+                within(1e-9));
+        assertThat(early.get("subscribed")).isCloseTo(2.0, within(1e-9));
+        assertThat(early.values().stream().mapToDouble(Double::doubleValue).sum())
+                .as("the stages add up to the lag from the GPU's copy end to the caller").isCloseTo(8.0, within(1e-9));
+    }
+
+    @Test
     void theReportGivesEachStagesP50P99AndMaxInTheOrderOfThePushsWay() {
         List<ReproRun.Wait> waits = new java.util.ArrayList<>();
         for (int i = 1; i <= 100; i++) {
@@ -96,7 +116,8 @@ class PushStagesTest {
                 List.of(new ReproRun.StrategyResult("reactive-push", waits)), Map.of());
 
         assertThat(ReproReport.json(result)).contains("\"stages\":{\"notifier_woke\":{\"p50_ms\":0.5,\"p99_ms\":0.5,"
-                + "\"max_ms\":0.5},\"settled\":{\"p50_ms\":0.505,\"p99_ms\":0.99,\"max_ms\":1}}");
+                + "\"max_ms\":0.5,\"waits\":100},\"settled\":{\"p50_ms\":0.505,\"p99_ms\":0.99,\"max_ms\":1,"
+                + "\"waits\":100}}");
         assertThat(ReproReport.table(result)).containsPattern("stage settled, p50 / p99 / max \\(ms\\) +0\\.505 / 0\\.990"
                 + " / 1\\.000");
     }
