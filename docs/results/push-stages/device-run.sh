@@ -12,7 +12,9 @@
 # lag waits after the push wait's end was cut; STEPS=before: the build before it, alternated with the cut one, on the
 # same machine. STEPS=bench: serve-bench on MoRI with decode's checks of the KV. STEPS=warm: the lag to the wait's
 # end, after --warmup 400 and (CUDA engine) without; STEPS=warm2: the warm runs again; STEPS=bounds: 200 timed
-# waits a row after 300 untimed.
+# waits a row after 300 untimed. STEPS=look: the same on the CUDA engine once a push wait looks at its newest
+# statuses at subscription, against the build before it, and MoRI's default row. STEPS=look2: the
+# same once kvflux repro gives the stages of a wait that ended as it subscribed.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -77,6 +79,22 @@ bounds)
   for e in mori cuda; do
     step bounds-$e 280 repro --backend $e --gpu 0 --wait $PUSH --requests 200 --warmup 300 --json
   done ;;
+look)
+  # the push wait that looks, at subscription, at its newest statuses still in flight: 200 timed waits a row after
+  # 300 untimed on the CUDA engine, the build before it (its operators jar in .device/old, made as STEPS=before's
+  # comment says, from the commit before the look) alternated with it on the same machine, then MoRI's default row
+  cp -r $W/kvflux-cuda $W/before && cp "$R"/.device/old/kvflux-operators-*.jar $W/before/lib/ ||
+    { echo "no .device/old/kvflux-operators-*.jar: make it as STEPS=before's comment says" | tee -a $OUT/summary.log; exit 1; }
+  NEW=$K
+  K=$NEW step look-cuda 280 repro --backend cuda --gpu 0 --wait $PUSH --requests 200 --warmup 300 --json
+  K=$W/before/bin/kvflux step before-cuda 140 repro --backend cuda --gpu 0 --wait reactive-push --requests 200 --warmup 300 --json
+  K=$NEW step look-mori 140 repro --backend mori --gpu 0 --wait reactive-push --requests 200 --warmup 300 --json ;;
+look2)
+  # the same build with the stages of a wait that ended as it subscribed: the CUDA engine's two push waits in the
+  # other order (the direct one first), then MoRI's default row
+  step look2-cuda 280 repro --backend cuda --gpu 0 --wait reactive-push-direct,reactive-push --requests 200 \
+    --warmup 300 --json
+  step look2-mori 140 repro --backend mori --gpu 0 --wait reactive-push --requests 200 --warmup 300 --json ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run
   step serve-bench-mori 300 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \
