@@ -14,7 +14,10 @@
 # end, after --warmup 400 and (CUDA engine) without; STEPS=warm2: the warm runs again; STEPS=bounds: 200 timed
 # waits a row after 300 untimed. STEPS=look: the same on the CUDA engine once a push wait looks at its newest
 # statuses at subscription, against the build before it, and MoRI's default row. STEPS=look2: the
-# same once kvflux repro gives the stages of a wait that ended as it subscribed.
+# same once kvflux repro gives the stages of a wait that ended as it subscribed. STEPS=steady: the CUDA engine's
+# default push wait, 200 timed waits after 300 untimed, then in another process after 1,000, past the request count
+# at which the JIT's optimizing compiler takes the wait's subscription. STEPS=steady2: the bounds' rows after that
+# warm-up, the CUDA engine's then MoRI's.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -95,6 +98,15 @@ look2)
   step look2-cuda 280 repro --backend cuda --gpu 0 --wait reactive-push-direct,reactive-push --requests 200 \
     --warmup 300 --json
   step look2-mori 140 repro --backend mori --gpu 0 --wait reactive-push --requests 200 --warmup 300 --json ;;
+steady)
+  # the default push wait on the CUDA engine alone in its process, timed after 300 untimed requests and then, in a
+  # second process, after 1,000: the wait's per-request methods are compiled by C2 only after some 600 calls
+  step steady-cuda-w300 180 repro --backend cuda --gpu 0 --wait reactive-push --requests 200 --warmup 300 --json
+  step steady-cuda-w1000 380 repro --backend cuda --gpu 0 --wait reactive-push --requests 200 --warmup 1000 --json ;;
+steady2)
+  # the default push wait's rows once the JIT has compiled it: each engine alone in its process
+  step steady2-cuda 300 repro --backend cuda --gpu 0 --wait reactive-push --requests 200 --warmup 1000 --json
+  step steady2-mori 270 repro --backend mori --gpu 0 --wait reactive-push --requests 200 --warmup 600 --json ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run
   step serve-bench-mori 300 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \
