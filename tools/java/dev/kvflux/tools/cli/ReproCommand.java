@@ -63,7 +63,9 @@ public final class ReproCommand implements Callable<Integer> {
 
     @Option(names = "--warmup", paramLabel = "N",
             description = "Untimed requests per strategy before its timed ones, on the same path, so that the JIT"
-                    + " has compiled it (default 0; native excepted, whose every wait may last the whole timeout).")
+                    + " has compiled it: its optimizing compiler takes a push wait's subscription after some 600"
+                    + " requests, so give 1000 to time the steady state (default 0; native excepted, whose every wait"
+                    + " may last the whole timeout).")
     Integer warmUp;
 
     @Option(names = "--transfer-timeout", paramLabel = "DURATION", converter = DurationConverter.class,
