@@ -97,7 +97,7 @@ look2)
   # other order (the direct one first), then MoRI's default row
   step look2-cuda 280 repro --backend cuda --gpu 0 --wait reactive-push-direct,reactive-push --requests 200 \
     --warmup 300 --json
-  step look2-mori 140 repro --backend mori --gpu 0 --wait reactive-push --requests 200 --warmup 300 --json ;;
+  step look2-mori 200 repro --backend mori --gpu 0 --wait reactive-push --requests 200 --warmup 300 --json ;;
 steady)
   # the default push wait on the CUDA engine alone in its process, timed after 300 untimed requests and then, in a
   # second process, after 1,000: the wait's per-request methods are compiled by C2 only after some 600 calls
