@@ -362,11 +362,11 @@ final class PushBarrier {
 
     /**
      * Queries the statuses that took a listener and are still in flight once each, from the last in the list
-     * backwards, and stops at the first still in flight. A wait usually begins just as the request's last copies end (on a GPU the host posting
-     * them is slower than the copies), before the backend has pushed the last statuses: a query then ends the wait
-     * at once, on the subscriber's thread, where the push would have come one or more thread wake-ups later. The
-     * statuses posted last are the ones likely unsettled, and one still in flight says the copies are still running,
-     * so this costs one query per status it settles plus at most one; the pushes do the rest.
+     * backwards, and stops at the first still in flight. A wait usually begins just as the request's last copies end
+     * (on a GPU the host posting them is slower than the copies), before the backend has pushed the last statuses: a
+     * query then ends the wait at once, on the subscriber's thread, where the push would have come one or more thread
+     * wake-ups later. The statuses posted last are the ones likely unsettled, and one still in flight says the copies
+     * are still running, so this costs one query per status it settles plus at most one; the pushes do the rest.
      */
     private void lookNewestFirst() {
         for (int i = statuses.length - 1; i >= 0 && !done && remaining > 1; i--) {

@@ -23,7 +23,8 @@ import java.util.Set;
  * {@code stages} (only for push waits) is {@code {"<stage>": {"p50_ms", "p99_ms", "max_ms", "waits"}}} in the
  * order of the push's way ({@code callback_ran}, {@code notifier_woke}, {@code queued}, {@code taken},
  * {@code returned}, {@code settled}, {@code wait_began} where the copies ended before the wait began,
- * {@code ended_at_subscription} for a wait that ended while it subscribed, with no push awaited, {@code wait_ended},
+ * {@code subscribed} and {@code ended_at_subscription} for a wait that ended while it subscribed, with no push awaited,
+ * {@code wait_ended},
  * {@code caller_woke}; each from the stage before it; {@code waits}: how many waits passed the stage), and
  * each extra figure a target reported becomes {@code {"median", "min", "max"}} for numbers or the list of
  * distinct values otherwise. Several runs of one command print one table each, or one JSON document

@@ -87,14 +87,13 @@ class VllmDiscoveryTest {
             byte[] registration = map("type", "D", "http_address", "10.0.0.5:8200", "zmq_address",
                     "host:10.0.0.5,handshake:6301,notify:61005", "dp_size", 1, "tp_size", 1, "transfer_mode", "WRITE");
             // sent again until one has arrived: on a loaded CI host a new ZeroMQ connection once took seconds, and
-            // sends that found it not ready gave up; what is asserted is what the discovery did with those that came
-            long until = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-            while (discovery.outcome("not_allowed") < 1 && System.nanoTime() < until) {
+            // sends that found it not ready gave up. No deadline of its own: a registration that never arrives fails
+            // the test at the suite's per-test timeout (junit-platform.properties)
+            while (discovery.outcome("not_allowed") < 1) {
                 sender.send(registration, 0);
                 Thread.sleep(50);
             }
 
-            assertThat(discovery.outcome("not_allowed")).as("registrations dropped as not allowed").isPositive();
             assertThat(taken).isEmpty();
             assertThat(discovery.outcomes().keySet()).containsOnly("not_allowed");
         }
@@ -124,9 +123,9 @@ class VllmDiscoveryTest {
             awaitOutcome(discovery, "malformed", 8_000, Duration.ofSeconds(90));
             try (VllmDouble d = VllmDouble.start(Role.PREFILL, KvMode.WRITE, 1, 6301, 61005)) {
                 d.registerWith("127.0.0.1:" + discovery.port(), Duration.ofMillis(50));
-                // a new ZeroMQ connection once took seconds on a loaded CI host: this bounds a hang
-                long until = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-                while (taken.isEmpty() && System.nanoTime() < until) {
+                // a new ZeroMQ connection once took seconds on a loaded CI host: no deadline of its own, the test's
+                // timeout bounds a registration that never comes
+                while (taken.isEmpty()) {
                     Thread.sleep(10);
                 }
             }
