@@ -29,6 +29,17 @@ public interface PushedStatus extends TransferStatus {
     }
 
     /**
+     * The terminal code this status has settled with, where it is known here without a query (no native call, no
+     * progress driven), or null while it may still be in flight and where the backend does not keep it (the default).
+     * Once non-null it never changes, and {@link #completedAtNanos()} is as readable as after a push. A wait that begins
+     * after the request's copies ended counts such statuses at once: it gives them no listener, which a settled status
+     * would only call back at once. Never blocks.
+     */
+    default StatusCode settledCode() {
+        return null;
+    }
+
+    /**
      * When this status's push passed each stage on its way to the listeners, once it settled by a push;
      * {@link PushTimeline#NONE} before, for a status settled otherwise, and where the backend records no stage (the
      * default). Cheap: the times are recorded on the way anyway, and only this call allocates.

@@ -34,11 +34,20 @@ final class LastCopyEnd {
 
     /** Status {@code index} succeeded: kept if its copies ended last so far. */
     void succeeded(int index) {
+        if (latestAt != UNKNOWN) {
+            keep(endOf(index));
+        }
+    }
+
+    /**
+     * Statuses succeeded whose copies ended last at {@code at}, as {@link #later} folded their {@link #endOf}s: kept
+     * if later than every one so far; one update for many statuses.
+     */
+    void keep(long at) {
         long seen = latestAt;
-        if (seen == UNKNOWN) {
+        if (seen == UNKNOWN || at == NONE) {
             return;
         }
-        long at = endOf(index);
         if (at == UNKNOWN) {
             latestAt = UNKNOWN;
             return;
@@ -49,6 +58,25 @@ final class LastCopyEnd {
             }
             seen = latestAt;
         }
+    }
+
+    /**
+     * Of two copy ends as {@link #endOf} reads them, or {@link #none()} for none yet, the later; unknown wins, as it
+     * does in {@link #keep}.
+     */
+    static long later(long a, long b) {
+        if (a == UNKNOWN || b == UNKNOWN) {
+            return UNKNOWN;
+        }
+        if (a == NONE) {
+            return b;
+        }
+        return b == NONE || a - b > 0 ? a : b;
+    }
+
+    /** The copy end that {@link #later} folds from: none yet. */
+    static long none() {
+        return NONE;
     }
 
     /**
@@ -65,7 +93,7 @@ final class LastCopyEnd {
     }
 
     /** When status {@code index}'s copies ended, or {@link TransferStatus#UNKNOWN_TIME} (also if it throws). */
-    private long endOf(int index) {
+    long endOf(int index) {
         try {
             return statuses[index].completedAtNanos();
         } catch (RuntimeException broken) {

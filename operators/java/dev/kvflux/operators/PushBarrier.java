@@ -116,9 +116,27 @@ final class PushBarrier {
         if (done) {
             return;
         }
+        int succeeded = 0;
+        long lastEnd = LastCopyEnd.none();
         for (int i = 0; i < statuses.length && !done; i++) {
-            if (statuses[i] instanceof PushedStatus pushed && listened(i, pushed)) {
-                continue;
+            if (statuses[i] instanceof PushedStatus pushed) {
+                StatusCode known = settledCode(pushed);
+                if (known == StatusCode.SUCCESS) {
+                    // counted with the others found so, below: no listener, no atomic update per status
+                    CODES.setRelease(codes, i, known);
+                    succeeded++;
+                    if (tally.recording()) {
+                        lastEnd = LastCopyEnd.later(lastEnd, lastCopyEnd.endOf(i));
+                    }
+                    continue;
+                }
+                if (known != null) {
+                    settle(i, known, false); // a failure: fail-fast ends the wait here, as a push would
+                    continue;
+                }
+                if (listened(i, pushed)) {
+                    continue;
+                }
             }
             StatusCode code = query(i);
             if (code == null) {
@@ -137,6 +155,9 @@ final class PushBarrier {
             } else {
                 polled[polledCount++] = i;
             }
+        }
+        if (succeeded > 0) {
+            countedAtOnce(succeeded, lastEnd);
         }
         if (done) {
             return;
@@ -213,6 +234,25 @@ final class PushBarrier {
         if ((int) REMAINING.getAndAdd(this, -1) == 1) {
             finish(null, handOff);
         }
+    }
+
+    /**
+     * {@code count} statuses found settled with SUCCESS at subscription ({@link PushedStatus#settledCode}), their
+     * copies ended last at {@code lastEnd}: counted as {@link #counted} counts each, in one update of each count. The
+     * count held while {@link #start} runs keeps this from ending the wait.
+     */
+    private void countedAtOnce(int count, long lastEnd) {
+        if (tally.recording()) {
+            int before = (int) UNREPORTED.getAndAdd(this, -count);
+            if (before > 0) {
+                tally.leftFlight(Math.min(count, before));
+            }
+            lastCopyEnd.keep(lastEnd);
+        }
+        if (stall != null) {
+            stall.progressAt(on.now(TimeUnit.NANOSECONDS));
+        }
+        REMAINING.getAndAdd(this, -count);
     }
 
     /** Ends the wait once: with {@code error}, or (null) with the earliest failure seen, or success. */
@@ -378,6 +418,19 @@ final class PushBarrier {
             if (code == null || !code.isTerminal()) {
                 return;
             }
+        }
+    }
+
+    /**
+     * The terminal code {@code status} says it settled with, without a query; null while in flight, and for a status
+     * that throws: a query, whose breach of the contract ends the wait, then tells.
+     */
+    private static StatusCode settledCode(PushedStatus status) {
+        try {
+            StatusCode known = status.settledCode();
+            return known != null && known.isTerminal() ? known : null;
+        } catch (RuntimeException broken) {
+            return null;
         }
     }
 

@@ -243,6 +243,13 @@ final class GpuTransferStatus implements PushedStatus {
         return code == StatusCode.SUCCESS ? copiesEndedAt : UNKNOWN_TIME;
     }
 
+    /** {@inheritDoc} Once settled by its host function's push or by a query. */
+    @Override
+    public StatusCode settledCode() {
+        StatusCode now = code;
+        return now.isTerminal() ? now : null;
+    }
+
     @Override
     public Mono<StatusCode> pushed() {
         return pushed.asMono();

@@ -93,6 +93,12 @@ public final class PushedMoriStatus extends MoriStatus implements PushedStatus {
         return true;
     }
 
+    /** {@inheritDoc} Once pushed or found terminal by the query after registering; the code listeners are told. */
+    @Override
+    public StatusCode settledCode() {
+        return told;
+    }
+
     /**
      * {@inheritDoc} Over the real MoRI: the host function's run, the shim's thread taking it, the query that found
      * the status done, the shim handing it out, {@code kvflux-mori-push} back in Java, and the settling. On the

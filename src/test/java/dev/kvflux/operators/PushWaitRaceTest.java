@@ -28,12 +28,18 @@ class PushWaitRaceTest {
     /**
      * A status as the engines' are: settling writes the code, then reads the listener; taking a listener writes it,
      * then reads the code (both volatile), so a listener is told once or twice, never missed. Its copies may end before
-     * its push: a query then finds it done.
+     * its push: a query then finds it done. It may say its code once pushed ({@link #settledCode}), as the engines'
+     * statuses do.
      */
     private static final class RacingStatus implements PushedStatus {
         private volatile StatusCode code = StatusCode.IN_PROGRESS;
         private volatile boolean copiesEnded;
         private volatile Consumer<StatusCode> listener;
+        private final boolean says;
+
+        RacingStatus(boolean says) {
+            this.says = says;
+        }
 
         /** The copies ended: a query sees it from now on, the push comes later. */
         void endCopies() {
@@ -57,6 +63,12 @@ class PushWaitRaceTest {
         @Override
         public String message() {
             return code.isFailure() ? "copy failed" : "";
+        }
+
+        @Override
+        public StatusCode settledCode() {
+            StatusCode now = code;
+            return says && now.isTerminal() ? now : null;
         }
 
         @Override
@@ -95,11 +107,12 @@ class PushWaitRaceTest {
             for (int round = 0; round < 3_000; round++) {
                 boolean failFast = round % 2 == 0;
                 boolean direct = round % 3 == 0;
+                boolean say = round % 5 < 3;
                 int n = 1 + random.nextInt(24);
                 int failing = random.nextInt(6) == 0 ? random.nextInt(n) : -1;
                 List<RacingStatus> statuses = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
-                    statuses.add(new RacingStatus());
+                    statuses.add(new RacingStatus(say && random.nextInt(4) != 0));
                 }
                 // some settle before the wait, some have their copies ended unpushed, the rest push during it
                 int[] order = random.ints(0, n).distinct().limit(n).toArray();
@@ -144,7 +157,7 @@ class PushWaitRaceTest {
                 pushes.get(); // every wait below is bounded by the suite's per-test timeout, not by a clock here
 
                 String what = "round " + round + " (" + n + " statuses, " + (failFast ? "fail-fast" : "drain")
-                        + (direct ? ", signal on push" : "") + ", failing " + failing + ", " + before + " before)";
+                        + (direct ? ", signal on push" : "") + (say ? ", most say their code" : "") + ", failing " + failing + ", " + before + " before)";
                 ended.await();
                 assertThat(signals.get()).as(what + ": signals").isEqualTo(1);
                 assertThat(ends.ends.get()).as(what + ": reported ends").isEqualTo(1);

@@ -94,6 +94,64 @@ class PushWaitTest {
     }
 
     @Test
+    void statusesThatSayTheySettledAreCountedAtSubscriptionWithoutAListenerOrAQuery() {
+        ListenedStatus first = new ListenedStatus().sayingWhenSettled();
+        first.code = StatusCode.SUCCESS;
+        ListenedStatus second = new ListenedStatus().sayingWhenSettled();
+        second.code = StatusCode.SUCCESS;
+        ListenedStatus last = new ListenedStatus().sayingWhenSettled();
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30))
+                        .await(List.of(first, second, last)))
+                .expectSubscription()
+                .expectNoEvent(Duration.ofSeconds(1)) // the two settled ones do not end it: the last is in flight
+                .then(() -> last.push(StatusCode.SUCCESS))
+                .verifyComplete();
+        assertThat(first.listenersGiven).as("settled: a listener would only be told at once").hasValue(0);
+        assertThat(second.listenersGiven).hasValue(0);
+        assertThat(first.queries).hasValue(0);
+        assertThat(second.queries).hasValue(0);
+        assertThat(last.listenersGiven).as("in flight: its push ends the wait").hasValue(1);
+
+        ListenedStatus a = new ListenedStatus().sayingWhenSettled();
+        a.code = StatusCode.SUCCESS;
+        ListenedStatus b = new ListenedStatus().sayingWhenSettled();
+        b.code = StatusCode.SUCCESS;
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30)).await(List.of(a, b)))
+                .expectSubscription()
+                .expectComplete()
+                .verify(Duration.ofSeconds(5)); // ended as it subscribed: no push, no timer
+        assertThat(a.listenersGiven.get() + b.listenersGiven.get() + a.queries.get() + b.queries.get()).isZero();
+    }
+
+    @Test
+    void aStatusThatSaysItFailedFailsAFailFastWaitAtSubscriptionAndADrainingOneOnceTheRestSettle() {
+        ListenedStatus ok = new ListenedStatus().sayingWhenSettled();
+        ok.code = StatusCode.SUCCESS;
+        ListenedStatus failed = new ListenedStatus().sayingWhenSettled();
+        failed.code = StatusCode.ERR_RDMA_OP;
+        ListenedStatus inFlight = new ListenedStatus().sayingWhenSettled();
+        StepVerifier.withVirtualTime(() -> PushWait.failFast(Duration.ofSeconds(30))
+                        .await(List.of(ok, failed, inFlight)))
+                .expectSubscription()
+                .expectErrorMatches(e -> e instanceof TransferException t && t.code() == StatusCode.ERR_RDMA_OP
+                        && t.getMessage().contains("copy failed"))
+                .verify(Duration.ofSeconds(5));
+
+        ListenedStatus failedFirst = new ListenedStatus().sayingWhenSettled();
+        failedFirst.code = StatusCode.ERR_RDMA_OP;
+        ListenedStatus okAfter = new ListenedStatus().sayingWhenSettled();
+        okAfter.code = StatusCode.SUCCESS;
+        ListenedStatus last = new ListenedStatus().sayingWhenSettled();
+        StepVerifier.withVirtualTime(() -> PushWait.drain(Duration.ofSeconds(30))
+                        .await(List.of(failedFirst, okAfter, last)))
+                .expectSubscription()
+                .expectNoEvent(Duration.ofSeconds(1)) // drain: the last status is still in flight
+                .then(() -> last.push(StatusCode.SUCCESS))
+                .expectErrorMatches(e -> e instanceof TransferException t && t.code() == StatusCode.ERR_RDMA_OP)
+                .verify();
+    }
+
+    @Test
     void theLookAtSubscriptionStopsAtTheNewestStatusStillInFlight() {
         ListenedStatus first = new ListenedStatus();
         first.endWithoutPush();

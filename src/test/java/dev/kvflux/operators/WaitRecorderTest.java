@@ -127,6 +127,44 @@ class WaitRecorderTest {
     }
 
     @Test
+    void aPushWaitsLagCountsTheCopiesOfStatusesThatSaidTheySettledBeforeItBegan() {
+        for (boolean direct : new boolean[] {false, true}) {
+            RecordingWaitRecorder recorder = new RecordingWaitRecorder();
+            VirtualTimeScheduler time = VirtualTimeScheduler.create();
+            ListenedStatus early = ListenedStatus.endedAt(time, 20).sayingWhenSettled();
+            ListenedStatus latest = ListenedStatus.endedAt(time, 40).sayingWhenSettled();
+            ListenedStatus pushedLater = ListenedStatus.endedAt(time, 30).sayingWhenSettled();
+            early.code = StatusCode.SUCCESS;
+            latest.code = StatusCode.SUCCESS;
+            PushWait wait = PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder);
+            StepVerifier.create((direct ? wait.signalOnPush() : wait).await(List.of(early, latest, pushedLater)))
+                    .expectSubscription()
+                    .then(() -> time.advanceTimeTo(java.time.Instant.ofEpochMilli(45)))
+                    .then(pushedLater::push)
+                    .then(() -> time.advanceTimeBy(Duration.ZERO))
+                    .verifyComplete();
+
+            assertThat(recorder.lags).as("direct " + direct + ": the last copies, settled before the wait, ended at 40"
+                    + " ms; the wait ended at 45 ms").containsExactly(Duration.ofMillis(5));
+            assertThat(recorder.inFlightChanges.stream().mapToInt(Integer::intValue).sum())
+                    .as("every status left flight once: " + recorder.inFlightChanges).isZero();
+            assertThat(recorder.inFlightChanges.getFirst()).isEqualTo(3);
+        }
+
+        RecordingWaitRecorder recorder = new RecordingWaitRecorder();
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        ListenedStatus unknown = ListenedStatus.endedAt(time, -1).sayingWhenSettled();
+        unknown.code = StatusCode.SUCCESS;
+        ListenedStatus known = ListenedStatus.endedAt(time, 20).sayingWhenSettled();
+        StepVerifier.create(PushWait.failFast(TIMEOUT).scheduler(time).recorder(recorder).signalOnPush()
+                        .await(List.of(unknown, known)))
+                .expectSubscription()
+                .then(known::push)
+                .verifyComplete();
+        assertThat(recorder.lags).as("one settled status could not tell when its copies ended").isEmpty();
+    }
+
+    @Test
     void aPushWaitReportsNoLagWhenOneStatusCannotTellWhenItsCopiesEnded() {
         RecordingWaitRecorder recorder = new RecordingWaitRecorder();
         VirtualTimeScheduler time = VirtualTimeScheduler.create();

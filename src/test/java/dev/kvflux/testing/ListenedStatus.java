@@ -14,6 +14,9 @@ import reactor.core.scheduler.Scheduler;
 public final class ListenedStatus extends CountedStatus {
     private volatile Consumer<StatusCode> listener;
     private volatile boolean endedUnpushed;
+    private volatile boolean saysSettled;
+    /** How many listeners a wait gave it ({@link #onPushed}). */
+    public final java.util.concurrent.atomic.AtomicInteger listenersGiven = new java.util.concurrent.atomic.AtomicInteger();
 
     /** A status on {@link System#nanoTime()} that cannot tell when its copies ended. */
     public ListenedStatus() {
@@ -29,6 +32,15 @@ public final class ListenedStatus extends CountedStatus {
         ListenedStatus status = new ListenedStatus(clock);
         status.endNanos = endMillis < 0 ? UNKNOWN_TIME : TimeUnit.MILLISECONDS.toNanos(endMillis);
         return status;
+    }
+
+    /**
+     * Makes it say its code once settled ({@link PushedStatus#settledCode}), as the engines' statuses do; by default
+     * it says nothing, as a backend that does not keep the code. Returns this status.
+     */
+    public ListenedStatus sayingWhenSettled() {
+        saysSettled = true;
+        return this;
     }
 
     /** Pushes SUCCESS to the listener. */
@@ -57,7 +69,14 @@ public final class ListenedStatus extends CountedStatus {
     }
 
     @Override
+    public StatusCode settledCode() {
+        StatusCode now = code;
+        return saysSettled && now.isTerminal() ? now : null;
+    }
+
+    @Override
     public boolean onPushed(Consumer<StatusCode> l) {
+        listenersGiven.incrementAndGet();
         listener = l;
         if (code.isTerminal()) {
             l.accept(code); // settled before the listener came: told at once, as the contract says

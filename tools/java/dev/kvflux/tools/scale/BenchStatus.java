@@ -58,6 +58,12 @@ final class BenchStatus implements PushedStatus {
         return true;
     }
 
+    /** {@inheritDoc} SUCCESS once finished, with push; null without, so that polling waits query it as before. */
+    @Override
+    public StatusCode settledCode() {
+        return sink != null && done ? StatusCode.SUCCESS : null;
+    }
+
     @Override
     public Mono<StatusCode> pushed() {
         return sink != null ? sink.asMono() : Mono.never();

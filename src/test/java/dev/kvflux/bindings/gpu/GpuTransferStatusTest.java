@@ -111,6 +111,20 @@ class GpuTransferStatusTest {
     }
 
     @Test
+    void aStatusSaysItsCodeWithoutAQueryOnlyOnceSettled() {
+        GpuTransferStatus status = posted();
+        event.state = EventState.READY;
+        assertThat(status.settledCode()).as("its event is ready, but nothing settled it yet").isNull();
+        assertThat(event.queries).as("saying costs no query").hasValue(0);
+        status.hostFunctionRan(System.nanoTime());
+        assertThat(status.settledCode()).isEqualTo(StatusCode.SUCCESS);
+
+        GpuTransferStatus failed = posted();
+        failed.fail(StatusCode.ERR_GPU_OP, "posting failed");
+        assertThat(failed.settledCode()).isEqualTo(StatusCode.ERR_GPU_OP);
+    }
+
+    @Test
     void aPushBeforeTheEventReadsReadyFallsBackToTheBlockingWait() {
         GpuTransferStatus status = posted();
         status.hostFunctionRan(System.nanoTime());

@@ -58,6 +58,8 @@ class NativePushTest {
 
             assertThat(statuses).allMatch(s -> s instanceof PushedMoriStatus);
             assertThat(codes).hasSize(BATCHES).containsOnly(StatusCode.SUCCESS);
+            assertThat(statuses).as("pushed: each says its code without a query")
+                    .allMatch(s -> ((PushedStatus) s).settledCode() == StatusCode.SUCCESS);
             for (MoriStatus s : statuses) {
                 long finish = pair.sim.finishNanos(s);
                 assertThat(emittedAt.get(s)).as("pushed no earlier than its copies ended").isGreaterThanOrEqualTo(finish);
@@ -156,6 +158,8 @@ class NativePushTest {
 
             assertThat(error.code()).isEqualTo(StatusCode.ERR_RDMA_OP);
             assertThat(error.reason()).isEqualTo("injected");
+            assertThat(((PushedStatus) statuses.get(2)).settledCode()).isEqualTo(StatusCode.ERR_RDMA_OP);
+            assertThat(((PushedStatus) statuses.getLast()).settledCode()).as("still in flight").isNull();
             assertThat(erroredAt).isGreaterThanOrEqualTo(pair.sim.finishNanos(statuses.get(2)))
                     .isLessThan(pair.sim.finishNanos(statuses.getLast()));
             assertThat(statuses.get(2).completedAtNanos()).isEqualTo(TransferStatus.UNKNOWN_TIME);
