@@ -17,7 +17,9 @@
 # same once kvflux repro gives the stages of a wait that ended as it subscribed. STEPS=steady: the CUDA engine's
 # default push wait, 200 timed waits after 300 untimed, then in another process after 1,000, past the request count
 # at which the JIT's optimizing compiler takes the wait's subscription. STEPS=steady2: the bounds' rows after that
-# warm-up, the CUDA engine's then MoRI's.
+# warm-up, the CUDA engine's then MoRI's. STEPS=settled and settled-cuda: the same rows once a push wait counts the
+# statuses that say they settled without giving each a listener, against the build before it, on MoRI and on the
+# CUDA engine.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -107,6 +109,17 @@ steady2)
   # the default push wait's rows once the JIT has compiled it: each engine alone in its process
   step steady2-cuda 300 repro --backend cuda --gpu 0 --wait reactive-push --requests 200 --warmup 1000 --json
   step steady2-mori 270 repro --backend mori --gpu 0 --wait reactive-push --requests 200 --warmup 600 --json ;;
+settled|settled-cuda)
+  # a push wait that counts, at subscription, the statuses that say they have settled (PushedStatus.settledCode)
+  # in one update, with no listener each: the default push wait after the JIT's warm-up, this build then the one
+  # before it (its operators jar in .device/old, from the commit before the change), each in a process of its own
+  cp -r $W/kvflux-cuda $W/before && cp "$R"/.device/old/kvflux-operators-*.jar $W/before/lib/ ||
+    { echo "no .device/old/kvflux-operators-*.jar: make it as STEPS=before's comment says" | tee -a $OUT/summary.log; exit 1; }
+  NEW=$K
+  if [ "$STEPS" = settled ]; then e=mori n=600; else e=cuda n=1000; fi
+  K=$NEW step settled-$e 285 repro --backend $e --gpu 0 --wait reactive-push --requests 200 --warmup $n --json
+  K=$W/before/bin/kvflux step before-$e 285 repro --backend $e --gpu 0 --wait reactive-push --requests 200 \
+    --warmup $n --json ;;
 bench)
   # vLLM's table over the real MoRI, with decode's checks of every request's KV printed per run
   step serve-bench-mori 300 serve-bench --backend mori --gpu 0 --logs $OUT/bench-logs --policy legacy,sliced,kvflux \
