@@ -5,10 +5,8 @@ import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.bindings.TransferStatus;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import reactor.core.CoreSubscriber;
-import reactor.core.Disposable;
 import reactor.core.publisher.MonoSink;
 import reactor.core.scheduler.Scheduler;
 
@@ -43,8 +41,6 @@ final class PushBarrier {
     private final StatusCode[] codes;
     private final PushSlot[] slots;
     private final FailMode mode;
-    private final Duration transferTimeout;
-    private final Duration slice;
     private final Scheduler on;
     /** Whether a push that ends the wait signals on its own thread rather than handing over to {@link #on}. */
     private final boolean signalOnPush;
@@ -53,9 +49,6 @@ final class PushBarrier {
     private final TimerReaper reaper;
     /** The next wait in {@link TimerReaper}'s batch; written before it is published there. */
     PushBarrier nextToReap;
-    /** Indexes of statuses that do not push and are still in flight; guarded by this. */
-    private final int[] polled;
-    private int polledCount;
 
     /** Statuses not yet settled, plus one while {@link #start} runs, so nothing ends the wait half-built. */
     private volatile int remaining;
@@ -68,9 +61,8 @@ final class PushBarrier {
      */
     private volatile int unreported;
     private volatile boolean done;
-    private volatile Disposable poll;
-    private volatile Disposable deadline;
-    private volatile Disposable stallCheck;
+    /** The poll of the statuses that do not push, the deadline and the stall check. */
+    private final PushTimers timers;
     /** When a status last settled; null when stall detection is off. */
     private final StallClock stall;
     private TransferException verdict;
@@ -90,13 +82,11 @@ final class PushBarrier {
         this.lastCopyEnd = new LastCopyEnd(statuses);
         this.codes = new StatusCode[statuses.length];
         this.slots = new PushSlot[statuses.length];
-        this.polled = new int[statuses.length];
         this.mode = spec.mode();
-        this.transferTimeout = spec.transferTimeout();
-        this.slice = spec.slice();
         this.stall = spec.stallAfter() != null ? new StallClock(spec.stallAfter(), on.now(TimeUnit.NANOSECONDS)) : null;
         this.on = on;
         this.sink = sink;
+        this.timers = new PushTimers(this, spec, stall, tally, on);
     }
 
     /**
@@ -153,7 +143,7 @@ final class PushBarrier {
                     slot.cancel(); // the wait ended (a failure pushed meanwhile) before this slot was there to release
                 }
             } else {
-                polled[polledCount++] = i;
+                timers.poll(i);
             }
         }
         if (succeeded > 0) {
@@ -176,13 +166,7 @@ final class PushBarrier {
             }
             return;
         }
-        if (polledCount > 0) {
-            poll = on.schedulePeriodically(this::pollTick, slice.toNanos(), slice.toNanos(), TimeUnit.NANOSECONDS);
-        }
-        deadline = on.schedule(this::atDeadline, transferTimeout.toNanos(), TimeUnit.NANOSECONDS);
-        if (stall != null) {
-            armStallCheck(stall.stallAfterNanos());
-        }
+        timers.arm();
         if (done) {
             disposeTimers();
         } else if ((int) REMAINING.getAndAdd(this, -1) == 1) {
@@ -193,6 +177,16 @@ final class PushBarrier {
     /** How many statuses the wait waits for. */
     int size() {
         return statuses.length;
+    }
+
+    /** Whether the wait has ended (or been cancelled). */
+    boolean isDone() {
+        return done;
+    }
+
+    /** Whether a status has failed so far. */
+    boolean sawFailure() {
+        return failedIndex != NO_FAILURE;
     }
 
     /**
@@ -328,7 +322,7 @@ final class PushBarrier {
     }
 
     /** The statuses not settled yet. */
-    private int unsettled() {
+    int unsettled() {
         int unsettled = 0;
         for (int i = 0; i < statuses.length; i++) {
             if (codeOf(i) == null) {
@@ -339,7 +333,7 @@ final class PushBarrier {
     }
 
     /** The code status {@code index} settled with, or null while it is in flight. */
-    private StatusCode codeOf(int index) {
+    StatusCode codeOf(int index) {
         PushSlot slot = slots[index];
         return slot != null ? slot.code : codes[index];
     }
@@ -386,18 +380,7 @@ final class PushBarrier {
 
     /** Disposes the poll, the deadline and the stall check, those armed. */
     void disposeTimers() {
-        Disposable p = poll;
-        if (p != null) {
-            p.dispose();
-        }
-        Disposable d = deadline;
-        if (d != null) {
-            d.dispose();
-        }
-        Disposable s = stallCheck;
-        if (s != null) {
-            s.dispose();
-        }
+        timers.dispose();
     }
 
     /**
@@ -453,7 +436,7 @@ final class PushBarrier {
      * Queries status {@code index} once, on the querying thread, and settles it if terminal; null if it
      * broke the contract, which has then ended the wait.
      */
-    private StatusCode query(int index) {
+    StatusCode query(int index) {
         tally.queried();
         StatusCode code;
         try {
@@ -466,86 +449,5 @@ final class PushBarrier {
             settle(index, code, false);
         }
         return code;
-    }
-
-    /** One slice: queries the statuses that do not push and are still in flight, compacting their indexes. */
-    private synchronized void pollTick() {
-        tally.polled(0);
-        int kept = 0;
-        for (int i = 0; i < polledCount && !done; i++) {
-            int index = polled[i];
-            StatusCode code = query(index);
-            if (code == null) {
-                return;
-            }
-            if (!code.isTerminal()) {
-                polled[kept++] = index;
-            }
-        }
-        polledCount = kept;
-    }
-
-    /** The timeout: one last query of every status not settled; a failure seen wins over the timeout. */
-    private synchronized void atDeadline() {
-        boolean inFlight = queryUnsettled();
-        if (!done) {
-            finish(inFlight && failedIndex == NO_FAILURE ? TransferException.timedOut(transferTimeout) : null, false);
-        }
-    }
-
-    /**
-     * Queries every status not yet settled once; whether some are still in flight. A status that settles
-     * here counts as it would from a push or a poll (it may end the wait); one that breaks the contract
-     * ends the wait.
-     */
-    private boolean queryUnsettled() {
-        tally.polled(0);
-        boolean inFlight = false;
-        for (int i = 0; i < statuses.length && !done; i++) {
-            if (codeOf(i) != null) {
-                continue;
-            }
-            StatusCode code = query(i);
-            if (code == null) {
-                return false;
-            }
-            inFlight |= !code.isTerminal();
-        }
-        return inFlight;
-    }
-
-    /** Schedules the stall check {@code delayNanos} from now; disposed with the other timers. */
-    private void armStallCheck(long delayNanos) {
-        stallCheck = on.schedule(this::stallCheck, delayNanos, TimeUnit.NANOSECONDS);
-        if (done) {
-            disposeTimers();
-        }
-    }
-
-    /**
-     * The stall check, due {@code stallAfter} after the last status settled: when nothing has settled since,
-     * one last query of every status not settled, then (still nothing) the stall error, or with drain a
-     * failure already seen. Progress since re-arms it for {@code stallAfter} after that progress.
-     */
-    private synchronized void stallCheck() {
-        if (done) {
-            return;
-        }
-        long left = stall.untilStall(on.now(TimeUnit.NANOSECONDS));
-        if (left > 0) {
-            armStallCheck(left);
-            return;
-        }
-        boolean inFlight = queryUnsettled();
-        if (done) {
-            return;
-        }
-        left = stall.untilStall(on.now(TimeUnit.NANOSECONDS));
-        if (!inFlight || left > 0) {
-            armStallCheck(left > 0 ? left : stall.stallAfterNanos()); // the query settled some: that is progress
-            return;
-        }
-        finish(failedIndex == NO_FAILURE ? TransferException.stalled(stall.stallAfter(), unsettled(), statuses.length)
-                : null, false);
     }
 }
