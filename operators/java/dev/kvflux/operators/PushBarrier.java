@@ -37,7 +37,11 @@ final class PushBarrier {
     }
 
     private final TransferStatus[] statuses;
-    /** The terminal code each status without a slot settled with; null while in flight. Set once (CAS). */
+    /**
+     * The terminal code each status without a slot settled with; null while in flight. Set once: by a CAS, or at
+     * subscription for a status that said it had settled (published to other threads by the update of
+     * {@link #remaining} after it, or by the timers' scheduling).
+     */
     private final StatusCode[] codes;
     private final PushSlot[] slots;
     private final FailMode mode;
@@ -90,7 +94,8 @@ final class PushBarrier {
     }
 
     /**
-     * Listens to every status that takes a listener, without querying it: it is told at once if the status has
+     * Counts the statuses that say they have settled ({@link PushedStatus#settledCode}), the successes in one update.
+     * Listens to every other status that takes a listener, without querying it: it is told at once if the status has
      * settled, and by the push otherwise (a query here costs a native call per status, which on a GPU is most of what
      * a wait costs once its copies are done). Queries the others once and subscribes to the pushes of those in
      * flight. Then looks at the pushed statuses still in flight, newest first ({@link #lookNewestFirst}), and arms the

@@ -11,9 +11,10 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * The completion wait for backends that push completion ({@code reactive-push}): each {@link PushedStatus} that
- * takes a listener ({@link PushedStatus#onPushed}) is listened to without a query (the listener is told at once if
- * the status has settled); every other status is queried once at subscription (those already done need no push),
+ * The completion wait for backends that push completion ({@code reactive-push}): a {@link PushedStatus} that says it
+ * has settled ({@link PushedStatus#settledCode}) is counted at once; each other one that takes a listener
+ * ({@link PushedStatus#onPushed}) is listened to without a query (the listener is told at once if the status has
+ * settled); every other status is queried once at subscription (those already done need no push),
  * then each {@link PushedStatus} still in flight is awaited through its {@link PushedStatus#pushed()} publisher. So
  * the wait ends as soon as the backend announces the last copy, with no poll loop and no slice. Statuses that do not
  * push are polled together, once per slice, as {@link CompletionWait} does.

@@ -87,10 +87,22 @@ class PushWaitRaceTest {
         }
     }
 
-    /** Counts each wait's reported ends. */
+    /** Counts each wait's reported ends, failures, and the statuses it reported in flight. */
     private static final class Ends implements WaitRecorder {
         final AtomicInteger ends = new AtomicInteger();
+        final AtomicInteger failures = new AtomicInteger();
+        final AtomicInteger inFlight = new AtomicInteger();
         final AtomicReference<WaitOutcome> outcome = new AtomicReference<>();
+
+        @Override
+        public void recordStatusesInFlight(String strategy, int change) {
+            inFlight.addAndGet(change);
+        }
+
+        @Override
+        public void recordStatusFailed(String strategy, StatusCode code) {
+            failures.incrementAndGet();
+        }
 
         @Override
         public void recordWaitEnded(String strategy, WaitOutcome how, long durationNanos) {
@@ -161,6 +173,8 @@ class PushWaitRaceTest {
                 ended.await();
                 assertThat(signals.get()).as(what + ": signals").isEqualTo(1);
                 assertThat(ends.ends.get()).as(what + ": reported ends").isEqualTo(1);
+                assertThat(ends.inFlight.get()).as(what + ": statuses reported in flight after the end").isZero();
+                assertThat(ends.failures.get()).as(what + ": failures reported").isEqualTo(failing < 0 ? 0 : 1);
                 if (failing < 0) {
                     assertThat(error.get()).as(what).isNull();
                     assertThat(ends.outcome.get()).as(what).isEqualTo(WaitOutcome.DONE);

@@ -165,6 +165,30 @@ class WaitRecorderTest {
     }
 
     @Test
+    void aFailFastPushWaitThatFindsASettledFailureAfterSettledSuccessesReportsEachStatusLeavingFlightOnce() {
+        for (boolean direct : new boolean[] {false, true}) {
+            RecordingWaitRecorder recorder = new RecordingWaitRecorder();
+            ListenedStatus first = new ListenedStatus().sayingWhenSettled();
+            first.code = StatusCode.SUCCESS;
+            ListenedStatus second = new ListenedStatus().sayingWhenSettled();
+            second.code = StatusCode.SUCCESS;
+            ListenedStatus failed = new ListenedStatus().sayingWhenSettled();
+            failed.code = StatusCode.ERR_RDMA_OP;
+            ListenedStatus inFlight = new ListenedStatus().sayingWhenSettled();
+            PushWait wait = PushWait.failFast(TIMEOUT).recorder(recorder);
+            StepVerifier.create((direct ? wait.signalOnPush() : wait).await(List.of(first, second, failed, inFlight)))
+                    .expectErrorMatches(e -> e instanceof TransferException t && t.code() == StatusCode.ERR_RDMA_OP)
+                    .verify(Duration.ofSeconds(5));
+
+            assertThat(recorder.inFlight()).as("direct " + direct + ": every status left flight once, the two found"
+                    + " settled before the failure included: " + recorder.inFlightChanges).isZero();
+            assertThat(recorder.failures).containsExactly(StatusCode.ERR_RDMA_OP);
+            assertThat(recorder.theEnd().outcome()).isEqualTo(WaitOutcome.FAILED);
+            assertThat(first.listenersGiven.get() + second.listenersGiven.get() + failed.listenersGiven.get()).isZero();
+        }
+    }
+
+    @Test
     void aPushWaitReportsNoLagWhenOneStatusCannotTellWhenItsCopiesEnded() {
         RecordingWaitRecorder recorder = new RecordingWaitRecorder();
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
