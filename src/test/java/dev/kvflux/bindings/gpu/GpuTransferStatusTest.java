@@ -116,8 +116,13 @@ class GpuTransferStatusTest {
         event.state = EventState.READY;
         assertThat(status.settledCode()).as("its event is ready, but nothing settled it yet").isNull();
         assertThat(event.queries).as("saying costs no query").hasValue(0);
-        status.hostFunctionRan(System.nanoTime());
+        status.hostFunctionRan(12_345L);
         assertThat(status.settledCode()).isEqualTo(StatusCode.SUCCESS);
+        assertThat(status.completedAtNanos()).as("as readable as after a push").isEqualTo(12_345L);
+
+        GpuTransferStatus queried = posted();
+        queried.code();
+        assertThat(queried.settledCode()).as("settled by a query").isEqualTo(StatusCode.SUCCESS);
 
         GpuTransferStatus failed = posted();
         failed.fail(StatusCode.ERR_GPU_OP, "posting failed");
