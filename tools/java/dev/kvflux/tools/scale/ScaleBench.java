@@ -148,10 +148,12 @@ public final class ScaleBench {
     public static List<ScaleRow> run(Settings settings, Consumer<String> progress) {
         List<ScaleRow> rows = new ArrayList<>();
         for (int n : settings.ns()) {
+            progress.accept("the backend alone (no wait) at N = " + n + " ...");
+            double backend = BackendAlone.cores(n, settings);
             for (String name : settings.strategies()) {
                 progress.accept(name + " at N = " + n + (settings.recorders().size() > 1
                         ? ", recorders " + String.join(" and ", settings.recorders()) + " alternating" : "") + " ...");
-                rows.addAll(measure(name, n, settings, progress));
+                rows.addAll(measure(name, n, settings, backend, progress));
             }
         }
         return rows;
@@ -162,7 +164,8 @@ public final class ScaleBench {
      * (the order flips every round), so that the machine's drift and noise fall on all of them alike and
      * each measured round of one has a neighbour of the other to be compared with.
      */
-    static List<ScaleRow> measure(String name, int n, Settings settings, Consumer<String> progress) {
+    static List<ScaleRow> measure(String name, int n, Settings settings, double backendCores,
+                                  Consumer<String> progress) {
         boolean push = pushes(name);
         List<String> recorders = settings.recorders();
         List<WaitStrategy> waits = new ArrayList<>();
@@ -188,7 +191,7 @@ public final class ScaleBench {
         List<ScaleRow> rows = new ArrayList<>();
         for (int k = 0; k < recorders.size(); k++) {
             double bytesPerTick = push ? Double.NaN : steadyStateBytesPerQuery(waits.get(k), n, settings.statuses());
-            rows.add(row(name, recorders.get(k), n, settings, measured.get(k), bytesPerTick));
+            rows.add(row(name, recorders.get(k), n, settings, measured.get(k), bytesPerTick, backendCores));
             Timer lag = registries.get(k).find(MicrometerWaitRecorder.DETECTION_LAG).timer();
             if (lag != null) {
                 progress.accept(String.format(java.util.Locale.ROOT,
@@ -212,7 +215,7 @@ public final class ScaleBench {
     }
 
     private static ScaleRow row(String name, String recorder, int n, Settings settings, List<Round> measured,
-                                double bytesPerTick) {
+                                double bytesPerTick, double backendCores) {
         double[] lags = measured.stream().flatMapToDouble(r -> Arrays.stream(r.lagsMs)).sorted().toArray();
         double[] notifierLags = measured.stream().flatMapToDouble(r -> Arrays.stream(r.notifierLagsMs)).sorted().toArray();
         long cpu = 0;
@@ -245,7 +248,7 @@ public final class ScaleBench {
                 push ? (double) notifierBytes / statuses : Double.NaN, bytesPerTick, behind,
                 (double) notifierCpu / wall, measured.stream().map(r -> r.waitCpuNanos / 1e6).toList(),
                 measured.stream().map(r -> r.wakeups).toList(), Stats.nearestRank(notifierLags, 0.99),
-                settings.notifiers());
+                settings.notifiers(), backendCores);
     }
 
     record Round(double[] lagsMs, double[] notifierLagsMs, long cpuNanos, long wallNanos, long queries, long gcCount,
@@ -268,19 +271,10 @@ public final class ScaleBench {
     static Round round(WaitStrategy wait, boolean push, int n, Settings settings, SplittableRandom random) {
         int per = settings.statuses();
         long spread = settings.spread().toNanos();
-        BenchStatus[] all = new BenchStatus[n * per];
-        long[] schedule = new long[all.length];
-        long[] lastOffset = new long[n];
-        for (int req = 0; req < n; req++) {
-            for (int j = 0; j < per; j++) {
-                int index = req * per + j;
-                all[index] = new BenchStatus(push);
-                long offset = random.nextLong(spread);
-                schedule[index] = offset << 24 | index;
-                lastOffset[req] = Math.max(lastOffset[req], offset);
-            }
-        }
-        Arrays.sort(schedule);
+        RoundPlan plan = RoundPlan.draw(n, per, spread, push, random);
+        BenchStatus[] all = plan.all();
+        long[] schedule = plan.schedule();
+        long[] lastOffset = plan.lastOffset();
         long[] doneAt = new long[n];
         AtomicLong errors = new AtomicLong();
         CountDownLatch finished = new CountDownLatch(n);
@@ -468,7 +462,7 @@ public final class ScaleBench {
         return sum;
     }
 
-    private static long processCpuNanos() {
+    static long processCpuNanos() {
         return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
                 .getProcessCpuTime();
     }

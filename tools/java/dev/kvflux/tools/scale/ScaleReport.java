@@ -22,12 +22,13 @@ public final class ScaleReport {
 
     public static String table(List<ScaleRow> rows) {
         StringBuilder out = new StringBuilder();
-        out.append(String.format(Locale.ROOT, "%-28s %7s %6s %6s %26s %11s %9s %11s %6s %9s %9s %9s%n", "strategy",
-                "N", "cores", "notif", "lag p50 / p99 / max (ms)", "notif p99", "code()/st", "GC n / ms", "errors",
+        out.append(String.format(Locale.ROOT, "%-28s %7s %6s %6s %6s %26s %11s %9s %11s %6s %9s %9s %9s%n", "strategy",
+                "N", "cores", "notif", "wait", "lag p50 / p99 / max (ms)", "notif p99", "code()/st", "GC n / ms", "errors",
                 "B/st/tick", "B/push", "behind ms"));
         for (ScaleRow r : rows) {
-            out.append(String.format(Locale.ROOT, "%-28s %,7d %6.2f %6.2f %26s %11.2f %9.1f %11s %6s %9s %9s %9.1f%n",
+            out.append(String.format(Locale.ROOT, "%-28s %,7d %6.2f %6.2f %6.2f %26s %11.2f %9.1f %11s %6s %9s %9s %9.1f%n",
                     r.recorder().equals("none") ? r.strategy() : r.strategy() + " +" + r.recorder(), r.n(), r.coresUsed(), r.notifierCores(),
+                    r.waitCores(),
                     String.format(Locale.ROOT, "%.2f / %.2f / %.2f", r.lagP50Ms(), r.lagP99Ms(), r.lagMaxMs()),
                     r.notifierLagP99Ms(),
                     r.queriesPerStatus(), r.gcCount() + " / " + r.gcMillis(),
@@ -35,7 +36,8 @@ public final class ScaleReport {
                     figure(r.bytesPerStatusTick()), figure(r.notifierBytesPerStatus()), r.notifierBehindMs()));
         }
         out.append("cores: process CPU time / wall; notif: the notifier threads' share of it (" + notifiers(rows)
-                + "); lag: completion signal minus the request's last status's scheduled finish"
+                + "); wait: cores less those of the same notifiers finishing the same statuses with no wait ("
+                + backends(rows) + "), what the wait adds; lag: completion signal minus the request's last status's scheduled finish"
                 + " time; notif p99: the notifiers' part of the lag (how late they finished a request's last status),"
                 + " 99th percentile, the rest being the wait's own; B/st/tick: bytes allocated per status query while statuses stay in flight (polling waits);"
                 + " B/push: bytes the notifier thread allocated per status it pushed; behind: how late the notifier"
@@ -139,6 +141,8 @@ public final class ScaleReport {
             putFigure(row, "notifier_bytes_per_push", r.notifierBytesPerStatus());
             row.put("notifier_behind_ms", r.notifierBehindMs());
             row.put("notifier_cores", r.notifierCores());
+            row.put("backend_cores", r.backendCores());
+            row.put("wait_cores", r.waitCores());
             row.put("notifier_lag_p99_ms", r.notifierLagP99Ms());
             ArrayNode perRound = row.putArray("round_cpu_ms");
             r.roundCpuMillis().forEach(perRound::add);
@@ -150,6 +154,15 @@ public final class ScaleReport {
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /** The backend's own cores at each N, as the footnote gives them. */
+    private static String backends(List<ScaleRow> rows) {
+        java.util.Map<Integer, Double> byN = new java.util.LinkedHashMap<>();
+        rows.forEach(r -> byN.putIfAbsent(r.n(), r.backendCores()));
+        java.util.StringJoiner out = new java.util.StringJoiner(", ");
+        byN.forEach((n, cores) -> out.add(String.format(Locale.ROOT, "%.2f at N = %,d", cores, n)));
+        return out.toString();
     }
 
     private static String notifiers(List<ScaleRow> rows) {

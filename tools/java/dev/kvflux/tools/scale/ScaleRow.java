@@ -24,14 +24,25 @@ import java.util.List;
  * @param notifierLagP99Ms the notifiers' part of the lag, 99th percentile: how late a request's last status was
  *     finished (pushed) after its time; the rest of the lag is the wait's own
  * @param notifiers how many notifier threads finished the statuses
+ * @param backendCores process CPU time over wall time with the same notifiers finishing the same number of statuses
+ *     and no wait ({@link BackendAlone}): the stand-in backend's own share of {@code coresUsed}
  */
 public record ScaleRow(String strategy, String recorder, int n, int statuses, int rounds, double coresUsed, double lagP50Ms,
                        double lagP99Ms, double lagMaxMs, double queriesPerStatus, long gcCount, long gcMillis,
                        long errors, long unfinished, double notifierBytesPerStatus, double bytesPerStatusTick,
                        double notifierBehindMs, double notifierCores, List<Double> roundCpuMillis,
-                       List<Long> roundWakeups, double notifierLagP99Ms, int notifiers) {
+                       List<Long> roundWakeups, double notifierLagP99Ms, int notifiers,
+                       double backendCores) {
     public ScaleRow {
         roundCpuMillis = List.copyOf(roundCpuMillis);
         roundWakeups = List.copyOf(roundWakeups);
+    }
+
+    /**
+     * What the wait adds to the process's CPU: {@code coresUsed} less {@code backendCores}, both measured in one run
+     * (noise can make it slightly negative where the wait costs next to nothing).
+     */
+    public double waitCores() {
+        return coresUsed - backendCores;
     }
 }
