@@ -12,9 +12,10 @@ import reactor.core.scheduler.Scheduler;
 
 /**
  * One subscription of a {@link PushWait}: counts the request's statuses as they settle and hands the
- * request to the scheduler once. A push costs two atomic updates (three when recording) and no allocation; the
- * subscriber's signal, the clean-up of the other per-status subscriptions and the verdict all run on the scheduler,
- * or, with {@link PushWait#signalOnPush()}, on the pushing thread, the timers then left to a {@link TimerReaper}.
+ * request to the scheduler once, through the wait's {@link SignalBatcher}. A push costs two atomic updates (three
+ * when recording) and no allocation; the subscriber's signal, the clean-up of the other per-status subscriptions and
+ * the verdict all run on the scheduler, or, with {@link PushWait#signalOnPush()}, on the pushing thread. A wait that a
+ * push ended leaves its timers to a {@link TimerReaper}.
  */
 final class PushBarrier {
     private static final VarHandle REMAINING;
@@ -49,10 +50,14 @@ final class PushBarrier {
     /** Whether a push that ends the wait signals on its own thread rather than handing over to {@link #on}. */
     private final boolean signalOnPush;
     private final MonoSink<Void> sink;
-    /** Where a wait ended on a pushing thread hands its timers over ({@link #signalOnPush}). */
+    /** Where a wait that a push ended hands its timers over. */
     private final TimerReaper reaper;
+    /** Where a wait that a push ended is handed to the scheduler, unless {@link #signalOnPush}. */
+    private final SignalBatcher batcher;
     /** The next wait in {@link TimerReaper}'s batch; written before it is published there. */
     PushBarrier nextToReap;
+    /** The next wait in {@link SignalBatcher}'s batch; written before it is published there. */
+    PushBarrier nextToSignal;
 
     /** Statuses not yet settled, plus one while {@link #start} runs, so nothing ends the wait half-built. */
     private volatile int remaining;
@@ -78,9 +83,10 @@ final class PushBarrier {
     private final WaitTally tally;
 
     PushBarrier(TransferStatus[] statuses, WaitSpec spec, Scheduler on, boolean signalOnPush, TimerReaper reaper,
-                MonoSink<Void> sink, String name) {
+                SignalBatcher batcher, MonoSink<Void> sink, String name) {
         this.signalOnPush = signalOnPush;
         this.reaper = reaper;
+        this.batcher = batcher;
         this.tally = new WaitTally(spec.recorder(), name, on);
         this.statuses = statuses;
         this.lastCopyEnd = new LastCopyEnd(statuses);
@@ -270,8 +276,13 @@ final class PushBarrier {
         } else if (signalOnPush) {
             emitOnPush();
         } else {
-            on.schedule(this::emit);
+            batcher.hand(this, on);
         }
+    }
+
+    /** Signals the end that a push handed to the {@link SignalBatcher}, on its task; the timers go to the reaper. */
+    void signalHandedOver() {
+        emit(true);
     }
 
     /**

@@ -53,8 +53,10 @@ import reactor.core.scheduler.Schedulers;
  * flight (atomics, no allocation, no lock). The request is handed to the wait's {@link Scheduler}
  * ({@link Schedulers#parallel()} unless set, looked up at subscription) once, when its last status
  * settles or (fail-fast) one fails, and every signal that does not happen during subscription arrives
- * there. So the backend's notification thread, on GPUs one thread shared by every push of the process,
- * never runs a subscriber's work and pays one task hand-off per request, not one per status. The timeout,
+ * there. Requests whose pushes end them while an earlier one still waits for the scheduler join that one's task,
+ * and are signalled one after another, in the order they ended, on one scheduler thread. So the backend's
+ * notification thread, on GPUs one thread shared by every push of the process, never runs a subscriber's work; it
+ * pays one atomic update per request and one task per batch, not one per status. The timeout,
  * the stall check and the polling of statuses that do not push run on the scheduler too. Statuses all done (or one
  * failed) at subscription signal at once, on the subscriber's thread. Cancelling, or the wait ending,
  * cancels every per-status subscription, the poll and the timeout.
@@ -75,6 +77,8 @@ public final class PushWait implements WaitStrategy {
     private final TimerReaper reaper;
     /** The clock {@link #reaper} times its batches on: {@link System#nanoTime()} but in tests. */
     private final java.util.function.LongSupplier reaperClock;
+    /** Hands the waits that pushes end to the scheduler, those that end together in one task. */
+    private final SignalBatcher batcher = new SignalBatcher();
 
     private PushWait(WaitSpec spec) {
         this(spec, false, System::nanoTime);
@@ -223,7 +227,7 @@ public final class PushWait implements WaitStrategy {
                 return Mono.error(broken);
             }
             Scheduler on = spec.schedulerOrParallel();
-            return Mono.create(sink -> new PushBarrier(snapshot, spec, on, signalOnPush, reaper, sink,
+            return Mono.create(sink -> new PushBarrier(snapshot, spec, on, signalOnPush, reaper, batcher, sink,
                     strategyName()).start());
         }), strategyName(), spec.mode());
     }

@@ -1,0 +1,184 @@
+package dev.kvflux.operators;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.kvflux.bindings.StatusCode;
+import dev.kvflux.testing.ListenedStatus;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.scheduler.Scheduler;
+import reactor.test.scheduler.VirtualTimeScheduler;
+
+/** The push wait's hand-over to the scheduler: the waits that pushes end together share one task. */
+class SignalBatcherTest {
+
+    /** Holds the tasks given without delay until the test runs them; the others go to virtual time. */
+    private static final class HeldScheduler implements Scheduler {
+        final VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        final List<Runnable> held = new CopyOnWriteArrayList<>();
+        final List<Disposable> delayed = new CopyOnWriteArrayList<>();
+        int given;
+        boolean refusing;
+
+        @Override
+        public Disposable schedule(Runnable task) {
+            if (refusing) {
+                throw new RejectedExecutionException("shut down");
+            }
+            given++;
+            held.add(task);
+            return () -> { };
+        }
+
+        @Override
+        public Disposable schedule(Runnable task, long delay, TimeUnit unit) {
+            Disposable scheduled = time.schedule(task, delay, unit);
+            delayed.add(scheduled);
+            return scheduled;
+        }
+
+        @Override
+        public long now(TimeUnit unit) {
+            return time.now(unit);
+        }
+
+        @Override
+        public Worker createWorker() {
+            return time.createWorker();
+        }
+
+        void runHeld() {
+            List<Runnable> now = new ArrayList<>(held);
+            held.clear();
+            now.forEach(Runnable::run);
+        }
+    }
+
+    private static List<ListenedStatus> statuses(int count) {
+        List<ListenedStatus> statuses = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            statuses.add(new ListenedStatus());
+        }
+        return statuses;
+    }
+
+    /** Three waits on one wait, each of two statuses, each noting its name in {@code ended} when it completes. */
+    private static List<List<ListenedStatus>> threeWaits(PushWait wait, List<String> ended) {
+        List<List<ListenedStatus>> waits = new ArrayList<>();
+        for (int w = 0; w < 3; w++) {
+            List<ListenedStatus> mine = statuses(2);
+            String name = "wait " + w;
+            wait.await(mine).subscribe(null, e -> ended.add(name + " failed"), () -> ended.add(name));
+            waits.add(mine);
+        }
+        return waits;
+    }
+
+    @Test
+    void waitsThatPushesEndBeforeTheSchedulerRunsShareOneTaskAndAreSignalledInTheOrderTheyEnded() {
+        HeldScheduler on = new HeldScheduler();
+        List<String> ended = new CopyOnWriteArrayList<>();
+        List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
+
+        waits.get(2).forEach(ListenedStatus::push);
+        waits.get(0).forEach(ListenedStatus::push);
+        waits.get(1).forEach(ListenedStatus::push);
+
+        assertThat(ended).as("nothing signalled on the pushing thread").isEmpty();
+        assertThat(on.given).as("one task for the three").isEqualTo(1);
+        on.runHeld();
+        assertThat(ended).containsExactly("wait 2", "wait 0", "wait 1");
+    }
+
+    @Test
+    void aWaitEndedAfterItsBatchRanAsksForATaskOfItsOwn() {
+        HeldScheduler on = new HeldScheduler();
+        List<String> ended = new CopyOnWriteArrayList<>();
+        List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
+
+        waits.get(0).forEach(ListenedStatus::push);
+        on.runHeld();
+        waits.get(1).forEach(ListenedStatus::push);
+        waits.get(2).getFirst().push(StatusCode.ERR_GPU_OP);
+
+        assertThat(ended).containsExactly("wait 0");
+        assertThat(on.given).isEqualTo(2);
+        on.runHeld();
+        assertThat(ended).containsExactly("wait 0", "wait 1", "wait 2 failed");
+    }
+
+    @Test
+    void aSubscriberThatThrowsIsReportedAndTheRestOfItsBatchIsStillSignalled() throws Exception {
+        HeldScheduler on = new HeldScheduler();
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(on);
+        List<ListenedStatus> first = statuses(1);
+        List<ListenedStatus> second = statuses(1);
+        List<String> ended = new CopyOnWriteArrayList<>();
+        // a raw subscriber: Reactor's lambda subscribers catch what their lambdas throw
+        wait.await(first).subscribe(new reactor.core.CoreSubscriber<Void>() {
+            @Override
+            public void onSubscribe(org.reactivestreams.Subscription s) {
+                s.request(1);
+            }
+
+            @Override
+            public void onNext(Void v) {
+            }
+
+            @Override
+            public void onError(Throwable e) {
+            }
+
+            @Override
+            public void onComplete() {
+                throw new IllegalStateException("the subscriber's own bug");
+            }
+        });
+        wait.await(second).subscribe(null, null, () -> ended.add("second"));
+        first.getFirst().push();
+        second.getFirst().push();
+
+        List<Throwable> reported = new CopyOnWriteArrayList<>();
+        Thread runner = new Thread(on::runHeld, "a-scheduler-thread");
+        runner.setUncaughtExceptionHandler((thread, e) -> reported.add(e));
+        runner.start();
+        runner.join();
+
+        assertThat(ended).containsExactly("second");
+        assertThat(reported).singleElement().satisfies(e -> assertThat(e).hasMessage("the subscriber's own bug"));
+    }
+
+    @Test
+    void whenTheSchedulerRefusesTheTaskTheWaitIsSignalledOnThePushingThread() {
+        HeldScheduler on = new HeldScheduler();
+        List<String> ended = new CopyOnWriteArrayList<>();
+        List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
+        on.refusing = true;
+
+        waits.get(1).forEach(ListenedStatus::push);
+
+        assertThat(ended).containsExactly("wait 1");
+        assertThat(on.held).isEmpty();
+    }
+
+    @Test
+    void theDeadlinesOfABatchsWaitsAreDisposedOnceItHasRun() {
+        HeldScheduler on = new HeldScheduler();
+        List<String> ended = new CopyOnWriteArrayList<>();
+        List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
+        assertThat(on.delayed).as("a deadline per wait").hasSize(3).noneMatch(Disposable::isDisposed);
+
+        waits.forEach(w -> w.forEach(ListenedStatus::push));
+        on.runHeld();
+        on.time.advanceTimeBy(Duration.ofMillis(2));
+
+        assertThat(ended).hasSize(3);
+        assertThat(on.delayed.subList(0, 3)).allMatch(Disposable::isDisposed);
+    }
+}
