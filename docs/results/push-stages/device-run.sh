@@ -19,7 +19,8 @@
 # at which the JIT's optimizing compiler takes the wait's subscription. STEPS=steady2: the bounds' rows after that
 # warm-up, the CUDA engine's then MoRI's. STEPS=settled and settled-cuda: the same rows once a push wait counts the
 # statuses that say they settled without giving each a listener, against the build before it, on MoRI and on the
-# CUDA engine.
+# CUDA engine. STEPS=batched and batched-cuda: the same rows once a push wait hands the waits that pushes end to
+# the scheduler in batches, against the build before it.
 # Writes under $OUT.
 set -uo pipefail
 . "$(dirname "$0")/../bundle-steps.sh"
@@ -109,15 +110,16 @@ steady2)
   # the default push wait's rows once the JIT has compiled it: each engine alone in its process
   step steady2-cuda 300 repro --backend cuda --gpu 0 --wait reactive-push --requests 200 --warmup 1000 --json
   step steady2-mori 270 repro --backend mori --gpu 0 --wait reactive-push --requests 200 --warmup 600 --json ;;
-settled|settled-cuda)
+settled|settled-cuda|batched|batched-cuda)
   # a push wait that counts, at subscription, the statuses that say they have settled (PushedStatus.settledCode)
-  # in one update, with no listener each: the default push wait after the JIT's warm-up, this build then the one
-  # before it (its operators jar in .device/old, from the commit before the change), each in a process of its own
+  # in one update, with no listener each (settled), or hands the waits that pushes end over in batches (batched):
+  # the default push wait after the JIT's warm-up, this build then the one before it (its operators jar in
+  # .device/old, from the commit before the change), each in a process of its own
   cp -r $W/kvflux-cuda $W/before && cp "$R"/.device/old/kvflux-operators-*.jar $W/before/lib/ ||
     { echo "no .device/old/kvflux-operators-*.jar: make it as STEPS=before's comment says" | tee -a $OUT/summary.log; exit 1; }
   NEW=$K
-  if [ "$STEPS" = settled ]; then e=mori n=600; else e=cuda n=1000; fi
-  K=$NEW step settled-$e 285 repro --backend $e --gpu 0 --wait reactive-push --requests 200 --warmup $n --json
+  case "$STEPS" in settled|batched) e=mori n=600 ;; *) e=cuda n=1000 ;; esac
+  K=$NEW step ${STEPS%-cuda}-$e 285 repro --backend $e --gpu 0 --wait reactive-push --requests 200 --warmup $n --json
   K=$W/before/bin/kvflux step before-$e 285 repro --backend $e --gpu 0 --wait reactive-push --requests 200 \
     --warmup $n --json ;;
 bench)
