@@ -58,6 +58,10 @@ final class PushBarrier {
     PushBarrier nextToReap;
     /** The next wait in {@link SignalBatcher}'s batch; written before it is published there. */
     PushBarrier nextToSignal;
+    /** When the {@link SignalBatcher} batch it joined began, on the batcher's clock; written with {@link #nextToSignal}. */
+    long batchSince;
+    /** The scheduler that {@link SignalBatcher} batch's task was given to; written with {@link #nextToSignal}. */
+    Scheduler batchOn;
 
     /** Statuses not yet settled, plus one while {@link #start} runs, so nothing ends the wait half-built. */
     private volatile int remaining;

@@ -54,9 +54,12 @@ import reactor.core.scheduler.Schedulers;
  * ({@link Schedulers#parallel()} unless set, looked up at subscription) once, when its last status
  * settles or (fail-fast) one fails, and every signal that does not happen during subscription arrives
  * there. Requests whose pushes end them while an earlier one still waits for the scheduler join that one's task,
- * and are signalled one after another, in the order they ended, on one scheduler thread. So the backend's
- * notification thread, on GPUs one thread shared by every push of the process, never runs a subscriber's work; it
- * pays one atomic update per request and one task per batch, not one per status. The timeout,
+ * and are signalled one after another, in the order they ended, on one scheduler thread: a subscriber with long work
+ * after the wait delays the others of its batch, and should move it to a scheduler of its own ({@code publishOn}).
+ * So the backend's notification thread, on GPUs one thread shared by every push of the process, runs no subscriber's
+ * work (unless the scheduler refuses the task, or has dropped it for more than 100 ms: then the thread that hands
+ * the next request over signals the batch); it pays one compare-and-set per request and one task per batch, not one
+ * per status. The timeout,
  * the stall check and the polling of statuses that do not push run on the scheduler too. Statuses all done (or one
  * failed) at subscription signal at once, on the subscriber's thread. Cancelling, or the wait ending,
  * cancels every per-status subscription, the poll and the timeout.
@@ -78,7 +81,7 @@ public final class PushWait implements WaitStrategy {
     /** The clock {@link #reaper} times its batches on: {@link System#nanoTime()} but in tests. */
     private final java.util.function.LongSupplier reaperClock;
     /** Hands the waits that pushes end to the scheduler, those that end together in one task. */
-    private final SignalBatcher batcher = new SignalBatcher();
+    private final SignalBatcher batcher;
 
     private PushWait(WaitSpec spec) {
         this(spec, false, System::nanoTime);
@@ -89,6 +92,7 @@ public final class PushWait implements WaitStrategy {
         this.signalOnPush = signalOnPush;
         this.reaperClock = reaperClock;
         this.reaper = new TimerReaper(reaperClock);
+        this.batcher = new SignalBatcher(reaperClock);
     }
 
     /** Tests: this wait, its timer disposal timed on {@code clock} (nanoseconds) instead of {@link System#nanoTime()}. */

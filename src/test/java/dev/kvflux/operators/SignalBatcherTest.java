@@ -25,6 +25,12 @@ class SignalBatcherTest {
         final List<Disposable> delayed = new CopyOnWriteArrayList<>();
         int given;
         boolean refusing;
+        boolean disposed;
+
+        @Override
+        public boolean isDisposed() {
+            return disposed;
+        }
 
         @Override
         public Disposable schedule(Runnable task) {
@@ -113,15 +119,9 @@ class SignalBatcherTest {
         assertThat(ended).containsExactly("wait 0", "wait 1", "wait 2 failed");
     }
 
-    @Test
-    void aSubscriberThatThrowsIsReportedAndTheRestOfItsBatchIsStillSignalled() throws Exception {
-        HeldScheduler on = new HeldScheduler();
-        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(on);
-        List<ListenedStatus> first = statuses(1);
-        List<ListenedStatus> second = statuses(1);
-        List<String> ended = new CopyOnWriteArrayList<>();
-        // a raw subscriber: Reactor's lambda subscribers catch what their lambdas throw
-        wait.await(first).subscribe(new reactor.core.CoreSubscriber<Void>() {
+    /** A raw subscriber whose completion throws {@code thrown}: Reactor's lambda subscribers catch what they throw. */
+    private static reactor.core.CoreSubscriber<Void> throwingOnComplete(Throwable thrown) {
+        return new reactor.core.CoreSubscriber<>() {
             @Override
             public void onSubscribe(org.reactivestreams.Subscription s) {
                 s.request(1);
@@ -137,12 +137,31 @@ class SignalBatcherTest {
 
             @Override
             public void onComplete() {
-                throw new IllegalStateException("the subscriber's own bug");
+                if (thrown instanceof RuntimeException e) {
+                    throw e;
+                }
+                throw (Error) thrown;
             }
-        });
-        wait.await(second).subscribe(null, null, () -> ended.add("second"));
+        };
+    }
+
+    @Test
+    void subscribersThatThrowDoNotKeepTheRestOfTheirBatchFromTheirSignalsAndTheFirstThrowableIsReported()
+            throws Exception {
+        HeldScheduler on = new HeldScheduler();
+        PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(on);
+        List<ListenedStatus> first = statuses(1);
+        List<ListenedStatus> second = statuses(1);
+        List<ListenedStatus> third = statuses(1);
+        List<String> ended = new CopyOnWriteArrayList<>();
+        AssertionError error = new AssertionError("the subscriber's own assertion");
+        IllegalStateException bug = new IllegalStateException("the subscriber's own bug");
+        wait.await(first).subscribe(throwingOnComplete(error));
+        wait.await(second).subscribe(throwingOnComplete(bug));
+        wait.await(third).subscribe(null, null, () -> ended.add("third"));
         first.getFirst().push();
         second.getFirst().push();
+        third.getFirst().push();
 
         List<Throwable> reported = new CopyOnWriteArrayList<>();
         Thread runner = new Thread(on::runHeld, "a-scheduler-thread");
@@ -150,8 +169,44 @@ class SignalBatcherTest {
         runner.start();
         runner.join();
 
-        assertThat(ended).containsExactly("second");
-        assertThat(reported).singleElement().satisfies(e -> assertThat(e).hasMessage("the subscriber's own bug"));
+        assertThat(ended).containsExactly("third");
+        assertThat(reported).singleElement().isSameAs(error);
+        assertThat(error.getSuppressed()).containsExactly(bug);
+    }
+
+    @Test
+    void aBatchWhoseTaskTheSchedulerDroppedIsSignalledByTheNextWaitHandedOverOnceItIsOld() {
+        HeldScheduler on = new HeldScheduler();
+        java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong();
+        List<String> ended = new CopyOnWriteArrayList<>();
+        List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on)
+                .reaperClock(clock::get), ended);
+
+        waits.get(0).forEach(ListenedStatus::push);
+        on.held.clear(); // the scheduler drops the batch's task, as one shut down with tasks pending does
+        clock.addAndGet(TimeUnit.MILLISECONDS.toNanos(SignalBatcher.STUCK_MILLIS));
+        waits.get(1).forEach(ListenedStatus::push);
+        assertThat(ended).as("a batch exactly as old as the bound still waits for its task").isEmpty();
+        clock.addAndGet(1);
+        waits.get(2).forEach(ListenedStatus::push);
+
+        assertThat(ended).containsExactly("wait 0", "wait 1", "wait 2");
+        assertThat(on.given).as("no task asked for the batch that joined the dropped one").isEqualTo(1);
+    }
+
+    @Test
+    void aWaitHandedOverToABatchWhoseSchedulerIsShutDownSignalsItAtOnceOnThePushingThread() {
+        HeldScheduler on = new HeldScheduler();
+        List<String> ended = new CopyOnWriteArrayList<>();
+        List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
+
+        waits.get(0).forEach(ListenedStatus::push);
+        on.held.clear();
+        on.disposed = true; // shut down with the batch's task pending
+        waits.get(1).forEach(ListenedStatus::push);
+
+        assertThat(ended).containsExactly("wait 0", "wait 1");
+        assertThat(on.given).isEqualTo(1);
     }
 
     @Test
