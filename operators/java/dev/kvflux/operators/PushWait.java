@@ -57,9 +57,9 @@ import reactor.core.scheduler.Schedulers;
  * and are signalled one after another, in the order they ended, on one scheduler thread: a subscriber with long work
  * after the wait delays the others of its batch, and should move it to a scheduler of its own ({@code publishOn}).
  * So the backend's notification thread, on GPUs one thread shared by every push of the process, runs no subscriber's
- * work (unless the scheduler refuses the task, or has dropped it for more than 100 ms: then the thread that hands
- * the next request over signals the batch); it pays one compare-and-set per request and one task per batch, not one
- * per status. The timeout,
+ * work (unless the scheduler refuses the task, or is shut down or has not run it within 100 ms: then the thread
+ * that hands the next request over signals the batch); it pays one compare-and-set per request and one task per
+ * batch, not one per status. The timeout,
  * the stall check and the polling of statuses that do not push run on the scheduler too. Statuses all done (or one
  * failed) at subscription signal at once, on the subscriber's thread. Cancelling, or the wait ending,
  * cancels every per-status subscription, the poll and the timeout.
