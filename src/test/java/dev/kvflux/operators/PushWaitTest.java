@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.kvflux.bindings.PushedStatus;
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.testing.ListenedStatus;
+import dev.kvflux.testing.RecordingScheduler;
 import dev.kvflux.testing.ScriptedStatus;
 import java.time.Duration;
 import java.util.List;
@@ -281,7 +282,7 @@ class PushWaitTest {
     @Test
     void aRequestIsHandedToTheSchedulerOnceHoweverManyStatusesItPushes() {
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
-        CountingScheduler counting = new CountingScheduler(time);
+        RecordingScheduler counting = RecordingScheduler.over(time);
         List<Pushed> statuses = new java.util.ArrayList<>();
         for (int i = 0; i < 118; i++) {
             statuses.add(new Pushed());
@@ -297,7 +298,7 @@ class PushWaitTest {
     @Test
     void aFailFastRequestIsHandedOverOnceEvenWhenSeveralStatusesFail() {
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
-        CountingScheduler counting = new CountingScheduler(time);
+        RecordingScheduler counting = RecordingScheduler.over(time);
         Pushed a = new Pushed();
         Pushed b = new Pushed();
         AtomicReference<Throwable> error = new AtomicReference<>();
@@ -312,7 +313,7 @@ class PushWaitTest {
     @Test
     void signallingOnThePushEndsTheWaitOnThePushingThreadWithoutAHandOver() throws Exception {
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
-        CountingScheduler counting = new CountingScheduler(time);
+        RecordingScheduler counting = RecordingScheduler.over(time);
         Pushed a = new Pushed();
         Pushed b = new Pushed();
         AtomicReference<String> completedOn = new AtomicReference<>();
@@ -345,7 +346,7 @@ class PushWaitTest {
     @Test
     void waitsEndingOnThePushingThreadWithinAMillisecondOfEachOtherHaveTheirTimersDisposedInOneBatch() {
         VirtualTimeScheduler time = VirtualTimeScheduler.create();
-        CountingScheduler counting = new CountingScheduler(time);
+        RecordingScheduler counting = RecordingScheduler.over(time);
         AtomicLong clock = new AtomicLong();
         PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush()
                 .reaperClock(clock::get);
@@ -373,7 +374,7 @@ class PushWaitTest {
 
     @Test
     void waitsEndingOnThePushingThreadFarApartDisposeTheirTimersAtOnceAskingTheSchedulerNothing() {
-        CountingScheduler counting = new CountingScheduler(VirtualTimeScheduler.create());
+        RecordingScheduler counting = RecordingScheduler.over(VirtualTimeScheduler.create());
         AtomicLong clock = new AtomicLong();
         PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush()
                 .reaperClock(clock::get);
@@ -391,7 +392,7 @@ class PushWaitTest {
     @Test
     void aBatchOfTimersWhoseDisposalNeverRunsIsDisposedByAWaitEndingOnceTheBatchIsOld() {
         // virtual time that nobody advances: the batch's disposal, a millisecond later, never runs
-        CountingScheduler counting = new CountingScheduler(VirtualTimeScheduler.create());
+        RecordingScheduler counting = RecordingScheduler.over(VirtualTimeScheduler.create());
         AtomicLong clock = new AtomicLong();
         PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting).signalOnPush()
                 .reaperClock(clock::get);
@@ -415,7 +416,7 @@ class PushWaitTest {
 
     @Test
     void aWaitWhoseStatusesHadAllSettledArmsNoTimer() {
-        CountingScheduler counting = new CountingScheduler(VirtualTimeScheduler.create());
+        RecordingScheduler counting = RecordingScheduler.over(VirtualTimeScheduler.create());
         ListenedStatus a = new ListenedStatus();
         a.code = StatusCode.SUCCESS;
         Pushed b = new Pushed();
@@ -432,7 +433,7 @@ class PushWaitTest {
     void aSubscriberThatThrowsOnTheEndStillHasTheWaitsTimersDisposed() {
         for (boolean direct : new boolean[] {false, true}) {
             VirtualTimeScheduler time = VirtualTimeScheduler.create();
-            CountingScheduler counting = new CountingScheduler(time);
+            RecordingScheduler counting = RecordingScheduler.over(time);
             ListenedStatus failing = new ListenedStatus();
             ScriptedStatus polled = ScriptedStatus.never(time);
             PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(counting);
@@ -468,51 +469,6 @@ class PushWaitTest {
 
             assertThat(counting.periodic.getFirst().isDisposed()).as("direct " + direct + ": the poll").isTrue();
             assertThat(counting.delayed.getFirst().isDisposed()).as("direct " + direct + ": the deadline").isTrue();
-        }
-    }
-
-    /** A scheduler that counts the tasks handed to it without delay, and keeps those with one. */
-    private static final class CountingScheduler implements Scheduler {
-        final Scheduler delegate;
-        final java.util.concurrent.atomic.AtomicInteger immediate = new java.util.concurrent.atomic.AtomicInteger();
-        final List<reactor.core.Disposable> delayed = new java.util.concurrent.CopyOnWriteArrayList<>();
-        final List<reactor.core.Disposable> periodic = new java.util.concurrent.CopyOnWriteArrayList<>();
-
-        CountingScheduler(Scheduler delegate) {
-            this.delegate = delegate;
-        }
-
-        @Override
-        public reactor.core.Disposable schedule(Runnable task) {
-            immediate.incrementAndGet();
-            return delegate.schedule(task);
-        }
-
-        @Override
-        public reactor.core.Disposable schedule(Runnable task, long delay, TimeUnit unit) {
-            reactor.core.Disposable scheduled = delegate.schedule(task, delay, unit);
-            delayed.add(scheduled);
-            return scheduled;
-        }
-
-        @Override
-        public reactor.core.Disposable schedulePeriodically(Runnable task, long initialDelay, long period,
-                                                           TimeUnit unit) {
-            // tracked: a virtual-time periodic task does not tell whether it was disposed
-            reactor.core.Disposable scheduled = reactor.core.Disposables.composite(
-                    delegate.schedulePeriodically(task, initialDelay, period, unit));
-            periodic.add(scheduled);
-            return scheduled;
-        }
-
-        @Override
-        public long now(TimeUnit unit) {
-            return delegate.now(unit);
-        }
-
-        @Override
-        public Worker createWorker() {
-            return delegate.createWorker();
         }
     }
 

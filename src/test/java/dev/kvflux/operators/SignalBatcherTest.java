@@ -4,67 +4,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.kvflux.bindings.StatusCode;
 import dev.kvflux.testing.ListenedStatus;
+import dev.kvflux.testing.RecordingScheduler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
-import reactor.core.scheduler.Scheduler;
 import reactor.test.scheduler.VirtualTimeScheduler;
 
 /** The push wait's hand-over to the scheduler: the waits that pushes end together share one task. */
 class SignalBatcherTest {
-
-    /** Holds the tasks given without delay until the test runs them; the others go to virtual time. */
-    private static final class HeldScheduler implements Scheduler {
-        final VirtualTimeScheduler time = VirtualTimeScheduler.create();
-        final List<Runnable> held = new CopyOnWriteArrayList<>();
-        final List<Disposable> delayed = new CopyOnWriteArrayList<>();
-        int given;
-        boolean refusing;
-        boolean disposed;
-
-        @Override
-        public boolean isDisposed() {
-            return disposed;
-        }
-
-        @Override
-        public Disposable schedule(Runnable task) {
-            if (refusing) {
-                throw new RejectedExecutionException("shut down");
-            }
-            given++;
-            held.add(task);
-            return () -> { };
-        }
-
-        @Override
-        public Disposable schedule(Runnable task, long delay, TimeUnit unit) {
-            Disposable scheduled = time.schedule(task, delay, unit);
-            delayed.add(scheduled);
-            return scheduled;
-        }
-
-        @Override
-        public long now(TimeUnit unit) {
-            return time.now(unit);
-        }
-
-        @Override
-        public Worker createWorker() {
-            return time.createWorker();
-        }
-
-        void runHeld() {
-            List<Runnable> now = new ArrayList<>(held);
-            held.clear();
-            now.forEach(Runnable::run);
-        }
-    }
 
     private static List<ListenedStatus> statuses(int count) {
         List<ListenedStatus> statuses = new ArrayList<>();
@@ -88,7 +39,7 @@ class SignalBatcherTest {
 
     @Test
     void waitsThatPushesEndBeforeTheSchedulerRunsShareOneTaskAndAreSignalledInTheOrderTheyEnded() {
-        HeldScheduler on = new HeldScheduler();
+        RecordingScheduler on = RecordingScheduler.holding(VirtualTimeScheduler.create());
         List<String> ended = new CopyOnWriteArrayList<>();
         List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
 
@@ -97,14 +48,14 @@ class SignalBatcherTest {
         waits.get(1).forEach(ListenedStatus::push);
 
         assertThat(ended).as("nothing signalled on the pushing thread").isEmpty();
-        assertThat(on.given).as("one task for the three").isEqualTo(1);
+        assertThat(on.immediate.get()).as("one task for the three").isEqualTo(1);
         on.runHeld();
         assertThat(ended).containsExactly("wait 2", "wait 0", "wait 1");
     }
 
     @Test
     void aWaitEndedAfterItsBatchRanAsksForATaskOfItsOwn() {
-        HeldScheduler on = new HeldScheduler();
+        RecordingScheduler on = RecordingScheduler.holding(VirtualTimeScheduler.create());
         List<String> ended = new CopyOnWriteArrayList<>();
         List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
 
@@ -114,7 +65,7 @@ class SignalBatcherTest {
         waits.get(2).getFirst().push(StatusCode.ERR_GPU_OP);
 
         assertThat(ended).containsExactly("wait 0");
-        assertThat(on.given).isEqualTo(2);
+        assertThat(on.immediate.get()).isEqualTo(2);
         on.runHeld();
         assertThat(ended).containsExactly("wait 0", "wait 1", "wait 2 failed");
     }
@@ -148,7 +99,7 @@ class SignalBatcherTest {
     @Test
     void subscribersThatThrowDoNotKeepTheRestOfTheirBatchFromTheirSignalsAndTheFirstThrowableIsReported()
             throws Exception {
-        HeldScheduler on = new HeldScheduler();
+        RecordingScheduler on = RecordingScheduler.holding(VirtualTimeScheduler.create());
         PushWait wait = PushWait.failFast(Duration.ofSeconds(30)).scheduler(on);
         List<ListenedStatus> first = statuses(1);
         List<ListenedStatus> second = statuses(1);
@@ -176,7 +127,7 @@ class SignalBatcherTest {
 
     @Test
     void aBatchWhoseTaskTheSchedulerDroppedIsSignalledByTheNextWaitHandedOverOnceItIsOld() {
-        HeldScheduler on = new HeldScheduler();
+        RecordingScheduler on = RecordingScheduler.holding(VirtualTimeScheduler.create());
         java.util.concurrent.atomic.AtomicLong clock = new java.util.concurrent.atomic.AtomicLong();
         List<String> ended = new CopyOnWriteArrayList<>();
         List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on)
@@ -191,12 +142,12 @@ class SignalBatcherTest {
         waits.get(2).forEach(ListenedStatus::push);
 
         assertThat(ended).containsExactly("wait 0", "wait 1", "wait 2");
-        assertThat(on.given).as("no task asked for the batch that joined the dropped one").isEqualTo(1);
+        assertThat(on.immediate.get()).as("no task asked for the batch that joined the dropped one").isEqualTo(1);
     }
 
     @Test
     void aWaitHandedOverToABatchWhoseSchedulerIsShutDownSignalsItAtOnceOnThePushingThread() {
-        HeldScheduler on = new HeldScheduler();
+        RecordingScheduler on = RecordingScheduler.holding(VirtualTimeScheduler.create());
         List<String> ended = new CopyOnWriteArrayList<>();
         List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
 
@@ -206,12 +157,12 @@ class SignalBatcherTest {
         waits.get(1).forEach(ListenedStatus::push);
 
         assertThat(ended).containsExactly("wait 0", "wait 1");
-        assertThat(on.given).isEqualTo(1);
+        assertThat(on.immediate.get()).isEqualTo(1);
     }
 
     @Test
     void whenTheSchedulerRefusesTheTaskTheWaitIsSignalledOnThePushingThread() {
-        HeldScheduler on = new HeldScheduler();
+        RecordingScheduler on = RecordingScheduler.holding(VirtualTimeScheduler.create());
         List<String> ended = new CopyOnWriteArrayList<>();
         List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
         on.refusing = true;
@@ -224,14 +175,15 @@ class SignalBatcherTest {
 
     @Test
     void theDeadlinesOfABatchsWaitsAreDisposedOnceItHasRun() {
-        HeldScheduler on = new HeldScheduler();
+        VirtualTimeScheduler time = VirtualTimeScheduler.create();
+        RecordingScheduler on = RecordingScheduler.holding(time);
         List<String> ended = new CopyOnWriteArrayList<>();
         List<List<ListenedStatus>> waits = threeWaits(PushWait.failFast(Duration.ofSeconds(30)).scheduler(on), ended);
         assertThat(on.delayed).as("a deadline per wait").hasSize(3).noneMatch(Disposable::isDisposed);
 
         waits.forEach(w -> w.forEach(ListenedStatus::push));
         on.runHeld();
-        on.time.advanceTimeBy(Duration.ofMillis(2));
+        time.advanceTimeBy(Duration.ofMillis(2));
 
         assertThat(ended).hasSize(3);
         assertThat(on.delayed.subList(0, 3)).allMatch(Disposable::isDisposed);
